@@ -1,0 +1,861 @@
+"""SMAC: Sherman-Morrison Actor-Critic, one file (A2C + GAE with a rank-1 natural policy gradient).
+
+Paper: "Rank-1 Approximation of Inverse Fisher for Natural Policy Gradients in Deep
+Reinforcement Learning" (Huo, Dash, Stoican, Kaski, Sun; TMLR 2026).
+
+The actor step preconditions the policy gradient g with the inverse of a damped rank-1
+empirical Fisher, F = lambda*I + l l^T, inverted in closed form (Sherman-Morrison):
+
+    F^-1 g = (1/lambda) * (g - l (l^T g) / (lambda + l^T l))          O(d) time and memory
+
+Usage:
+    python smac_a2c.py --env-id Hopper-v4 --damping 1.0             # train (SMAC, batch-mean)
+    python smac_a2c.py --env-id CartPole-v1 --optimizer sgd --learning-rate 7e-3
+    python smac_a2c.py --eval-checkpoint runs/<run>/checkpoint.pt   # evaluate a saved policy
+    python smac_a2c.py --help                                       # every flag
+
+Read top to bottom: Args -> environments -> networks -> the math (Sherman-Morrison, GAE)
+-> actor steps (SMAC first, baselines after) -> training loop.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import math
+import os
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Literal, Optional
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import tyro
+
+
+@dataclass
+class Args:
+    # --- experiment -------------------------------------------------------------------
+    exp_name: str = "smac_a2c"
+    """name of this experiment (part of the run directory name)"""
+    seed: int = 1
+    """seed of the experiment (torch, numpy, environments)"""
+    cuda: bool = False
+    """run networks and updates on the GPU if one is available (the rollout stays in numpy on the CPU)"""
+    torch_threads: int = 1
+    """torch CPU threads; 1 is fastest for these small networks and keeps runs deterministic"""
+    runs_dir: str = "runs"
+    """parent directory of run directories runs/{env_id}__{exp_name}__{seed}__{unix_time}"""
+    tensorboard: bool = True
+    """also write TensorBoard scalars into the run directory"""
+    progress: bool = True
+    """show a progress line (only when stdout is a terminal)"""
+    save_model: bool = False
+    """save a checkpoint at the end of training"""
+    checkpoint_every: int = 0
+    """save a checkpoint every N updates (0: only at the end with --save-model, on Ctrl-C or divergence)"""
+    resume: Optional[str] = None
+    """checkpoint file (or run directory) to continue; its saved flags are used except --total-timesteps, --progress, --checkpoint-every"""
+    eval_checkpoint: Optional[str] = None
+    """evaluate this checkpoint with the deterministic policy and exit (no training)"""
+    eval_episodes: int = 10
+    """number of episodes for --eval-checkpoint"""
+
+    # --- algorithm (defaults: the paper's Hopper SMAC row) ------------------------------
+    env_id: str = "Hopper-v4"
+    """gymnasium environment id (1-D Box observations; Discrete or 1-D Box actions)"""
+    total_timesteps: int = 1_000_000
+    """total environment steps to train for"""
+    optimizer: Literal["smac", "sgd", "adam"] = "smac"
+    """actor step: smac (Sherman-Morrison natural gradient), sgd (AC-SGD) or adam (AC-Adam)"""
+    fisher: Literal["batch-mean", "per-sample"] = "batch-mean"
+    """smac only: batch-mean (paper's Practical Method, one step per rollout) or per-sample (Algorithm 1, one step per transition)"""
+    learning_rate: float = 1e-2
+    """actor step size eta"""
+    damping: float = 1.0
+    """smac damping lambda > 0 in F = lambda*I + l l^T"""
+    critic_learning_rate: float = 1e-4
+    """critic Adam learning rate alpha"""
+    num_envs: int = 1
+    """parallel environments (the paper uses 1); a rollout has num_steps * num_envs transitions"""
+    num_steps: int = 1000
+    """T: environment steps per environment per rollout (one actor step per rollout)"""
+    gamma: float = 0.99
+    """discount factor gamma"""
+    gae_lambda: float = 0.9
+    """GAE trace-decay lambda_GAE"""
+    critic_updates: int = 1
+    """full-batch Adam steps on the critic per rollout (paper: one)"""
+    norm_obs: bool = True
+    """normalize observations with running mean/std kept in the agent (updated once per rollout)"""
+    norm_reward: bool = True
+    """scale rewards by the running std of the discounted return (updated once per rollout), clip to [-10, 10]"""
+    norm_adv: bool = False
+    """normalize advantages to zero mean, unit std per rollout"""
+    ent_coef: float = 0.0
+    """entropy bonus coefficient added to the actor objective (paper: none)"""
+    max_grad_norm: float = 0.0
+    """clip the norm of the policy gradient g (before preconditioning) and of the critic gradient; 0 disables"""
+    bootstrap_truncation: bool = True
+    """on time-limit truncation bootstrap from V(final observation); off treats truncation as termination"""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """hidden layer widths of the actor and of the critic (tanh MLPs)"""
+    log_std_init: float = 0.0
+    """initial value of the state-independent Gaussian log-std (Box actions)"""
+
+
+class ConfigError(Exception):
+    """Bad input: reported as one line on stderr, exit code 2."""
+
+
+def check_args(args: Args) -> None:
+    """Reject bad flags with a message naming the flag and what is allowed."""
+    positive = {"--learning-rate": args.learning_rate, "--critic-learning-rate": args.critic_learning_rate,
+                "--damping": args.damping, "--total-timesteps": args.total_timesteps,
+                "--num-steps": args.num_steps, "--num-envs": args.num_envs,
+                "--critic-updates": args.critic_updates, "--eval-episodes": args.eval_episodes,
+                "--torch-threads": args.torch_threads}
+    for flag, value in positive.items():
+        if not (value > 0 and math.isfinite(value)):
+            raise ConfigError(f"{flag} must be a finite number > 0, got {value}")
+    for flag, value in {"--gamma": args.gamma, "--gae-lambda": args.gae_lambda}.items():
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"{flag} must be in [0, 1], got {value}")
+    for flag, value in {"--ent-coef": args.ent_coef, "--max-grad-norm": args.max_grad_norm,
+                        "--checkpoint-every": args.checkpoint_every}.items():
+        if not value >= 0:
+            raise ConfigError(f"{flag} must be >= 0, got {value}")
+    if not args.hidden_sizes or min(args.hidden_sizes) <= 0:
+        raise ConfigError(f"--hidden-sizes must be one or more positive widths, got {args.hidden_sizes}")
+
+
+# ====================================================================================
+# Environments
+# ====================================================================================
+def make_env(env_id: str):
+    """Thunk building one environment. The wrapper stack is deliberately empty beyond
+    gymnasium's defaults (TimeLimit, OrderEnforcing): episode statistics, action clipping
+    and observation/reward normalization are done in the training loop and the agent,
+    once per rollout, because per-step wrappers cost more than the environment step
+    itself on this machine (README, "Implementation choices")."""
+    return lambda: gym.make(env_id, disable_env_checker=True)
+
+
+def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
+    """Return (observation_space, action_space) or raise ConfigError with a hint."""
+    try:
+        env = gym.make(env_id, disable_env_checker=True)
+    except gym.error.Error as e:
+        raise ConfigError(f"--env-id {env_id!r} is not a registered gymnasium environment ({type(e).__name__}: {e})") from None
+    except ImportError as e:  # e.g. Pusher-v4 needs mujoco < 3
+        hint = " Use Pusher-v5: Pusher-v4 needs mujoco < 3." if env_id.startswith("Pusher-v4") else ""
+        raise ConfigError(f"--env-id {env_id!r} cannot be built with the installed packages ({e}).{hint}") from None
+    obs_space, act_space = env.observation_space, env.action_space
+    env.close()
+    if not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1):
+        raise ConfigError(f"--env-id {env_id!r}: observation space {obs_space} is unsupported (need a 1-D Box)")
+    if not (isinstance(act_space, gym.spaces.Discrete)
+            or (isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1)):
+        raise ConfigError(f"--env-id {env_id!r}: action space {act_space} is unsupported (need Discrete or a 1-D Box)")
+    return obs_space, act_space
+
+
+class RunningMeanStd:
+    """Running mean and variance of a stream of arrays (Chan et al. parallel update).
+    Kept in the agent and updated once per rollout, so within one rollout, and in the
+    actor update that follows it, every observation is normalized with the same statistics."""
+
+    def __init__(self, shape=()):
+        self.mean, self.var, self.count = np.zeros(shape), np.ones(shape), 1e-4
+
+    def update(self, x: np.ndarray) -> None:
+        batch_mean, batch_var, n = x.mean(axis=0), x.var(axis=0), x.shape[0]
+        delta, total = batch_mean - self.mean, self.count + n
+        self.mean = self.mean + delta * n / total
+        self.var = (self.var * self.count + batch_var * n + delta**2 * self.count * n / total) / total
+        self.count = total
+
+    def state_dict(self) -> dict:
+        return {"mean": self.mean, "var": self.var, "count": self.count}
+
+    def load_state_dict(self, d: dict) -> None:
+        self.mean, self.var, self.count = np.asarray(d["mean"]), np.asarray(d["var"]), float(d["count"])
+
+
+class Normalizer:
+    """Observation normalization and reward scaling (CleanRL's NormalizeObservation and
+    NormalizeReward, with statistics updated once per rollout instead of every step)."""
+
+    def __init__(self, obs_dim: int, num_envs: int, gamma: float, norm_obs: bool, norm_reward: bool):
+        self.obs_rms, self.ret_rms = RunningMeanStd((obs_dim,)), RunningMeanStd(())
+        self.norm_obs, self.norm_reward, self.gamma = norm_obs, norm_reward, gamma
+        self.discounted_return = np.zeros(num_envs)  # per-env running discounted return
+
+    def obs(self, obs: np.ndarray) -> np.ndarray:
+        if not self.norm_obs:
+            return obs
+        return np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + 1e-8), -10.0, 10.0)
+
+    def rewards(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
+        """Scale a rollout of raw rewards (T, N); updates the return statistics first."""
+        if not self.norm_reward:
+            return rewards
+        returns = np.empty_like(rewards)
+        for t in range(rewards.shape[0]):
+            self.discounted_return = self.discounted_return * self.gamma + rewards[t]
+            returns[t] = self.discounted_return
+            self.discounted_return = self.discounted_return * (1.0 - dones[t])
+        self.ret_rms.update(returns.reshape(-1))
+        return np.clip(rewards / np.sqrt(self.ret_rms.var + 1e-8), -10.0, 10.0)
+
+    def state_dict(self) -> dict:
+        return {"obs_rms": self.obs_rms.state_dict(), "ret_rms": self.ret_rms.state_dict(),
+                "discounted_return": self.discounted_return}
+
+    def load_state_dict(self, d: dict) -> None:
+        self.obs_rms.load_state_dict(d["obs_rms"])
+        self.ret_rms.load_state_dict(d["ret_rms"])
+        self.discounted_return = np.asarray(d["discounted_return"])
+
+
+class Rollout:
+    """Buffers for one rollout, shape (T, N, ...), plus each env's running episode return/length."""
+
+    def __init__(self, T: int, N: int, obs_dim: int, act_shape: tuple):
+        self.obs, self.next_obs = np.zeros((T, N, obs_dim)), np.zeros((T, N, obs_dim))
+        self.actions = np.zeros((T, N, *act_shape))
+        self.rewards, self.terminations, self.dones = np.zeros((T, N)), np.zeros((T, N)), np.zeros((T, N))
+        self.ep_return, self.ep_length = np.zeros(N), np.zeros(N, dtype=np.int64)
+
+    def collect(self, envs, obs, policy: "RolloutPolicy", normalizer: Normalizer, rng, bootstrap_truncation=True):
+        """Step the envs T times from `obs`. Returns (next obs, [(t, episodic_return, length), ...]).
+
+        gymnasium 1.x vector env in SAME_STEP autoreset mode: when an episode ends at step t
+        the env resets inside that same step, so `next_obs` is already the new episode's first
+        observation and the true last observation is info["final_obs"]. Every stored
+        transition (obs[t], actions[t], rewards[t], next_obs[t]) is a real one. (In the default
+        NEXT_STEP mode the step *after* a done would be a reset, a non-transition to mask out.)"""
+        space = envs.single_action_space
+        low, high = (space.low, space.high) if isinstance(space, gym.spaces.Box) else (None, None)
+        finished = []
+        for t in range(self.obs.shape[0]):
+            action = policy.sample(normalizer.obs(obs), rng)
+            env_action = action if low is None else np.clip(action, low, high)  # clip to the action space
+            next_obs, reward, terminated, truncated, info = envs.step(env_action)
+            done = terminated | truncated
+            self.obs[t], self.actions[t], self.rewards[t], self.next_obs[t] = obs, action, reward, next_obs
+            self.terminations[t] = terminated if bootstrap_truncation else done
+            self.dones[t] = done
+            self.ep_return += reward
+            self.ep_length += 1
+            for i in np.flatnonzero(done):
+                self.next_obs[t, i] = info["final_obs"][i]  # s_{t+1} of the episode that just ended
+                finished.append((t, float(self.ep_return[i]), int(self.ep_length[i])))
+                self.ep_return[i], self.ep_length[i] = 0.0, 0
+            obs = next_obs
+        return obs, finished
+
+
+# ====================================================================================
+# Networks: separate actor and critic MLPs (CleanRL: 64-64 tanh, orthogonal init)
+# ====================================================================================
+def layer_init(layer: nn.Linear, std: float = math.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Actor(nn.Module):
+    """pi_theta(a|s): Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)).
+    theta = all weights and biases of the MLP plus, for Box actions, the state-independent log_std."""
+
+    def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes=(64, 64), log_std_init=0.0):
+        super().__init__()
+        sizes = [obs_dim, *hidden_sizes, act_dim]
+        self.linears = nn.ModuleList(
+            layer_init(nn.Linear(n_in, n_out), std=0.01 if i == len(sizes) - 2 else math.sqrt(2))
+            for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])))
+        self.discrete = discrete
+        if not discrete:
+            self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std_init)))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Logits (Discrete) or action means (Box), shape (B, act_dim)."""
+        h = obs
+        for i, linear in enumerate(self.linears):
+            h = linear(h)
+            if i < len(self.linears) - 1:
+                h = torch.tanh(h)
+        return h
+
+    def log_prob_from_output(self, out: torch.Tensor, actions: torch.Tensor, log_std=None) -> torch.Tensor:
+        """log pi(a|s) for each row, shape (B,), from the network output."""
+        if self.discrete:
+            return torch.log_softmax(out, dim=-1).gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+        log_std = self.log_std if log_std is None else log_std
+        z = (actions - out) * torch.exp(-log_std)
+        return (-0.5 * z.pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+
+    def log_prob(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return self.log_prob_from_output(self(obs), actions)
+
+    def entropy(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.discrete:
+            logp = torch.log_softmax(self(obs), dim=-1)
+            return -(logp.exp() * logp).sum(-1)
+        return (self.log_std + 0.5 * math.log(2 * math.pi * math.e)).sum().expand(obs.shape[0])
+
+
+class Critic(nn.Module):
+    """V_phi(s): a tanh MLP with a scalar output."""
+
+    def __init__(self, obs_dim: int, hidden_sizes=(64, 64)):
+        super().__init__()
+        sizes, layers = [obs_dim, *hidden_sizes], []
+        for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+            layers += [layer_init(nn.Linear(n_in, n_out)), nn.Tanh()]
+        self.net = nn.Sequential(*layers, layer_init(nn.Linear(sizes[-1], 1), std=1.0))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs).squeeze(-1)
+
+
+class RolloutPolicy:
+    """A numpy copy of the actor, refreshed after every actor step, used to act in the
+    rollout loop: a batch-1 numpy forward costs ~10 us against ~70 us for torch, and the
+    rollout, not the update, decides throughput. Log-probabilities for the update are
+    recomputed in torch from the stored actions."""
+
+    def __init__(self, actor: Actor):
+        self.layers = [(m.weight.detach().cpu().double().numpy(), m.bias.detach().cpu().double().numpy())
+                       for m in actor.linears]
+        self.discrete = actor.discrete
+        self.std = None if actor.discrete else np.exp(actor.log_std.detach().cpu().double().numpy())
+
+    def forward(self, obs: np.ndarray) -> np.ndarray:
+        h = obs
+        for i, (w, b) in enumerate(self.layers):
+            h = h @ w.T + b
+            if i < len(self.layers) - 1:
+                h = np.tanh(h)
+        return h
+
+    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        out = self.forward(obs)
+        if self.discrete:  # Gumbel-max: argmax(logits + Gumbel noise) ~ Categorical(logits)
+            return np.argmax(out - np.log(-np.log(rng.random(out.shape))), axis=-1)
+        return out + self.std * rng.standard_normal(out.shape)
+
+    def deterministic(self, obs: np.ndarray) -> np.ndarray:
+        out = self.forward(obs)
+        return np.argmax(out, axis=-1) if self.discrete else out
+
+
+# ====================================================================================
+# The math
+# ====================================================================================
+def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: float) -> torch.Tensor:
+    """F^-1 g for F = damping*I + ell ell^T, in O(d) time and memory (flat 1-D tensors,
+    any dtype and device). Paper eq. (sm_update) applied to g, i.e. eq. (matrixfree)/eta:
+
+        (lambda I + l l^T)^-1 g = (1/lambda) * (g - l (l^T g) / (lambda + l^T l))
+
+    Two dot products and one axpy; no d x d matrix is ever formed."""
+    return (g - ell * (torch.dot(ell, g) / (damping + torch.dot(ell, ell)))) / damping
+
+
+def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
+    """Generalized advantage estimation (paper, section SM-ActorCritic):
+
+        delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)
+        A_t     = sum_l (gamma * lambda_GAE)^l delta_{t+l}      (sum cut at episode ends)
+        R_t     = A_t + V(s_t)                                   (critic target)
+
+    All arrays have shape (T, N). next_values[t] is V of the state after step t: the next
+    observation, or the final observation of an episode that ended at t (before the reset).
+    terminations zero the bootstrap (true end of the MDP); dones (terminated or truncated)
+    cut the sum. A truncated step therefore bootstraps from V(final observation)."""
+    advantages = np.zeros_like(rewards)
+    last = np.zeros_like(rewards[0])
+    for t in reversed(range(rewards.shape[0])):
+        delta = rewards[t] + gamma * next_values[t] * (1.0 - terminations[t]) - values[t]
+        last = delta + gamma * gae_lambda * (1.0 - dones[t]) * last
+        advantages[t] = last
+    return advantages, advantages + values
+
+
+# --- flat-vector helpers: theta as one vector, as in the paper ----------------------
+def flat_grad(output: torch.Tensor, params, retain_graph=False) -> torch.Tensor:
+    return torch.cat([g.reshape(-1) for g in torch.autograd.grad(output, params, retain_graph=retain_graph)])
+
+
+@torch.no_grad()
+def add_to_params_(params, vec: torch.Tensor, alpha: float) -> None:
+    """theta <- theta + alpha * vec, for a flat vec laid out like torch.cat of params."""
+    offset = 0
+    for p in params:
+        n = p.numel()
+        p.add_(vec[offset:offset + n].view_as(p), alpha=alpha)
+        offset += n
+
+
+def clip_norm(v: torch.Tensor, max_norm: float) -> torch.Tensor:
+    if max_norm <= 0:
+        return v
+    return v * torch.clamp(max_norm / (v.norm() + 1e-12), max=1.0)
+
+
+def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: torch.Tensor,
+                                   advantages: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """l_bar = grad mean_i log pi(a_i|s_i) and g = grad mean_i log pi(a_i|s_i) A_i, from ONE backward pass.
+
+    Backpropagation is linear in each sample's upstream gradient, so both vectors are
+    sum_i w_i grad log pi_i with per-sample weights w_i = 1/B (l_bar) and A_i/B (g). For a
+    Linear layer z = W x + b, grad_W sum_i w_i log pi_i = sum_i w_i delta_i x_i^T with
+    delta_i = d log pi_i / d z_i: one backward to the pre-activations gives every delta_i,
+    then one small matmul per layer gives both vectors. (Equal to two autograd.grad calls;
+    tests/test_smac_a2c.py checks it. This keeps SMAC's update within ~1.3x of SGD's.)"""
+    xs, zs, h = [], [], obs
+    for i, linear in enumerate(actor.linears):  # the actor's forward, keeping inputs x and outputs z
+        xs.append(h)
+        h = linear(h)
+        zs.append(h)
+        if i < len(actor.linears) - 1:
+            h = torch.tanh(h)
+    extra = []
+    if not actor.discrete:  # a per-sample view of log_std, so its gradient comes out per sample too
+        log_std = actor.log_std.expand_as(h)
+        extra = [log_std]
+        logp = actor.log_prob_from_output(h, actions, log_std)
+    else:
+        logp = actor.log_prob_from_output(h, actions)
+    deltas = torch.autograd.grad(logp.sum(), zs + extra)  # delta_i for every layer (and d logp_i / d log_std)
+    batch = obs.shape[0]
+    weights = torch.stack([torch.full_like(advantages, 1.0 / batch), advantages / batch])  # (2, B)
+    parts = []
+    for x, delta in zip(xs, deltas[:len(zs)]):
+        weighted = weights.unsqueeze(-1) * delta  # (2, B, out)
+        parts += [(weighted.transpose(1, 2) @ x).flatten(1), weighted.sum(1)]  # grad W, grad b
+    if extra:
+        parts.append(weights @ deltas[-1])  # grad log_std
+    both = torch.cat(parts, dim=1)
+    return both[0], both[1]
+
+
+# ====================================================================================
+# Actor steps. One signature: step(actor, batch, args, state) -> diagnostics dict.
+# batch = dict(obs, actions, advantages) as tensors; state = the step's persistent state.
+# Each is ascent on J: theta <- theta + eta * direction.
+# ====================================================================================
+def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
+    """SMAC. batch-mean (Practical Method): F~ = lambda I + l_bar l_bar^T, one step per rollout.
+    per-sample (Algorithm 1): for each sample in rollout order, at the current theta,
+    l = grad log pi(a|s), g = l A, theta <- theta + eta (lambda I + l l^T)^-1 g."""
+    params = list(actor.parameters())
+    if args.fisher == "per-sample":
+        return smac_per_sample_step(actor, batch, args, params)
+    ell, g = mean_score_and_policy_gradient(actor, batch["obs"], batch["actions"], batch["advantages"])
+    if args.ent_coef > 0:
+        g = g + args.ent_coef * flat_grad(actor.entropy(batch["obs"]).mean(), params)
+    g = clip_norm(g, args.max_grad_norm)
+    step = sherman_morrison_direction(g, ell, args.damping)  # F~^-1 g, Practical Method
+    add_to_params_(params, step, args.learning_rate)  # theta <- theta + eta F~^-1 g
+    return {"g": g, "step": step, "ell": ell}
+
+
+def smac_per_sample_step(actor: Actor, batch: dict, args: Args, params) -> dict:
+    obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
+    g_sum, step_sum, ell_sq = 0.0, 0.0, 0.0
+    for i in range(obs.shape[0]):  # Algorithm 1: "for all samples k"
+        ell = flat_grad(actor.log_prob(obs[i:i + 1], actions[i:i + 1]).sum(), params)
+        g = clip_norm(ell * adv[i], args.max_grad_norm)  # g^k = grad log pi(a|s) A(s, a)
+        step = sherman_morrison_direction(g, ell, args.damping)  # eq. (matrixfree) / eta
+        add_to_params_(params, step, args.learning_rate)
+        g_sum, step_sum, ell_sq = g_sum + g, step_sum + step, ell_sq + torch.dot(ell, ell)
+    n = obs.shape[0]
+    return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq / n}
+
+
+def sgd_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
+    """AC-SGD: theta <- theta + eta g, g = grad mean_i log pi(a_i|s_i) A_i (+ entropy bonus)."""
+    params = list(actor.parameters())
+    g = clip_norm(flat_grad(policy_objective(actor, batch, args), params), args.max_grad_norm)
+    add_to_params_(params, g, args.learning_rate)
+    return {"g": g, "step": g}
+
+
+def adam_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
+    """AC-Adam: one Adam step (learning rate eta) ascending the same objective."""
+    params = list(actor.parameters())
+    if "adam" not in state:
+        state["adam"] = torch.optim.Adam(params, lr=args.learning_rate, maximize=True)
+    g = clip_norm(flat_grad(policy_objective(actor, batch, args), params), args.max_grad_norm)
+    before = torch.cat([p.detach().reshape(-1) for p in params])
+    offset = 0
+    for p in params:
+        p.grad = g[offset:offset + p.numel()].view_as(p).clone()
+        offset += p.numel()
+    state["adam"].step()
+    after = torch.cat([p.detach().reshape(-1) for p in params])
+    return {"g": g, "step": (after - before) / args.learning_rate}
+
+
+def policy_objective(actor: Actor, batch: dict, args: Args) -> torch.Tensor:
+    """mean_i log pi(a_i|s_i) A_i + ent_coef * mean entropy: its gradient is the A2C policy gradient."""
+    objective = (actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"]).mean()
+    if args.ent_coef > 0:
+        objective = objective + args.ent_coef * actor.entropy(batch["obs"]).mean()
+    return objective
+
+
+ACTOR_STEPS = {"smac": smac_step, "sgd": sgd_step, "adam": adam_step}
+
+
+def critic_step(critic: Critic, optimizer: torch.optim.Optimizer, obs, returns, args: Args) -> float:
+    """L_critic = (1/T) sum_t (R_t - V_phi(s_t))^2, minimized with Adam (learning rate alpha)."""
+    for _ in range(args.critic_updates):
+        loss = (returns - critic(obs)).pow(2).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if args.max_grad_norm > 0:
+            nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
+        optimizer.step()
+    return loss.item()
+
+
+# ====================================================================================
+# Run directory, logging, checkpoints
+# ====================================================================================
+class RunLogger:
+    """episodes.csv, updates.csv, optional TensorBoard scalars; flushed after every update."""
+
+    EPISODE_FIELDS = ["global_step", "episodic_return", "episodic_length"]
+    UPDATE_FIELDS = ["update", "global_step", "value_loss", "mean_logprob", "entropy", "ell_sq", "g_norm",
+                     "step_norm", "cos_g_step", "step_par_norm", "step_perp_norm", "actor_update_ms", "sps"]
+
+    def __init__(self, run_dir: str, tensorboard: bool, append: bool):
+        mode = "a" if append else "w"
+        self.files = [open(os.path.join(run_dir, name), mode, newline="") for name in ("episodes.csv", "updates.csv")]
+        self.episodes = csv.writer(self.files[0])
+        self.updates = csv.writer(self.files[1])
+        if not append:
+            self.episodes.writerow(self.EPISODE_FIELDS)
+            self.updates.writerow(self.UPDATE_FIELDS)
+        self.writer = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+            self.writer = SummaryWriter(run_dir)
+
+    def episode(self, global_step: int, ret: float, length: int) -> None:
+        self.episodes.writerow([global_step, ret, length])
+        if self.writer:
+            self.writer.add_scalar("charts/episodic_return", ret, global_step)
+            self.writer.add_scalar("charts/episodic_length", length, global_step)
+
+    def update(self, row: dict) -> None:
+        self.updates.writerow([row[k] for k in self.UPDATE_FIELDS])
+        if self.writer:
+            for k in self.UPDATE_FIELDS[2:]:
+                self.writer.add_scalar(f"{'charts' if k == 'sps' else 'losses'}/{k}", row[k], row["global_step"])
+        for f in self.files:
+            f.flush()
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+        if self.writer:
+            self.writer.close()
+
+
+def save_checkpoint(path: str, actor, critic, critic_opt, actor_state, normalizer, rng, args, global_step, update):
+    tmp = path + ".tmp"
+    torch.save({
+        "args": asdict(args), "global_step": global_step, "update": update,
+        "actor": actor.state_dict(), "critic": critic.state_dict(), "critic_opt": critic_opt.state_dict(),
+        "actor_state": actor_state_dict(actor_state),
+        "normalizer": normalizer.state_dict(),
+        "rng": {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state(), "python": random.getstate()},
+    }, tmp)
+    os.replace(tmp, path)  # atomic: a crash mid-save never leaves a corrupt checkpoint
+
+
+def actor_state_dict(actor_state: dict) -> dict:
+    """A copy of an actor step's persistent state (optimizer objects become their state_dicts)."""
+    return copy.deepcopy({k: v.state_dict() if hasattr(v, "state_dict") else v for k, v in actor_state.items()})
+
+
+def load_actor_state(saved: dict, actor: Actor, args: Args) -> dict:
+    """Inverse of actor_state_dict: rebuild optimizer objects bound to this actor's parameters."""
+    state = copy.deepcopy(saved)
+    if "adam" in state:
+        state["adam"] = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, maximize=True)
+        state["adam"].load_state_dict(saved["adam"])
+    return state
+
+
+def load_checkpoint(path: str) -> dict:
+    if os.path.isdir(path):
+        path = os.path.join(path, "checkpoint.pt")
+    if not os.path.isfile(path):
+        raise ConfigError(f"checkpoint {path!r} does not exist")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        assert isinstance(ckpt, dict) and {"args", "actor", "critic", "normalizer"} <= ckpt.keys()
+    except Exception as e:
+        raise ConfigError(f"checkpoint {path!r} is corrupt or not a smac_a2c checkpoint ({type(e).__name__})") from None
+    ckpt["path"] = path
+    return ckpt
+
+
+def args_from_checkpoint(saved: dict) -> Args:
+    saved = dict(saved)
+    saved["hidden_sizes"] = tuple(saved["hidden_sizes"])
+    return Args(**saved)
+
+
+# ====================================================================================
+# Evaluation
+# ====================================================================================
+def evaluate(ckpt: dict, episodes: int, seed: int) -> tuple[float, float]:
+    """Mean and std of undiscounted returns of the deterministic policy (mean action / argmax)."""
+    args = args_from_checkpoint(ckpt["args"])
+    obs_space, act_space = check_env_id(args.env_id)
+    discrete = isinstance(act_space, gym.spaces.Discrete)
+    actor = Actor(obs_space.shape[0], act_space.n if discrete else act_space.shape[0], discrete,
+                  args.hidden_sizes, args.log_std_init)
+    actor.load_state_dict(ckpt["actor"])
+    normalizer = Normalizer(obs_space.shape[0], args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
+    normalizer.load_state_dict(ckpt["normalizer"])
+    policy, env, returns = RolloutPolicy(actor), make_env(args.env_id)(), []
+    for ep in range(episodes):
+        obs, _ = env.reset(seed=seed + ep)
+        done, total = False, 0.0
+        while not done:
+            action = policy.deterministic(normalizer.obs(obs[None]))[0]
+            if not discrete:
+                action = np.clip(action, act_space.low, act_space.high)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total += float(reward)
+            done = terminated or truncated
+        returns.append(total)
+    env.close()
+    return float(np.mean(returns)), float(np.std(returns))
+
+
+# ====================================================================================
+# Training
+# ====================================================================================
+def train(args: Args, resume: Optional[dict] = None) -> tuple[str, str]:
+    """Train; returns (run directory, status). Writes summary.json with status finished /
+    interrupted / diverged; the exit code is 0, 130 (Ctrl-C) or 3 (diverged)."""
+    obs_space, act_space = check_env_id(args.env_id)
+    discrete = isinstance(act_space, gym.spaces.Discrete)
+    obs_dim, act_dim = obs_space.shape[0], (act_space.n if discrete else act_space.shape[0])
+
+    torch.set_num_threads(args.torch_threads)
+    device = torch.device("cpu")
+    if args.cuda:
+        if torch.cuda.is_available():
+            device = torch.device("cuda")
+        else:
+            print("--cuda: no CUDA device is available; running on the CPU", file=sys.stderr)
+
+    if resume is None:
+        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        run_dir = os.path.join(args.runs_dir, run_name)
+        os.makedirs(run_dir, exist_ok=True)
+    else:
+        run_dir = os.path.dirname(os.path.abspath(resume["path"]))
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    rng = np.random.default_rng(args.seed)
+
+    actor = Actor(obs_dim, act_dim, discrete, args.hidden_sizes, args.log_std_init).to(device)
+    critic = Critic(obs_dim, args.hidden_sizes).to(device)
+    critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
+    actor_state: dict = {}
+    normalizer = Normalizer(obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
+    actor_step = ACTOR_STEPS[args.optimizer]
+    global_step, update = 0, 0
+    if resume is not None:
+        actor.load_state_dict(resume["actor"])
+        critic.load_state_dict(resume["critic"])
+        critic_opt.load_state_dict(resume["critic_opt"])
+        normalizer.load_state_dict(resume["normalizer"])
+        actor_state = load_actor_state(resume["actor_state"], actor, args)
+        global_step, update = resume["global_step"], resume["update"]
+        rng.bit_generator.state = resume["rng"]["numpy"]
+        torch.set_rng_state(resume["rng"]["torch"])
+        random.setstate(resume["rng"]["python"])
+
+    with open(os.path.join(run_dir, "config.json"), "w") as f:
+        json.dump({"args": asdict(args), "device": str(device), "torch": torch.__version__,
+                   "gymnasium": gym.__version__, "mujoco": _version("mujoco"), "numpy": np.__version__,
+                   "python": sys.version.split()[0], "resumed_from_step": global_step}, f, indent=2)
+    logger = RunLogger(run_dir, args.tensorboard, append=resume is not None)
+    ckpt_path = os.path.join(run_dir, "checkpoint.pt")
+
+    # SAME_STEP autoreset: see Rollout.collect
+    envs = gym.vector.SyncVectorEnv([make_env(args.env_id) for _ in range(args.num_envs)],
+                                    autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    obs, _ = envs.reset(seed=args.seed + update * args.num_envs)
+
+    T, N = args.num_steps, args.num_envs
+    rollout = Rollout(T, N, obs_dim, () if discrete else (act_dim,))
+    recent_returns: list[float] = []
+    policy = RolloutPolicy(actor)
+    status, start_time, start_step = "finished", time.time(), global_step
+    show_progress = args.progress and sys.stdout.isatty()
+
+    def to_tensor(x):
+        return torch.as_tensor(x, dtype=torch.float32, device=device)
+
+    def checkpoint():
+        save_checkpoint(ckpt_path, actor, critic, critic_opt, actor_state, normalizer, rng, args, global_step, update)
+
+    try:
+        while global_step < args.total_timesteps:
+            # ---- rollout: T steps with the current policy and normalization statistics ----
+            obs, episodes = rollout.collect(envs, obs, policy, normalizer, rng, args.bootstrap_truncation)
+            for t, ret, length in episodes:
+                logger.episode(global_step + (t + 1) * N, ret, length)
+                recent_returns = (recent_returns + [ret])[-10:]
+            global_step += T * N
+            buf_obs, buf_next_obs, buf_actions = rollout.obs, rollout.next_obs, rollout.actions
+            buf_rewards, buf_terms, buf_dones = rollout.rewards, rollout.terminations, rollout.dones
+
+            # ---- advantages (GAE) with the critic before its update ----
+            with torch.no_grad():
+                norm_obs = to_tensor(normalizer.obs(buf_obs)).reshape(T * N, obs_dim)
+                values = critic(norm_obs).reshape(T, N).cpu().numpy()
+                next_values = critic(to_tensor(normalizer.obs(buf_next_obs))).cpu().numpy()
+            rewards = normalizer.rewards(buf_rewards, buf_dones)
+            advantages, returns = compute_gae(rewards, values, next_values, buf_terms, buf_dones,
+                                              args.gamma, args.gae_lambda)
+            adv = to_tensor(advantages).reshape(-1)
+            if args.norm_adv:
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            actions_t = to_tensor(buf_actions).reshape((T * N,) if discrete else (T * N, act_dim))
+            batch = {"obs": norm_obs, "actions": actions_t, "advantages": adv}
+
+            # ---- one actor step, then the critic (Algorithm 1 order) ----
+            good_state = (copy.deepcopy(actor.state_dict()), copy.deepcopy(critic.state_dict()),
+                          copy.deepcopy(critic_opt.state_dict()), actor_state_dict(actor_state))  # O(d) copies
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            diag = actor_step(actor, batch, args, actor_state)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            actor_ms = (time.perf_counter() - t0) * 1e3
+            value_loss = critic_step(critic, critic_opt, norm_obs, to_tensor(returns).reshape(-1), args)
+            update += 1
+
+            finite = math.isfinite(value_loss) and all(torch.isfinite(p).all() for p in actor.parameters())
+            if not finite:
+                status = "diverged"
+                actor.load_state_dict(good_state[0])
+                critic.load_state_dict(good_state[1])
+                critic_opt.load_state_dict(good_state[2])
+                actor_state = load_actor_state(good_state[3], actor, args)
+                update -= 1
+                break
+            with torch.no_grad():
+                logp = actor.log_prob(norm_obs, actions_t)
+                entropy = actor.entropy(norm_obs).mean().item()
+            # update normalization statistics only after the update used them (on-policy)
+            normalizer.obs_rms.update(buf_obs.reshape(T * N, obs_dim))
+            policy = RolloutPolicy(actor)
+
+            logger.update(update_row(diag, update, global_step, value_loss, logp.mean().item(), entropy,
+                                     actor_ms, (global_step - start_step) / (time.time() - start_time)))
+            if args.checkpoint_every and update % args.checkpoint_every == 0:
+                checkpoint()
+            if show_progress:
+                print(f"\r{global_step:>10d}/{args.total_timesteps} steps | "
+                      f"SPS {(global_step - start_step) / (time.time() - start_time):6.0f} | "
+                      f"return(last 10) {np.mean(recent_returns) if recent_returns else float('nan'):9.2f}",
+                      end="", flush=True)
+    except KeyboardInterrupt:
+        status = "interrupted"
+
+    if show_progress:
+        print()
+    if status in ("interrupted", "diverged") or args.save_model:
+        checkpoint()  # on divergence: the state before the update that went non-finite
+    if status == "diverged":
+        print(f"diverged at update {update + 1} (NaN/Inf in the value loss or actor parameters); "
+              f"last good state saved to {ckpt_path}", file=sys.stderr)
+    envs.close()
+    logger.close()
+    elapsed = time.time() - start_time
+    summary = {"status": status, "global_step": global_step, "updates": update, "wall_time_s": elapsed,
+               "sps": (global_step - start_step) / max(elapsed, 1e-9),
+               "mean_return_last10": float(np.mean(recent_returns)) if recent_returns else None,
+               "run_dir": run_dir}
+    with open(os.path.join(run_dir, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+    print(f"{status}: {global_step} steps in {elapsed:.1f}s ({summary['sps']:.0f} SPS), "
+          f"mean return of last 10 episodes {summary['mean_return_last10']}; run dir {run_dir}")
+    return run_dir, status
+
+
+def update_row(diag, update, global_step, value_loss, mean_logprob, entropy, actor_ms, sps) -> dict:
+    """Diagnostics of one actor step: norms, cosine(g, step) and, for SMAC, the split of the
+    step into its component along l_bar (shrunk by the rank-1 term) and orthogonal to it (g_perp/lambda)."""
+    g, step = diag["g"].double(), diag["step"].double()
+    cos = (torch.dot(g, step) / (g.norm() * step.norm() + 1e-300)).item()
+    ell_sq = par = perp = float("nan")
+    if "ell" in diag:
+        ell = diag["ell"].double()
+        ell_sq = torch.dot(ell, ell).item()
+        par = (torch.dot(ell, step).abs() / (ell.norm() + 1e-300)).item()
+        perp = math.sqrt(max(step.norm().item() ** 2 - par ** 2, 0.0))
+    elif "ell_sq_mean" in diag:
+        ell_sq = float(diag["ell_sq_mean"])
+    return {"update": update, "global_step": global_step, "value_loss": value_loss, "mean_logprob": mean_logprob,
+            "entropy": entropy, "ell_sq": ell_sq, "g_norm": g.norm().item(), "step_norm": step.norm().item(),
+            "cos_g_step": cos, "step_par_norm": par, "step_perp_norm": perp, "actor_update_ms": actor_ms, "sps": sps}
+
+
+def _version(package: str) -> Optional[str]:
+    try:
+        from importlib.metadata import version
+        return version(package)
+    except Exception:
+        return None
+
+
+def main(argv=None) -> int:
+    args = tyro.cli(Args, args=argv)
+    try:
+        check_args(args)
+        if args.eval_checkpoint:
+            ckpt = load_checkpoint(args.eval_checkpoint)
+            mean, std = evaluate(ckpt, args.eval_episodes, args.seed)
+            print(f"eval {ckpt['args']['env_id']}: {mean:.2f} +- {std:.2f} over {args.eval_episodes} episodes "
+                  f"(deterministic policy, {ckpt['path']})")
+            return 0
+        resume = None
+        if args.resume:
+            resume = load_checkpoint(args.resume)
+            saved = args_from_checkpoint(resume["args"])
+            saved.total_timesteps, saved.progress, saved.checkpoint_every = (
+                args.total_timesteps, args.progress, args.checkpoint_every)
+            args = saved
+        _, status = train(args, resume)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return {"finished": 0, "interrupted": 130, "diverged": 3}[status]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

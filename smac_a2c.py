@@ -436,14 +436,13 @@ def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: tor
         logp = actor.log_prob_from_output(h, actions)
     deltas = torch.autograd.grad(logp.sum(), zs + extra)  # delta_i for every layer (and d logp_i / d log_std)
     batch = obs.shape[0]
-    weights = torch.stack([torch.full_like(advantages, 1.0 / batch), advantages / batch])  # (2, B)
-    parts = []
-    for x, delta in zip(xs, deltas[:len(zs)]):
-        weighted = weights.unsqueeze(-1) * delta  # (2, B, out)
-        parts += [(weighted.transpose(1, 2) @ x).flatten(1), weighted.sum(1)]  # grad W, grad b
-    if extra:
-        parts.append(weights @ deltas[-1])  # grad log_std
-    both = torch.cat(parts, dim=1)
+    with torch.no_grad():
+        weights = torch.stack([torch.full_like(advantages, 1.0 / batch), advantages / batch])  # (2, B)
+        parts = [weights @ deltas[-1]] if extra else []  # grad log_std (first, as in actor.parameters())
+        for x, delta in zip(xs, deltas[:len(zs)]):
+            weighted = weights.unsqueeze(-1) * delta  # (2, B, out)
+            parts += [(weighted.transpose(1, 2) @ x).flatten(1), weighted.sum(1)]  # grad W, grad b
+        both = torch.cat(parts, dim=1)
     return both[0], both[1]
 
 

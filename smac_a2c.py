@@ -71,8 +71,8 @@ class Args:
     """gymnasium environment id (1-D Box observations; Discrete or 1-D Box actions)"""
     total_timesteps: int = 1_000_000
     """total environment steps to train for"""
-    optimizer: Literal["smac", "sgd", "adam"] = "smac"
-    """actor step: smac (Sherman-Morrison natural gradient), sgd (AC-SGD) or adam (AC-Adam)"""
+    optimizer: Literal["smac", "sgd", "adam", "cg", "kfac"] = "smac"
+    """actor step: smac (Sherman-Morrison natural gradient), sgd (AC-SGD), adam (AC-Adam), cg (AC-CG) or kfac (AC-KFAC)"""
     fisher: Literal["batch-mean", "per-sample"] = "batch-mean"
     """smac only: batch-mean (paper's Practical Method, one step per rollout) or per-sample (Algorithm 1, one step per transition)"""
     learning_rate: float = 1e-2
@@ -91,9 +91,9 @@ class Args:
     """GAE trace-decay lambda_GAE"""
     critic_updates: int = 1
     """full-batch Adam steps on the critic per rollout (paper: one)"""
-    norm_obs: bool = True
+    norm_obs: bool = False
     """normalize observations with running mean/std kept in the agent (updated once per rollout)"""
-    norm_reward: bool = True
+    norm_reward: bool = False
     """scale rewards by the running std of the discounted return (updated once per rollout), clip to [-10, 10]"""
     norm_adv: bool = False
     """normalize advantages to zero mean, unit std per rollout"""
@@ -107,6 +107,22 @@ class Args:
     """hidden layer widths of the actor and of the critic (tanh MLPs)"""
     log_std_init: float = 0.0
     """initial value of the state-independent Gaussian log-std (Box actions)"""
+
+    # --- baselines AC-CG and AC-KFAC (defaults: the paper's appendix) -------------------
+    cg_iters: int = 10
+    """cg only: at most this many conjugate-gradient iterations (Fisher-vector products) to solve (F + delta I) x = g"""
+    cg_damping: float = 0.1
+    """cg only: damping delta added to the KL-Hessian Fisher F in the CG solve"""
+    cg_max_kl: float = 0.0
+    """cg only: if > 0, rescale the update to this KL radius (TRPO's full step, no line search; --learning-rate is then unused); 0: theta += eta x"""
+    kfac_decay: float = 0.99
+    """kfac only: decay of the exponential moving averages of the Kronecker factors A = E[a a^T], G = E[g g^T]"""
+    kfac_damping: float = 1e-3
+    """kfac only: damping lambda > 0 in (A (x) G + lambda I)^-1 (ACKTR's convention, applied in the factors' eigenbases)"""
+    kfac_update_freq: int = 1
+    """kfac only: recompute the factors' eigendecompositions every N actor updates (statistics are updated every update)"""
+    kfac_kl_clip: float = 1e-3
+    """kfac only: ACKTR's KL clip, step scaled by min(1, sqrt(kl_clip / (eta^2 g^T step))); 0 disables it (paper's wording is ambiguous: README)"""
 
 
 class ConfigError(Exception):
@@ -132,6 +148,17 @@ def check_args(args: Args) -> None:
             raise ConfigError(f"{flag} must be >= 0, got {value}")
     if not args.hidden_sizes or min(args.hidden_sizes) <= 0:
         raise ConfigError(f"--hidden-sizes must be one or more positive widths, got {args.hidden_sizes}")
+    # baselines (AC-CG, AC-KFAC)
+    for flag, value in {"--cg-iters": args.cg_iters, "--kfac-damping": args.kfac_damping,
+                        "--kfac-update-freq": args.kfac_update_freq}.items():
+        if not (value > 0 and math.isfinite(value)):
+            raise ConfigError(f"{flag} must be a finite number > 0, got {value}")
+    for flag, value in {"--cg-damping": args.cg_damping, "--cg-max-kl": args.cg_max_kl,
+                        "--kfac-kl-clip": args.kfac_kl_clip}.items():
+        if not (value >= 0 and math.isfinite(value)):
+            raise ConfigError(f"{flag} must be a finite number >= 0, got {value}")
+    if not 0.0 <= args.kfac_decay <= 1.0:
+        raise ConfigError(f"--kfac-decay must be in [0, 1], got {args.kfac_decay}")
 
 
 # ====================================================================================
@@ -410,6 +437,19 @@ def clip_norm(v: torch.Tensor, max_norm: float) -> torch.Tensor:
     return v * torch.clamp(max_norm / (v.norm() + 1e-12), max=1.0)
 
 
+def actor_layer_io(actor: Actor, obs: torch.Tensor) -> tuple[list, list, torch.Tensor]:
+    """The actor's forward, keeping each Linear layer's input x and pre-activation output z = W x + b.
+    Returns (xs, zs, out): lists over actor.linears, and the network output (logits or means)."""
+    xs, zs, h = [], [], obs
+    for i, linear in enumerate(actor.linears):
+        xs.append(h)
+        h = linear(h)
+        zs.append(h)
+        if i < len(actor.linears) - 1:
+            h = torch.tanh(h)
+    return xs, zs, h
+
+
 def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: torch.Tensor,
                                    advantages: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """l_bar = grad mean_i log pi(a_i|s_i) and g = grad mean_i log pi(a_i|s_i) A_i, from ONE backward pass.
@@ -420,13 +460,7 @@ def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: tor
     delta_i = d log pi_i / d z_i: one backward to the pre-activations gives every delta_i,
     then one small matmul per layer gives both vectors. (Equal to two autograd.grad calls;
     tests/test_smac_a2c.py checks it. This keeps SMAC's update within ~1.3x of SGD's.)"""
-    xs, zs, h = [], [], obs
-    for i, linear in enumerate(actor.linears):  # the actor's forward, keeping inputs x and outputs z
-        xs.append(h)
-        h = linear(h)
-        zs.append(h)
-        if i < len(actor.linears) - 1:
-            h = torch.tanh(h)
+    xs, zs, h = actor_layer_io(actor, obs)  # the actor's forward, keeping inputs x and outputs z
     extra = []
     if not actor.discrete:  # a per-sample view of log_std, so its gradient comes out per sample too
         log_std = actor.log_std.expand_as(h)
@@ -435,15 +469,18 @@ def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: tor
     else:
         logp = actor.log_prob_from_output(h, actions)
     deltas = torch.autograd.grad(logp.sum(), zs + extra)  # delta_i for every layer (and d logp_i / d log_std)
-    batch = obs.shape[0]
     with torch.no_grad():
-        weights = torch.stack([torch.full_like(advantages, 1.0 / batch), advantages / batch])  # (2, B)
-        parts = [weights @ deltas[-1]] if extra else []  # grad log_std (first, as in actor.parameters())
+        adv = advantages.unsqueeze(-1)
+        ell_parts, g_parts = [], []
+        if extra:  # log_std comes first in actor.parameters() (own parameters precede submodules')
+            ell_parts.append(deltas[-1].sum(0))
+            g_parts.append((deltas[-1] * adv).sum(0))
         for x, delta in zip(xs, deltas[:len(zs)]):
-            weighted = weights.unsqueeze(-1) * delta  # (2, B, out)
-            parts += [(weighted.transpose(1, 2) @ x).flatten(1), weighted.sum(1)]  # grad W, grad b
-        both = torch.cat(parts, dim=1)
-    return both[0], both[1]
+            weighted = delta * adv  # A_i delta_i
+            ell_parts += [(delta.T @ x).reshape(-1), delta.sum(0)]  # sum_i delta_i x_i^T, sum_i delta_i
+            g_parts += [(weighted.T @ x).reshape(-1), weighted.sum(0)]  # sum_i A_i delta_i x_i^T, ...
+        batch = obs.shape[0]
+        return torch.cat(ell_parts) / batch, torch.cat(g_parts) / batch
 
 
 # ====================================================================================
@@ -512,7 +549,164 @@ def policy_objective(actor: Actor, batch: dict, args: Args) -> torch.Tensor:
     return objective
 
 
-ACTOR_STEPS = {"smac": smac_step, "sgd": sgd_step, "adam": adam_step}
+# ------------------------------------------------------------------------------------
+# The paper's other natural-gradient baselines (nothing above uses them):
+#   AC-CG   x = (F + delta I)^-1 g by conjugate gradient, F v by double backward of the
+#           mean KL (TRPO's Fisher-vector product), no line search;   theta <- theta + eta x
+#   AC-KFAC ACKTR's K-FAC (Wu et al. 2017) per Linear layer, without momentum;
+#           theta <- theta + eta * nu * (A (x) G + lambda I)^-1 g, nu = KL clip
+# ------------------------------------------------------------------------------------
+def mean_kl(actor: Actor, obs: torch.Tensor) -> torch.Tensor:
+    """mean_s KL(pi_old(.|s) || pi_theta(.|s)) with pi_old = pi_theta detached. It is zero at
+    theta_old and its Hessian there is the Fisher F = mean_s E_{a~pi(.|s)}[l l^T] (TRPO)."""
+    out = actor(obs)
+    if actor.discrete:
+        logp = torch.log_softmax(out, dim=-1)
+        logp_old = logp.detach()
+        return (logp_old.exp() * (logp_old - logp)).sum(-1).mean()
+    log_std, mu_old, log_std_old = actor.log_std, out.detach(), actor.log_std.detach()
+    # KL(N(mu_o, s_o^2) || N(mu, s^2)) = log s - log s_o + (s_o^2 + (mu_o - mu)^2) / (2 s^2) - 1/2, per action dim
+    kl = (log_std - log_std_old - 0.5
+          + (torch.exp(2 * log_std_old) + (mu_old - out).pow(2)) / (2 * torch.exp(2 * log_std)))
+    return kl.sum(-1).mean()
+
+
+def fisher_vector_product(actor: Actor, obs: torch.Tensor):
+    """Returns v -> F v, F = Hessian of mean_kl at theta_old, by double backward (never a d x d matrix):
+    F v = grad_theta (grad_theta KL . v). The forward and the first backward are shared by all calls."""
+    params = list(actor.parameters())
+    grads = torch.autograd.grad(mean_kl(actor, obs), params, create_graph=True)
+    grad_kl = torch.cat([g.reshape(-1) for g in grads])
+    return lambda v: torch.cat([h.reshape(-1) for h in torch.autograd.grad(
+        torch.dot(grad_kl, v), params, retain_graph=True, materialize_grads=True)])
+
+
+def conjugate_gradient(fvp, b: torch.Tensor, iters: int, residual_tol: float = 1e-10) -> torch.Tensor:
+    """Solve M x = b for symmetric positive-definite M, given only v -> M v (CG as in TRPO's code).
+    Starts from x = 0; at most `iters` products; stops once the squared residual r^T r < residual_tol."""
+    x = torch.zeros_like(b)
+    r, p = b.clone(), b.clone()  # residual r = b - M x, first search direction p = r
+    rr = torch.dot(r, r)
+    for _ in range(iters):
+        if rr < residual_tol:
+            break
+        Mp = fvp(p)
+        pMp = torch.dot(p, Mp)
+        if not pMp > 0:  # no curvature along p (M singular there): keep the current x
+            break
+        alpha = rr / pMp  # minimizer of 1/2 x^T M x - b^T x along p
+        x = x + alpha * p
+        r = r - alpha * Mp
+        rr_new = torch.dot(r, r)
+        p = r + (rr_new / rr) * p  # next direction, M-conjugate to the previous ones
+        rr = rr_new
+    return x
+
+
+def cg_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
+    """AC-CG: x ~= (F + delta I)^-1 g with --cg-iters CG iterations on Fisher-vector products; theta <- theta + eta x.
+    With --cg-max-kl kappa > 0 the update is instead TRPO's full step (no line search), put on the
+    KL radius of the quadratic model: theta <- theta + beta x, beta = sqrt(2 kappa / x^T (F + delta I) x)."""
+    params = list(actor.parameters())
+    g = clip_norm(flat_grad(policy_objective(actor, batch, args), params), args.max_grad_norm)
+    fvp = fisher_vector_product(actor, batch["obs"])
+    damped = lambda v: fvp(v) + args.cg_damping * v  # (F + delta I) v
+    x = conjugate_gradient(damped, g, args.cg_iters)
+    step = x
+    if args.cg_max_kl > 0:
+        xMx = torch.dot(x, damped(x)).clamp_min(1e-30)
+        step = x * (torch.sqrt(2 * args.cg_max_kl / xMx) / args.learning_rate)  # eta * step = beta x
+    add_to_params_(params, step, args.learning_rate)
+    return {"g": g, "step": step}
+
+
+def sample_actions(actor: Actor, out: torch.Tensor) -> torch.Tensor:
+    """Fresh actions a~ ~ pi(.|s) from the network output (torch's RNG), detached."""
+    with torch.no_grad():
+        if actor.discrete:
+            return torch.multinomial(torch.softmax(out, dim=-1), 1).squeeze(-1)
+        return out + torch.exp(actor.log_std) * torch.randn_like(out)
+
+
+def kfac_factor_stats(xs: list, gs: list) -> list:
+    """One batch's Kronecker factors per Linear layer z = W x + b (Martens & Grosse 2015):
+
+        A = (1/B) sum_i a_i a_i^T,  a_i = [x_i, 1]              (layer input with a bias column)
+        G = (1/B) sum_i g_i g_i^T,  g_i = d log pi(a~_i|s_i) / d z_i,  a~_i ~ pi(.|s_i)
+
+    so that the Fisher block of [W b] (column-stacked) is approximated by A (x) G."""
+    stats = []
+    for x, g in zip(xs, gs):
+        a = torch.cat([x, torch.ones_like(x[:, :1])], dim=1)
+        stats.append((a.T @ a / x.shape[0], g.T @ g / x.shape[0]))
+    return stats
+
+
+def kfac_precondition(grad: torch.Tensor, eig_a, eig_g, damping: float) -> torch.Tensor:
+    """(A (x) G + damping I)^-1 vec(grad) for grad = [grad_W grad_b] of shape (out, in + 1), with
+    A = Q_a diag(d_a) Q_a^T and G = Q_g diag(d_g) Q_g^T (ACKTR's damping convention):
+
+        G^-1 grad A^-1  ->  Q_g [ (Q_g^T grad Q_a) / (d_g d_a^T + damping) ] Q_a^T      (elementwise /)"""
+    (d_a, q_a), (d_g, q_g) = eig_a, eig_g
+    return q_g @ ((q_g.T @ grad @ q_a) / (d_g[:, None] * d_a[None, :] + damping)) @ q_a.T
+
+
+def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
+    """AC-KFAC: ACKTR's K-FAC natural gradient for the actor (no momentum, no critic curvature).
+
+    Per Linear layer: EMA factors A, G (kfac_factor_stats) with --kfac-decay, eigendecompositions
+    every --kfac-update-freq updates, step_[W b] = (A (x) G + lambda I)^-1 vec(g_[W b]). The Gaussian
+    log_std uses its exact Fisher block, 2 I (no cross terms with the mean): step = g / (2 + lambda).
+    KL clip (ACKTR): step *= nu = min(1, sqrt(kl_clip / (eta^2 g^T step))); off with --kfac-kl-clip 0.
+    state: kfac_A, kfac_G (factor lists), kfac_eig_A, kfac_eig_G ((eigenvalues, eigenvectors) lists), kfac_updates."""
+    params = list(actor.parameters())
+    xs, zs, out = actor_layer_io(actor, batch["obs"])
+    # output gradients of log-probabilities of actions SAMPLED from the policy (true Fisher, as ACKTR)
+    gs = torch.autograd.grad(actor.log_prob_from_output(out, sample_actions(actor, out)).sum(), zs,
+                             retain_graph=True)
+    objective = (actor.log_prob_from_output(out, batch["actions"]) * batch["advantages"]).mean()  # policy_objective,
+    if args.ent_coef > 0:  # from the same forward pass
+        objective = objective + args.ent_coef * actor.entropy(batch["obs"]).mean()
+    g = clip_norm(flat_grad(objective, params), args.max_grad_norm)
+
+    with torch.no_grad():
+        for key in ("kfac_A", "kfac_G", "kfac_eig_A", "kfac_eig_G"):  # after a resume onto another device
+            if key in state:
+                state[key] = [tuple(t.to(g.device) for t in v) if isinstance(v, (tuple, list)) else v.to(g.device)
+                              for v in state[key]]
+        stats = kfac_factor_stats(xs, gs)
+        if "kfac_A" not in state:  # first update: the factors start at the first batch's statistics (ACKTR)
+            state["kfac_A"], state["kfac_G"] = [a for a, _ in stats], [gg for _, gg in stats]
+            state["kfac_updates"] = 0
+        else:  # exponential moving averages: A <- decay A + (1 - decay) A_batch, same for G
+            d = args.kfac_decay
+            state["kfac_A"] = [d * A + (1 - d) * a for A, (a, _) in zip(state["kfac_A"], stats)]
+            state["kfac_G"] = [d * G + (1 - d) * gg for G, (_, gg) in zip(state["kfac_G"], stats)]
+        if state["kfac_updates"] % args.kfac_update_freq == 0:  # eigenbases, clamped to PSD as ACKTR does
+            eig = lambda M: tuple(t.contiguous() for t in torch.linalg.eigh(M))
+            state["kfac_eig_A"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_A"])]
+            state["kfac_eig_G"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_G"])]
+        state["kfac_updates"] += 1
+
+        grads = dict(zip(params, g.split([p.numel() for p in params])))  # views of g per parameter
+        out_parts = {}
+        for linear, eig_a, eig_g in zip(actor.linears, state["kfac_eig_A"], state["kfac_eig_G"]):
+            grad_wb = torch.cat([grads[linear.weight].view_as(linear.weight), grads[linear.bias][:, None]], dim=1)
+            v = kfac_precondition(grad_wb, eig_a, eig_g, args.kfac_damping)
+            out_parts[linear.weight], out_parts[linear.bias] = v[:, :-1].reshape(-1), v[:, -1]
+        if not actor.discrete:  # log_std: exact Fisher block 2 I
+            out_parts[actor.log_std] = grads[actor.log_std] / (2.0 + args.kfac_damping)
+        step = torch.cat([out_parts[p] for p in params])  # in actor.parameters() order, like g
+        nu = 1.0
+        if args.kfac_kl_clip > 0:  # eta^2 g^T F^-1 g ~= 2 KL of the update (ACKTR code: no factor 2)
+            vg = args.learning_rate ** 2 * torch.dot(g, step).item()
+            nu = min(1.0, math.sqrt(args.kfac_kl_clip / vg)) if vg > 0 else 1.0
+        step = step * nu
+    add_to_params_(params, step, args.learning_rate)
+    return {"g": g, "step": step, "kl_clip_scale": nu}
+
+
+ACTOR_STEPS = {"smac": smac_step, "sgd": sgd_step, "adam": adam_step, "cg": cg_step, "kfac": kfac_step}
 
 
 def critic_step(critic: Critic, optimizer: torch.optim.Optimizer, obs, returns, args: Args) -> float:

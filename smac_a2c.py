@@ -26,7 +26,9 @@ import json
 import math
 import os
 import random
+import signal
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from typing import Literal, Optional
@@ -73,12 +75,20 @@ class Args:
     """total environment steps to train for"""
     optimizer: Literal["smac", "sgd", "adam", "cg", "kfac"] = "smac"
     """actor step: smac (Sherman-Morrison natural gradient), sgd (AC-SGD), adam (AC-Adam), cg (AC-CG) or kfac (AC-KFAC)"""
-    fisher: Literal["batch-mean", "per-sample"] = "batch-mean"
-    """smac only: batch-mean (paper's Practical Method, one step per rollout) or per-sample (Algorithm 1, one step per transition)"""
+    fisher: Literal["batch-mean", "per-sample", "per-sample-parallel"] = "batch-mean"
+    """smac only: batch-mean (paper's Practical Method, one step per rollout), per-sample (Algorithm 1, one step per transition) or per-sample-parallel (Algorithm 1's per-sample steps l_i A_i / (lambda + |l_i|^2) all taken at the same theta and SUMMED, not averaged: equal to Algorithm 1's total displacement to first order in eta, so --learning-rate means the same as with per-sample)"""
     learning_rate: float = 1e-2
     """actor step size eta"""
     damping: float = 1.0
     """smac damping lambda > 0 in F = lambda*I + l l^T"""
+    prev_ef_beta: float = 0.0
+    """smac batch-mean only: previous-EF mixing F_k = beta F_{k-1} + (1-beta) l_k l_k^T (paper's ablation: 0.5), kept as lambda_k I + sum of the last --prev-ef-rank terms and solved by Woodbury in O(d r + r^3); 0 disables"""
+    prev_ef_rank: int = 8
+    """smac with --prev-ef-beta > 0: keep the r most recent batch-mean scores l_j (weights (1-beta) beta^(k-j); terms with w_j |l_j|^2 <= 1e-12 lambda_k are dropped earlier)"""
+    prev_ef_damping: Literal["fixed", "decay"] = "fixed"
+    """smac with --prev-ef-beta > 0: fixed (lambda_k = lambda: the recursion mixes the undamped EF, F_0 = 0, damping added at use) or decay (recursion on the damped matrix from F_0 = lambda I: lambda_k = beta^k lambda, floored at 1e-30)"""
+    step_normalization: bool = False
+    """smac batch-mean / per-sample-parallel: rescale the SMAC direction to the norm of the (clipped) policy gradient g, so eta alone sets the step size and lambda only its shape"""
     critic_learning_rate: float = 1e-4
     """critic Adam learning rate alpha"""
     num_envs: int = 1
@@ -159,6 +169,16 @@ def check_args(args: Args) -> None:
             raise ConfigError(f"{flag} must be a finite number >= 0, got {value}")
     if not 0.0 <= args.kfac_decay <= 1.0:
         raise ConfigError(f"--kfac-decay must be in [0, 1], got {args.kfac_decay}")
+    # SMAC ablation modes (previous-EF mixing, step normalization)
+    if not 0.0 <= args.prev_ef_beta < 1.0:
+        raise ConfigError(f"--prev-ef-beta must be in [0, 1), got {args.prev_ef_beta}")
+    if not args.prev_ef_rank >= 1:
+        raise ConfigError(f"--prev-ef-rank must be >= 1, got {args.prev_ef_rank}")
+    if args.optimizer == "smac" and args.prev_ef_beta > 0 and args.fisher != "batch-mean":
+        raise ConfigError(f"--prev-ef-beta > 0 needs --fisher batch-mean, got --fisher {args.fisher}")
+    if args.optimizer == "smac" and args.step_normalization and args.fisher == "per-sample":
+        raise ConfigError("--step-normalization with --fisher per-sample would turn every step into "
+                          "the per-sample SGD step l A; use batch-mean or per-sample-parallel")
 
 
 # ====================================================================================
@@ -483,6 +503,96 @@ def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: tor
         return torch.cat(ell_parts) / batch, torch.cat(g_parts) / batch
 
 
+# --- per-sample scores without per-sample gradients (--fisher per-sample-parallel) ----
+def per_sample_score_factors(actor: Actor, obs: torch.Tensor, actions: torch.Tensor):
+    """One forward and ONE backward to the pre-activations: (xs, deltas, dlog_std) with, per Linear
+    layer, inputs x_i (B, n_in) and delta_i = d log pi_i / d z_i (B, n_out), plus d log pi_i / d log_std
+    (B, act_dim) for a Gaussian (None for Categorical). Sample i's score is then, per layer,
+    l_i = [delta_i x_i^T, delta_i] (and the log_std part): never materialized as a (B, d) matrix."""
+    xs, zs, h = actor_layer_io(actor, obs)
+    if actor.discrete:
+        return xs, list(torch.autograd.grad(actor.log_prob_from_output(h, actions).sum(), zs)), None
+    log_std = actor.log_std.expand_as(h)  # per-sample view: its gradient comes out per sample
+    grads = torch.autograd.grad(actor.log_prob_from_output(h, actions, log_std).sum(), zs + [log_std])
+    return xs, list(grads[:-1]), grads[-1]
+
+
+def per_sample_score_sq_norms(xs, deltas, dlog_std) -> torch.Tensor:
+    """|l_i|^2 for every sample, shape (B,): |delta_i x_i^T|_F^2 = |delta_i|^2 |x_i|^2, so
+    |l_i|^2 = sum_layers |delta_i|^2 (|x_i|^2 + 1) + |d log pi_i / d log_std|^2.   O(B * widths)."""
+    sq = 0.0
+    for x, delta in zip(xs, deltas):
+        sq = sq + delta.pow(2).sum(1) * (x.pow(2).sum(1) + 1.0)
+    if dlog_std is not None:
+        sq = sq + dlog_std.pow(2).sum(1)
+    return sq
+
+
+def weighted_score_sums(xs, deltas, dlog_std, weights: torch.Tensor) -> torch.Tensor:
+    """sum_i weights[i, k] l_i for each column k of weights (B, K): shape (K, d), laid out like
+    torch.cat of actor.parameters() (log_std first). Per layer one matmul (c (.) delta)^T x: O(K d) memory."""
+    K = weights.shape[1]
+    parts = []
+    if dlog_std is not None:
+        parts.append(weights.T @ dlog_std)  # (K, act_dim)
+    for x, delta in zip(xs, deltas):
+        wd = (weights[:, :, None] * delta[:, None, :]).reshape(delta.shape[0], -1)  # (B, K * n_out)
+        parts += [(wd.T @ x).reshape(K, -1), weights.T @ delta]  # sum_i c_i delta_i x_i^T, sum_i c_i delta_i
+    return torch.cat(parts, dim=1)
+
+
+# --- previous-EF mixing (--prev-ef-beta): F_k = lambda_k I + sum_j w_j l_j l_j^T, Woodbury --
+def woodbury_direction(g: torch.Tensor, U: torch.Tensor, w: torch.Tensor, damping: float,
+                       gram: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """F^-1 g for F = damping*I + U^T diag(w) U, U of shape (m, d) holding l_j as rows, w > 0:
+
+        F^-1 g = (1/lambda) * (g - U^T (lambda diag(1/w) + U U^T)^-1 U g)        (Woodbury)
+
+    O(d m) for U g and U^T y, O(m^3) for the m x m solve (in float64); gram = U U^T if already known.
+    m = 1, w = 1 is sherman_morrison_direction."""
+    if U.shape[0] == 0:
+        return g / damping
+    gram = U @ U.T if gram is None else gram
+    M = gram.double() + torch.diag(damping / w.double())
+    y = torch.linalg.solve(M, (U @ g).double())
+    return (g - U.T @ y.to(g.dtype)) / damping
+
+
+def prev_ef_push_(state: dict, ell: torch.Tensor, beta: float, rank: int, damping: float, mode: str) -> None:
+    """Advance F_{k-1} -> F_k = beta F_{k-1} + (1-beta) l_k l_k^T in state (prev_ef_U (m, d) rows l_j,
+    prev_ef_w (m,) weights (1-beta) beta^(k-j), prev_ef_gram = U U^T (float64), prev_ef_damping = lambda_k).
+    fixed: lambda_k = lambda (recursion on the undamped EF from F_0 = 0; equivalently on the damped
+    one-sample Fishers lambda I + l l^T from lambda I). decay: lambda_k = beta lambda_{k-1}, lambda_0 = lambda
+    (recursion on the damped matrix from F_0 = lambda I), floored at 1e-30. Keeps the `rank` newest terms,
+    dropping earlier any with w_j |l_j|^2 <= 1e-12 lambda_k (changes F by < 1e-12 relative). O(d m) time."""
+    with torch.no_grad():
+        if "prev_ef_U" in state:  # .to: after a resume onto another device
+            U = state["prev_ef_U"].to(ell.device, ell.dtype)
+            w, gram = state["prev_ef_w"].to(ell.device), state["prev_ef_gram"].to(ell.device)
+            lam = float(state["prev_ef_damping"])
+        else:
+            U, lam = ell.new_zeros((0, ell.numel())), damping
+            w = torch.zeros(0, dtype=torch.float64, device=ell.device)
+            gram = torch.zeros(0, 0, dtype=torch.float64, device=ell.device)
+        lam = max(beta * lam, 1e-30) if mode == "decay" else damping
+        cross = (U @ ell).double()  # l_j^T l_k for the kept terms: O(d m), keeps U U^T current without recomputing it
+        m = U.shape[0]
+        new_gram = gram.new_empty(m + 1, m + 1)
+        new_gram[:m, :m], new_gram[:m, m], new_gram[m, :m] = gram, cross, cross
+        new_gram[m, m] = torch.dot(ell, ell).double()
+        U = torch.cat([U, ell.detach()[None]])
+        w = torch.cat([w * beta, w.new_tensor([1.0 - beta])])
+        keep = torch.nonzero(w * torch.diagonal(new_gram) > 1e-12 * lam).flatten()[-rank:]
+        state["prev_ef_U"], state["prev_ef_w"] = U[keep].contiguous(), w[keep]
+        state["prev_ef_gram"], state["prev_ef_damping"] = new_gram[keep][:, keep], lam
+
+
+def normalize_step(step: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """--step-normalization: step * |g| / |step| (unchanged when step = 0)."""
+    n = step.norm()
+    return step * (g.norm() / n) if n > 0 else step
+
+
 # ====================================================================================
 # Actor steps. One signature: step(actor, batch, args, state) -> diagnostics dict.
 # batch = dict(obs, actions, advantages) as tensors; state = the step's persistent state.
@@ -491,15 +601,27 @@ def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: tor
 def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     """SMAC. batch-mean (Practical Method): F~ = lambda I + l_bar l_bar^T, one step per rollout.
     per-sample (Algorithm 1): for each sample in rollout order, at the current theta,
-    l = grad log pi(a|s), g = l A, theta <- theta + eta (lambda I + l l^T)^-1 g."""
+    l = grad log pi(a|s), g = l A, theta <- theta + eta (lambda I + l l^T)^-1 g.
+    per-sample-parallel: smac_per_sample_parallel_step. batch-mean with --prev-ef-beta > 0: F~ is
+    replaced by F_k = lambda_k I + sum_j w_j l_bar_j l_bar_j^T (prev_ef_push_, woodbury_direction).
+    --step-normalization: the direction is rescaled to |g| (normalize_step)."""
     params = list(actor.parameters())
     if args.fisher == "per-sample":
         return smac_per_sample_step(actor, batch, args, params)
+    if args.fisher == "per-sample-parallel":
+        return smac_per_sample_parallel_step(actor, batch, args, params)
     ell, g = mean_score_and_policy_gradient(actor, batch["obs"], batch["actions"], batch["advantages"])
     if args.ent_coef > 0:
         g = g + args.ent_coef * flat_grad(actor.entropy(batch["obs"]).mean(), params)
     g = clip_norm(g, args.max_grad_norm)
-    step = sherman_morrison_direction(g, ell, args.damping)  # F~^-1 g, Practical Method
+    if args.prev_ef_beta > 0:  # previous-EF mixing: F_k^-1 g by Woodbury, O(d r + r^3)
+        prev_ef_push_(state, ell, args.prev_ef_beta, args.prev_ef_rank, args.damping, args.prev_ef_damping)
+        step = woodbury_direction(g, state["prev_ef_U"], state["prev_ef_w"], state["prev_ef_damping"],
+                                  state["prev_ef_gram"])
+    else:
+        step = sherman_morrison_direction(g, ell, args.damping)  # F~^-1 g, Practical Method
+    if args.step_normalization:
+        step = normalize_step(step, g)
     add_to_params_(params, step, args.learning_rate)  # theta <- theta + eta F~^-1 g
     return {"g": g, "step": step, "ell": ell}
 
@@ -515,6 +637,32 @@ def smac_per_sample_step(actor: Actor, batch: dict, args: Args, params) -> dict:
         g_sum, step_sum, ell_sq = g_sum + g, step_sum + step, ell_sq + torch.dot(ell, ell)
     n = obs.shape[0]
     return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq / n}
+
+
+def smac_per_sample_parallel_step(actor: Actor, batch: dict, args: Args, params) -> dict:
+    """Algorithm 1's per-sample steps, all at the same theta, summed (one backward, no per-sample loop):
+
+        theta <- theta + eta * sum_i c_i l_i,   c_i = A_i s_i / (lambda + |l_i|^2)
+
+    since (lambda I + l_i l_i^T)^-1 l_i A_i = l_i A_i / (lambda + |l_i|^2) (l_i is an eigenvector). The SUM,
+    not the mean: Algorithm 1 moves theta by eta sum_i F_i^-1 g_i + O(eta^2), so the two agree to first
+    order in eta at the same --learning-rate. s_i = min(1, max_grad_norm / |l_i A_i|) clips each g_i as
+    per-sample does; no entropy bonus (as per-sample). |l_i|^2 and sum_i c_i l_i come from the per-layer
+    factors (per_sample_score_sq_norms, weighted_score_sums): O(d + B * widths) memory.
+    Diagnostics, as per-sample: g = mean_i g_i, step = mean_i F_i^-1 g_i (theta moves by eta * B * step)."""
+    obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
+    xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
+    with torch.no_grad():
+        sq = per_sample_score_sq_norms(xs, deltas, dlog_std)
+        a = adv
+        if args.max_grad_norm > 0:  # clip_norm of each g_i = A_i l_i, |g_i| = |A_i| |l_i|
+            a = adv * torch.clamp(args.max_grad_norm / (adv.abs() * sq.sqrt() + 1e-12), max=1.0)
+        g_sum, step_sum = weighted_score_sums(xs, deltas, dlog_std, torch.stack([a, a / (args.damping + sq)], 1))
+        if args.step_normalization:
+            step_sum = normalize_step(step_sum, g_sum)
+        add_to_params_(params, step_sum, args.learning_rate)
+        n = obs.shape[0]
+        return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": sq.mean()}
 
 
 def sgd_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
@@ -913,8 +1061,14 @@ def train(args: Args, resume: Optional[dict] = None) -> tuple[str, str]:
     def checkpoint():
         save_checkpoint(ckpt_path, actor, critic, critic_opt, actor_state, normalizer, rng, args, global_step, update)
 
+    # Ctrl-C sets a flag; the loop stops after the current update, so a checkpoint never holds
+    # a counted-but-unused rollout or half-written parameters.
+    stop = {"requested": False}
+    previous_handler = None
+    if threading.current_thread() is threading.main_thread():
+        previous_handler = signal.signal(signal.SIGINT, lambda signum, frame: stop.update(requested=True))
     try:
-        while global_step < args.total_timesteps:
+        while global_step < args.total_timesteps and not stop["requested"]:
             # ---- rollout: T steps with the current policy and normalization statistics ----
             obs, episodes = rollout.collect(envs, obs, policy, normalizer, rng, args.bootstrap_truncation)
             for t, ret, length in episodes:
@@ -976,7 +1130,12 @@ def train(args: Args, resume: Optional[dict] = None) -> tuple[str, str]:
                       f"SPS {(global_step - start_step) / (time.time() - start_time):6.0f} | "
                       f"return(last 10) {np.mean(recent_returns) if recent_returns else float('nan'):9.2f}",
                       end="", flush=True)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # only if the handler could not be installed (not the main thread)
+        status = "interrupted"
+    finally:
+        if previous_handler is not None:
+            signal.signal(signal.SIGINT, previous_handler)
+    if stop["requested"] and status == "finished":
         status = "interrupted"
 
     if show_progress:

@@ -281,7 +281,7 @@ def only_run_dir(tmp_path):
 
 SMOKE_ENVS = ["CartPole-v1", "Acrobot-v1", "Pendulum-v1", "Hopper-v4", "HalfCheetah-v5", "Pusher-v5"]
 SMOKE_OPTS = [["--optimizer", "smac"], ["--optimizer", "smac", "--fisher", "per-sample"],
-              ["--optimizer", "sgd"], ["--optimizer", "adam"]]
+              ["--optimizer", "sgd"], ["--optimizer", "adam"], ["--optimizer", "cg"], ["--optimizer", "kfac"]]
 
 
 @pytest.mark.parametrize("env_id", SMOKE_ENVS)

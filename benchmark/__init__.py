@@ -1,0 +1,1 @@
+"""Reproduction harness for the paper's results table (docs/harness.md)."""

@@ -1,0 +1,172 @@
+"""The paper's figures from our runs -> PNGs under docs/figures/.
+
+    python benchmark/plots.py
+
+  returns_smoothed.png  per task: binned + EWM-smoothed return, mean over seeds, shaded ± std
+                        (benchmark/results/curves_return.csv; the paper's Figs. results / classic)
+  returns_raw.png       per task: raw episodic returns of every run, unbinned and unsmoothed
+                        (needs the run directories under benchmark/runs; skipped without them)
+  logprob.png           per task: mean log-probability of the taken actions, smoothed like the returns
+                        (benchmark/results/curves_logprob.csv)
+  diagnostics.png       SMAC: |l_bar|^2/lambda, cos(g, step) and the fraction removed by the rank-1
+                        correction over training, median and 10-90% band across seeds
+                        (benchmark/results/diagnostics.csv)
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from benchmark import hparams  # noqa: E402
+from benchmark.aggregate import DEFAULT_RESULTS, discover  # noqa: E402
+from benchmark.sweep import DEFAULT_RUNS  # noqa: E402
+
+DEFAULT_FIGURES = os.path.join(REPO, "docs", "figures")
+COLORS = {"smac": "tab:red", "sgd": "tab:blue", "adam": "tab:green", "cg": "tab:purple", "kfac": "tab:orange",
+          "sgd-matched": "tab:cyan"}
+
+
+def read(path):
+    if not os.path.isfile(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def col(rows, name):
+    return np.array([float(r[name]) if r[name] not in ("", None) else np.nan for r in rows])
+
+
+def grid(n):
+    cols = 3
+    rows = max(1, -(-n // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.axis("off")
+    return fig, axes.flat
+
+
+def tasks_in(rows):
+    present = {r["task"] for r in rows}
+    return [t for t in hparams.tasks() if t in present] + sorted(present - set(hparams.tasks()))
+
+
+def plot_curves(rows, ylabel, title, path) -> bool:
+    tasks = tasks_in(rows)
+    if not tasks:
+        return False
+    fig, axes = grid(len(tasks))
+    for ax, task in zip(axes, tasks):
+        for algo in hparams.ALGOS:
+            sel = [r for r in rows if r["task"] == task and r["algo"] == algo]
+            if not sel:
+                continue
+            x, m, s, n = col(sel, "step"), col(sel, "mean"), col(sel, "std"), col(sel, "n")
+            ax.plot(x, m, color=COLORS[algo], lw=1.4, label=f"{hparams.algo_label(algo)} (n={int(np.nanmax(n))})")
+            ax.fill_between(x, m - np.nan_to_num(s), m + np.nan_to_num(s), color=COLORS[algo], alpha=0.18, lw=0)
+        ax.set_title(task)
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def plot_raw(runs_dir, path) -> bool:
+    runs = [r for r in discover(runs_dir) if r["episodes"]["global_step"].size]
+    if not runs:
+        return False
+    tasks = [t for t in hparams.tasks() if any(r["task"] == t for r in runs)]
+    fig, axes = grid(len(tasks))
+    for ax, task in zip(axes, tasks):
+        seen = set()
+        for r in sorted((r for r in runs if r["task"] == task), key=lambda r: (r["algo"], r["seed"])):
+            label = hparams.algo_label(r["algo"]) if r["algo"] not in seen and r["algo"] in COLORS else None
+            seen.add(r["algo"])
+            ax.plot(r["episodes"]["global_step"], r["episodes"]["episodic_return"], lw=0.4, alpha=0.6,
+                    color=COLORS.get(r["algo"], "grey"), label=label)
+        ax.set_title(task)
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel("episodic return (raw)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.suptitle("Raw episodic returns, every run (unbinned, unsmoothed)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def plot_diagnostics(rows, path) -> bool:
+    rows = [r for r in rows if r["algo"] == "smac"]
+    tasks = tasks_in(rows)
+    if not tasks:
+        return False
+    names = [("ell_sq_over_lambda", "|l̄|² / λ", True), ("cos_g_step", "cos(g, step)", False),
+             ("removed_frac", "fraction removed by rank-1 term", True)]
+    fig, axes = plt.subplots(len(names), len(tasks), figsize=(3.0 * len(tasks), 2.6 * len(names)), squeeze=False)
+    for j, task in enumerate(tasks):
+        sel = [r for r in rows if r["task"] == task]
+        x = col(sel, "step")
+        for i, (name, label, logy) in enumerate(names):
+            ax = axes[i][j]
+            med, lo, hi = col(sel, name + "_median"), col(sel, name + "_p10"), col(sel, name + "_p90")
+            ax.plot(x, med, color="tab:red", lw=1.2)
+            ax.fill_between(x, lo, hi, color="tab:red", alpha=0.2, lw=0)
+            if logy and np.nanmax(np.where(med > 0, med, np.nan), initial=0) > 0:
+                ax.set_yscale("log")
+            if i == 0:
+                ax.set_title(f"{task} (n={sel[0]['n']})")
+            if j == 0:
+                ax.set_ylabel(label)
+            ax.grid(alpha=0.3)
+            ax.tick_params(labelsize=6)
+    fig.suptitle("SMAC diagnostics over training (median, 10–90% across seeds)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Plot the aggregated benchmark results.")
+    p.add_argument("--results-dir", default=DEFAULT_RESULTS)
+    p.add_argument("--runs-dir", default=DEFAULT_RUNS, help="for the raw curves")
+    p.add_argument("--out-dir", default=DEFAULT_FIGURES)
+    args = p.parse_args(argv)
+    os.makedirs(args.out_dir, exist_ok=True)
+    out = os.path.join
+    done = {
+        "returns_smoothed.png": plot_curves(read(out(args.results_dir, "curves_return.csv")), "episodic return",
+                                            "Return: 100 bins, EWM 0.1, mean ± std over seeds",
+                                            out(args.out_dir, "returns_smoothed.png")),
+        "returns_raw.png": plot_raw(args.runs_dir, out(args.out_dir, "returns_raw.png")),
+        "logprob.png": plot_curves(read(out(args.results_dir, "curves_logprob.csv")), "mean log π(a|s)",
+                                   "Mean log-probability of taken actions: 100 bins, EWM 0.1, mean ± std",
+                                   out(args.out_dir, "logprob.png")),
+        "diagnostics.png": plot_diagnostics(read(out(args.results_dir, "diagnostics.csv")),
+                                            out(args.out_dir, "diagnostics.png")),
+    }
+    for name, ok in done.items():
+        print(f"{'wrote  ' if ok else 'skipped'} {out(args.out_dir, name)}" + ("" if ok else " (no data)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

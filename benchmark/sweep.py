@@ -1,0 +1,524 @@
+"""Run the paper's grid (task x algorithm x seed) with smac_a2c.py, locally or on Ray; resumable.
+
+    python benchmark/sweep.py                                   # 9 tasks x 6 algorithms x seeds 1-3
+    python benchmark/sweep.py --budget classic=500000,mujoco=1000000 --workers 2
+    python benchmark/sweep.py --tasks Hopper,Swimmer --algos smac,sgd-matched --seeds 1-5
+    python benchmark/sweep.py --backend ray --ray-address auto  # an existing Ray cluster
+    python benchmark/sweep.py --dry-run                         # list the commands, run nothing
+
+Layout: {runs}/{task}/{algo}/seed{n}/ holds job.json (what was asked), sweep.log (the trainer's
+stdout/stderr) and the trainer's single run directory {env_id}__{algo}__{n}__{unix_time}/.
+
+State of a job, decided from that run directory (`inspect_job`):
+  done      summary.json says finished with global_step >= the requested budget: skipped
+  diverged  summary.json says diverged: skipped (a result, not an error; REPORT lists it)
+  resume    a checkpoint.pt exists (interrupted, hard-killed, or finished at a smaller budget):
+            the logs are cut back to the checkpoint's step, then `smac_a2c.py --resume`
+  fresh     nothing usable (no run dir, or one without a checkpoint, which is deleted)
+Every run gets --save-model (so a finished run can be extended to a larger budget) and
+--checkpoint-every K updates (so a hard kill loses at most K updates).
+
+Ctrl-C: the trainers run in their own sessions, so the sweep sends each exactly one SIGINT; each
+writes checkpoint.pt and summary.json (status interrupted) and exits 130; the sweep waits for all
+of them and exits 130. If the sweep itself is killed (SIGKILL), its children get SIGINT from the
+kernel (PR_SET_PDEATHSIG, Linux) and stop the same way. Run the same command again to resume.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from benchmark import hparams  # noqa: E402
+
+TRAINER = os.path.join(REPO, "smac_a2c.py")
+DEFAULT_RUNS = os.path.join(REPO, "benchmark", "runs")
+DEFAULT_BUDGET = "classic=500000,mujoco=1000000"
+DEFAULT_SEEDS = "1-3"
+
+
+# ------------------------------------------------------------------------------------------
+# Jobs
+# ------------------------------------------------------------------------------------------
+@dataclass
+class Job:
+    task: str
+    algo: str
+    seed: int
+    budget: int
+    seed_dir: str                      # {runs}/{task}/{algo}/seed{n}
+    flags: list = field(default_factory=list)   # hyper-parameter flags from the table
+    checkpoint_every: int = 10
+    horizon: str = "paper"
+    num_steps: Optional[int] = None    # T override (tests only)
+    python: str = sys.executable
+
+    @property
+    def name(self) -> str:
+        return f"{self.task}/{self.algo}/seed{self.seed}"
+
+
+def parse_budget(spec: str, tasks: Optional[list] = None) -> dict:
+    """'5000' -> every task; 'classic=500000,mujoco=1000000,Pendulum=2000000' -> per group/task.
+    A task key wins over its group. Returns {task: steps} for `tasks` (default: all nine)."""
+    spec = spec.strip()
+    per_group, per_task, default = {}, {}, None
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        if "=" not in part:
+            default = int(float(part))
+            continue
+        key, value = (s.strip() for s in part.split("=", 1))
+        steps = int(float(value))
+        if key.lower() in ("classic", "mujoco"):
+            per_group[key.lower()] = steps
+        elif key.lower() in ("all", "*"):
+            default = steps
+        else:
+            per_task[hparams.resolve_task(key)] = steps
+    out = {}
+    for task in (tasks or hparams.tasks()):
+        steps = per_task.get(task, per_group.get(hparams.task_info(task)["group"], default))
+        if steps is None:
+            raise ValueError(f"--budget {spec!r} gives no budget for {task}")
+        if steps <= 0:
+            raise ValueError(f"--budget: {task} needs a positive step count, got {steps}")
+        out[task] = steps
+    return out
+
+
+def parse_seeds(spec: str) -> list[int]:
+    """'1-3' -> [1, 2, 3]; '1,4,7' -> [1, 4, 7]; '2' -> [2]."""
+    seeds = []
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        if "-" in part:
+            lo, hi = (int(x) for x in part.split("-", 1))
+            seeds += list(range(lo, hi + 1))
+        else:
+            seeds.append(int(part))
+    return sorted(set(seeds))
+
+
+def make_jobs(tasks, algos, seeds, budgets, runs_dir, checkpoint_every=10, horizon="paper", num_steps=None):
+    jobs = []
+    for task in tasks:
+        for algo in algos:
+            for seed in seeds:
+                jobs.append(Job(task, algo, seed, budgets[task],
+                                os.path.join(os.path.abspath(runs_dir), task, algo, f"seed{seed}"),
+                                hparams.lookup(task, algo, horizon=horizon, num_steps=num_steps),
+                                checkpoint_every, horizon, num_steps))
+    return jobs
+
+
+# ------------------------------------------------------------------------------------------
+# Run directories: find, inspect, repair
+# ------------------------------------------------------------------------------------------
+def find_run_dir(seed_dir: str) -> Optional[str]:
+    """The trainer's run directory inside seed_dir (the only subdirectory), or None."""
+    if not os.path.isdir(seed_dir):
+        return None
+    dirs = sorted(d for d in os.listdir(seed_dir)
+                  if os.path.isdir(os.path.join(seed_dir, d)) and not d.startswith("."))
+    if len(dirs) > 1:
+        raise RuntimeError(f"{seed_dir} holds {len(dirs)} run directories {dirs}; expected one. "
+                           f"Keep the one you want and delete the others.")
+    return os.path.join(seed_dir, dirs[0]) if dirs else None
+
+
+def read_summary(run_dir: Optional[str]) -> Optional[dict]:
+    if not run_dir:
+        return None
+    try:
+        with open(os.path.join(run_dir, "summary.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def inspect_job(job: Job) -> tuple[str, Optional[str]]:
+    """(state, run_dir) with state one of done / diverged / resume / fresh (module docstring)."""
+    run_dir = find_run_dir(job.seed_dir)
+    if run_dir is None:
+        return "fresh", None
+    summary = read_summary(run_dir)
+    if summary and summary.get("status") == "finished" and summary.get("global_step", 0) >= job.budget:
+        return "done", run_dir
+    if summary and summary.get("status") == "diverged":
+        return "diverged", run_dir
+    if os.path.isfile(os.path.join(run_dir, "checkpoint.pt")):
+        return "resume", run_dir
+    return "fresh", run_dir
+
+
+def checkpoint_position(run_dir: str) -> tuple[int, int]:
+    """(global_step, update) saved in run_dir/checkpoint.pt."""
+    import torch
+    ckpt = torch.load(os.path.join(run_dir, "checkpoint.pt"), map_location="cpu", weights_only=False)
+    return int(ckpt["global_step"]), int(ckpt["update"])
+
+
+def _truncate_csv(path: str, column: str, limit: int) -> int:
+    """Keep the header and the rows with int(row[column]) <= limit (drops a torn last line).
+    Returns the number of rows dropped. Atomic (tmp + rename)."""
+    if not os.path.isfile(path):
+        return 0
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        return 0
+    header, body = rows[0], rows[1:]
+    i = header.index(column)
+    keep = []
+    for row in body:
+        try:
+            ok = len(row) == len(header) and int(float(row[i])) <= limit
+        except ValueError:
+            ok = False
+        if ok:
+            keep.append(row)
+    dropped = len(body) - len(keep)
+    if dropped:
+        tmp = path + ".tmp"
+        with open(tmp, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(header)
+            w.writerows(keep)
+        os.replace(tmp, path)
+    return dropped
+
+
+def repair_logs(run_dir: str) -> tuple[int, int]:
+    """Cut episodes.csv / updates.csv back to the checkpoint, so that a resumed run (which
+    appends from the checkpoint's step) has no duplicated rows. After a clean Ctrl-C nothing is
+    cut; after a hard kill, the rows written after the last periodic checkpoint are."""
+    step, update = checkpoint_position(run_dir)
+    return (_truncate_csv(os.path.join(run_dir, "episodes.csv"), "global_step", step),
+            _truncate_csv(os.path.join(run_dir, "updates.csv"), "update", update))
+
+
+def command(job: Job, state: str, run_dir: Optional[str]) -> list[str]:
+    """The smac_a2c.py command line for a job in state fresh / resume."""
+    base = [job.python, TRAINER]
+    if state == "resume":
+        return base + ["--resume", run_dir, "--total-timesteps", str(job.budget),
+                       "--checkpoint-every", str(job.checkpoint_every), "--no-progress"]
+    return base + job.flags + ["--seed", str(job.seed), "--exp-name", job.algo, "--runs-dir", job.seed_dir,
+                               "--total-timesteps", str(job.budget), "--checkpoint-every",
+                               str(job.checkpoint_every), "--save-model", "--no-progress", "--no-tensorboard"]
+
+
+def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
+    """Decide and set up one job: returns (state, command or None when nothing is to run)."""
+    state, run_dir = inspect_job(job)
+    if state in ("done", "diverged"):
+        return state, None
+    if state == "fresh" and run_dir is not None:
+        shutil.rmtree(run_dir)        # started but never checkpointed: nothing to resume from
+        run_dir = None
+    if state == "resume":
+        repair_logs(run_dir)
+    os.makedirs(job.seed_dir, exist_ok=True)
+    with open(os.path.join(job.seed_dir, "job.json"), "w") as f:
+        json.dump({**asdict(job), "state_at_start": state, "time": time.time()}, f, indent=2)
+    return state, command(job, state, run_dir)
+
+
+def _child_preexec():
+    """In the trainer process: own session (a terminal Ctrl-C reaches only the sweep, which then
+    sends exactly one SIGINT) and SIGINT if the parent dies (Linux PR_SET_PDEATHSIG = 1)."""
+    os.setsid()
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGINT), 0, 0, 0)
+    except Exception:
+        pass
+
+
+def launch(job: Job, cmd: list[str]) -> subprocess.Popen:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
+    log = open(os.path.join(job.seed_dir, "sweep.log"), "a")
+    log.write(f"\n$ {' '.join(cmd)}\n")
+    log.flush()
+    proc = subprocess.Popen(cmd, cwd=job.seed_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, preexec_fn=_child_preexec)
+    log.close()
+    return proc
+
+
+def outcome(job: Job, returncode: Optional[int]) -> str:
+    """finished / interrupted / diverged / failed, from summary.json (written by the trainer)."""
+    summary = read_summary(find_run_dir(job.seed_dir))
+    if summary and summary.get("status") in ("finished", "interrupted", "diverged"):
+        if summary["status"] == "finished" and summary.get("global_step", 0) < job.budget:
+            return "failed"
+        return summary["status"]
+    return "failed" if returncode not in (130, -signal.SIGINT) else "interrupted"
+
+
+def run_job_blocking(job_dict: dict) -> dict:
+    """Prepare, run and wait for one job; the unit of work of the Ray backend. On
+    KeyboardInterrupt (ray.cancel) the trainer gets one SIGINT and is waited for."""
+    job = Job(**job_dict)
+    state, cmd = prepare(job)
+    if cmd is None:
+        return {"name": job.name, "state": state, "outcome": "done" if state == "done" else state, "rc": 0}
+    proc = launch(job, cmd)
+    try:
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait()
+    return {"name": job.name, "state": state, "outcome": outcome(job, rc), "rc": rc}
+
+
+# ------------------------------------------------------------------------------------------
+# Progress
+# ------------------------------------------------------------------------------------------
+def last_global_step(seed_dir: str) -> int:
+    """global_step of the last complete row of updates.csv (0 if none); reads only the file's tail."""
+    try:
+        run_dir = find_run_dir(seed_dir)
+        if run_dir is None:
+            return 0
+        with open(os.path.join(run_dir, "updates.csv"), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            lines = f.read().decode(errors="ignore").splitlines()
+        for line in reversed(lines[1:] if len(lines) > 1 else []):
+            parts = line.split(",")
+            if len(parts) >= 13:
+                return int(float(parts[1]))
+    except (OSError, ValueError, RuntimeError):
+        pass
+    return 0
+
+
+def fmt_time(s: float) -> str:
+    if s != s or s == float("inf"):
+        return "?"
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+class Progress:
+    """done/running/left and an ETA from the steps done in this session (all jobs together)."""
+
+    def __init__(self, jobs: list[Job], interval: float):
+        self.jobs, self.interval, self.t0, self.last = jobs, interval, time.time(), 0.0
+        self.start_steps = {j.name: min(last_global_step(j.seed_dir), j.budget) for j in jobs}
+        self.tty = sys.stdout.isatty()
+        self.finished: set = set()
+
+    def line(self, done: int, running: list[Job], left: int, extra: str = "") -> str:
+        steps_now = {j.name: min(last_global_step(j.seed_dir), j.budget) for j in running}
+        finished_steps = sum(j.budget - self.start_steps[j.name] for j in self.jobs if j.name in self.finished)
+        gained = finished_steps + sum(steps_now[j.name] - self.start_steps[j.name] for j in running)
+        remaining = sum(j.budget - self.start_steps[j.name] for j in self.jobs
+                        if j.name not in self.finished) - sum(steps_now[j.name] - self.start_steps[j.name]
+                                                              for j in running)
+        elapsed = time.time() - self.t0
+        rate = gained / elapsed if elapsed > 0 else 0.0
+        eta = remaining / rate if rate > 0 else float("nan")
+        return (f"[sweep] done {done}/{len(self.jobs)} | running {len(running)} | left {left} | "
+                f"{rate:,.0f} steps/s | elapsed {fmt_time(elapsed)} | ETA {fmt_time(eta) if remaining else '0m00s'}"
+                + (f" | {extra}" if extra else ""))
+
+    def show(self, done, running, left, extra="", force=False):
+        now = time.time()
+        if not force and now - self.last < self.interval:
+            return
+        self.last = now
+        msg = self.line(done, running, left, extra)
+        print(("\r" + msg + " " * 4) if self.tty and not force else msg, end="" if self.tty and not force else "\n",
+              flush=True)
+
+
+# ------------------------------------------------------------------------------------------
+# Backends
+# ------------------------------------------------------------------------------------------
+def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
+    results, queue, running = {}, list(jobs), {}     # running: name -> (job, proc, state)
+    prog = Progress(jobs, progress_interval)
+    interrupted = False
+
+    def reap(block: bool):
+        for name, (job, proc, state) in list(running.items()):
+            rc = proc.wait() if block else proc.poll()
+            if rc is not None:
+                results[name] = {"name": name, "state": state, "outcome": outcome(job, rc), "rc": rc}
+                prog.finished.add(name)
+                del running[name]
+                if not interrupted:
+                    print(f"\n[sweep] {name}: {results[name]['outcome']} (exit {rc})" if prog.tty
+                          else f"[sweep] {name}: {results[name]['outcome']} (exit {rc})", flush=True)
+
+    try:
+        while queue or running:
+            while queue and len(running) < workers:
+                job = queue.pop(0)
+                state, cmd = prepare(job)
+                if cmd is None:
+                    results[job.name] = {"name": job.name, "state": state, "outcome": state, "rc": 0}
+                    prog.finished.add(job.name)
+                    continue
+                running[job.name] = (job, launch(job, cmd), state)
+            reap(block=False)
+            prog.show(len(results), [r[0] for r in running.values()], len(queue))
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        interrupted = True
+        print(f"\n[sweep] Ctrl-C: sending SIGINT to {len(running)} trainer(s) and waiting for them "
+              f"to write checkpoint.pt and summary.json ...", flush=True)
+        for job, proc, _ in running.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        while running:
+            try:
+                reap(block=True)
+            except KeyboardInterrupt:
+                print("[sweep] still waiting for the trainers to stop (they are saving)", flush=True)
+        for job in queue:
+            results[job.name] = {"name": job.name, "state": "not started", "outcome": "not started", "rc": None}
+    prog.show(len([r for r in results.values() if r["outcome"] != "not started"]), [], len(queue), force=True)
+    return {"results": results, "interrupted": interrupted}
+
+
+def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: float) -> dict:
+    import ray
+    from benchmark import sweep as sweep_module   # by reference, not __main__, so workers import it
+
+    runtime_env = {"env_vars": {"PYTHONPATH": REPO, "PYTHONWARNINGS": "ignore::DeprecationWarning"}}
+    if not ray.is_initialized():
+        if address in ("local", "", None):
+            ray.init(num_cpus=workers, runtime_env=runtime_env, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
+    remote = ray.remote(num_cpus=1, max_retries=0)(sweep_module.run_job_blocking)
+    prog = Progress(jobs, progress_interval)
+    refs = {remote.remote(asdict(j)): j for j in jobs}
+    results, interrupted = {}, False
+    try:
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1, timeout=1.0)
+            for ref in ready:
+                job = refs[ref]
+                res = ray.get(ref)
+                results[job.name] = res
+                prog.finished.add(job.name)
+                print(f"[sweep] {job.name}: {res['outcome']} (exit {res['rc']})", flush=True)
+            running = [refs[r] for r in pending if last_global_step(refs[r].seed_dir) > 0]
+            prog.show(len(results), running, len(pending) - len(running))
+    except KeyboardInterrupt:
+        interrupted = True
+        print("\n[sweep] Ctrl-C: cancelling Ray tasks (each sends SIGINT to its trainer) ...", flush=True)
+        for ref in pending:
+            ray.cancel(ref, force=False)
+        for ref in pending:
+            try:
+                results[refs[ref].name] = ray.get(ref, timeout=120)
+            except Exception:
+                results[refs[ref].name] = {"name": refs[ref].name, "state": "?",
+                                           "outcome": outcome(refs[ref], 130), "rc": None}
+    prog.show(len(results), [], 0, force=True)
+    return {"results": results, "interrupted": interrupted}
+
+
+# ------------------------------------------------------------------------------------------
+# CLI
+# ------------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tasks", default="all", help="comma list of tasks (short names or env ids) or 'all', "
+                   "'classic', 'mujoco' (default: all nine)")
+    p.add_argument("--algos", default="all", help=f"comma list of {', '.join(hparams.ALGOS)} or 'all', "
+                   "'paper' (the five of the paper) (default: all six)")
+    p.add_argument("--seeds", default=DEFAULT_SEEDS, help="e.g. 1-3, 1,2,5 (default: %(default)s)")
+    p.add_argument("--budget", default=DEFAULT_BUDGET, help="environment steps per run: one number, or "
+                   "classic=N,mujoco=M,<Task>=K (a task key wins over its group) (default: %(default)s)")
+    p.add_argument("--runs-dir", default=DEFAULT_RUNS, help="root of {task}/{algo}/seed{n}/ (default: benchmark/runs)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="parallel trainer processes (local) or Ray CPUs for --ray-address local (default: cores)")
+    p.add_argument("--backend", choices=("local", "ray"), default="local")
+    p.add_argument("--ray-address", default="local", help="'local': start a Ray instance on this machine "
+                   "with --workers CPUs; 'auto' or host:port: join a running cluster (default: %(default)s)")
+    p.add_argument("--checkpoint-every", type=int, default=10,
+                   help="trainer checkpoint period in updates (a hard kill loses at most this many) (default: 10)")
+    p.add_argument("--horizon", choices=hparams.HORIZONS, default="paper", help="paper: 1000-step episodes "
+                   "in every task (the paper's protocol); gym: each id's registered TimeLimit (default: paper)")
+    p.add_argument("--num-steps", type=int, default=None,
+                   help="override T (steps per update); for tests and smoke runs only, not the paper's setting")
+    p.add_argument("--progress-interval", type=float, default=10.0, help="seconds between progress lines")
+    p.add_argument("--dry-run", action="store_true", help="list each job's state and command; run nothing")
+    return p
+
+
+def select(spec: str, kind: str) -> list[str]:
+    spec = spec.strip()
+    if kind == "task":
+        if spec == "all":
+            return hparams.tasks()
+        if spec in ("classic", "mujoco"):
+            return [t for t in hparams.tasks() if hparams.task_info(t)["group"] == spec]
+        return [hparams.resolve_task(s) for s in spec.split(",") if s.strip()]
+    if spec == "all":
+        return list(hparams.ALGOS)
+    if spec == "paper":
+        return list(hparams.PAPER_ALGOS)
+    return [hparams.resolve_algo(s) for s in spec.split(",") if s.strip()]
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        tasks, algos = select(args.tasks, "task"), select(args.algos, "algo")
+        seeds, budgets = parse_seeds(args.seeds), parse_budget(args.budget, tasks)
+    except (KeyError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.workers < 1:
+        print("error: --workers must be >= 1", file=sys.stderr)
+        return 2
+    jobs = make_jobs(tasks, algos, seeds, budgets, args.runs_dir, args.checkpoint_every, args.horizon,
+                     args.num_steps)
+    print(f"[sweep] {len(tasks)} tasks x {len(algos)} algorithms x {len(seeds)} seeds = {len(jobs)} runs; "
+          f"budgets: " + ", ".join(f"{t}={budgets[t]:,}" for t in tasks) + f"; runs in {os.path.abspath(args.runs_dir)}",
+          flush=True)
+    if args.dry_run:
+        for job in jobs:
+            state, run_dir = inspect_job(job)
+            cmd = None if state in ("done", "diverged") else command(job, state, run_dir)
+            print(f"{job.name:32s} {state:8s} " + ("(skip)" if cmd is None else
+                                                   f"cd {job.seed_dir} && " + " ".join(cmd)))
+        return 0
+    if args.backend == "ray":
+        out = run_ray(jobs, args.ray_address, args.workers, args.progress_interval)
+    else:
+        out = run_local(jobs, args.workers, args.progress_interval)
+    counts = {}
+    for r in out["results"].values():
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    print("[sweep] " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())), flush=True)
+    if out["interrupted"]:
+        print("[sweep] interrupted; run the same command again to resume", flush=True)
+        return 130
+    return 1 if counts.get("failed") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

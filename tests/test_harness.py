@@ -1,0 +1,214 @@
+"""Tests for the reproduction harness (benchmark/): the aggregation protocol against a hand-computed
+example, the hyper-parameter table, sweep resume after Ctrl-C and after a hard kill, and the Ray
+backend. Tiny budgets (T = 200 via --num-steps); the whole file takes well under 90 s on 2 cores."""
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from benchmark import aggregate as agg  # noqa: E402
+from benchmark import hparams, sweep  # noqa: E402
+
+PY = sys.executable
+SWEEP = os.path.join(REPO, "benchmark", "sweep.py")
+
+
+# ------------------------------------------------------------------------------------------
+# Aggregation: bins, carry-forward, EWM, seeds, ddof (hand-computed)
+# ------------------------------------------------------------------------------------------
+def test_bin_index_is_right_closed():
+    # bin k = (k B/n, (k+1) B/n]; step 0 -> 0; beyond the budget -> dropped (-1)
+    assert agg.bin_index([0, 1, 10_000, 10_001, 999_999, 1_000_000, 1_000_001], 1_000_000).tolist() == \
+        [0, 0, 0, 1, 99, 99, -1]
+
+
+def test_aggregation_hand_example():
+    B, n = 1000, 4   # bins (0,250], (250,500], (500,750], (750,1000]
+    # seed A: bin0 = mean(1, 3) = 2; bin1 empty -> carried 2; bin2 = 10; bin3 = 20; step 1200 > B dropped
+    a = agg.bin_means([100, 200, 600, 1000, 1200], [1, 3, 10, 20, 99], B, n)
+    np.testing.assert_allclose(a, [2, 2, 10, 20])
+    # EWM 0.1: s0 = 2; s1 = .1*2 + .9*2 = 2; s2 = .1*10 + .9*2 = 2.8; s3 = .1*20 + .9*2.8 = 4.52
+    sa = agg.ewm(a)
+    np.testing.assert_allclose(sa, [2, 2, 2.8, 4.52])
+    # seed B: no episode in bin0 (leading NaN, skipped); bin1 = 5; bin2 carried 5; bin3 = 7
+    b = agg.bin_means([300, 800], [5, 7], B, n)
+    np.testing.assert_allclose(b, [np.nan, 5, 5, 7])
+    sb = agg.ewm(b)   # starts at bin1: 5, 5, .1*7 + .9*5 = 5.2
+    np.testing.assert_allclose(sb, [np.nan, 5, 5, 5.2])
+    mean, std, cnt = agg.across_seeds(np.array([sa, sb]))
+    np.testing.assert_allclose(mean, [2, 3.5, 3.9, 4.86])
+    # ddof = 1: two values x, y -> |x - y| / sqrt(2); one value -> NaN
+    np.testing.assert_allclose(std[1:], np.abs(sa[1:] - sb[1:]) / np.sqrt(2))
+    assert np.isnan(std[0]) and cnt.tolist() == [1, 2, 2, 2]
+    np.testing.assert_allclose(agg.across_seeds(np.array([sa, sb]), ddof=0)[1][3], 0.34)
+    # a run that stopped (diverged) at step 400: bins starting at or after 400 stay empty
+    d = agg.bin_means([100, 200], [1, 3], B, n, last_step=400)
+    np.testing.assert_allclose(d, [2, 2, np.nan, np.nan])
+    assert np.isnan(agg.ewm(d)[2:]).all()
+
+
+def test_ewm_matches_pandas_recursion():
+    x = np.random.default_rng(0).normal(size=50)
+    s, ref = agg.ewm(x), [x[0]]
+    for v in x[1:]:
+        ref.append(0.1 * v + 0.9 * ref[-1])
+    np.testing.assert_allclose(s, ref, rtol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# The hyper-parameter table
+# ------------------------------------------------------------------------------------------
+def test_every_task_and_algorithm_resolves_to_valid_trainer_flags():
+    import gymnasium as gym
+    import tyro
+
+    import smac_a2c
+    assert len(hparams.tasks()) == 9
+    for task in hparams.tasks():
+        for horizon in ("paper", "gym"):
+            env = gym.make(hparams.trainer_env_id(task, horizon), disable_env_checker=True)
+            expected = 1000 if horizon == "paper" else hparams.task_info(task)["gym_max_episode_steps"]
+            assert env.spec.max_episode_steps == expected, (task, horizon)
+            env.close()
+        for algo in hparams.ALGOS:
+            flags = hparams.lookup(task, algo)
+            args = tyro.cli(smac_a2c.Args, args=flags)
+            smac_a2c.check_args(args)
+            s = hparams.settings(task, algo)
+            assert args.optimizer == ("sgd" if algo == "sgd-matched" else algo)
+            assert args.learning_rate == s["learning_rate"] and args.num_steps == 1000
+            assert args.gamma == 0.99 and args.gae_lambda == 0.9
+            if algo == "smac":
+                assert args.damping == s["damping"]
+            if algo in hparams.PAPER_ALGOS:
+                assert hparams.paper_result(task, algo) is not None
+
+
+def test_filled_and_derived_cells_are_marked_and_follow_the_rule():
+    filled = {(t, a) for t in hparams.tasks() for a in hparams.PAPER_ALGOS
+              if hparams.settings(t, a)["source"] == "ours"}
+    assert filled == {("Pendulum", "kfac"), ("Hopper", "kfac"), ("Humanoid", "kfac")}
+    for task in ("Pendulum", "Hopper", "Humanoid"):
+        s = hparams.settings(task, "kfac")
+        others = {hparams.settings(task, a)["critic_learning_rate"] for a in ("smac", "sgd", "adam", "cg")}
+        assert s["learning_rate"] == 1e-3 and {s["critic_learning_rate"]} == others and "rule" in s
+    assert (hparams.settings("Pendulum", "kfac")["kfac_update_freq"], hparams.settings("Humanoid", "kfac")["kfac_damping"],
+            hparams.settings("Hopper", "kfac")["kfac_decay"]) == (16, 1.5e-2, 0.99)
+    for task in hparams.tasks():   # sgd-matched: eta = eta_SMAC / lambda, the rest from SMAC's row
+        m, sm = hparams.settings(task, "sgd-matched"), hparams.settings(task, "smac")
+        assert m["source"] == "derived" and m["optimizer"] == "sgd"
+        assert m["learning_rate"] == pytest.approx(sm["learning_rate"] / sm["damping"], rel=1e-12)
+        assert m["critic_learning_rate"] == sm["critic_learning_rate"]
+    assert hparams.resolve_task("Walker2d-v4") == hparams.resolve_task("walker") == "Walker2d"
+    assert hparams.resolve_task("Half Cheetah") == "HalfCheetah"
+
+
+def test_budget_and_seed_parsing():
+    b = sweep.parse_budget("classic=500000,mujoco=1e6,Pendulum=2000000")
+    assert (b["CartPole"], b["Pendulum"], b["Humanoid"]) == (500_000, 2_000_000, 1_000_000)
+    assert set(sweep.parse_budget("5000").values()) == {5000}
+    assert sweep.parse_seeds("1-3,7") == [1, 2, 3, 7]
+
+
+# ------------------------------------------------------------------------------------------
+# Sweep: resume after Ctrl-C, after a hard kill, and the Ray backend
+# ------------------------------------------------------------------------------------------
+def _summary(seed_dir):
+    return sweep.read_summary(sweep.find_run_dir(seed_dir))
+
+
+def _update_ids(seed_dir):
+    with open(os.path.join(sweep.find_run_dir(seed_dir), "updates.csv")) as f:
+        return [int(r["update"]) for r in csv.DictReader(f)]
+
+
+def test_sweep_ctrl_c_then_resume_skips_finished_runs(tmp_path):
+    runs = str(tmp_path / "runs")
+    base = [PY, SWEEP, "--tasks", "CartPole,Pendulum", "--algos", "smac", "--seeds", "1", "--num-steps", "200",
+            "--budget", "CartPole=2000,Pendulum=60000", "--workers", "1", "--checkpoint-every", "2",
+            "--progress-interval", "1", "--runs-dir", runs]
+    cart, pend = os.path.join(runs, "CartPole", "smac", "seed1"), os.path.join(runs, "Pendulum", "smac", "seed1")
+    proc = subprocess.Popen(base, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:   # wait until CartPole is done and Pendulum has a checkpoint
+        rd = sweep.find_run_dir(pend)
+        if rd and os.path.isfile(os.path.join(rd, "checkpoint.pt")) and (_summary(cart) or {}).get("status") == "finished":
+            break
+        assert proc.poll() is None, proc.stdout.read()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)            # Ctrl-C on the sweep
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    assert _summary(cart)["status"] == "finished"
+    s = _summary(pend)
+    assert s["status"] == "interrupted" and 0 < s["global_step"] < 60000, out
+    cart_mtime = os.path.getmtime(os.path.join(sweep.find_run_dir(cart), "summary.json"))
+
+    out = subprocess.run(base, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert os.path.getmtime(os.path.join(sweep.find_run_dir(cart), "summary.json")) == cart_mtime  # not redone
+    s = _summary(pend)
+    assert s["status"] == "finished" and s["global_step"] == 60000
+    with open(os.path.join(sweep.find_run_dir(pend), "config.json")) as f:
+        assert json.load(f)["resumed_from_step"] > 0
+    ids = _update_ids(pend)   # no duplicated rows. 299 instead of 300 when the Ctrl-C landed between the
+    assert ids == list(range(1, len(ids) + 1)) and len(ids) in (299, 300)  # trainer's step count and its update
+    with open(os.path.join(sweep.find_run_dir(pend), "updates.csv")) as f:
+        steps = [int(r["global_step"]) for r in csv.DictReader(f)]
+    assert steps == sorted(set(steps)) and steps[-1] == 60000
+    assert "done: 1" in out.stdout and "finished: 1" in out.stdout
+
+
+def test_hard_kill_logs_are_cut_back_to_the_checkpoint_and_budget_extends(tmp_path):
+    runs = str(tmp_path / "runs")
+    base = ["--tasks", "CartPole", "--algos", "sgd", "--seeds", "1", "--num-steps", "200",
+            "--checkpoint-every", "2", "--runs-dir", runs, "--workers", "1", "--progress-interval", "100"]
+    assert sweep.main(base + ["--budget", "2000"]) == 0
+    seed_dir = os.path.join(runs, "CartPole", "sgd", "seed1")
+    rd = sweep.find_run_dir(seed_dir)
+    # simulate a hard kill after the checkpoint: rows past it, a torn line, no fresh summary
+    with open(os.path.join(rd, "updates.csv"), "a") as f:
+        f.write("11,2200,0,0,0,,0,0,1,,,0,0\n12,2400,0,0")
+    with open(os.path.join(rd, "episodes.csv"), "a") as f:
+        f.write("2100,1.0,5\n2300,2.0,5\n")
+    os.remove(os.path.join(rd, "summary.json"))
+    job = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 2400}, runs, num_steps=200)[0]
+    assert sweep.inspect_job(job)[0] == "resume"
+    assert sweep.main(base + ["--budget", "2400"]) == 0
+    assert _summary(seed_dir)["global_step"] == 2400
+    assert _update_ids(seed_dir) == list(range(1, 13))
+    with open(os.path.join(rd, "episodes.csv")) as f:
+        steps = [int(r["global_step"]) for r in csv.DictReader(f)]
+    assert 2100 not in steps and steps == sorted(steps)
+    assert sweep.main(base + ["--budget", "2400", "--dry-run"]) == 0   # now "done"
+    assert sweep.inspect_job(job)[0] == "done"
+
+
+def test_ray_backend_two_runs(tmp_path):
+    pytest.importorskip("ray")
+    import ray
+    runs = str(tmp_path / "runs")
+    try:
+        rc = sweep.main(["--backend", "ray", "--ray-address", "local", "--workers", "2", "--tasks", "CartPole",
+                         "--algos", "smac,sgd", "--seeds", "1", "--budget", "1000", "--num-steps", "200",
+                         "--runs-dir", runs, "--progress-interval", "100"])
+    finally:
+        ray.shutdown()
+    assert rc == 0
+    for algo in ("smac", "sgd"):
+        s = _summary(os.path.join(runs, "CartPole", algo, "seed1"))
+        assert s["status"] == "finished" and s["global_step"] == 1000
+    out = agg.aggregate(runs, str(tmp_path / "results"))
+    assert out["cells"] == 2
+    with open(tmp_path / "results" / "final.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["algo"] for r in rows} == {"smac", "sgd"} and all(r["n_seeds"] == "1" for r in rows)

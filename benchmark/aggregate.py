@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import csv
 import glob
+import itertools
 import json
 import math
 import os
@@ -126,6 +127,211 @@ def bin_quantiles(steps, values, budget, n_bins=N_BINS) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------
+# Two-sample tests on per-seed final values (no scipy: Student-t from the regularized incomplete
+# beta function, continued fraction as in Numerical Recipes' betacf; tests/test_matched_sgd.py checks
+# it against tabulated quantiles and numerical integration)
+# ------------------------------------------------------------------------------------------
+def betainc_reg(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta I_x(a, b), a, b > 0, 0 <= x <= 1 (Lentz continued fraction)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    if x > (a + 1.0) / (a + b + 2.0):  # the fraction converges fast only below the mean; use symmetry
+        return 1.0 - betainc_reg(b, a, 1.0 - x)
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    tiny, eps = 1e-300, 1e-15
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 10_000):
+        m2 = 2 * m
+        for num in (m * (b - m) * x / ((a + m2 - 1.0) * (a + m2)),
+                    -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < eps:
+            break
+    return math.exp(log_front) * h / a
+
+
+def student_t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t with df > 0 degrees of freedom (df may be fractional, as Welch's)."""
+    if math.isinf(t):
+        return 0.0 if t > 0 else 1.0
+    tail = 0.5 * betainc_reg(df / 2.0, 0.5, df / (df + t * t))
+    return tail if t >= 0 else 1.0 - tail
+
+
+def student_t_ppf(q: float, df: float) -> float:
+    """The q-quantile of Student's t (bisection on student_t_sf; |error| < 1e-10)."""
+    if not 0.0 < q < 1.0:
+        raise ValueError("q must be in (0, 1)")
+    lo, hi = -1.0, 1.0
+    while 1.0 - student_t_sf(lo, df) > q:
+        lo *= 2.0
+    while 1.0 - student_t_sf(hi, df) < q:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if 1.0 - student_t_sf(mid, df) < q:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-10:
+            break
+    return 0.5 * (lo + hi)
+
+
+def welch_test(a, b) -> Optional[dict]:
+    """Welch's unequal-variance t-test of mean(a) - mean(b); None with fewer than 2 values per side.
+    Returns diff, se, t, df (Welch-Satterthwaite), p (two-sided), and mdd: the smallest |diff| that
+    would reach p < 0.05 with this se and df (t_{0.975, df} * se)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.size < 2 or b.size < 2:
+        return None
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    diff, se2 = float(a.mean() - b.mean()), float(va + vb)
+    if se2 <= 0.0:
+        df = float(a.size + b.size - 2)
+        return {"diff": diff, "se": 0.0, "t": (math.copysign(math.inf, diff) if diff else 0.0), "df": df,
+                "p": 0.0 if diff else 1.0, "mdd": 0.0}
+    df = se2 ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
+    t = diff / math.sqrt(se2)
+    return {"diff": diff, "se": math.sqrt(se2), "t": t, "df": df, "p": min(1.0, 2.0 * student_t_sf(abs(t), df)),
+            "mdd": student_t_ppf(0.975, df) * math.sqrt(se2)}
+
+
+def bootstrap_diff_ci(a, b, level: float = 0.95, n_boot: int = 20_000, seed: int = 0,
+                      max_exact: int = 2_000_000) -> tuple[float, float, str]:
+    """Percentile bootstrap CI of mean(a) - mean(b), resampling each group with replacement.
+    Exact (every one of n_a^n_a * n_b^n_b equally likely resamples enumerated) when that is at most
+    max_exact (3 vs 3 seeds: 27 * 27 = 729), else n_boot Monte-Carlo resamples with a fixed seed.
+    Returns (lo, hi, "exact" | "monte-carlo"). Quantiles: linear interpolation."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.size == 0 or b.size == 0:
+        return (math.nan, math.nan, "")
+    q = [(1.0 - level) / 2.0, 1.0 - (1.0 - level) / 2.0]
+    if a.size ** a.size * b.size ** b.size <= max_exact:
+        def all_means(x):
+            idx = np.array(list(itertools.product(range(x.size), repeat=x.size)))
+            return x[idx].mean(1)
+        diffs = (all_means(a)[:, None] - all_means(b)[None, :]).ravel()
+        kind = "exact"
+    else:
+        rng = np.random.default_rng(seed)
+        diffs = (a[rng.integers(0, a.size, (n_boot, a.size))].mean(1)
+                 - b[rng.integers(0, b.size, (n_boot, b.size))].mean(1))
+        kind = "monte-carlo"
+    lo, hi = np.quantile(diffs, q)
+    return (float(lo), float(hi), kind)
+
+
+def permutation_test(a, b) -> tuple[float, float]:
+    """Exact two-sided permutation test of |mean(a) - mean(b)| over all C(n_a + n_b, n_a) splits.
+    Returns (p, the smallest p any assignment of these values could give: the share of splits that
+    reach the largest statistic; 2 / C(n_a + n_b, n_a) for equal group sizes and distinct values)."""
+    a, b = list(map(float, a)), list(map(float, b))
+    pooled, na = a + b, len(a)
+    if not a or not b:
+        return (math.nan, math.nan)
+    obs = abs(sum(a) / na - sum(b) / len(b))
+    stats = []
+    for idx in itertools.combinations(range(len(pooled)), na):
+        sa = sum(pooled[i] for i in idx)
+        stats.append(abs(sa / na - (sum(pooled) - sa) / len(b)))
+    stats = np.array(stats)
+    tol = 1e-12 * max(1.0, float(stats.max()))
+    return (float(np.mean(stats >= obs - tol)), float(np.mean(stats >= stats.max() - tol)))
+
+
+def matched_verdict(welch: Optional[dict], ci: tuple, alpha: float = 0.05) -> str:
+    """'smac' / 'sgd-matched' (Welch p < alpha AND the bootstrap CI excludes 0 on the same side),
+    'suggestive: smac' / 'suggestive: sgd-matched' (exactly one of the two), 'not distinguishable'
+    (neither), '' (not enough seeds)."""
+    if welch is None or not np.isfinite(ci[0]):
+        return ""
+    sig_t = welch["p"] < alpha
+    sig_ci = ci[0] > 0 or ci[1] < 0
+    better = "smac" if welch["diff"] > 0 else "sgd-matched"
+    if sig_t and sig_ci:
+        return better
+    if sig_t or sig_ci:
+        return "suggestive: " + better
+    return "not distinguishable"
+
+
+def _verdict_with_divergence(verdict: str, n_div_smac: int, n_div_matched: int) -> str:
+    """Without a test (fewer than 2 finals on a side), a one-sided divergence is the outcome:
+    'sgd-matched diverged' / 'smac diverged'; a test's verdict is kept (divergences are listed beside it)."""
+    if verdict or n_div_smac == n_div_matched:
+        return verdict
+    return "sgd-matched diverged" if n_div_matched > n_div_smac else "smac diverged"
+
+
+def same_start_counts(groups: dict) -> dict:
+    """task -> (seeds whose SMAC and sgd-matched runs logged the same first-update value loss, i.e. the same
+    initial networks and first rollout; seeds present in both)."""
+    out = {}
+    for (task, algo), runs in groups.items():
+        if algo != "smac" or (task, "sgd-matched") not in groups:
+            continue
+        other = {r["seed"]: r for r in groups[(task, "sgd-matched")]}
+        both = [(r, other[r["seed"]]) for r in runs if r["seed"] in other]
+        same = sum(a["updates"]["value_loss"].size > 0 and b["updates"]["value_loss"].size > 0
+                   and a["updates"]["value_loss"][0] == b["updates"]["value_loss"][0] for a, b in both)
+        out[task] = (same, len(both))
+    return out
+
+
+def compare_matched(final_rows: list[dict], diag_summary: list[dict], same_start: Optional[dict] = None) -> list[dict]:
+    """Per task: SMAC vs sgd-matched on the per-seed final values (final.csv's 'finals'), with
+    Welch's t, the exact/MC bootstrap CI and the exact permutation p, next to the SMAC diagnostics
+    (diagnostics_summary.csv). One row per task that has both cells. same_start: same_start_counts()."""
+    fin = {(r["task"], r["algo"]): r for r in final_rows}
+    diag = {r["task"]: r for r in diag_summary if r["algo"] == "smac"}
+    out = []
+    for task in sorted({t for t, _ in fin}, key=lambda t: hparams.tasks().index(t) if t in hparams.tasks() else 99):
+        s, m = fin.get((task, "smac")), fin.get((task, "sgd-matched"))
+        if s is None or m is None:
+            continue
+        fa = [float(x) for x in s["finals"].split(";")] if s["finals"] else []
+        fb = [float(x) for x in m["finals"].split(";")] if m["finals"] else []
+        w = welch_test(fa, fb)
+        ci = bootstrap_diff_ci(fa, fb) if len(fa) > 1 and len(fb) > 1 else (math.nan, math.nan, "")
+        perm_p, perm_min = permutation_test(fa, fb)
+        pooled = math.sqrt((np.var(fa, ddof=1) + np.var(fb, ddof=1)) / 2) if len(fa) > 1 and len(fb) > 1 else math.nan
+        sm = hparams.settings(task, "smac") if task in hparams.tasks() else {}
+        row = {"task": task, "damping": sm.get("damping", ""), "eta_smac": sm.get("learning_rate", ""),
+               "eta_matched": (hparams.settings(task, "sgd-matched")["learning_rate"] if sm else ""),
+               "budget": s["budget"], "n_smac": len(fa), "n_matched": len(fb),
+               "n_diverged_smac": s["n_diverged"], "n_diverged_matched": m["n_diverged"],
+               "smac_mean": _f(np.mean(fa)) if fa else "", "smac_std": _f(np.std(fa, ddof=1)) if len(fa) > 1 else "",
+               "matched_mean": _f(np.mean(fb)) if fb else "",
+               "matched_std": _f(np.std(fb, ddof=1)) if len(fb) > 1 else "",
+               "smac_finals": s["finals"], "matched_finals": m["finals"],
+               "diff": _f(w["diff"]) if w else "", "effect_size": _f(w["diff"] / pooled) if w and pooled > 0 else "",
+               "welch_t": _f(w["t"]) if w else "", "welch_df": _f(w["df"]) if w else "",
+               "welch_p": _f(w["p"]) if w else "", "welch_mdd": _f(w["mdd"]) if w else "",
+               "boot_lo": _f(ci[0]), "boot_hi": _f(ci[1]), "boot_kind": ci[2],
+               "perm_p": _f(perm_p), "perm_min_p": _f(perm_min),
+               "verdict": _verdict_with_divergence(matched_verdict(w, ci), int(s["n_diverged"] or 0),
+                                                   int(m["n_diverged"] or 0)),
+               "same_start_seeds": same_start[task][0] if same_start and task in same_start else "",
+               "paired_seeds": same_start[task][1] if same_start and task in same_start else ""}
+        d = diag.get(task)
+        for name in ("ell_sq_over_lambda_median", "ell_sq_over_lambda_last10pct_median", "cos_g_step_median",
+                     "removed_frac_median", "removed_frac_last10pct_median", "step_over_sgd_median",
+                     "cos_g_ell_median"):
+            row[name] = d.get(name, "") if d else ""
+        out.append(row)
+    return out
+
+
+# ------------------------------------------------------------------------------------------
 # Reading runs
 # ------------------------------------------------------------------------------------------
 def read_csv_columns(path: str, columns: list[str]) -> dict:
@@ -167,19 +373,49 @@ def discover(runs_dir: str) -> list[dict]:
         ep = read_csv_columns(os.path.join(run_dir, "episodes.csv"), ["global_step", "episodic_return"])
         up = read_csv_columns(os.path.join(run_dir, "updates.csv"),
                               ["global_step", "mean_logprob", "ell_sq", "g_norm", "step_norm", "cos_g_step",
-                               "step_par_norm"])
+                               "step_par_norm", "value_loss"])
         last = int(max(summary.get("global_step", 0),
                        up["global_step"].max() if up["global_step"].size else 0))
         runs.append({"task": task, "algo": algo, "seed": int(seed_dir.rsplit("seed", 1)[1]), "seed_dir": seed_dir,
                      "run_dir": run_dir, "job_budget": job.get("budget"), "status": summary.get("status", "running?"),
                      "last_step": last, "damping": cfg.get("damping"), "num_steps": cfg.get("num_steps"),
-                     "episodes": ep, "updates": up})
+                     "episodes": ep, "updates": up, "cfg": cfg})
     return runs
 
 
 # ------------------------------------------------------------------------------------------
 # Aggregation
 # ------------------------------------------------------------------------------------------
+DIAG_NAMES = ("ell_sq_over_lambda", "cos_g_step", "removed_frac", "step_over_sgd", "cos_g_ell")
+
+
+def smac_diagnostics(u: dict, lam: float, cfg: Optional[dict] = None) -> dict:
+    """Per-update SMAC diagnostics from updates.csv columns (arrays) and the damping lambda:
+
+      ell_sq_over_lambda  |l_bar|^2 / lambda
+      cos_g_step          cos(g, step)
+      removed_frac        |g/lambda - step| / |g/lambda| = step_par_norm * |l_bar|^2 / |g|
+      step_over_sgd       |step| / |g/lambda| = step_norm * lambda / |g|  (SMAC's step length relative to
+                          the sgd-matched step g/lambda at the same g)
+      cos_g_ell           |cos(g, l_bar)| = |g_par| / |g| = step_par_norm (lambda + |l_bar|^2) / |g|
+
+    Derivation of removed_frac: step = g_perp/lambda + g_par/(lambda + s), s = |l_bar|^2, so
+    g/lambda - step = g_par s / (lambda (lambda + s)), and |g_par| = step_par_norm (lambda + s);
+    dividing by |g|/lambda gives step_par_norm * s / |g|  (= s/(lambda + s) * |cos(g, l_bar)|: a large
+    s/lambda removes much only if g is aligned with l_bar).
+    It holds for the plain batch-mean step only; runs with another --fisher, previous-EF mixing or step
+    normalization (cfg from config.json) get NaN for removed_frac and step_over_sgd."""
+    ell_sq, g_norm = u["ell_sq"], np.where(u["g_norm"] > 0, u["g_norm"], np.nan)
+    plain = not cfg or (cfg.get("fisher", "batch-mean") == "batch-mean" and not cfg.get("prev_ef_beta")
+                        and not cfg.get("step_normalization"))
+    nan = np.full_like(ell_sq, np.nan)
+    return {"ell_sq_over_lambda": ell_sq / lam,
+            "cos_g_step": u["cos_g_step"],
+            "removed_frac": u["step_par_norm"] * ell_sq / g_norm if plain else nan,
+            "step_over_sgd": u["step_norm"] * lam / g_norm if plain else nan,
+            "cos_g_ell": u["step_par_norm"] * (lam + ell_sq) / g_norm if plain else nan}
+
+
 def task_budgets(runs: list[dict], budget_spec: Optional[str]) -> dict:
     if budget_spec:
         return parse_budget(budget_spec, sorted({r["task"] for r in runs}) or None)
@@ -251,7 +487,7 @@ def _aggregate(runs_dir, results_dir, budget_spec) -> dict:
                              "mean": _f(mean[k]), "std": _f(std[k]), "n": int(n[k])})
         complete = [c[-1] for c, r in zip(ret_curves, used) if r["class"] == "complete" and np.isfinite(c[-1])]
         fin = np.array(complete)
-        paper = hparams.paper_result(task, algo) if task in hparams.tasks() else None
+        paper = hparams.paper_result(task, algo) if task in hparams.tasks() and algo in hparams.ALGOS else None
         final_rows.append({
             "task": task, "algo": algo, "budget": budget, "n_seeds": len(fin),
             "seeds": ";".join(str(r["seed"]) for r in used if r["class"] == "complete"),
@@ -265,14 +501,12 @@ def _aggregate(runs_dir, results_dir, budget_spec) -> dict:
             "paper_text_std": (hparams.paper_text_std(task, algo) or "") if paper else "",
         })
         # SMAC diagnostics (rows exist only where the trainer logged ell_sq, i.e. smac)
-        per_seed = {"ell_sq_over_lambda": [], "cos_g_step": [], "removed_frac": []}
+        per_seed = {name: [] for name in DIAG_NAMES}
         for r in used:
             u, lam = r["updates"], r["damping"]
             if not u["ell_sq"].size or not np.isfinite(u["ell_sq"]).any() or not lam:
                 continue
-            ratio = u["ell_sq"] / lam
-            removed = u["step_par_norm"] * u["ell_sq"] / np.where(u["g_norm"] > 0, u["g_norm"], np.nan)
-            for name, v in (("ell_sq_over_lambda", ratio), ("cos_g_step", u["cos_g_step"]), ("removed_frac", removed)):
+            for name, v in smac_diagnostics(u, lam, r.get("cfg")).items():
                 per_seed[name].append(bin_quantiles(u["global_step"], v, budget))
         if per_seed["ell_sq_over_lambda"]:
             stats = {}
@@ -302,6 +536,8 @@ def _aggregate(runs_dir, results_dir, budget_spec) -> dict:
     _write(os.path.join(results_dir, "diagnostics.csv"), diag_rows)
     _write(os.path.join(results_dir, "diagnostics_summary.csv"), diag_summary)
     _write(os.path.join(results_dir, "runs.csv"), run_rows)
+    _write(os.path.join(results_dir, "smac_vs_matched.csv"),
+           compare_matched(final_rows, diag_summary, same_start_counts(groups)))
     return {"runs": len(runs), "cells": len(final_rows), "budgets": budgets}
 
 

@@ -11,6 +11,8 @@
   diagnostics.png       SMAC: |l_bar|^2/lambda, cos(g, step) and the fraction removed by the rank-1
                         correction over training, median and 10-90% band across seeds
                         (benchmark/results/diagnostics.csv)
+  smac_diagnostics.png  issue 8, one row per task: SMAC vs sgd-matched return curves, then |l_bar|^2/lambda,
+                        cos(g, step) and the fraction removed (curves_return.csv + diagnostics.csv)
 """
 from __future__ import annotations
 
@@ -144,6 +146,71 @@ def plot_diagnostics(rows, path) -> bool:
     return True
 
 
+def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
+    """Issue 8, one row per task: return curves of SMAC and sgd-matched (mean ± std over seeds), then
+    |l_bar|^2/lambda (log, dashed line at 1), cos(g, step) and the fraction of g/lambda removed by the rank-1
+    term (median and 10-90% band across seeds, binned like the return curves); cos is drawn as 1 - cos on a log
+    axis (floored at 1e-9) so that 0.9999 and 0.4 are both readable."""
+    diag_rows = [r for r in diag_rows if r["algo"] == "smac"]
+    curve_rows = [r for r in curve_rows if r["algo"] in ("smac", "sgd-matched")]
+    tasks = [t for t in tasks_in(curve_rows + diag_rows)]
+    if not tasks:
+        return False
+    names = [("ell_sq_over_lambda", "‖ℓ̄‖² / λ", True), ("cos_g_step", "1 − cos(g, step)  (log)", True),
+             ("removed_frac", "removed: ‖g/λ − step‖ / ‖g/λ‖", False)]
+    fig, axes = plt.subplots(len(tasks), 1 + len(names), figsize=(14, 2.3 * len(tasks) + 0.6), squeeze=False)
+    for i, task in enumerate(tasks):
+        ax = axes[i][0]
+        for algo in ("smac", "sgd-matched"):
+            sel = [r for r in curve_rows if r["task"] == task and r["algo"] == algo]
+            if not sel:
+                continue
+            x, m, s_, n = col(sel, "step"), col(sel, "mean"), col(sel, "std"), col(sel, "n")
+            ax.plot(x, m, color=COLORS[algo], lw=1.3, label=f"{hparams.algo_label(algo)} (n={int(np.nanmax(n))})")
+            ax.fill_between(x, m - np.nan_to_num(s_), m + np.nan_to_num(s_), color=COLORS[algo], alpha=0.18, lw=0)
+        ax.set_ylabel(f"{task}\nreturn", fontsize=8)
+        ax.legend(fontsize=6, loc="best")
+        sel = [r for r in diag_rows if r["task"] == task]
+        lam = hparams.settings(task, "smac")["damping"] if task in hparams.tasks() else None
+        for j, (name, label, logy) in enumerate(names, start=1):
+            ax = axes[i][j]
+            if not sel:
+                ax.text(0.5, 0.5, "no SMAC diagnostics", ha="center", va="center", transform=ax.transAxes, fontsize=7)
+            else:
+                x = col(sel, "step")
+                med, lo, hi = col(sel, name + "_median"), col(sel, name + "_p10"), col(sel, name + "_p90")
+                if name == "cos_g_step":  # 1 - cos is monotone: median and band map over (band reversed)
+                    med, lo, hi = 1.0 - med, 1.0 - hi, 1.0 - lo
+                    floor = 1e-9  # cos rounds to 1 in float64 when the correction is negligible
+                    med, lo, hi = (np.maximum(v, floor) for v in (med, lo, hi))
+                    ax.set_yscale("log")
+                ax.plot(x, med, color="tab:red", lw=1.2)
+                ax.fill_between(x, lo, hi, color="tab:red", alpha=0.2, lw=0)
+                if name == "ell_sq_over_lambda":
+                    ax.axhline(1.0, color="k", ls="--", lw=0.8)
+                    if np.nanmax(np.where(lo > 0, lo, np.nan), initial=0) > 0:
+                        ax.set_yscale("log")
+                    ax.set_title(f"{task}: λ = {lam:g}, n = {sel[0]['n']} seeds" if lam else task, fontsize=8)
+                if name == "removed_frac":
+                    ax.set_ylim(0, 1)
+            if i == 0 and name != "ell_sq_over_lambda":
+                ax.set_title(label, fontsize=8)
+            elif i == 0:
+                ax.set_title(f"{label}\n" + ax.get_title(), fontsize=8)
+        for ax in axes[i]:
+            ax.grid(alpha=0.3)
+            ax.tick_params(which="both", labelsize=6)
+            if i == len(tasks) - 1:
+                ax.set_xlabel("environment steps", fontsize=7)
+    axes[0][0].set_title("return: 100 bins, EWM 0.1, mean ± std", fontsize=8)
+    fig.suptitle("Is batch-mean SMAC more than SGD with step η/λ? SMAC vs sgd-matched, and SMAC's step diagnostics "
+                 "(median, 10–90% band across seeds)", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.985))
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Plot the aggregated benchmark results.")
     p.add_argument("--results-dir", default=DEFAULT_RESULTS)
@@ -162,6 +229,9 @@ def main(argv=None) -> int:
                                    out(args.out_dir, "logprob.png")),
         "diagnostics.png": plot_diagnostics(read(out(args.results_dir, "diagnostics.csv")),
                                             out(args.out_dir, "diagnostics.png")),
+        "smac_diagnostics.png": plot_smac_vs_matched(read(out(args.results_dir, "curves_return.csv")),
+                                                     read(out(args.results_dir, "diagnostics.csv")),
+                                                     out(args.out_dir, "smac_diagnostics.png")),
     }
     for name, ok in done.items():
         print(f"{'wrote  ' if ok else 'skipped'} {out(args.out_dir, name)}" + ("" if ok else " (no data)"))

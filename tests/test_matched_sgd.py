@@ -1,0 +1,299 @@
+"""Issue 8: the sgd-matched control and the SMAC step diagnostics.
+
+- `sgd-matched` resolves to AC-SGD with eta = eta_SMAC / lambda, everything else as SMAC's row, for every task.
+- The split of the SMAC step along l_bar / orthogonal to it sums back to the step (float64), and its two parts
+  are g_par/(lambda + |l_bar|^2) and g_perp/lambda.
+- The diagnostics the trainer writes (smac_a2c.update_row on smac_step's diag) equal their definitions
+  recomputed from a saved batch with explicit per-sample gradients and an explicit d x d solve; the
+  "fraction removed" formula of benchmark/aggregate.py equals |g/lambda - step| / |g/lambda|.
+- The statistics used by the report (Student-t without scipy, Welch, exact bootstrap, permutation) against
+  tabulated values / brute force, and compare_matched on synthetic final values.
+Fast: well under 10 s."""
+import copy
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+import smac_a2c as sa  # noqa: E402
+from benchmark import aggregate as agg  # noqa: E402
+from benchmark import hparams  # noqa: E402
+
+
+# ------------------------------------------------------------------------------------------
+# sgd-matched in the hyper-parameter table
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("task", hparams.tasks())
+def test_sgd_matched_is_eta_over_lambda_and_otherwise_smac(task):
+    smac, matched = hparams.settings(task, "smac"), hparams.settings(task, "sgd-matched")
+    assert matched["optimizer"] == "sgd"
+    assert matched["learning_rate"] == pytest.approx(smac["learning_rate"] / smac["damping"], rel=1e-12)
+    assert "damping" not in matched  # SGD has no lambda: it only enters through eta / lambda
+    for key in hparams.FLAG_KEYS:
+        if key not in ("learning_rate", "damping"):
+            assert matched.get(key) == smac.get(key), (task, key)
+    # the trainer flags: SMAC's, with --optimizer sgd, --learning-rate eta/lambda and no --damping
+    fs, fm = hparams.lookup(task, "smac"), hparams.lookup(task, "sgd-matched")
+    as_dict = lambda f: dict(zip(f[::2], f[1::2]))  # noqa: E731
+    ds, dm = as_dict(fs), as_dict(fm)
+    assert dm.pop("--optimizer") == "sgd" and ds.pop("--optimizer") == "smac"
+    assert float(dm.pop("--learning-rate")) == pytest.approx(float(ds.pop("--learning-rate")) / float(ds.pop("--damping")),
+                                                             rel=1e-12)
+    assert dm == ds
+
+
+# ------------------------------------------------------------------------------------------
+# A tiny float64 actor and batch; per-sample gradients the slow, explicit way
+# ------------------------------------------------------------------------------------------
+def tiny_problem(discrete: bool, seed: int = 0, B: int = 13, obs_dim: int = 4, act_dim: int = 3):
+    torch.manual_seed(seed)
+    actor = sa.Actor(obs_dim, act_dim, discrete, (6, 5), log_std_init=-0.2).double()
+    with torch.no_grad():  # move off the near-zero output init so l_bar is not tiny
+        for p in actor.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    obs = torch.randn(B, obs_dim, dtype=torch.float64)
+    with torch.no_grad():
+        out = actor(obs)
+        actions = (torch.distributions.Categorical(logits=out).sample() if discrete
+                   else out + torch.exp(actor.log_std) * torch.randn_like(out))
+    adv = torch.randn(B, dtype=torch.float64) * 2.0 + 0.5
+    return actor, {"obs": obs, "actions": actions, "advantages": adv}
+
+
+def explicit_quantities(actor, batch, damping):
+    """l_i = grad log pi(a_i|s_i) one sample at a time; l_bar, g, and F~^-1 g by a dense solve."""
+    params = list(actor.parameters())
+    scores = torch.stack([sa.flat_grad(actor.log_prob(batch["obs"][i:i + 1], batch["actions"][i:i + 1]).sum(), params)
+                          for i in range(batch["obs"].shape[0])])
+    ell = scores.mean(0)
+    g = (scores * batch["advantages"][:, None]).mean(0)
+    F = damping * torch.eye(ell.numel(), dtype=torch.float64) + torch.outer(ell, ell)
+    step = torch.linalg.solve(F, g)
+    return ell, g, step
+
+
+@pytest.mark.parametrize("discrete", [False, True])
+@pytest.mark.parametrize("damping", [1e-2, 1.0])
+def test_trainer_diagnostics_equal_definitions_from_saved_batch(tmp_path, discrete, damping):
+    actor, batch = tiny_problem(discrete)
+    path = tmp_path / "batch.pt"
+    torch.save({"batch": batch, "actor": copy.deepcopy(actor.state_dict())}, path)
+
+    args = sa.Args(optimizer="smac", damping=damping, learning_rate=0.05)
+    before = torch.cat([p.detach().reshape(-1).clone() for p in actor.parameters()])
+    diag = sa.smac_step(actor, batch, args, {})
+    after = torch.cat([p.detach().reshape(-1) for p in actor.parameters()])
+    row = sa.update_row(diag, 1, 1000, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+    # recompute everything from the saved batch and the saved (pre-step) parameters
+    saved = torch.load(path)
+    ref_actor = sa.Actor(4, 3, discrete, (6, 5)).double()
+    ref_actor.load_state_dict(saved["actor"])
+    ell, g, step = explicit_quantities(ref_actor, saved["batch"], damping)
+    torch.testing.assert_close(after - before, args.learning_rate * step, rtol=1e-10, atol=1e-13)
+
+    ell_sq = torch.dot(ell, ell).item()
+    u = ell / ell.norm()
+    par, perp = abs(torch.dot(u, step).item()), (step - torch.dot(u, step) * u).norm().item()
+    cos = (torch.dot(g, step) / (g.norm() * step.norm())).item()
+    assert row["ell_sq"] == pytest.approx(ell_sq, rel=1e-10)
+    assert row["g_norm"] == pytest.approx(g.norm().item(), rel=1e-10)
+    assert row["step_norm"] == pytest.approx(step.norm().item(), rel=1e-10)
+    assert row["cos_g_step"] == pytest.approx(cos, rel=1e-10, abs=1e-13)
+    assert row["step_par_norm"] == pytest.approx(par, rel=1e-9)
+    assert row["step_perp_norm"] == pytest.approx(perp, rel=1e-9)
+    assert ell_sq / damping > 1e-3  # the correction is not negligible in this example
+
+    # "fraction removed" (benchmark/aggregate.py) = |g/lambda - step| / |g/lambda|, computed explicitly
+    explicit_removed = ((g / damping - step).norm() / (g / damping).norm()).item()
+    cols = {k: np.array([row[k]]) for k in ("ell_sq", "g_norm", "step_norm", "cos_g_step", "step_par_norm")}
+    d = agg.smac_diagnostics(cols, damping)
+    assert d["removed_frac"][0] == pytest.approx(explicit_removed, rel=1e-9)
+    assert explicit_removed > 1e-4
+    # ... = s/(lambda + s) |cos(g, l_bar)|, and the step length relative to g/lambda
+    cos_g_ell = abs(torch.dot(g, u).item()) / g.norm().item()
+    assert d["removed_frac"][0] == pytest.approx(ell_sq / (damping + ell_sq) * cos_g_ell, rel=1e-9)
+    assert d["step_over_sgd"][0] == pytest.approx(step.norm().item() / (g / damping).norm().item(), rel=1e-10)
+    assert d["ell_sq_over_lambda"][0] == pytest.approx(ell_sq / damping, rel=1e-10)
+    assert d["cos_g_ell"][0] == pytest.approx(cos_g_ell, rel=1e-9)
+
+
+@pytest.mark.parametrize("discrete", [False, True])
+def test_step_decomposition_sums_back_to_the_step(discrete):
+    damping = 0.05
+    actor, batch = tiny_problem(discrete, seed=3)
+    diag = sa.smac_step(actor, batch, sa.Args(optimizer="smac", damping=damping, learning_rate=1e-3), {})
+    g, step, ell = diag["g"].double(), diag["step"].double(), diag["ell"].double()
+    assert g.dtype == torch.float64
+    u = ell / ell.norm()
+    par_vec = torch.dot(u, step) * u
+    perp_vec = step - par_vec
+    torch.testing.assert_close(par_vec + perp_vec, step, rtol=0, atol=1e-15)
+    row = sa.update_row(diag, 1, 1, 0.0, 0.0, 0.0, 0.0, 0.0)
+    assert row["step_par_norm"] ** 2 + row["step_perp_norm"] ** 2 == pytest.approx(step.norm().item() ** 2, rel=1e-12)
+    assert row["step_par_norm"] == pytest.approx(par_vec.norm().item(), rel=1e-12)
+    assert row["step_perp_norm"] == pytest.approx(perp_vec.norm().item(), rel=1e-9)
+    # the orthogonal part is exactly g_perp / lambda, the parallel part g_par / (lambda + |l_bar|^2)
+    g_par = torch.dot(u, g) * u
+    s = torch.dot(ell, ell)
+    torch.testing.assert_close(perp_vec, (g - g_par) / damping, rtol=1e-10, atol=1e-14)
+    torch.testing.assert_close(par_vec, g_par / (damping + s), rtol=1e-10, atol=1e-14)
+    # so |g_par| = step_par_norm (lambda + s)
+    assert g_par.norm().item() == pytest.approx(row["step_par_norm"] * (damping + s.item()), rel=1e-10)
+
+
+def test_removed_fraction_in_aggregate_is_nan_for_non_plain_runs():
+    u = {k: np.array([0.5]) for k in ("ell_sq", "g_norm", "step_norm", "cos_g_step", "step_par_norm")}
+    d = agg.smac_diagnostics(u, 0.1, {"fisher": "batch-mean", "step_normalization": True})
+    assert np.isnan(d["removed_frac"]).all() and np.isnan(d["step_over_sgd"]).all()
+    assert d["ell_sq_over_lambda"][0] == pytest.approx(5.0)
+
+
+# ------------------------------------------------------------------------------------------
+# Statistics (no scipy)
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("df,t975", [(1, 12.706204736), (2, 4.302652730), (3, 3.182446305), (4, 2.776445105),
+                                     (10, 2.228138852), (30, 2.042272456)])
+def test_student_t_against_tables(df, t975):
+    assert agg.student_t_sf(t975, df) == pytest.approx(0.025, rel=1e-7)
+    assert agg.student_t_ppf(0.975, df) == pytest.approx(t975, rel=1e-8)
+    assert agg.student_t_sf(0.0, df) == pytest.approx(0.5, abs=1e-14)
+    assert agg.student_t_sf(-t975, df) == pytest.approx(0.975, rel=1e-9)
+
+
+@pytest.mark.parametrize("df", [1.0, 2.37, 4.81, 17.5])
+def test_student_t_fractional_df_against_numerical_integration(df):
+    # P(0 < T < t) by Simpson's rule on the density
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    for t in (0.3, 1.7, 4.2):
+        x = np.linspace(0.0, t, 20001)
+        f = c * (1 + x * x / df) ** (-(df + 1) / 2)
+        h = x[1] - x[0]
+        integral = h / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
+        assert agg.student_t_sf(t, df) == pytest.approx(0.5 - integral, rel=1e-8, abs=1e-12)
+
+
+def test_welch_hand_example():
+    a, b = [1.0, 2.0, 4.0], [5.0, 7.0, 10.0]
+    w = agg.welch_test(a, b)
+    va, vb = np.var(a, ddof=1) / 3, np.var(b, ddof=1) / 3
+    assert w["diff"] == pytest.approx(-5.0)
+    assert w["t"] == pytest.approx(-5.0 / math.sqrt(va + vb))
+    assert w["df"] == pytest.approx((va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2))
+    assert w["p"] == pytest.approx(2 * agg.student_t_sf(abs(w["t"]), w["df"]))
+    assert w["mdd"] == pytest.approx(agg.student_t_ppf(0.975, w["df"]) * math.sqrt(va + vb))
+    assert agg.welch_test([1.0], b) is None
+
+
+def test_bootstrap_exact_enumeration_and_monte_carlo():
+    a, b = [3.0, 5.0, 10.0], [1.0, 1.5, 2.0]
+    lo, hi, kind = agg.bootstrap_diff_ci(a, b)
+    assert kind == "exact"
+    # brute force: 27 x 27 resamples
+    import itertools
+    ma = [np.mean(c) for c in itertools.product(a, repeat=3)]
+    mb = [np.mean(c) for c in itertools.product(b, repeat=3)]
+    diffs = np.subtract.outer(ma, mb).ravel()
+    assert (lo, hi) == pytest.approx(tuple(np.quantile(diffs, [0.025, 0.975])))
+    assert min(diffs) <= lo < hi <= max(diffs)
+    lo2, hi2, kind2 = agg.bootstrap_diff_ci(a, b, max_exact=10, n_boot=50_000)
+    assert kind2 == "monte-carlo" and lo2 == pytest.approx(lo, abs=0.3) and hi2 == pytest.approx(hi, abs=0.3)
+
+
+def test_permutation_test_three_vs_three_cannot_go_below_one_tenth():
+    p, pmin = agg.permutation_test([10.0, 11.0, 12.0], [0.0, 1.0, 2.0])
+    assert pmin == pytest.approx(0.1) and p == pytest.approx(0.1)  # complete separation: 2 of 20 splits
+    p, _ = agg.permutation_test([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
+    assert p == pytest.approx(1.0)
+
+
+def test_compare_matched_on_synthetic_finals():
+    finals = [
+        {"task": "Hopper", "algo": "smac", "budget": 300000, "finals": "10;11;12", "n_diverged": 0},
+        {"task": "Hopper", "algo": "sgd-matched", "budget": 300000, "finals": "0;1;2", "n_diverged": 0},
+        {"task": "Swimmer", "algo": "smac", "budget": 300000, "finals": "1;5;3", "n_diverged": 0},
+        {"task": "Swimmer", "algo": "sgd-matched", "budget": 300000, "finals": "2;4;3.5", "n_diverged": 0},
+        {"task": "Acrobot", "algo": "smac", "budget": 300000, "finals": "1;2;3", "n_diverged": 0},
+    ]
+    diag = [{"task": "Hopper", "algo": "smac", "ell_sq_over_lambda_median": "0.05"}]
+    rows = {r["task"]: r for r in agg.compare_matched(finals, diag)}
+    assert set(rows) == {"Hopper", "Swimmer"}  # Acrobot has no sgd-matched cell
+    h = rows["Hopper"]
+    assert float(h["diff"]) == pytest.approx(10.0) and h["verdict"] == "smac"
+    assert float(h["eta_matched"]) == pytest.approx(float(h["eta_smac"]) / float(h["damping"]))
+    assert h["ell_sq_over_lambda_median"] == "0.05" and h["boot_kind"] == "exact"
+    assert float(h["perm_p"]) == pytest.approx(0.1)
+    assert rows["Swimmer"]["verdict"] == "not distinguishable"
+    assert agg.matched_verdict({"p": 0.2, "diff": -1.0}, (-3.0, -0.5, "exact")) == "suggestive: sgd-matched"
+
+
+# ------------------------------------------------------------------------------------------
+# aggregate -> report -> figure on synthetic run directories (no training)
+# ------------------------------------------------------------------------------------------
+def _fake_run(runs, task, algo, seed, budget, final_level, ell_sq, lam, T=1000):
+    import json
+    rd = os.path.join(runs, task, algo, f"seed{seed}", f"{task}__{algo}__{seed}__0")
+    os.makedirs(rd)
+    with open(os.path.join(os.path.dirname(rd), "job.json"), "w") as f:
+        json.dump({"task": task, "algo": algo, "seed": seed, "budget": budget}, f)
+    with open(os.path.join(rd, "config.json"), "w") as f:
+        json.dump({"args": {"damping": lam if algo == "smac" else 1.0, "num_steps": T, "fisher": "batch-mean"}}, f)
+    with open(os.path.join(rd, "summary.json"), "w") as f:
+        json.dump({"status": "finished", "global_step": budget}, f)
+    steps = np.arange(T, budget + 1, T)
+    with open(os.path.join(rd, "episodes.csv"), "w") as f:
+        f.write("global_step,episodic_return,episodic_length\n")
+        for s in steps:
+            f.write(f"{s},{final_level * s / budget},{T}\n")
+    g_norm, par = 2.0, 0.3
+    with open(os.path.join(rd, "updates.csv"), "w") as f:
+        f.write("update,global_step,value_loss,mean_logprob,entropy,ell_sq,g_norm,step_norm,cos_g_step,"
+                "step_par_norm,step_perp_norm,actor_update_ms,sps\n")
+        for k, s in enumerate(steps, 1):
+            if algo == "smac":
+                f.write(f"{k},{s},1,-1,1,{ell_sq},{g_norm},1.5,0.99,{par},1.4,1,1\n")
+            else:
+                f.write(f"{k},{s},1,-1,1,nan,{g_norm},{g_norm},1,nan,nan,1,1\n")
+    return g_norm, par
+
+
+def test_pipeline_on_synthetic_runs(tmp_path):
+    from benchmark import plots, report
+    runs, res, figs = str(tmp_path / "runs"), str(tmp_path / "res"), str(tmp_path / "figs")
+    B = 20_000
+    lam = hparams.settings("Humanoid", "smac")["damping"]
+    for seed, (a, b) in enumerate([(300, 200), (310, 190), (305, 230)], 1):
+        g_norm, par = _fake_run(runs, "Humanoid", "smac", seed, B, a, ell_sq=2.0 * lam, lam=lam)
+        _fake_run(runs, "Humanoid", "sgd-matched", seed, B, b, ell_sq=0.0, lam=lam)
+    _fake_run(runs, "Hopper", "smac", 1, B, 10, ell_sq=0.01, lam=1.0)  # no sgd-matched: no comparison row
+    agg.aggregate(runs, res)
+    rows = list(__import__("csv").DictReader(open(os.path.join(res, "smac_vs_matched.csv"))))
+    assert [r["task"] for r in rows] == ["Humanoid"]
+    r = rows[0]
+    assert float(r["ell_sq_over_lambda_median"]) == pytest.approx(2.0)
+    assert float(r["removed_frac_median"]) == pytest.approx(par * 2.0 * lam / g_norm, rel=1e-5)
+    assert float(r["step_over_sgd_median"]) == pytest.approx(1.5 * lam / g_norm, rel=1e-5)
+    # finals follow the paper protocol (last smoothed bin), then Welch on them
+    fin = [float(x) for x in r["smac_finals"].split(";")]
+    assert float(r["diff"]) == pytest.approx(np.mean(fin) - np.mean([float(x) for x in r["matched_finals"].split(";")]),
+                                             rel=1e-5)
+    assert r["verdict"] == "smac"
+    text = report.write_report(res, str(tmp_path / "REPORT.md"))
+    assert "## Is batch-mean SMAC more than a rescaled SGD?" in text
+    assert "**Humanoid**" in text and "SMAC better" in text and "What this implies for choosing λ and η" in text
+    os.makedirs(figs)
+    out = os.path.join(figs, "smac_diagnostics.png")
+    assert plots.plot_smac_vs_matched(plots.read(os.path.join(res, "curves_return.csv")),
+                                      plots.read(os.path.join(res, "diagnostics.csv")), out)
+    assert os.path.getsize(out) > 10_000
+
+
+def test_permutation_min_p_unequal_groups():
+    p, pmin = agg.permutation_test([10.0, 11.0, 12.0], [0.0])  # 4 splits; the observed one is the most extreme
+    assert pmin == pytest.approx(0.25) and p == pytest.approx(0.25)

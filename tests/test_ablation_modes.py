@@ -9,38 +9,17 @@ import numpy as np
 import pytest
 import torch
 
+import helpers
 import smac_a2c as sa
-
-
-def tiny_actor(discrete, obs_dim=5, act_dim=3, seed=0):
-    torch.manual_seed(seed)
-    actor = sa.Actor(obs_dim, act_dim, discrete, (8, 7), log_std_init=-0.3).double()
-    with torch.no_grad():  # make the output layer non-trivial (its init std is 0.01)
-        actor.linears[-1].weight.normal_()
-    return actor
+from helpers import per_sample_grads, tiny_actor
 
 
 def tiny_batch(actor, B=30, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    obs = torch.randn(B, actor.linears[0].in_features, generator=gen, dtype=torch.float64)
-    out_dim = actor.linears[-1].out_features
-    if actor.discrete:
-        actions = torch.randint(0, out_dim, (B,), generator=gen).double()
-    else:
-        actions = torch.randn(B, out_dim, generator=gen, dtype=torch.float64)
-    adv = torch.randn(B, generator=gen, dtype=torch.float64)
-    return {"obs": obs, "actions": actions, "advantages": adv}
+    return helpers.tiny_batch(actor, B, seed)
 
 
 def theta(actor):
     return torch.nn.utils.parameters_to_vector(actor.parameters()).detach().clone()
-
-
-def per_sample_grads(actor, batch):
-    """(B, d): explicit grad log pi(a_i|s_i), one autograd call per sample."""
-    params = list(actor.parameters())
-    return torch.stack([sa.flat_grad(actor.log_prob(batch["obs"][i:i + 1], batch["actions"][i:i + 1]).sum(), params)
-                        for i in range(batch["obs"].shape[0])])
 
 
 # ------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import smac_a2c as sa
+from helpers import per_sample_grads, tiny_actor, tiny_batch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -114,32 +115,6 @@ def test_gae_matches_naive_double_loop_with_terminations_and_truncations():
 # ------------------------------------------------------------------------------------
 # Gradients: batch-mean l_bar and g, per-sample Algorithm 1
 # ------------------------------------------------------------------------------------
-def tiny_actor(discrete, obs_dim=5, act_dim=3, seed=0):
-    torch.manual_seed(seed)
-    actor = sa.Actor(obs_dim, act_dim, discrete, (8, 7), log_std_init=-0.3).double()
-    with torch.no_grad():  # make the output layer non-trivial (its init std is 0.01)
-        actor.linears[-1].weight.normal_()
-    return actor
-
-
-def tiny_batch(actor, B=40, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    obs = torch.randn(B, actor.linears[0].in_features, generator=gen, dtype=torch.float64)
-    out_dim = actor.linears[-1].out_features
-    if actor.discrete:
-        actions = torch.randint(0, out_dim, (B,), generator=gen).double()
-    else:
-        actions = torch.randn(B, out_dim, generator=gen, dtype=torch.float64)
-    adv = torch.randn(B, generator=gen, dtype=torch.float64)
-    return {"obs": obs, "actions": actions, "advantages": adv}
-
-
-def per_sample_grads(actor, batch):
-    params = list(actor.parameters())
-    return torch.stack([sa.flat_grad(actor.log_prob(batch["obs"][i:i + 1], batch["actions"][i:i + 1]).sum(), params)
-                        for i in range(batch["obs"].shape[0])])
-
-
 @pytest.mark.parametrize("discrete", [True, False])
 def test_batch_mean_score_and_gradient_equal_mean_of_per_sample_gradients(discrete):
     actor = tiny_actor(discrete)

@@ -301,7 +301,7 @@ def run_costs(results_dir=RESULTS) -> str:
     with open(os.path.join(results_dir, "ablation_costs.txt"), "w") as f:
         f.write(out)
     rows = parse_costs(out)
-    _write(os.path.join(results_dir, "ablation_costs.csv"), rows)
+    agg.write_csv(os.path.join(results_dir, "ablation_costs.csv"), rows)
     return out
 
 
@@ -371,18 +371,6 @@ def _pm(m, s, nd=1) -> str:
     if not np.isfinite(m):
         return "–"
     return f"{_f(m, nd)} ± {_f(s, nd)}" if np.isfinite(s) else _f(m, nd)
-
-
-def _write(path: str, rows: list[dict]) -> None:
-    fields = []
-    for r in rows:
-        for k in r:
-            if k not in fields:
-                fields.append(k)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        w.writerows(rows)
 
 
 def _label(variant):
@@ -473,7 +461,7 @@ def aggregate_all(seeds, runs_dir=DEFAULT_RUNS, grid_dir=GRID_RUNS, results_dir=
         row = {k: (_num(s[k]) if isinstance(s[k], float) else s[k]) for k in scalar}
         row["finals"] = ";".join(f"{v:.6g}" for v in s["finals"])
         rows.append(row)
-    _write(os.path.join(results_dir, "final.csv"), rows)
+    agg.write_csv(os.path.join(results_dir, "final.csv"), rows)
     curve_rows, done = [], set()
     for s in stats + refs:
         if (s["task"], s["variant"]) in done:
@@ -484,7 +472,7 @@ def aggregate_all(seeds, runs_dir=DEFAULT_RUNS, grid_dir=GRID_RUNS, results_dir=
                                "step": int(round((k + 1) * budget / agg.N_BINS)), "mean": _num(s["curve_mean"][k]),
                                "std": _num(s["curve_std"][k]), "n": int(s["curve_n"][k])
                                if np.isfinite(s["curve_n"][k]) else 0})
-    _write(os.path.join(results_dir, "curves.csv"), curve_rows)
+    agg.write_csv(os.path.join(results_dir, "curves.csv"), curve_rows)
     run_rows = []
     for c in all_cells():
         for seed in seeds:
@@ -497,7 +485,7 @@ def aggregate_all(seeds, runs_dir=DEFAULT_RUNS, grid_dir=GRID_RUNS, results_dir=
                              "actor_s": _num(t["actor_s"]), "share": _num(t["share"]),
                              "per_update_ms": _num(t["per_update_ms"]), "updates": t["updates"],
                              "resumed": t["resumed"]})
-    _write(os.path.join(results_dir, "runs.csv"), run_rows)
+    agg.write_csv(os.path.join(results_dir, "runs.csv"), run_rows)
     return stats, refs
 
 

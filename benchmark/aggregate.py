@@ -530,13 +530,13 @@ def _aggregate(runs_dir, results_dir, budget_spec) -> dict:
                 srow[f"{name}_last10pct_median"] = _f(np.nanmedian(np.concatenate(last_q)))
             diag_summary.append(srow)
 
-    _write(os.path.join(results_dir, "curves_return.csv"), curve_rows)
-    _write(os.path.join(results_dir, "curves_logprob.csv"), logp_rows)
-    _write(os.path.join(results_dir, "final.csv"), final_rows)
-    _write(os.path.join(results_dir, "diagnostics.csv"), diag_rows)
-    _write(os.path.join(results_dir, "diagnostics_summary.csv"), diag_summary)
-    _write(os.path.join(results_dir, "runs.csv"), run_rows)
-    _write(os.path.join(results_dir, "smac_vs_matched.csv"),
+    write_csv(os.path.join(results_dir, "curves_return.csv"), curve_rows)
+    write_csv(os.path.join(results_dir, "curves_logprob.csv"), logp_rows)
+    write_csv(os.path.join(results_dir, "final.csv"), final_rows)
+    write_csv(os.path.join(results_dir, "diagnostics.csv"), diag_rows)
+    write_csv(os.path.join(results_dir, "diagnostics_summary.csv"), diag_summary)
+    write_csv(os.path.join(results_dir, "runs.csv"), run_rows)
+    write_csv(os.path.join(results_dir, "smac_vs_matched.csv"),
            compare_matched(final_rows, diag_summary, same_start_counts(groups)))
     return {"runs": len(runs), "cells": len(final_rows), "budgets": budgets}
 
@@ -546,7 +546,8 @@ def _f(x) -> str:
     return "" if not math.isfinite(x) else f"{x:.6g}"
 
 
-def _write(path: str, rows: list[dict]) -> None:
+def write_csv(path: str, rows: list[dict]) -> None:
+    """Rows (dicts) to CSV; the header is the union of their keys in first-seen order."""
     fields = list(rows[0].keys()) if rows else []
     for r in rows:
         for k in r:

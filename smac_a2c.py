@@ -117,6 +117,18 @@ class Args:
     """hidden layer widths of the actor and of the critic (tanh MLPs)"""
     log_std_init: float = 0.0
     """initial value of the state-independent Gaussian log-std (Box actions)"""
+    activation: Literal["tanh", "relu"] = "tanh"
+    """hidden-layer activation of the actor and the critic (CleanRL: tanh)"""
+
+    # --- readings of what the paper leaves unsaid (fidelity study, benchmark/fidelity.py) --
+    num_minibatches: int = 1
+    """actor steps per pass over the rollout: its T*N transitions are split into this many minibatches, one actor step on each (CleanRL/PPO's --num-minibatches). 1 (paper-literal): one full-batch step per rollout; T*N with --no-shuffle-minibatches: one step per transition in rollout order, Algorithm 1's loop, for every optimizer"""
+    update_epochs: int = 1
+    """passes over the rollout per update, each split into --num-minibatches (CleanRL/PPO's --update-epochs; paper-literal: 1)"""
+    shuffle_minibatches: bool = False
+    """reshuffle the transitions before splitting them into minibatches in every pass (CleanRL's PPO does); off: minibatches in rollout order"""
+    loss_reduction: Literal["mean", "sum"] = "mean"
+    """how per-sample terms combine over a (mini)batch of B: mean (paper's Practical Method: l_bar and g are means) or sum (B l_bar and B g: SGD's step grows B-fold, SMAC's rank-1 term B^2-fold; Adam is unchanged; the curvature of AC-CG and AC-KFAC stays a mean)"""
 
     # --- baselines AC-CG and AC-KFAC (defaults: the paper's appendix) -------------------
     cg_iters: int = 10
@@ -156,6 +168,14 @@ def check_args(args: Args) -> None:
                         "--checkpoint-every": args.checkpoint_every}.items():
         if not value >= 0:
             raise ConfigError(f"{flag} must be >= 0, got {value}")
+    for flag, value in {"--num-minibatches": args.num_minibatches, "--update-epochs": args.update_epochs}.items():
+        if not value >= 1:
+            raise ConfigError(f"{flag} must be >= 1, got {value}")
+    if args.num_minibatches > args.num_steps * args.num_envs:
+        raise ConfigError(f"--num-minibatches {args.num_minibatches} exceeds the rollout's "
+                          f"{args.num_steps * args.num_envs} transitions (--num-steps x --num-envs)")
+    if args.optimizer == "smac" and args.fisher != "batch-mean" and (args.num_minibatches > 1 or args.update_epochs > 1):
+        raise ConfigError(f"--num-minibatches / --update-epochs > 1 need --fisher batch-mean, got --fisher {args.fisher}")
     if not args.hidden_sizes or min(args.hidden_sizes) <= 0:
         raise ConfigError(f"--hidden-sizes must be one or more positive widths, got {args.hidden_sizes}")
     # baselines (AC-CG, AC-KFAC)
@@ -311,6 +331,10 @@ class Rollout:
 # ====================================================================================
 # Networks: separate actor and critic MLPs (CleanRL: 64-64 tanh, orthogonal init)
 # ====================================================================================
+# hidden-layer activations (--activation): the torch function and its numpy twin for RolloutPolicy
+ACTIVATIONS = {"tanh": (torch.tanh, np.tanh), "relu": (torch.relu, lambda x: np.maximum(x, 0.0))}
+
+
 def layer_init(layer: nn.Linear, std: float = math.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
     nn.init.orthogonal_(layer.weight, std)
     nn.init.constant_(layer.bias, bias_const)
@@ -321,8 +345,10 @@ class Actor(nn.Module):
     """pi_theta(a|s): Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)).
     theta = all weights and biases of the MLP plus, for Box actions, the state-independent log_std."""
 
-    def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes=(64, 64), log_std_init=0.0):
+    def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes=(64, 64), log_std_init=0.0,
+                 activation: str = "tanh"):
         super().__init__()
+        self.activation = activation  # name, so the numpy copy and the one-backward path use the same one
         sizes = [obs_dim, *hidden_sizes, act_dim]
         self.linears = nn.ModuleList(
             layer_init(nn.Linear(n_in, n_out), std=0.01 if i == len(sizes) - 2 else math.sqrt(2))
@@ -333,12 +359,7 @@ class Actor(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Logits (Discrete) or action means (Box), shape (B, act_dim)."""
-        h = obs
-        for i, linear in enumerate(self.linears):
-            h = linear(h)
-            if i < len(self.linears) - 1:
-                h = torch.tanh(h)
-        return h
+        return actor_layer_io(self, obs)[2]
 
     def log_prob_from_output(self, out: torch.Tensor, actions: torch.Tensor, log_std=None) -> torch.Tensor:
         """log pi(a|s) for each row, shape (B,), from the network output."""
@@ -359,13 +380,13 @@ class Actor(nn.Module):
 
 
 class Critic(nn.Module):
-    """V_phi(s): a tanh MLP with a scalar output."""
+    """V_phi(s): an MLP (--activation) with a scalar output."""
 
-    def __init__(self, obs_dim: int, hidden_sizes=(64, 64)):
+    def __init__(self, obs_dim: int, hidden_sizes=(64, 64), activation: str = "tanh"):
         super().__init__()
         sizes, layers = [obs_dim, *hidden_sizes], []
         for n_in, n_out in zip(sizes[:-1], sizes[1:]):
-            layers += [layer_init(nn.Linear(n_in, n_out)), nn.Tanh()]
+            layers += [layer_init(nn.Linear(n_in, n_out)), nn.Tanh() if activation == "tanh" else nn.ReLU()]
         self.net = nn.Sequential(*layers, layer_init(nn.Linear(sizes[-1], 1), std=1.0))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
@@ -382,6 +403,7 @@ class RolloutPolicy:
         self.layers = [(m.weight.detach().cpu().double().numpy(), m.bias.detach().cpu().double().numpy())
                        for m in actor.linears]
         self.discrete = actor.discrete
+        self.act = ACTIVATIONS[actor.activation][1]
         self.std = None if actor.discrete else np.exp(actor.log_std.detach().cpu().double().numpy())
 
     def forward(self, obs: np.ndarray) -> np.ndarray:
@@ -389,7 +411,7 @@ class RolloutPolicy:
         for i, (w, b) in enumerate(self.layers):
             h = h @ w.T + b
             if i < len(self.layers) - 1:
-                h = np.tanh(h)
+                h = self.act(h)
         return h
 
     def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -459,14 +481,17 @@ def clip_norm(v: torch.Tensor, max_norm: float) -> torch.Tensor:
 
 def actor_layer_io(actor: Actor, obs: torch.Tensor) -> tuple[list, list, torch.Tensor]:
     """The actor's forward, keeping each Linear layer's input x and pre-activation output z = W x + b.
-    Returns (xs, zs, out): lists over actor.linears, and the network output (logits or means)."""
+    Returns (xs, zs, out): lists over actor.linears, and the network output (logits or means).
+    This is the actor's only forward (Actor.forward calls it), so the one-backward path below can
+    never disagree with the network about the activation."""
+    act = ACTIVATIONS[actor.activation][0]
     xs, zs, h = [], [], obs
     for i, linear in enumerate(actor.linears):
         xs.append(h)
         h = linear(h)
         zs.append(h)
         if i < len(actor.linears) - 1:
-            h = torch.tanh(h)
+            h = act(h)
     return xs, zs, h
 
 
@@ -605,6 +630,8 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     ell, g = mean_score_and_policy_gradient(actor, batch["obs"], batch["actions"], batch["advantages"])
     if args.ent_coef > 0:
         g = g + args.ent_coef * flat_grad(actor.entropy(batch["obs"]).mean(), params)
+    if args.loss_reduction == "sum":  # sums over the batch instead of means: B l_bar, B g
+        ell, g = ell * batch["obs"].shape[0], g * batch["obs"].shape[0]
     g = clip_norm(g, args.max_grad_norm)
     if args.prev_ef_beta > 0:  # previous-EF mixing: F_k^-1 g by Woodbury, O(d r + r^3)
         prev_ef_push_(state, ell, args.prev_ef_beta, args.prev_ef_rank, args.damping, args.prev_ef_damping)
@@ -681,11 +708,17 @@ def adam_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     return {"g": g, "step": (after - before) / args.learning_rate}
 
 
+def reduce_batch(per_sample: torch.Tensor, args: Args) -> torch.Tensor:
+    """--loss-reduction: mean (paper) or sum over the batch."""
+    return per_sample.sum() if args.loss_reduction == "sum" else per_sample.mean()
+
+
 def policy_objective(actor: Actor, batch: dict, args: Args) -> torch.Tensor:
-    """mean_i log pi(a_i|s_i) A_i + ent_coef * mean entropy: its gradient is the A2C policy gradient."""
-    objective = (actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"]).mean()
+    """mean_i log pi(a_i|s_i) A_i + ent_coef * mean entropy: its gradient is the A2C policy gradient
+    (sums instead of means with --loss-reduction sum)."""
+    objective = reduce_batch(actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"], args)
     if args.ent_coef > 0:
-        objective = objective + args.ent_coef * actor.entropy(batch["obs"]).mean()
+        objective = objective + args.ent_coef * reduce_batch(actor.entropy(batch["obs"]), args)
     return objective
 
 
@@ -804,9 +837,9 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     # output gradients of log-probabilities of actions SAMPLED from the policy (true Fisher, as ACKTR)
     gs = torch.autograd.grad(actor.log_prob_from_output(out, sample_actions(actor, out)).sum(), zs,
                              retain_graph=True)
-    objective = (actor.log_prob_from_output(out, batch["actions"]) * batch["advantages"]).mean()  # policy_objective,
-    if args.ent_coef > 0:  # from the same forward pass
-        objective = objective + args.ent_coef * actor.entropy(batch["obs"]).mean()
+    objective = reduce_batch(actor.log_prob_from_output(out, batch["actions"]) * batch["advantages"], args)
+    if args.ent_coef > 0:  # policy_objective, from the same forward pass
+        objective = objective + args.ent_coef * reduce_batch(actor.entropy(batch["obs"]), args)
     g = clip_norm(flat_grad(objective, params), args.max_grad_norm)
 
     with torch.no_grad():
@@ -847,6 +880,22 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
 
 
 ACTOR_STEPS = {"smac": smac_step, "sgd": sgd_step, "adam": adam_step, "cg": cg_step, "kfac": kfac_step}
+
+
+def actor_update(actor: Actor, batch: dict, args: Args, state: dict) -> list[dict]:
+    """All actor steps of one update: --update-epochs passes over the rollout, each split into
+    --num-minibatches minibatches (in rollout order, or reshuffled every pass with
+    --shuffle-minibatches, torch's RNG), one ACTOR_STEPS step per minibatch. Paper-literal
+    (1 x 1): a single step on the whole rollout. Returns each step's diagnostics."""
+    step = ACTOR_STEPS[args.optimizer]
+    if args.num_minibatches == 1 and args.update_epochs == 1:
+        return [step(actor, batch, args, state)]
+    n, diags = batch["obs"].shape[0], []
+    for _ in range(args.update_epochs):
+        order = torch.randperm(n) if args.shuffle_minibatches else torch.arange(n)
+        for idx in torch.tensor_split(order.to(batch["obs"].device), args.num_minibatches):
+            diags.append(step(actor, {k: v[idx] for k, v in batch.items()}, args, state))
+    return diags
 
 
 def critic_step(critic: Critic, optimizer: torch.optim.Optimizer, obs, returns, args: Args) -> float:
@@ -960,7 +1009,7 @@ def evaluate(ckpt: dict, episodes: int, seed: int) -> tuple[float, float]:
     obs_space, act_space = check_env_id(args.env_id)
     discrete = isinstance(act_space, gym.spaces.Discrete)
     actor = Actor(obs_space.shape[0], act_space.n if discrete else act_space.shape[0], discrete,
-                  args.hidden_sizes, args.log_std_init)
+                  args.hidden_sizes, args.log_std_init, args.activation)
     actor.load_state_dict(ckpt["actor"])
     normalizer = Normalizer(obs_space.shape[0], args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
     normalizer.load_state_dict(ckpt["normalizer"])
@@ -1010,12 +1059,11 @@ def train(args: Args, resume: Optional[dict] = None) -> tuple[str, str]:
     torch.use_deterministic_algorithms(True, warn_only=True)
     rng = np.random.default_rng(args.seed)
 
-    actor = Actor(obs_dim, act_dim, discrete, args.hidden_sizes, args.log_std_init).to(device)
-    critic = Critic(obs_dim, args.hidden_sizes).to(device)
+    actor = Actor(obs_dim, act_dim, discrete, args.hidden_sizes, args.log_std_init, args.activation).to(device)
+    critic = Critic(obs_dim, args.hidden_sizes, args.activation).to(device)
     critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
     actor_state: dict = {}
     normalizer = Normalizer(obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
-    actor_step = ACTOR_STEPS[args.optimizer]
     global_step, update = 0, 0
     if resume is not None:
         actor.load_state_dict(resume["actor"])
@@ -1090,7 +1138,7 @@ def train(args: Args, resume: Optional[dict] = None) -> tuple[str, str]:
             if device.type == "cuda":
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
-            diag = actor_step(actor, batch, args, actor_state)
+            diags = actor_update(actor, batch, args, actor_state)
             if device.type == "cuda":
                 torch.cuda.synchronize()
             actor_ms = (time.perf_counter() - t0) * 1e3
@@ -1113,7 +1161,7 @@ def train(args: Args, resume: Optional[dict] = None) -> tuple[str, str]:
             normalizer.obs_rms.update(buf_obs.reshape(T * N, obs_dim))
             policy = RolloutPolicy(actor)
 
-            logger.update(update_row(diag, update, global_step, value_loss, logp.mean().item(), entropy,
+            logger.update(update_row(diags, update, global_step, value_loss, logp.mean().item(), entropy,
                                      actor_ms, (global_step - start_step) / (time.time() - start_time)))
             if args.checkpoint_every and update % args.checkpoint_every == 0:
                 checkpoint()
@@ -1151,7 +1199,16 @@ def train(args: Args, resume: Optional[dict] = None) -> tuple[str, str]:
     return run_dir, status
 
 
-def update_row(diag, update, global_step, value_loss, mean_logprob, entropy, actor_ms, sps) -> dict:
+def update_row(diags, update, global_step, value_loss, mean_logprob, entropy, actor_ms, sps) -> dict:
+    """One updates.csv row: the step diagnostics (step_diagnostics) averaged over the update's actor
+    steps (one unless --num-minibatches / --update-epochs > 1), and the update's scalars."""
+    rows = [step_diagnostics(d) for d in ([diags] if isinstance(diags, dict) else diags)]
+    row = {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
+    return {"update": update, "global_step": global_step, "value_loss": value_loss, "mean_logprob": mean_logprob,
+            "entropy": entropy, **row, "actor_update_ms": actor_ms, "sps": sps}
+
+
+def step_diagnostics(diag: dict) -> dict:
     """Diagnostics of one actor step: norms, cosine(g, step) and, for SMAC, the split of the
     step into its component along l_bar (shrunk by the rank-1 term) and orthogonal to it (g_perp/lambda)."""
     g, step = diag["g"].double(), diag["step"].double()
@@ -1164,9 +1221,8 @@ def update_row(diag, update, global_step, value_loss, mean_logprob, entropy, act
         perp = math.sqrt(max(step.norm().item() ** 2 - par ** 2, 0.0))
     elif "ell_sq_mean" in diag:
         ell_sq = float(diag["ell_sq_mean"])
-    return {"update": update, "global_step": global_step, "value_loss": value_loss, "mean_logprob": mean_logprob,
-            "entropy": entropy, "ell_sq": ell_sq, "g_norm": g.norm().item(), "step_norm": step.norm().item(),
-            "cos_g_step": cos, "step_par_norm": par, "step_perp_norm": perp, "actor_update_ms": actor_ms, "sps": sps}
+    return {"ell_sq": ell_sq, "g_norm": g.norm().item(), "step_norm": step.norm().item(),
+            "cos_g_step": cos, "step_par_norm": par, "step_perp_norm": perp}
 
 
 def _version(package: str) -> Optional[str]:

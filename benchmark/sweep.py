@@ -41,10 +41,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark import hparams  # noqa: E402
+from benchmark import compact, hparams  # noqa: E402
 
 TRAINER = os.path.join(REPO, "smac_a2c.py")
 DEFAULT_RUNS = os.path.join(REPO, "benchmark", "runs")
+DEFAULT_LOGS = os.path.join(REPO, "benchmark", "results", "logs")
 DEFAULT_BUDGET = "classic=500000,mujoco=1000000"
 DEFAULT_SEEDS = "1-3"
 
@@ -64,10 +65,13 @@ class Job:
     horizon: str = "paper"
     num_steps: Optional[int] = None    # T override (tests only)
     python: str = sys.executable
+    extra_flags: list = field(default_factory=list)  # a reading's trainer flags (benchmark/fidelity.py)
+    logs_dir: Optional[str] = None     # compact logs root: a committed log there counts as a finished run
+    tag: str = ""                      # prefix of the name (e.g. a fidelity reading), so names stay unique
 
     @property
     def name(self) -> str:
-        return f"{self.task}/{self.algo}/seed{self.seed}"
+        return f"{self.tag + '/' if self.tag else ''}{self.task}/{self.algo}/seed{self.seed}"
 
 
 def parse_budget(spec: str, tasks: Optional[list] = None) -> dict:
@@ -110,7 +114,8 @@ def parse_seeds(spec: str) -> list[int]:
     return sorted(set(seeds))
 
 
-def make_jobs(tasks, algos, seeds, budgets, runs_dir, checkpoint_every=10, horizon="paper", num_steps=None):
+def make_jobs(tasks, algos, seeds, budgets, runs_dir, checkpoint_every=10, horizon="paper", num_steps=None,
+              extra_flags=(), logs_dir=None, tag=""):
     jobs = []
     for task in tasks:
         for algo in algos:
@@ -118,8 +123,23 @@ def make_jobs(tasks, algos, seeds, budgets, runs_dir, checkpoint_every=10, horiz
                 jobs.append(Job(task, algo, seed, budgets[task],
                                 os.path.join(os.path.abspath(runs_dir), task, algo, f"seed{seed}"),
                                 hparams.lookup(task, algo, horizon=horizon, num_steps=num_steps),
-                                checkpoint_every, horizon, num_steps))
+                                checkpoint_every, horizon, num_steps, extra_flags=list(extra_flags),
+                                logs_dir=os.path.abspath(logs_dir) if logs_dir else None, tag=tag))
     return jobs
+
+
+def committed_log(job: Job) -> Optional[str]:
+    return compact.log_path(job.logs_dir, job.task, job.algo, job.seed) if job.logs_dir else None
+
+
+def save_compact_log(job: Job) -> Optional[str]:
+    """Pack a finished or diverged run into job.logs_dir (then `git add` it)."""
+    path = committed_log(job)
+    run_dir = find_run_dir(job.seed_dir) if path else None
+    summary = read_summary(run_dir)
+    if path and summary and summary.get("status") in ("finished", "diverged"):
+        return compact.pack(run_dir, path, job.task, job.algo, job.seed, job.budget)
+    return None
 
 
 # ------------------------------------------------------------------------------------------
@@ -148,7 +168,15 @@ def read_summary(run_dir: Optional[str]) -> Optional[dict]:
 
 
 def inspect_job(job: Job) -> tuple[str, Optional[str]]:
-    """(state, run_dir) with state one of done / diverged / resume / fresh (module docstring)."""
+    """(state, run_dir) with state one of done / diverged / resume / fresh (module docstring).
+    A compact log in job.logs_dir (committed by an earlier session) that finished the budget or
+    diverged decides first: the raw run directory may be gone."""
+    log = committed_log(job)
+    head = compact.header(log) if log and os.path.isfile(log) else None
+    if head and head["status"] == "finished" and head["global_step"] >= job.budget:
+        return "done", None
+    if head and head["status"] == "diverged":
+        return "diverged", None
     run_dir = find_run_dir(job.seed_dir)
     if run_dir is None:
         return "fresh", None
@@ -214,7 +242,7 @@ def command(job: Job, state: str, run_dir: Optional[str]) -> list[str]:
     if state == "resume":
         return base + ["--resume", run_dir, "--total-timesteps", str(job.budget),
                        "--checkpoint-every", str(job.checkpoint_every), "--no-progress"]
-    return base + job.flags + ["--seed", str(job.seed), "--exp-name", job.algo, "--runs-dir", job.seed_dir,
+    return base + job.flags + job.extra_flags + ["--seed", str(job.seed), "--exp-name", job.algo, "--runs-dir", job.seed_dir,
                                "--total-timesteps", str(job.budget), "--checkpoint-every",
                                str(job.checkpoint_every), "--save-model", "--no-progress", "--no-tensorboard"]
 
@@ -282,6 +310,7 @@ def run_job_blocking(job_dict: dict) -> dict:
     except KeyboardInterrupt:
         proc.send_signal(signal.SIGINT)
         rc = proc.wait()
+    save_compact_log(job)
     return {"name": job.name, "state": state, "outcome": outcome(job, rc), "rc": rc}
 
 
@@ -360,6 +389,7 @@ def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
             rc = proc.wait() if block else proc.poll()
             if rc is not None:
                 results[name] = {"name": name, "state": state, "outcome": outcome(job, rc), "rc": rc}
+                save_compact_log(job)
                 prog.finished.add(name)
                 del running[name]
                 if not interrupted:
@@ -452,6 +482,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", default=DEFAULT_BUDGET, help="environment steps per run: one number, or "
                    "classic=N,mujoco=M,<Task>=K (a task key wins over its group) (default: %(default)s)")
     p.add_argument("--runs-dir", default=DEFAULT_RUNS, help="root of {task}/{algo}/seed{n}/ (default: benchmark/runs)")
+    p.add_argument("--logs-dir", default=None, help="compact logs root ({task}/{algo}/seed{n}.json.gz): each finished "
+                   "run is packed there, and a log there counts as a finished run (default: benchmark/results/logs "
+                   "with the default --runs-dir, none otherwise; 'none' disables)")
+    p.add_argument("--extra-flags", default="", help="trainer flags appended to every job's command "
+                   "(a reading of the fidelity study), e.g. '--num-minibatches 10'")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                    help="parallel trainer processes (local) or Ray CPUs for --ray-address local (default: cores)")
     p.add_argument("--backend", choices=("local", "ray"), default="local")
@@ -494,8 +529,13 @@ def main(argv=None) -> int:
     if args.workers < 1:
         print("error: --workers must be >= 1", file=sys.stderr)
         return 2
+    logs_dir = args.logs_dir
+    if logs_dir is None:
+        logs_dir = DEFAULT_LOGS if os.path.abspath(args.runs_dir) == DEFAULT_RUNS else None
+    elif logs_dir.lower() == "none":
+        logs_dir = None
     jobs = make_jobs(tasks, algos, seeds, budgets, args.runs_dir, args.checkpoint_every, args.horizon,
-                     args.num_steps)
+                     args.num_steps, args.extra_flags.split(), logs_dir)
     print(f"[sweep] {len(tasks)} tasks x {len(algos)} algorithms x {len(seeds)} seeds = {len(jobs)} runs; "
           f"budgets: " + ", ".join(f"{t}={budgets[t]:,}" for t in tasks) + f"; runs in {os.path.abspath(args.runs_dir)}",
           flush=True)

@@ -1,0 +1,196 @@
+"""The paper's quantitative speed claims (section "Results") as data, and their evaluation on our runs.
+
+    python benchmark/milestones.py benchmark/results/logs          # evaluate on compact logs
+    python benchmark/milestones.py benchmark/runs --raw            # on a sweep runs directory
+
+Protocol (the paper's, as for the results table): per seed, returns binned into 100 bins over the
+run's budget and smoothed by an EWM with alpha 0.1; the curve of a cell is the mean over seeds.
+A cell *reaches* a threshold at the end of the first bin where that mean curve is >= the threshold.
+The seed spread is the range of the per-seed crossing steps (a seed that never crosses: "never").
+
+Verdicts, per kind of claim (rule fixed with the claims, before any fidelity run):
+  reach_by     algo reaches `threshold` by `step`:        held if it does by TOL x step (earlier is fine)
+  slower       algo needs `ratio` x the steps of `ref`:   held if algo reaches the threshold later than ref
+               (or never while ref does); the measured ratio is reported beside the paper's
+  faster       algo reaches the threshold before `ref`
+  never_above  algo's curve stays <= `threshold` over the whole run
+  below_until  algo's curve lies below ref's on average over [0, `step`]
+"beyond budget" when our runs are shorter than the step the claim needs (`needs`); "no runs" when a
+cell has no runs.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Optional
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from benchmark.aggregate import N_BINS, across_seeds, smoothed_curve  # noqa: E402
+
+TOL = 1.25  # reach_by: within 25 % of the paper's step (or earlier)
+PAPER_BUDGET = 5_000_000  # the paper's MuJoCo budget (and the only stated one)
+
+
+def _slower(cid, task, algo, thr, ratio, ref_step, text, ref="smac"):
+    needs = int(ref_step * ratio) if ref_step else PAPER_BUDGET
+    return {"id": cid, "task": task, "kind": "slower", "algo": algo, "ref": ref, "threshold": thr,
+            "ratio": ratio, "needs": needs, "text": text}
+
+
+CLAIMS = [
+    {"id": "acrobot-smac-40k", "task": "Acrobot", "kind": "reach_by", "algo": "smac", "threshold": -400,
+     "step": 40_000, "needs": 40_000, "text": "SMAC only requires 40000 timesteps to pass the average return threshold of -400"},
+    _slower("acrobot-adam-70", "Acrobot", "adam", -400, 1.70, 40_000, "AC-Adam requires 70% more timesteps"),
+    _slower("acrobot-sgd-35", "Acrobot", "sgd", -400, 1.35, 40_000, "AC-SGD requires 35% more timesteps"),
+    _slower("acrobot-cg-50", "Acrobot", "cg", -400, 1.50, 40_000, "AC-CG requires 50% more timesteps"),
+    _slower("acrobot-kfac-235", "Acrobot", "kfac", -400, 3.35, 40_000, "AC-KFAC requires 235% more timesteps"),
+    {"id": "cartpole-smac-87k", "task": "CartPole", "kind": "reach_by", "algo": "smac", "threshold": 750,
+     "step": 87_000, "needs": 87_000, "text": "SMAC agents achieve 75% of the maximum return possible in 87000 timesteps"},
+    _slower("cartpole-cg-10", "CartPole", "cg", 750, 1.10, 87_000, "AC-CG needs approximately 10% more timesteps"),
+    _slower("cartpole-adam-28", "CartPole", "adam", 750, 1.28, 87_000, "AC-Adam requires 28% more timesteps"),
+    _slower("cartpole-sgd-62", "CartPole", "sgd", 750, 1.62, 87_000, "AC-SGD requires 62% more timesteps"),
+    {"id": "cartpole-kfac-40pct", "task": "CartPole", "kind": "never_above", "algo": "kfac", "threshold": 400,
+     "needs": 141_000, "text": "the average performance of AC-KFAC never improves above 40% of the optimal policy's return"},
+    {"id": "pendulum-cg-1.5M", "task": "Pendulum", "kind": "reach_by", "algo": "cg", "threshold": -2226,
+     "step": 1_500_000, "needs": 1_500_000, "text": "AC-CG requires only 1.5 million timesteps to match the final performance of SMAC (-2226)"},
+    {"id": "halfcheetah-smac-3.4M", "task": "HalfCheetah", "kind": "reach_by", "algo": "smac", "threshold": 1766,
+     "step": 3_400_000, "needs": 3_400_000, "text": "SMAC matches the final performance of AC-CG (1766) after only 3.4 million timesteps"},
+    {"id": "halfcheetah-smac-slower-2M", "task": "HalfCheetah", "kind": "below_until", "algo": "smac", "ref": "cg",
+     "step": 2_000_000, "needs": 2_000_000, "text": "it [SMAC] learns more slowly [than AC-CG] for the first 2 million timesteps"},
+    {"id": "hopper-smac-3x", "task": "Hopper", "kind": "reach_by", "algo": "smac", "threshold": 303.8,
+     "step": PAPER_BUDGET // 3, "needs": PAPER_BUDGET // 3,
+     "text": "SMAC achieves the final performance of AC-Adam (303.8) using almost three times fewer timesteps (read: by 5M/3)"},
+    _slower("swimmer-cg-2x", "Swimmer", "cg", 23.8, 2.0, None,
+            "matching the peak performance of AC-CG (23.8) almost twice as fast"),
+    {"id": "walker-smac-410k", "task": "Walker2d", "kind": "reach_by", "algo": "smac", "threshold": 115,
+     "step": 410_000, "needs": 410_000, "text": "SMAC reaches the threshold of 115 in only 410000 timesteps"},
+    _slower("walker-cg-39", "Walker2d", "cg", 115, 1.39, 410_000, "AC-CG itself needs 39% more"),
+    {"id": "humanoid-smac-adam-59pct", "task": "Humanoid", "kind": "reach_by", "algo": "smac", "threshold": 3105,
+     "step": int(0.59 * PAPER_BUDGET), "needs": int(0.59 * PAPER_BUDGET),
+     "text": "SMAC matches the final performance of AC-Adam (3105) after 59% of the budget"},
+    {"id": "humanoid-smac-cg-59pct", "task": "Humanoid", "kind": "reach_by", "algo": "smac", "threshold": 3175,
+     "step": int(0.59 * PAPER_BUDGET), "needs": int(0.59 * PAPER_BUDGET),
+     "text": "SMAC matches the final performance of AC-CG (3175) after 59% of the budget"},
+    {"id": "humanoid-sgd-faster", "task": "Humanoid", "kind": "faster", "algo": "sgd", "ref": "smac", "threshold": 3105,
+     "needs": PAPER_BUDGET, "text": "AC-SGD is slightly faster than our method (read: to AC-Adam's final, 3105)"},
+    _slower("pusher-cg-21", "Pusher", "cg", -441, 1.21, None, "passing the -441 threshold 21% faster than AC-CG"),
+    _slower("pusher-sgd-9", "Pusher", "sgd", -441, 1.09, None, "passing the -441 threshold 9% faster than AC-SGD"),
+]
+
+
+def cell_curves(runs: list[dict]) -> dict:
+    """{(task, algo): (budget, seeds x bins smoothed curves)} from run dicts (aggregate.discover / compact.load)."""
+    groups: dict = {}
+    for r in runs:
+        groups.setdefault((r["task"], r["algo"]), []).append(r)
+    out = {}
+    for key, rs in groups.items():
+        budget = max(int(r["job_budget"] or r["last_step"]) for r in rs)
+        curves = np.array([smoothed_curve(r["episodes"]["global_step"], r["episodes"]["episodic_return"], budget,
+                                          last_step=r["last_step"]) for r in rs])
+        out[key] = (budget, curves)
+    return out
+
+
+def first_crossing(curve: np.ndarray, threshold: float, budget: int) -> Optional[int]:
+    """End step of the first bin where curve >= threshold, or None."""
+    hit = np.flatnonzero(np.nan_to_num(curve, nan=-np.inf) >= threshold)
+    return None if hit.size == 0 else int(round((hit[0] + 1) * budget / N_BINS))
+
+
+def _fmt_step(s) -> str:
+    return "never" if s is None else (f"{s / 1e6:.2f}M" if s >= 1e6 else f"{s / 1e3:.0f}k")
+
+
+def _cross(cells, task, algo, thr):
+    budget, curves = cells[(task, algo)]
+    mean = across_seeds(curves)[0]
+    per_seed = [first_crossing(c, thr, budget) for c in curves]
+    spread = ", ".join(_fmt_step(s) for s in sorted(per_seed, key=lambda s: float("inf") if s is None else s))
+    return first_crossing(mean, thr, budget), spread, budget
+
+
+def evaluate(runs: list[dict], tasks=None, claims=CLAIMS) -> list[dict]:
+    """One row per claim: id, task, claim, kind, measured, seeds, verdict."""
+    cells = cell_curves(runs)
+    rows = []
+    for c in claims:
+        if tasks and c["task"] not in tasks:
+            continue
+        row = {"id": c["id"], "task": c["task"], "claim": c["text"], "measured": "", "seeds": "", "verdict": ""}
+        needed = [c["algo"]] + ([c["ref"]] if "ref" in c else [])
+        if any((c["task"], a) not in cells for a in needed):
+            rows.append({**row, "verdict": "no runs"})
+            continue
+        budget = min(cells[(c["task"], a)][0] for a in needed)
+        if budget < c["needs"]:
+            rows.append({**row, "measured": f"budget {_fmt_step(budget)} < {_fmt_step(c['needs'])}",
+                         "verdict": "beyond budget"})
+            continue
+        kind = c["kind"]
+        if kind == "reach_by":
+            t, spread, _ = _cross(cells, c["task"], c["algo"], c["threshold"])
+            held = t is not None and t <= TOL * c["step"]
+            row.update(measured=f"{c['algo']} reaches {c['threshold']:g} at {_fmt_step(t)} (paper {_fmt_step(c['step'])})",
+                       seeds=spread)
+        elif kind in ("slower", "faster"):
+            t, spread, _ = _cross(cells, c["task"], c["algo"], c["threshold"])
+            t_ref, spread_ref, _ = _cross(cells, c["task"], c["ref"], c["threshold"])
+            if kind == "slower":
+                held = t_ref is not None and (t is None or t > t_ref)
+            else:
+                held = t is not None and (t_ref is None or t < t_ref)
+            ratio = f"{t / t_ref:.2f}x" if t and t_ref else "n/a"
+            paper = f", paper {c['ratio']:.2f}x" if "ratio" in c else ""
+            row.update(measured=f"{c['algo']} {_fmt_step(t)} vs {c['ref']} {_fmt_step(t_ref)}: {ratio}{paper}",
+                       seeds=f"{c['algo']}: {spread}; {c['ref']}: {spread_ref}")
+        elif kind == "never_above":
+            budget, curves = cells[(c["task"], c["algo"])]
+            peak = float(np.nanmax(across_seeds(curves)[0]))
+            held = peak <= c["threshold"]
+            row.update(measured=f"{c['algo']} peak {peak:.1f} (threshold {c['threshold']:g})",
+                       seeds=", ".join(f"{np.nanmax(x):.0f}" for x in curves))
+        elif kind == "below_until":
+            b_a, ca = cells[(c["task"], c["algo"])]
+            b_r, cr = cells[(c["task"], c["ref"])]
+            k = int(np.ceil(c["step"] / b_a * N_BINS))
+            diff = float(np.nanmean(across_seeds(ca)[0][:k] - across_seeds(cr)[0][:k]))
+            held = diff < 0
+            row.update(measured=f"mean({c['algo']} - {c['ref']}) over the first {_fmt_step(c['step'])}: {diff:.1f}")
+        else:
+            raise ValueError(f"unknown claim kind {kind!r}")
+        rows.append({**row, "verdict": "held" if held else "not held"})
+    return rows
+
+
+def markdown(rows: list[dict]) -> list[str]:
+    out = ["| Task | Claim (paper, section Results) | Measured (seed-mean curve) | Per seed | Verdict |",
+           "|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['task']} | {r['claim']} | {r['measured']} | {r['seeds']} | **{r['verdict']}** |")
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("source", help="compact logs root ({task}/{algo}/seed{n}.json.gz) or, with --raw, a runs dir")
+    p.add_argument("--raw", action="store_true", help="source is a sweep runs directory")
+    a = p.parse_args(argv)
+    if a.raw:
+        from benchmark.aggregate import discover
+        runs = discover(a.source)
+    else:
+        from benchmark.compact import discover_logs
+        runs = discover_logs(a.source)
+    print("\n".join(markdown(evaluate(runs))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -438,6 +438,63 @@ def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: floa
     return (g - ell * (torch.dot(ell, g) / (damping + torch.dot(ell, ell)))) / damping
 
 
+# --- The SMAC step for any policy network (copy these three functions into your loop) ---------
+def trainable_parameters(params) -> list:
+    """The parameters SMAC acts on: an nn.Module's or an iterable's parameters with requires_grad
+    (frozen ones are excluded and left untouched). Their order fixes the flat layout."""
+    params = params.parameters() if isinstance(params, nn.Module) else params
+    return [p for p in params if p.requires_grad]
+
+
+def smac_direction(params, log_probs: torch.Tensor, advantages: torch.Tensor, damping: float) -> torch.Tensor:
+    """The batch-mean SMAC direction (Practical Method) for any differentiable policy:
+
+        l_bar = grad_theta mean_i log pi(a_i|s_i),    g = grad_theta mean_i log pi(a_i|s_i) A_i
+        returns F~^-1 g,  F~ = damping * I + l_bar l_bar^T    (Sherman-Morrison, O(d))
+
+    params      an nn.Module or an iterable of parameters (those without requires_grad are skipped)
+    log_probs   (B,) log-probabilities of the taken actions, WITH their autograd graph
+    advantages  (B,) advantages (treated as constants)
+    Returns a flat (d,) tensor laid out like torch.cat([p.reshape(-1) for p in trainable params]);
+    ascend with apply_step_(params, direction, lr). Both gradients come from ONE batched
+    vector-Jacobian product (the two weightings 1/B and A_i/B stacked), not two backward passes."""
+    ell, g = mean_score_and_gradient(params, log_probs, advantages)
+    return sherman_morrison_direction(g, ell, damping)
+
+
+def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages: torch.Tensor):
+    """(l_bar, g) of smac_direction, flat, for any network: one batched vector-Jacobian product."""
+    params = trainable_parameters(params)
+    if log_probs.dim() != 1 or advantages.shape != log_probs.shape:
+        raise ValueError(f"log_probs and advantages must both have shape (B,), got {tuple(log_probs.shape)} "
+                         f"and {tuple(advantages.shape)}")
+    B = log_probs.shape[0]
+    weights = torch.stack([torch.full_like(log_probs, 1.0 / B), advantages.detach().to(log_probs.dtype) / B])
+    try:  # one backward, vmapped over the two weightings
+        grads = torch.autograd.grad(log_probs, params, grad_outputs=weights, is_grads_batched=True,
+                                    allow_unused=True)
+    except RuntimeError:  # an op without a batching rule: two plain backward passes instead
+        grads = [torch.stack(gs) if gs[0] is not None else None for gs in zip(
+            *(torch.autograd.grad(log_probs, params, grad_outputs=w, retain_graph=True, allow_unused=True)
+              for w in weights))]
+    flat = torch.cat([(torch.zeros(2, p.numel(), dtype=p.dtype, device=p.device) if gr is None
+                       else gr.reshape(2, -1)) for p, gr in zip(params, grads)], dim=1)
+    return flat[0], flat[1]
+
+
+@torch.no_grad()
+def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
+    """theta <- theta + lr * direction (ascent on J) for the flat layout of smac_direction."""
+    params = trainable_parameters(params)
+    d = sum(p.numel() for p in params)
+    if direction.numel() != d:
+        raise ValueError(f"direction has {direction.numel()} entries, the trainable parameters {d}")
+    offset = 0
+    for p in params:
+        p.add_(direction[offset:offset + p.numel()].view_as(p), alpha=lr)
+        offset += p.numel()
+
+
 def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
     """Generalized advantage estimation (paper, section SM-ActorCritic):
 
@@ -522,16 +579,19 @@ def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: tor
     xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
     with torch.no_grad():
         adv = advantages.unsqueeze(-1)
-        ell_parts, g_parts = [], []
-        if dlog_std is not None:  # log_std comes first in actor.parameters() (own parameters precede submodules')
-            ell_parts.append(dlog_std.sum(0))
-            g_parts.append((dlog_std * adv).sum(0))
-        for x, delta in zip(xs, deltas):
+        parts = {}  # parameter -> (its part of sum_i l_i, its part of sum_i A_i l_i)
+        if dlog_std is not None:
+            parts[actor.log_std] = (dlog_std.sum(0), (dlog_std * adv).sum(0))
+        for linear, x, delta in zip(actor.linears, xs, deltas):
             weighted = delta * adv  # A_i delta_i
-            ell_parts += [(delta.T @ x).reshape(-1), delta.sum(0)]  # sum_i delta_i x_i^T, sum_i delta_i
-            g_parts += [(weighted.T @ x).reshape(-1), weighted.sum(0)]  # sum_i A_i delta_i x_i^T, ...
+            parts[linear.weight] = ((delta.T @ x).reshape(-1), (weighted.T @ x).reshape(-1))  # sum_i (A_i) delta_i x_i^T
+            parts[linear.bias] = (delta.sum(0), weighted.sum(0))
+        params = list(actor.parameters())  # the flat layout is read from the module, not assumed
+        if len(parts) != len(params) or any(p not in parts for p in params):
+            raise TypeError("mean_score_and_policy_gradient: the actor has parameters outside its Linear layers "
+                            "and log_std; use mean_score_and_gradient (the generic path)")
         batch = obs.shape[0]
-        return torch.cat(ell_parts) / batch, torch.cat(g_parts) / batch
+        return (torch.cat([parts[p][0] for p in params]) / batch, torch.cat([parts[p][1] for p in params]) / batch)
 
 
 def per_sample_score_sq_norms(xs, deltas, dlog_std) -> torch.Tensor:
@@ -622,12 +682,15 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     per-sample-parallel: smac_per_sample_parallel_step. batch-mean with --prev-ef-beta > 0: F~ is
     replaced by F_k = lambda_k I + sum_j w_j l_bar_j l_bar_j^T (prev_ef_push_, woodbury_direction).
     --step-normalization: the direction is rescaled to |g| (normalize_step)."""
-    params = list(actor.parameters())
+    params = trainable_parameters(actor)
     if args.fisher == "per-sample":
         return smac_per_sample_step(actor, batch, args, params)
     if args.fisher == "per-sample-parallel":
         return smac_per_sample_parallel_step(actor, batch, args, params)
-    ell, g = mean_score_and_policy_gradient(actor, batch["obs"], batch["actions"], batch["advantages"])
+    if type(actor) is Actor:  # the trainer's own MLP: one backward to the pre-activations (fast path)
+        ell, g = mean_score_and_policy_gradient(actor, batch["obs"], batch["actions"], batch["advantages"])
+    else:  # any other network (a subclass may change the forward): the generic path of smac_direction
+        ell, g = mean_score_and_gradient(params, actor.log_prob(batch["obs"], batch["actions"]), batch["advantages"])
     if args.ent_coef > 0:
         g = g + args.ent_coef * flat_grad(actor.entropy(batch["obs"]).mean(), params)
     if args.loss_reduction == "sum":  # sums over the batch instead of means: B l_bar, B g
@@ -669,6 +732,8 @@ def smac_per_sample_parallel_step(actor: Actor, batch: dict, args: Args, params)
     per-sample does; no entropy bonus (as per-sample). |l_i|^2 and sum_i c_i l_i come from the per-layer
     factors (per_sample_score_sq_norms, weighted_score_sums): O(d + B * widths) memory.
     Diagnostics, as per-sample: g = mean_i g_i, step = mean_i F_i^-1 g_i (theta moves by eta * B * step)."""
+    if type(actor) is not Actor:
+        raise TypeError("--fisher per-sample-parallel needs the trainer's Actor MLP (per-layer score factors)")
     obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
     xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
     with torch.no_grad():

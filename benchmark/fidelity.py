@@ -123,6 +123,54 @@ def choose(rows: list[dict]) -> str:
     return "literal" if literal and best["held"] <= literal["held"] else best["reading"]
 
 
+def report_section(logs_dir=LOGS, results_dir=RESULTS) -> list[str]:
+    """REPORT.md's fidelity section: the rule, every reading's score and per-claim verdicts, the choice."""
+    import json
+    L = ["## Fidelity study: which reading of the paper reproduces its own claims?\n",
+         "`python benchmark/fidelity.py run && python benchmark/fidelity.py score` (issue 11). Every reading keeps "
+         "the paper's hyper-parameter rows and changes one paper-silent choice; 3 seeds x "
+         f"{BUDGET // 1000}k steps on Acrobot and CartPole, the paper's five algorithms. The rule, written into "
+         "`benchmark/fidelity.py` before the runs:\n"]
+    L += ["> " + line for line in RULE.splitlines()]
+    L.append("")
+    check = os.path.join(results_dir, "adam_check.json")
+    if os.path.isfile(check):
+        c = json.load(open(check))
+        L.append(f"**The Adam argument, measured** (`python benchmark/fidelity.py adam-check`): the paper's CartPole "
+                 f"AC-Adam row under the literal reading makes {c['adam_steps']} Adam steps by 111k env steps; the "
+                 f"largest change of any actor parameter is {c['max_param_change']:.4f} (bound 3.2·η·steps = "
+                 f"{c['bound']:.4f}) and the last 10 episodes return {c['mean_return_last10']:.1f} (a random policy "
+                 f"≈ 22), against the paper's claim of 750 at ≈ 111k. The paper cannot have run AC-Adam this way.\n")
+    rows = score(logs_dir, results_dir, write=False)
+    if not rows:
+        return L + ["No fidelity runs yet.\n"]
+    verdicts = {}
+    for r in sorted(os.listdir(logs_dir)):
+        runs = compact.discover_logs(os.path.join(logs_dir, r))
+        if runs:
+            verdicts[r] = {v["id"]: v for v in milestones.evaluate(runs, tasks=TASKS)}
+    names = [r["reading"] for r in rows]
+    L.append("| Reading | Flags | Claims held | Runs (diverged) |")
+    L.append("|---|---|---|---|")
+    for r in sorted(rows, key=lambda r: -r["held"]):
+        desc = READINGS[r["reading"]][2] if r["reading"] in READINGS else "union of " + r["reading"].replace("+", " and ")
+        L.append(f"| `{r['reading']}` — {desc} | `{r['flags'] or '(none)'}` | {r['held']}/{r['evaluable']} | "
+                 f"{r['runs']} ({r['diverged']}) |")
+    L.append("")
+    L.append("Per claim (✓ held, ✗ not held; the crossing steps are in `benchmark/results/fidelity/claims.csv`):\n")
+    ids = [c["id"] for c in milestones.CLAIMS if c["task"] in TASKS]
+    L.append("| Claim | " + " | ".join(f"`{n}`" for n in names) + " |")
+    L.append("|---|" + "---|" * len(names))
+    mark = {"held": "✓", "not held": "✗"}
+    for cid in ids:
+        L.append(f"| {cid} | " + " | ".join(mark.get(verdicts[n][cid]["verdict"], verdicts[n][cid]["verdict"])
+                                           for n in names) + " |")
+    L.append("")
+    chosen = choose(rows)
+    L.append(f"**Chosen by the rule: `{chosen}`.**\n")
+    return L
+
+
 def adam_check(budget: int = 111_000, seed: int = 1) -> dict:
     """Run the paper's CartPole AC-Adam row (paper-literal) and measure how far the actor moved:
     max |theta - theta_0| over parameters against the bound 3.2 * eta * (number of Adam steps)."""
@@ -160,7 +208,12 @@ def main(argv=None) -> int:
         print(RULE)
         return 0
     if a.cmd == "adam-check":
-        print(adam_check())
+        import json
+        res = adam_check()
+        os.makedirs(RESULTS, exist_ok=True)
+        with open(os.path.join(RESULTS, "adam_check.json"), "w") as f:
+            json.dump(res, f, indent=2)
+        print(res)
         return 0
     if a.cmd == "score":
         rows = score()

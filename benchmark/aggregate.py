@@ -435,14 +435,18 @@ def classify(run: dict, budget: int) -> str:
 
 
 def aggregate(runs_dir: str = DEFAULT_RUNS, results_dir: str = DEFAULT_RESULTS,
-              budget_spec: Optional[str] = None) -> dict:
+              budget_spec: Optional[str] = None, logs_dir: Optional[str] = None) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # nan-medians of bins without any update
-        return _aggregate(runs_dir, results_dir, budget_spec)
+        return _aggregate(runs_dir, results_dir, budget_spec, logs_dir)
 
 
-def _aggregate(runs_dir, results_dir, budget_spec) -> dict:
-    runs = discover(runs_dir)
+def _aggregate(runs_dir, results_dir, budget_spec, logs_dir=None) -> dict:
+    if logs_dir:  # committed compact logs (benchmark/compact.py) instead of raw run directories
+        from benchmark.compact import discover_logs
+        runs = discover_logs(logs_dir)
+    else:
+        runs = discover(runs_dir)
     budgets = task_budgets(runs, budget_spec)
     os.makedirs(results_dir, exist_ok=True)
     groups: dict = {}
@@ -562,12 +566,14 @@ def write_csv(path: str, rows: list[dict]) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Aggregate benchmark runs with the paper's protocol.")
     p.add_argument("--runs-dir", default=DEFAULT_RUNS)
+    p.add_argument("--logs-dir", default=None, help="read committed compact logs ({task}/{algo}/seed{n}.json.gz, "
+                   "e.g. benchmark/results/logs) instead of --runs-dir")
     p.add_argument("--results-dir", default=DEFAULT_RESULTS)
     p.add_argument("--budget", default=None, help="as sweep.py --budget; default: each task's budget from job.json")
     p.add_argument("--report", action="store_true", help="also write the report (benchmark/report.py)")
     p.add_argument("--report-path", default=os.path.join(REPO, "benchmark", "REPORT.md"))
     args = p.parse_args(argv)
-    out = aggregate(args.runs_dir, args.results_dir, args.budget)
+    out = aggregate(args.runs_dir, args.results_dir, args.budget, args.logs_dir)
     print(f"aggregated {out['runs']} runs into {out['cells']} task x algorithm cells -> {args.results_dir}")
     if args.report:
         from benchmark import report

@@ -8,7 +8,10 @@ Setup: Gaussian actor MLP with Hopper's dimensions (obs 11, act 3), two tanh hid
 width w (d = w^2 + 16 w + 6: w = 64 -> 5.1e3, w = 2000 -> 4.0e6), batch T = 1000 of random
 normal observations, actions and advantages. Every method calls the trainer's own step function
 (smac_a2c.ACTOR_STEPS) with its default flags, in the same process, on the same batch:
-sgd, adam, smac (batch-mean), smac-ps (per-sample, Algorithm 1: T backward passes), cg, kfac.
+sgd, adam, smac (batch-mean, the trainer's one-backward fast path), smac-generic (the public
+smac_direction + apply_step_: one batched vector-Jacobian product, any network), smac-2bw (the same
+with two plain backward passes, what the batched product replaces), smac-ps (per-sample, Algorithm 1:
+T backward passes), cg, kfac.
 
 Time: median over --repeats calls after --warmup calls (K-FAC's first call creates its factors,
 so its timed calls are steady-state: EMA update + eigendecompositions, every call with the default
@@ -50,7 +53,26 @@ import torch  # noqa: E402
 import smac_a2c as S  # noqa: E402
 
 OBS_DIM, ACT_DIM = 11, 3  # Hopper
-METHODS = ["sgd", "adam", "smac", "smac-ps", "cg", "kfac"]
+METHODS = ["sgd", "adam", "smac", "smac-generic", "smac-2bw", "smac-ps", "cg", "kfac"]
+
+
+def generic_smac_step(actor, batch, args, state):
+    """The drop-in path: log-probs with their graph -> smac_direction -> apply_step_."""
+    direction = S.smac_direction(actor, actor.log_prob(batch["obs"], batch["actions"]), batch["advantages"],
+                                 args.damping)
+    S.apply_step_(actor, direction, args.learning_rate)
+    return {"g": direction, "step": direction}
+
+
+def two_backward_smac_step(actor, batch, args, state):
+    """Reference for smac-generic: l_bar and g from two separate backward passes."""
+    params = list(actor.parameters())
+    log_probs = actor.log_prob(batch["obs"], batch["actions"])
+    ell = S.flat_grad(log_probs.mean(), params, retain_graph=True)
+    g = S.flat_grad((log_probs * batch["advantages"]).mean(), params)
+    direction = S.sherman_morrison_direction(g, ell, args.damping)
+    S.add_to_params_(params, direction, args.learning_rate)
+    return {"g": g, "step": direction}
 
 
 def setup(width: int, batch: int, device: str, seed: int = 0):
@@ -66,6 +88,9 @@ def make_step(method: str):
     """(step function, Args) with the trainer's defaults; a tiny eta so repeated calls stay finite."""
     if method == "smac-ps":
         return S.ACTOR_STEPS["smac"], S.Args(optimizer="smac", fisher="per-sample", learning_rate=1e-5)
+    if method in ("smac-generic", "smac-2bw"):
+        return ({"smac-generic": generic_smac_step, "smac-2bw": two_backward_smac_step}[method],
+                S.Args(optimizer="smac", learning_rate=1e-5))
     return S.ACTOR_STEPS[method], S.Args(optimizer=method, learning_rate=1e-5)
 
 

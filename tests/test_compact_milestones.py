@@ -1,0 +1,107 @@
+"""Compact run logs (pack/load, the sweep skipping committed runs) and the milestone evaluator on
+hand-made curves whose crossing steps are computed by hand."""
+
+import csv
+import math
+import os
+
+import numpy as np
+import pytest
+
+import smac_a2c as sa
+from benchmark import compact, fidelity, milestones, sweep
+
+BUDGET = 100_000
+
+
+def fake_run(task, algo, seed, jump_at, low=0.0, high=1000.0, budget=BUDGET, status="finished"):
+    """One episode per 500 steps; return `low` before `jump_at`, `high` from it on."""
+    steps = np.arange(500, budget + 1, 500, dtype=np.float64)
+    returns = np.where(steps <= jump_at, low, high)
+    return {"task": task, "algo": algo, "seed": seed, "job_budget": budget, "last_step": budget, "status": status,
+            "episodes": {"global_step": steps, "episodic_return": returns}}
+
+
+def test_first_crossing_by_hand():
+    # bins of 1000 steps; a jump after bin 49 -> EWM(0.1) s_k = 1000 (1 - 0.9^(k-49)) for k >= 50;
+    # >= 750 first when 0.9^m <= 0.25, m = 14 (0.9^13 = 0.254, 0.9^14 = 0.229): bin 63, step 64k
+    run = fake_run("CartPole", "smac", 1, 50_000)
+    _, curves = milestones.cell_curves([run])[("CartPole", "smac")]
+    assert milestones.first_crossing(curves[0], 750, BUDGET) == 64_000
+    assert milestones.first_crossing(curves[0], 1001, BUDGET) is None
+    assert math.isclose(curves[0][63], 1000 * (1 - 0.9 ** 14))
+
+
+CLAIMS = [
+    {"id": "reach", "task": "CartPole", "kind": "reach_by", "algo": "smac", "threshold": 750, "step": 60_000,
+     "needs": 60_000, "text": "smac reaches 750 by 60k"},
+    {"id": "reach-late", "task": "CartPole", "kind": "reach_by", "algo": "smac", "threshold": 750, "step": 40_000,
+     "needs": 40_000, "text": "smac reaches 750 by 40k"},
+    milestones._slower("cg-slower", "CartPole", "cg", 750, 1.1, 60_000, "cg slower"),
+    milestones._slower("sgd-slower", "CartPole", "sgd", 750, 1.6, 60_000, "sgd slower"),
+    {"id": "kfac-low", "task": "CartPole", "kind": "never_above", "algo": "kfac", "threshold": 400, "needs": 90_000,
+     "text": "kfac never above 400"},
+    {"id": "far", "task": "CartPole", "kind": "reach_by", "algo": "smac", "threshold": 750, "step": 1_500_000,
+     "needs": 1_500_000, "text": "beyond"},
+    {"id": "missing", "task": "Hopper", "kind": "reach_by", "algo": "smac", "threshold": 1, "step": 1, "needs": 1,
+     "text": "no runs"},
+]
+
+
+def test_claim_verdicts_by_hand():
+    runs = [fake_run("CartPole", "smac", s, 50_000) for s in (1, 2)]
+    runs += [fake_run("CartPole", "cg", 1, 60_000)]            # crosses at 74k: slower than smac -> held
+    runs += [fake_run("CartPole", "sgd", 1, 40_000)]           # crosses at 54k: faster -> "sgd slower" not held
+    runs += [fake_run("CartPole", "kfac", 1, 0, high=300.0)]   # constant 300: never above 400 -> held
+    rows = {r["id"]: r for r in milestones.evaluate(runs, claims=CLAIMS)}
+    assert rows["reach"]["verdict"] == "held" and "64k" in rows["reach"]["measured"]
+    assert rows["reach-late"]["verdict"] == "not held"         # 64k > 1.25 x 40k
+    assert rows["cg-slower"]["verdict"] == "held" and "1.16x" in rows["cg-slower"]["measured"]
+    assert rows["sgd-slower"]["verdict"] == "not held" and "0.84x" in rows["sgd-slower"]["measured"]
+    assert rows["kfac-low"]["verdict"] == "held"
+    assert rows["far"]["verdict"] == "beyond budget" and rows["missing"]["verdict"] == "no runs"
+    assert rows["reach"]["seeds"] == "64k, 64k"
+
+
+def test_fidelity_choice_rule():
+    rows = [{"reading": "literal", "held": 2, "changes": 0}, {"reading": "sum", "held": 5, "changes": 1},
+            {"reading": "minibatch-100", "held": 5, "changes": 1}, {"reading": "norm", "held": 1, "changes": 1}]
+    assert fidelity.choose(rows) == "sum"          # tie on score and changes: fewer actor steps per rollout
+    rows[1]["held"] = 4
+    assert fidelity.choose(rows) == "minibatch-100"
+    assert fidelity.choose([{"reading": "literal", "held": 3, "changes": 0},
+                            {"reading": "relu", "held": 3, "changes": 1}]) == "literal"
+    assert fidelity.reading_flags("sum+minibatch-10") == ["--loss-reduction", "sum", "--num-minibatches", "10"]
+
+
+def test_pack_load_round_trip_and_sweep_skips_committed_runs(tmp_path):
+    assert sa.main(["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "300", "--runs-dir",
+                    str(tmp_path / "runs"), "--no-tensorboard", "--no-progress"]) == 0
+    run_dir = os.path.join(tmp_path / "runs", os.listdir(tmp_path / "runs")[0])
+    logs = tmp_path / "logs"
+    path = compact.pack(run_dir, compact.log_path(str(logs), "CartPole", "smac", 1), "CartPole", "smac", 1, 300)
+    rec = compact.load(path)
+    with open(os.path.join(run_dir, "episodes.csv")) as f:
+        rows = list(csv.DictReader(f))
+    assert rec["status"] == "finished" and rec["last_step"] == 300 and rec["job_budget"] == 300
+    assert np.array_equal(rec["episodes"]["global_step"], [float(r["global_step"]) for r in rows])
+    assert np.allclose(rec["episodes"]["episodic_return"], [float(r["episodic_return"]) for r in rows], rtol=1e-6)
+    assert rec["updates"]["update"].tolist() == [1, 2, 3] and rec["cfg"]["env_id"] == "CartPole-v1"
+    # a committed finished log counts as done although the raw run directory is absent ...
+    job = sweep.make_jobs(["CartPole"], ["smac"], [1], {"CartPole": 300}, str(tmp_path / "grid"),
+                          logs_dir=str(logs))[0]
+    assert sweep.inspect_job(job) == ("done", None)
+    # ... but not for a larger budget
+    job = sweep.make_jobs(["CartPole"], ["smac"], [1], {"CartPole": 600}, str(tmp_path / "grid"),
+                          logs_dir=str(logs))[0]
+    assert sweep.inspect_job(job)[0] == "fresh"
+    assert len(compact.discover_logs(str(logs))) == 1
+
+
+def test_sweep_packs_a_finished_run(tmp_path):
+    logs = tmp_path / "logs"
+    assert sweep.main(["--tasks", "CartPole", "--algos", "sgd", "--seeds", "1", "--budget", "400", "--num-steps",
+                       "200", "--runs-dir", str(tmp_path / "runs"), "--logs-dir", str(logs), "--workers", "1",
+                       "--extra-flags", "--num-minibatches 2"]) == 0
+    rec = compact.load(compact.log_path(str(logs), "CartPole", "sgd", 1))
+    assert rec["status"] == "finished" and rec["cfg"]["num_minibatches"] == 2 and rec["job_budget"] == 400

@@ -30,7 +30,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Literal, Optional
 
 import gymnasium as gym
@@ -166,8 +166,18 @@ def check_args(args: Args) -> None:
             raise ConfigError(f"{flag} must be in [0, 1], got {value}")
     for flag, value in {"--ent-coef": args.ent_coef, "--max-grad-norm": args.max_grad_norm,
                         "--checkpoint-every": args.checkpoint_every}.items():
-        if not value >= 0:
-            raise ConfigError(f"{flag} must be >= 0, got {value}")
+        if not (value >= 0 and math.isfinite(value)):
+            raise ConfigError(f"{flag} must be a finite number >= 0, got {value}")
+    if not math.isfinite(args.log_std_init):
+        raise ConfigError(f"--log-std-init must be a finite number, got {args.log_std_init}")
+    if not 0 <= args.seed < 2**32:
+        raise ConfigError(f"--seed must be in [0, 2**32), got {args.seed}")
+    if (not args.exp_name or "/" in args.exp_name or os.sep in args.exp_name or ".." in args.exp_name
+            or args.exp_name.startswith(".")):
+        raise ConfigError(f"--exp-name must be a plain name (no '/', no '..', not starting with '.'), got {args.exp_name!r}")
+    name_len = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}-99".encode())
+    if name_len > 255:
+        raise ConfigError(f"--exp-name is too long: the run directory name would have {name_len} bytes (limit 255)")
     for flag, value in {"--num-minibatches": args.num_minibatches, "--update-epochs": args.update_epochs}.items():
         if not value >= 1:
             raise ConfigError(f"{flag} must be >= 1, got {value}")
@@ -247,8 +257,8 @@ class RunningMeanStd:
         self.var = (self.var * self.count + batch_var * n + delta**2 * self.count * n / total) / total
         self.count = total
 
-    def state_dict(self) -> dict:
-        return {"mean": self.mean, "var": self.var, "count": self.count}
+    def state_dict(self) -> dict:  # plain Python: checkpoints load with weights_only=True
+        return {"mean": np.asarray(self.mean).tolist(), "var": np.asarray(self.var).tolist(), "count": float(self.count)}
 
     def load_state_dict(self, d: dict) -> None:
         self.mean, self.var, self.count = np.asarray(d["mean"]), np.asarray(d["var"]), float(d["count"])
@@ -282,7 +292,7 @@ class Normalizer:
 
     def state_dict(self) -> dict:
         return {"obs_rms": self.obs_rms.state_dict(), "ret_rms": self.ret_rms.state_dict(),
-                "discounted_return": self.discounted_return}
+                "discounted_return": np.asarray(self.discounted_return).tolist()}
 
     def load_state_dict(self, d: dict) -> None:
         self.obs_rms.load_state_dict(d["obs_rms"])
@@ -1020,6 +1030,7 @@ class RunLogger:
 
 
 def save_checkpoint(path: str, actor, critic, critic_opt, actor_state, normalizer, rng, args, global_step, update):
+    """Tensors and plain Python only, so that load_checkpoint can use torch.load(weights_only=True)."""
     tmp = path + ".tmp"
     torch.save({
         "args": asdict(args), "global_step": global_step, "update": update,
@@ -1045,24 +1056,48 @@ def load_actor_state(saved: dict, actor: Actor, args: Args) -> dict:
     return state
 
 
+CHECKPOINT_KEYS = {"args", "global_step", "update", "actor", "critic", "critic_opt", "actor_state", "normalizer", "rng"}
+
+
 def load_checkpoint(path: str) -> dict:
+    """Load a checkpoint without executing code: torch.load(weights_only=True) accepts only tensors and
+    plain Python containers (numpy arrays of checkpoints written before that rule are allowed too)."""
     if os.path.isdir(path):
         path = os.path.join(path, "checkpoint.pt")
     if not os.path.isfile(path):
         raise ConfigError(f"checkpoint {path!r} does not exist")
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
-        assert isinstance(ckpt, dict) and {"args", "actor", "critic", "normalizer"} <= ckpt.keys()
+        with torch.serialization.safe_globals(_numpy_array_globals()):
+            ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
-        raise ConfigError(f"checkpoint {path!r} is corrupt or not a smac_a2c checkpoint ({type(e).__name__})") from None
+        raise ConfigError(f"checkpoint {path!r} is corrupt, not a smac_a2c checkpoint, or holds objects that "
+                          f"could run code ({type(e).__name__}); it was not loaded") from None
+    missing = CHECKPOINT_KEYS - set(ckpt) if isinstance(ckpt, dict) else CHECKPOINT_KEYS
+    if missing:
+        raise ConfigError(f"checkpoint {path!r} is not a complete smac_a2c checkpoint (missing: {', '.join(sorted(missing))})")
     ckpt["path"] = path
     return ckpt
 
 
+def _numpy_array_globals() -> list:
+    """What an older checkpoint's numpy arrays unpickle through (data only, no code)."""
+    out = [np.ndarray, np.dtype, type(np.dtype(np.float64))]
+    for mod in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        try:
+            out.append(getattr(__import__(mod, fromlist=["_reconstruct"]), "_reconstruct"))
+        except (ImportError, AttributeError):
+            pass
+    return out
+
+
 def args_from_checkpoint(saved: dict) -> Args:
-    saved = dict(saved)
-    saved["hidden_sizes"] = tuple(saved["hidden_sizes"])
-    return Args(**saved)
+    known = {f.name for f in fields(Args)}
+    try:
+        saved = {k: v for k, v in dict(saved).items() if k in known}
+        saved["hidden_sizes"] = tuple(saved["hidden_sizes"])
+        return Args(**saved)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"checkpoint flags are unreadable ({type(e).__name__}: {e})") from None
 
 
 # ====================================================================================
@@ -1075,9 +1110,13 @@ def evaluate(ckpt: dict, episodes: int, seed: int) -> tuple[float, float]:
     discrete = isinstance(act_space, gym.spaces.Discrete)
     actor = Actor(obs_space.shape[0], act_space.n if discrete else act_space.shape[0], discrete,
                   args.hidden_sizes, args.log_std_init, args.activation)
-    actor.load_state_dict(ckpt["actor"])
     normalizer = Normalizer(obs_space.shape[0], args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
-    normalizer.load_state_dict(ckpt["normalizer"])
+    try:
+        actor.load_state_dict(ckpt["actor"])
+        normalizer.load_state_dict(ckpt["normalizer"])
+    except (RuntimeError, KeyError, ValueError, TypeError) as e:
+        raise ConfigError(f"checkpoint {ckpt['path']!r} does not fit its own environment or networks "
+                          f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
     policy, env, returns = RolloutPolicy(actor), make_env(args.env_id)(), []
     for ep in range(episodes):
         obs, _ = env.reset(seed=seed + ep)
@@ -1099,169 +1138,306 @@ def evaluate(ckpt: dict, episodes: int, seed: int) -> tuple[float, float]:
 # ====================================================================================
 def train(args: Args, resume: Optional[dict] = None) -> tuple[str, str]:
     """Train; returns (run directory, status). Writes summary.json with status finished /
-    interrupted / diverged; the exit code is 0, 130 (Ctrl-C) or 3 (diverged)."""
-    obs_space, act_space = check_env_id(args.env_id)
-    discrete = isinstance(act_space, gym.spaces.Discrete)
-    obs_dim, act_dim = obs_space.shape[0], (act_space.n if discrete else act_space.shape[0])
-
-    torch.set_num_threads(args.torch_threads)
-    device = torch.device("cpu")
-    if args.cuda:
-        if torch.cuda.is_available():
-            device = torch.device("cuda")
-        else:
-            print("--cuda: no CUDA device is available; running on the CPU", file=sys.stderr)
-
-    if resume is None:
-        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-        run_dir = os.path.join(args.runs_dir, run_name)
-        os.makedirs(run_dir, exist_ok=True)
-    else:
-        run_dir = os.path.dirname(os.path.abspath(resume["path"]))
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    rng = np.random.default_rng(args.seed)
-
-    actor = Actor(obs_dim, act_dim, discrete, args.hidden_sizes, args.log_std_init, args.activation).to(device)
-    critic = Critic(obs_dim, args.hidden_sizes, args.activation).to(device)
-    critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
-    actor_state: dict = {}
-    normalizer = Normalizer(obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
-    global_step, update = 0, 0
-    if resume is not None:
-        actor.load_state_dict(resume["actor"])
-        critic.load_state_dict(resume["critic"])
-        critic_opt.load_state_dict(resume["critic_opt"])
-        normalizer.load_state_dict(resume["normalizer"])
-        actor_state = load_actor_state(resume["actor_state"], actor, args)
-        global_step, update = resume["global_step"], resume["update"]
-        rng.bit_generator.state = resume["rng"]["numpy"]
-        torch.set_rng_state(resume["rng"]["torch"])
-        random.setstate(resume["rng"]["python"])
-
-    with open(os.path.join(run_dir, "config.json"), "w") as f:
-        json.dump({"args": asdict(args), "device": str(device), "torch": torch.__version__,
-                   "gymnasium": gym.__version__, "mujoco": _version("mujoco"), "numpy": np.__version__,
-                   "python": sys.version.split()[0], "resumed_from_step": global_step}, f, indent=2)
-    logger = RunLogger(run_dir, args.tensorboard, append=resume is not None)
-    ckpt_path = os.path.join(run_dir, "checkpoint.pt")
-
-    # SAME_STEP autoreset: see Rollout.collect
-    envs = gym.vector.SyncVectorEnv([make_env(args.env_id) for _ in range(args.num_envs)],
-                                    autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
-    obs, _ = envs.reset(seed=args.seed + update * args.num_envs)
-
-    T, N = args.num_steps, args.num_envs
-    rollout = Rollout(T, N, obs_dim, () if discrete else (act_dim,))
-    recent_returns: list[float] = []
-    policy = RolloutPolicy(actor)
-    status, start_time, start_step = "finished", time.time(), global_step
-    show_progress = args.progress and sys.stdout.isatty()
-
-    def to_tensor(x):
-        return torch.as_tensor(x, dtype=torch.float32, device=device)
-
-    def checkpoint():
-        save_checkpoint(ckpt_path, actor, critic, critic_opt, actor_state, normalizer, rng, args, global_step, update)
-
-    # Ctrl-C sets a flag; the loop stops after the current update, so a checkpoint never holds
-    # a counted-but-unused rollout or half-written parameters.
-    stop = {"requested": False}
-    previous_handler = None
-    if threading.current_thread() is threading.main_thread():
-        previous_handler = signal.signal(signal.SIGINT, lambda signum, frame: stop.update(requested=True))
-    try:
-        while global_step < args.total_timesteps and not stop["requested"]:
-            # ---- rollout: T steps with the current policy and normalization statistics ----
-            obs, episodes = rollout.collect(envs, obs, policy, normalizer, rng, args.bootstrap_truncation)
-            for t, ret, length in episodes:
-                logger.episode(global_step + (t + 1) * N, ret, length)
-                recent_returns = (recent_returns + [ret])[-10:]
-            global_step += T * N
-            buf_obs, buf_next_obs, buf_actions = rollout.obs, rollout.next_obs, rollout.actions
-            buf_rewards, buf_terms, buf_dones = rollout.rewards, rollout.terminations, rollout.dones
-
-            # ---- advantages (GAE) with the critic before its update ----
-            with torch.no_grad():
-                norm_obs = to_tensor(normalizer.obs(buf_obs)).reshape(T * N, obs_dim)
-                values = critic(norm_obs).reshape(T, N).cpu().numpy()
-                next_values = critic(to_tensor(normalizer.obs(buf_next_obs))).cpu().numpy()
-            rewards = normalizer.rewards(buf_rewards, buf_dones)
-            advantages, returns = compute_gae(rewards, values, next_values, buf_terms, buf_dones,
-                                              args.gamma, args.gae_lambda)
-            adv = to_tensor(advantages).reshape(-1)
-            if args.norm_adv:
-                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-            actions_t = to_tensor(buf_actions).reshape((T * N,) if discrete else (T * N, act_dim))
-            batch = {"obs": norm_obs, "actions": actions_t, "advantages": adv}
-
-            # ---- one actor step, then the critic (Algorithm 1 order) ----
-            good_state = (copy.deepcopy(actor.state_dict()), copy.deepcopy(critic.state_dict()),
-                          copy.deepcopy(critic_opt.state_dict()), actor_state_dict(actor_state))  # O(d) copies
-            if device.type == "cuda":
-                torch.cuda.synchronize()
+    interrupted / diverged; main() turns it into exit code 0, 130 (Ctrl-C), 143 (SIGTERM) or 3."""
+    env_info = check_env_id(args.env_id)
+    device = pick_device(args)
+    run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
+    with RunLock(run_dir), StopSignals() as stop:
+        if resume is not None and resume["global_step"] >= args.total_timesteps:
+            print(f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps")
+            return run_dir, "finished"
+        run = Run(args, device, env_info, run_dir, resume)
+        T, N = args.num_steps, args.num_envs
+        while run.global_step < args.total_timesteps and not stop.signal:
+            run.obs, episodes = run.rollout.collect(run.envs, run.obs, run.policy, run.normalizer, run.rng,
+                                                    args.bootstrap_truncation)        # 1. rollout: T steps
+            run.log_episodes(episodes)
+            run.global_step += T * N
+            good = run.snapshot()               # the state to roll back to if this update goes bad
+            batch, returns = run.advantages()   # 2. GAE with the critic before its update
             t0 = time.perf_counter()
-            diags = actor_update(actor, batch, args, actor_state)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            actor_ms = (time.perf_counter() - t0) * 1e3
-            value_loss = critic_step(critic, critic_opt, norm_obs, to_tensor(returns).reshape(-1), args)
-            update += 1
-
-            finite = math.isfinite(value_loss) and all(torch.isfinite(p).all() for p in actor.parameters())
-            if not finite:
-                status = "diverged"
-                actor.load_state_dict(good_state[0])
-                critic.load_state_dict(good_state[1])
-                critic_opt.load_state_dict(good_state[2])
-                actor_state = load_actor_state(good_state[3], actor, args)
-                update -= 1
+            diags = actor_update(run.actor, batch, args, run.actor_state)            # 3. actor step(s)
+            actor_ms = run.elapsed_ms(t0)
+            value_loss = critic_step(run.critic, run.critic_opt, batch["obs"], returns, args)  # 4. critic
+            if not run.finite(value_loss):
+                run.restore(good)
+                run.status = "diverged"
                 break
-            with torch.no_grad():
-                logp = actor.log_prob(norm_obs, actions_t)
-                entropy = actor.entropy(norm_obs).mean().item()
-            # update normalization statistics only after the update used them (on-policy)
-            normalizer.obs_rms.update(buf_obs.reshape(T * N, obs_dim))
-            policy = RolloutPolicy(actor)
+            run.update += 1
+            run.after_update(batch, diags, value_loss, actor_ms)  # 5. statistics, log, checkpoint, progress
+        if stop.signal:
+            run.status, run.signal = "interrupted", stop.signal
+        return run_dir, run.finish()
 
-            logger.update(update_row(diags, update, global_step, value_loss, logp.mean().item(), entropy,
-                                     actor_ms, (global_step - start_step) / (time.time() - start_time)))
-            if args.checkpoint_every and update % args.checkpoint_every == 0:
-                checkpoint()
-            if show_progress:
-                print(f"\r{global_step:>10d}/{args.total_timesteps} steps | "
-                      f"SPS {(global_step - start_step) / (time.time() - start_time):6.0f} | "
-                      f"return(last 10) {np.mean(recent_returns) if recent_returns else float('nan'):9.2f}",
-                      end="", flush=True)
-    except KeyboardInterrupt:  # only if the handler could not be installed (not the main thread)
-        status = "interrupted"
-    finally:
-        if previous_handler is not None:
-            signal.signal(signal.SIGINT, previous_handler)
-    if stop["requested"] and status == "finished":
-        status = "interrupted"
 
-    if show_progress:
-        print()
-    if status in ("interrupted", "diverged") or args.save_model:
-        checkpoint()  # on divergence: the state before the update that went non-finite
-    if status == "diverged":
-        print(f"diverged at update {update + 1} (NaN/Inf in the value loss or actor parameters); "
-              f"last good state saved to {ckpt_path}", file=sys.stderr)
-    envs.close()
-    logger.close()
-    elapsed = time.time() - start_time
-    summary = {"status": status, "global_step": global_step, "updates": update, "wall_time_s": elapsed,
-               "sps": (global_step - start_step) / max(elapsed, 1e-9),
-               "mean_return_last10": float(np.mean(recent_returns)) if recent_returns else None,
-               "run_dir": run_dir}
-    with open(os.path.join(run_dir, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=2)
-    print(f"{status}: {global_step} steps in {elapsed:.1f}s ({summary['sps']:.0f} SPS), "
-          f"mean return of last 10 episodes {summary['mean_return_last10']}; run dir {run_dir}")
-    return run_dir, status
+def pick_device(args: Args) -> torch.device:
+    torch.set_num_threads(args.torch_threads)
+    if args.cuda and not torch.cuda.is_available():
+        print("--cuda: no CUDA device is available; running on the CPU", file=sys.stderr)
+    return torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+
+
+def create_run_dir(args: Args) -> str:
+    """runs/{env_id}__{exp_name}__{seed}__{unix_time}, created exclusively: a run never writes into a
+    directory another run owns (runs started in the same second get suffixes -2, -3, ...)."""
+    base = os.path.join(args.runs_dir, f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}")
+    try:
+        os.makedirs(args.runs_dir, exist_ok=True)
+        for k in range(1, 10_000):
+            path = base if k == 1 else f"{base}-{k}"
+            try:
+                os.mkdir(path)
+                return path
+            except FileExistsError:
+                continue
+    except OSError as e:
+        raise ConfigError(f"--runs-dir {args.runs_dir!r}: cannot create a run directory there ({e.strerror})") from None
+    raise ConfigError(f"--runs-dir {args.runs_dir!r}: too many runs named {os.path.basename(base)}")
+
+
+class RunLock:
+    """An exclusive lock on a run directory (flock on run_dir/.lock, holding the owner's pid): a second
+    trainer on the same directory is refused with exit 2. The kernel releases the lock when its owner
+    exits or dies, so a lock is never stale."""
+
+    def __init__(self, run_dir: str):
+        self.path, self.file = os.path.join(run_dir, ".lock"), None
+
+    def __enter__(self):
+        import fcntl
+        self.file = open(self.path, "a+")
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.file.seek(0)
+            owner = self.file.read().strip() or "?"
+            self.file.close()
+            raise ConfigError(f"run directory {os.path.dirname(self.path)!r} is in use by another trainer "
+                              f"(pid {owner}); wait for it to finish or stop it") from None
+        self.file.seek(0)
+        self.file.truncate()
+        self.file.write(str(os.getpid()))
+        self.file.flush()
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()  # closing releases the flock
+
+
+def run_dir_locked(run_dir: str) -> bool:
+    """Whether a live trainer holds run_dir's lock (for sweep.py)."""
+    try:
+        with RunLock(run_dir):
+            return False
+    except ConfigError:
+        return True
+
+
+class StopSignals:
+    """SIGINT (Ctrl-C) and SIGTERM (Slurm, Ray, Kubernetes) set `signal`; the loop stops after the current
+    update, so a checkpoint never holds a counted-but-unused rollout or half-written parameters."""
+
+    SIGNALS = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
+
+    def __init__(self):
+        self.signal, self.previous = None, {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig, name in self.SIGNALS.items():
+                self.previous[sig] = signal.signal(sig, lambda signum, frame, name=name: self._set(name))
+        return self
+
+    def _set(self, name):
+        self.signal = self.signal or name
+
+    def __exit__(self, exc_type, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        if exc_type is KeyboardInterrupt:  # handler not installed (not the main thread)
+            self.signal = "SIGINT"
+
+
+def truncate_logs_to(run_dir: str, global_step: int, update: int) -> None:
+    """Cut episodes.csv / updates.csv back to a checkpoint (rows after it, and a torn last line, are
+    dropped), so a resumed run appends after exactly the state it restored: after a hard kill the logs
+    run ahead of the last periodic checkpoint. Atomic (tmp + rename)."""
+    for name, column, limit in (("episodes.csv", "global_step", global_step), ("updates.csv", "update", update)):
+        path = os.path.join(run_dir, name)
+        if not os.path.isfile(path):
+            continue
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+        if not rows:
+            continue
+        header, i = rows[0], rows[0].index(column)
+        keep = [r for r in rows[1:] if len(r) == len(header) and _as_int(r[i]) is not None and _as_int(r[i]) <= limit]
+        if len(keep) != len(rows) - 1:
+            with open(path + ".tmp", "w", newline="") as f:
+                csv.writer(f).writerows([header] + keep)
+            os.replace(path + ".tmp", path)
+
+
+def _as_int(x: str) -> Optional[int]:
+    try:
+        return int(float(x))
+    except ValueError:
+        return None
+
+
+class Run:
+    """Everything one training run holds: environments, networks, optimizers, normalization, RNGs,
+    counters and logs, built fresh or restored from a checkpoint."""
+
+    def __init__(self, args: Args, device, env_info, run_dir: str, resume: Optional[dict]):
+        obs_space, act_space = env_info
+        self.args, self.device, self.run_dir = args, device, run_dir
+        self.discrete = isinstance(act_space, gym.spaces.Discrete)
+        self.obs_dim, self.act_dim = obs_space.shape[0], (act_space.n if self.discrete else act_space.shape[0])
+        random.seed(args.seed)
+        np.random.seed(args.seed)
+        torch.manual_seed(args.seed)
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        self.rng = np.random.default_rng(args.seed)
+        self.actor = Actor(self.obs_dim, self.act_dim, self.discrete, args.hidden_sizes, args.log_std_init,
+                           args.activation).to(device)
+        self.critic = Critic(self.obs_dim, args.hidden_sizes, args.activation).to(device)
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=args.critic_learning_rate)
+        self.actor_state: dict = {}
+        self.normalizer = Normalizer(self.obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
+        self.global_step, self.update, self.status, self.signal = 0, 0, "finished", None
+        self.ckpt_path = os.path.join(run_dir, "checkpoint.pt")
+        if os.path.exists(self.ckpt_path + ".tmp"):
+            os.remove(self.ckpt_path + ".tmp")  # left by a kill during a save; checkpoint.pt itself is intact
+        if resume is not None:
+            self.restore_checkpoint(resume)
+            truncate_logs_to(run_dir, self.global_step, self.update)
+        with open(os.path.join(run_dir, "config.json"), "w") as f:
+            json.dump({"args": asdict(args), "device": str(device), "torch": torch.__version__,
+                       "gymnasium": gym.__version__, "mujoco": _version("mujoco"), "numpy": np.__version__,
+                       "python": sys.version.split()[0], "resumed_from_step": self.global_step}, f, indent=2)
+        self.logger = RunLogger(run_dir, args.tensorboard, append=resume is not None)
+        # SAME_STEP autoreset: see Rollout.collect
+        self.envs = gym.vector.SyncVectorEnv([make_env(args.env_id) for _ in range(args.num_envs)],
+                                             autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+        self.obs, _ = self.envs.reset(seed=args.seed + self.update * args.num_envs)
+        self.rollout = Rollout(args.num_steps, args.num_envs, self.obs_dim, () if self.discrete else (self.act_dim,))
+        self.policy = RolloutPolicy(self.actor)
+        self.recent_returns: list[float] = []
+        self.start_time, self.start_step = time.time(), self.global_step
+        self.show_progress = args.progress and sys.stdout.isatty()
+
+    # --- checkpoints and rollback ---------------------------------------------------------
+    def restore_checkpoint(self, ckpt: dict) -> None:
+        try:
+            self.actor.load_state_dict(ckpt["actor"])
+            self.critic.load_state_dict(ckpt["critic"])
+            self.critic_opt.load_state_dict(ckpt["critic_opt"])
+            self.normalizer.load_state_dict(ckpt["normalizer"])
+            self.actor_state = load_actor_state(ckpt["actor_state"], self.actor, self.args)
+        except (RuntimeError, KeyError, ValueError, TypeError) as e:
+            raise ConfigError(f"checkpoint {ckpt['path']!r} does not fit this run's networks or environment "
+                              f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
+        self.global_step, self.update = int(ckpt["global_step"]), int(ckpt["update"])
+        self.rng.bit_generator.state = ckpt["rng"]["numpy"]
+        torch.set_rng_state(ckpt["rng"]["torch"])
+        random.setstate(ckpt["rng"]["python"])
+
+    def checkpoint(self) -> None:
+        save_checkpoint(self.ckpt_path, self.actor, self.critic, self.critic_opt, self.actor_state,
+                        self.normalizer, self.rng, self.args, self.global_step, self.update)
+
+    def snapshot(self) -> tuple:
+        """O(d) copies of everything an update changes, normalization statistics included."""
+        return (copy.deepcopy(self.actor.state_dict()), copy.deepcopy(self.critic.state_dict()),
+                copy.deepcopy(self.critic_opt.state_dict()), actor_state_dict(self.actor_state),
+                copy.deepcopy(self.normalizer.state_dict()))
+
+    def restore(self, snap: tuple) -> None:
+        self.actor.load_state_dict(snap[0])
+        self.critic.load_state_dict(snap[1])
+        self.critic_opt.load_state_dict(snap[2])
+        self.actor_state = load_actor_state(snap[3], self.actor, self.args)
+        self.normalizer.load_state_dict(snap[4])
+
+    def finite(self, value_loss: float) -> bool:
+        return math.isfinite(value_loss) and all(torch.isfinite(p).all() for p in self.actor.parameters())
+
+    # --- one update -------------------------------------------------------------------------
+    def tensor(self, x) -> torch.Tensor:
+        return torch.as_tensor(x, dtype=torch.float32, device=self.device)
+
+    def advantages(self) -> tuple[dict, torch.Tensor]:
+        """The actor's batch (obs, actions, GAE advantages) and the critic's targets R_t = A_t + V(s_t)."""
+        args, ro, (T, N) = self.args, self.rollout, (self.args.num_steps, self.args.num_envs)
+        with torch.no_grad():
+            obs = self.tensor(self.normalizer.obs(ro.obs)).reshape(T * N, self.obs_dim)
+            values = self.critic(obs).reshape(T, N).cpu().numpy()
+            next_values = self.critic(self.tensor(self.normalizer.obs(ro.next_obs))).cpu().numpy()
+        rewards = self.normalizer.rewards(ro.rewards, ro.dones)
+        adv, returns = compute_gae(rewards, values, next_values, ro.terminations, ro.dones, args.gamma, args.gae_lambda)
+        adv = self.tensor(adv).reshape(-1)
+        if args.norm_adv:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        actions = self.tensor(ro.actions).reshape((T * N,) if self.discrete else (T * N, self.act_dim))
+        return {"obs": obs, "actions": actions, "advantages": adv}, self.tensor(returns).reshape(-1)
+
+    def elapsed_ms(self, t0: float) -> float:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        return (time.perf_counter() - t0) * 1e3
+
+    def after_update(self, batch: dict, diags: list, value_loss: float, actor_ms: float) -> None:
+        with torch.no_grad():
+            logp = self.actor.log_prob(batch["obs"], batch["actions"]).mean().item()
+            entropy = self.actor.entropy(batch["obs"]).mean().item()
+        # normalization statistics are updated only after the update that used them (on-policy)
+        self.normalizer.obs_rms.update(self.rollout.obs.reshape(-1, self.obs_dim))
+        self.policy = RolloutPolicy(self.actor)
+        self.logger.update(update_row(diags, self.update, self.global_step, value_loss, logp, entropy,
+                                      actor_ms, self.sps()))
+        if self.args.checkpoint_every and self.update % self.args.checkpoint_every == 0:
+            self.checkpoint()
+        if self.show_progress:
+            recent = np.mean(self.recent_returns) if self.recent_returns else float("nan")
+            print(f"\r{self.global_step:>10d}/{self.args.total_timesteps} steps | SPS {self.sps():6.0f} | "
+                  f"return(last 10) {recent:9.2f}", end="", flush=True)
+
+    def log_episodes(self, episodes) -> None:
+        for t, ret, length in episodes:
+            self.logger.episode(self.global_step + (t + 1) * self.args.num_envs, ret, length)
+            self.recent_returns = (self.recent_returns + [ret])[-10:]
+
+    def sps(self) -> float:
+        return (self.global_step - self.start_step) / max(time.time() - self.start_time, 1e-9)
+
+    # --- the end of a run ----------------------------------------------------------------------
+    def finish(self) -> str:
+        """Final checkpoint (always after an interruption or divergence, and whenever the run saves
+        checkpoints at all, so it never ends on an old one), summary.json, closing line."""
+        if self.show_progress:
+            print()
+        if (self.status != "finished" or self.args.save_model or self.args.checkpoint_every
+                or os.path.exists(self.ckpt_path)):
+            self.checkpoint()  # on divergence: the state before the update that went non-finite
+        if self.status == "diverged":
+            print(f"diverged at update {self.update + 1} (NaN/Inf in the value loss or actor parameters); "
+                  f"last good state saved to {self.ckpt_path}", file=sys.stderr)
+        self.envs.close()
+        self.logger.close()
+        elapsed = time.time() - self.start_time
+        mean_last10 = float(np.mean(self.recent_returns)) if self.recent_returns else None
+        summary = {"status": self.status, "signal": self.signal, "global_step": self.global_step,
+                   "updates": self.update, "wall_time_s": elapsed, "sps": self.sps(),
+                   # null when there is no finished episode, or its returns are not finite
+                   "mean_return_last10": mean_last10 if mean_last10 is not None and math.isfinite(mean_last10) else None,
+                   "run_dir": self.run_dir}
+        with open(os.path.join(self.run_dir, "summary.json.tmp"), "w") as f:
+            json.dump(summary, f, indent=2, allow_nan=False)
+        os.replace(os.path.join(self.run_dir, "summary.json.tmp"), os.path.join(self.run_dir, "summary.json"))
+        print(f"{self.status}: {self.global_step} steps in {elapsed:.1f}s ({summary['sps']:.0f} SPS), "
+              f"mean return of last 10 episodes {summary['mean_return_last10']}; run dir {self.run_dir}")
+        return self.status
 
 
 def update_row(diags, update, global_step, value_loss, mean_logprob, entropy, actor_ms, sps) -> dict:
@@ -1298,7 +1474,42 @@ def _version(package: str) -> Optional[str]:
         return None
 
 
+# flags that may differ on --resume (everything else continues as the run was started)
+RESUME_MAY_CHANGE = ("total_timesteps", "checkpoint_every", "save_model", "progress", "tensorboard", "torch_threads",
+                     "cuda", "resume")
+
+
+def flags_given(argv: list[str]) -> set[str]:
+    """Field names of the flags written on the command line (--x, --x=v, --no-x)."""
+    names = {f.name for f in fields(Args)}
+    out = set()
+    for tok in argv:
+        if tok.startswith("--"):
+            name = tok[2:].split("=", 1)[0].replace("-", "_")
+            name = name[3:] if name.startswith("no_") and name[3:] in names else name
+            if name in names:
+                out.add(name)
+    return out
+
+
+def resume_args(args: Args, argv: list[str], resume: dict) -> Args:
+    """The resumed run's flags: the saved ones, with only RESUME_MAY_CHANGE taken from the command line.
+    A flag that cannot change on resume and is given with another value is refused (exit 2)."""
+    saved = args_from_checkpoint(resume["args"])
+    given = flags_given(argv)
+    refused = sorted(f for f in given - set(RESUME_MAY_CHANGE) if getattr(args, f) != getattr(saved, f))
+    if refused:
+        raise ConfigError(f"--resume continues the run as it was started; {', '.join('--' + f.replace('_', '-') for f in refused)} "
+                          f"cannot change (saved: {', '.join(f'{getattr(saved, f)!r}' for f in refused)}); only "
+                          f"{', '.join('--' + f.replace('_', '-') for f in RESUME_MAY_CHANGE[:-1])} may")
+    for f in given & set(RESUME_MAY_CHANGE):
+        setattr(saved, f, getattr(args, f))
+    saved.resume = args.resume
+    return saved
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = tyro.cli(Args, args=argv)
     try:
         check_args(args)
@@ -1311,15 +1522,16 @@ def main(argv=None) -> int:
         resume = None
         if args.resume:
             resume = load_checkpoint(args.resume)
-            saved = args_from_checkpoint(resume["args"])
-            saved.total_timesteps, saved.progress, saved.checkpoint_every = (
-                args.total_timesteps, args.progress, args.checkpoint_every)
-            args = saved
-        _, status = train(args, resume)
+            args = resume_args(args, argv, resume)
+            check_args(args)
+        run_dir, status = train(args, resume)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    return {"finished": 0, "interrupted": 130, "diverged": 3}[status]
+    if status == "interrupted":
+        with open(os.path.join(run_dir, "summary.json")) as f:
+            return 143 if json.load(f).get("signal") == "SIGTERM" else 130
+    return {"finished": 0, "diverged": 3}[status]
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
 import shutil
@@ -146,11 +147,24 @@ def save_compact_log(job: Job) -> Optional[str]:
 # Run directories: find, inspect, repair
 # ------------------------------------------------------------------------------------------
 def find_run_dir(seed_dir: str) -> Optional[str]:
-    """The trainer's run directory inside seed_dir (the only subdirectory), or None."""
+    """The trainer's run directory inside seed_dir (the only subdirectory), or None. Extra directories
+    that never reached a checkpoint and hold no live trainer (left by a sweep killed while its trainers
+    were starting) are removed with a message; a live or checkpointed extra one is an error."""
     if not os.path.isdir(seed_dir):
         return None
     dirs = sorted(d for d in os.listdir(seed_dir)
                   if os.path.isdir(os.path.join(seed_dir, d)) and not d.startswith("."))
+    if len(dirs) > 1:
+        import smac_a2c
+        for d in list(dirs):
+            path = os.path.join(seed_dir, d)
+            if not os.path.isfile(os.path.join(path, "checkpoint.pt")) and not smac_a2c.run_dir_locked(path):
+                print(f"[sweep] {seed_dir}: removing stale run directory {d} (no checkpoint, no live trainer)",
+                      flush=True)
+                shutil.rmtree(path, ignore_errors=True)
+                dirs.remove(d)
+                if len(dirs) == 1:
+                    break
     if len(dirs) > 1:
         raise RuntimeError(f"{seed_dir} holds {len(dirs)} run directories {dirs}; expected one. "
                            f"Keep the one you want and delete the others.")
@@ -192,8 +206,8 @@ def inspect_job(job: Job) -> tuple[str, Optional[str]]:
 
 def checkpoint_position(run_dir: str) -> tuple[int, int]:
     """(global_step, update) saved in run_dir/checkpoint.pt."""
-    import torch
-    ckpt = torch.load(os.path.join(run_dir, "checkpoint.pt"), map_location="cpu", weights_only=False)
+    import smac_a2c
+    ckpt = smac_a2c.load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))  # weights_only: loads no code
     return int(ckpt["global_step"]), int(ckpt["update"])
 
 
@@ -252,6 +266,10 @@ def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
     state, run_dir = inspect_job(job)
     if state in ("done", "diverged"):
         return state, None
+    import smac_a2c
+    if run_dir is not None and smac_a2c.run_dir_locked(run_dir):
+        print(f"[sweep] {job.name}: a live trainer holds {run_dir} (another sweep?); skipped", flush=True)
+        return "busy", None
     if state == "fresh" and run_dir is not None:
         shutil.rmtree(run_dir)        # started but never checkpointed: nothing to resume from
         run_dir = None
@@ -263,15 +281,19 @@ def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
     return state, command(job, state, run_dir)
 
 
-def _child_preexec():
+def _child_preexec(parent_pid: int):
     """In the trainer process: own session (a terminal Ctrl-C reaches only the sweep, which then
-    sends exactly one SIGINT) and SIGINT if the parent dies (Linux PR_SET_PDEATHSIG = 1)."""
+    sends exactly one SIGINT) and SIGINT if the parent dies (Linux PR_SET_PDEATHSIG = 1). If the sweep
+    died before the death signal was armed (killed while its trainers were starting), the trainer
+    does not start at all, so no orphan is left behind."""
     os.setsid()
     try:
         import ctypes
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGINT), 0, 0, 0)
     except Exception:
         pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
 
 
 def launch(job: Job, cmd: list[str]) -> subprocess.Popen:
@@ -282,7 +304,8 @@ def launch(job: Job, cmd: list[str]) -> subprocess.Popen:
     log.write(f"\n$ {' '.join(cmd)}\n")
     log.flush()
     proc = subprocess.Popen(cmd, cwd=job.seed_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, preexec_fn=_child_preexec)
+                            stdin=subprocess.DEVNULL,
+                            preexec_fn=functools.partial(_child_preexec, os.getpid()))
     log.close()
     return proc
 

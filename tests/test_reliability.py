@@ -1,0 +1,240 @@
+"""Runs that survive a shared cluster (issue 14): each defect found, as a test that fails on the old code."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+import smac_a2c as sa
+from benchmark import sweep
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAST = ["--env-id", "CartPole-v1", "--num-steps", "100", "--no-tensorboard", "--no-progress"]
+
+
+def run_main(runs, *argv):
+    return sa.main(["--runs-dir", str(runs), *FAST, *argv])
+
+
+def only_run_dir(runs):
+    dirs = [os.path.join(runs, d) for d in os.listdir(runs)]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def start_trainer(runs, *argv):
+    return subprocess.Popen([sys.executable, os.path.join(ROOT, "smac_a2c.py"), "--runs-dir", str(runs), *FAST,
+                             "--total-timesteps", "100000000", *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def wait_for_updates(runs, n, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        dirs = os.listdir(runs) if os.path.isdir(runs) else []
+        path = os.path.join(runs, dirs[0], "updates.csv") if dirs else None
+        if path and os.path.exists(path) and len(open(path).read().splitlines()) > n:
+            return os.path.join(runs, dirs[0])
+        time.sleep(0.05)
+    raise AssertionError("trainer produced no updates")
+
+
+# 1. two runs started in the same second ------------------------------------------------------------
+def test_runs_started_in_the_same_second_get_their_own_directories(tmp_path, monkeypatch):
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
+    args = sa.Args(env_id="CartPole-v1", runs_dir=str(tmp_path))
+    a, b, c = sa.create_run_dir(args), sa.create_run_dir(args), sa.create_run_dir(args)
+    assert len({a, b, c}) == 3 and all(os.path.isdir(p) for p in (a, b, c))
+    assert b == a + "-2" and c == a + "-3"
+
+
+# 2. SIGTERM ---------------------------------------------------------------------------------------------
+def test_sigterm_is_a_clean_interruption(tmp_path):
+    proc = start_trainer(tmp_path)
+    run = wait_for_updates(tmp_path, 2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    summary = json.load(open(os.path.join(run, "summary.json")))
+    assert summary["status"] == "interrupted" and summary["signal"] == "SIGTERM"
+    ckpt = sa.load_checkpoint(run)
+    assert ckpt["update"] == summary["updates"] and b"Traceback" not in err
+
+
+# 3. --resume continues the run as it was started ---------------------------------------------------------
+def test_bare_resume_keeps_budget_and_checkpointing_and_refuses_other_changes(tmp_path, capsys):
+    assert run_main(tmp_path, "--total-timesteps", "300", "--checkpoint-every", "1", "--learning-rate", "0.02") == 0
+    run = only_run_dir(tmp_path)
+    # interrupted at 300 of a 600-step budget: pretend the run was started with 600
+    ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
+    ckpt["args"]["total_timesteps"] = 600
+    torch.save(ckpt, os.path.join(run, "checkpoint.pt"))
+    assert sa.main(["--resume", run, "--no-progress"]) == 0  # bare: budget 600 and checkpoint-every 1 kept
+    summary = json.load(open(os.path.join(run, "summary.json")))
+    assert summary["global_step"] == 600 and sa.load_checkpoint(run)["update"] == 6
+    assert json.load(open(os.path.join(run, "config.json")))["args"]["checkpoint_every"] == 1
+    capsys.readouterr()
+    assert sa.main(["--resume", run, "--total-timesteps", "800", "--learning-rate", "0.5", "--env-id", "Acrobot-v1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--learning-rate" in err and "--env-id" in err
+    assert sa.main(["--resume", run, "--total-timesteps", "800", "--learning-rate", "0.02", "--no-progress"]) == 0
+    assert json.load(open(os.path.join(run, "summary.json")))["global_step"] == 800
+
+
+# 4. logs after a hard kill ----------------------------------------------------------------------------
+def test_resume_after_sigkill_leaves_strictly_increasing_logs(tmp_path):
+    proc = start_trainer(tmp_path, "--checkpoint-every", "3", "--num-steps", "1000")  # ~0.1-0.3 s per update
+    run = wait_for_updates(tmp_path, 4)
+    while len(rows(os.path.join(run, "updates.csv"))) % 3 != 2:  # kill between two periodic checkpoints
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    logged = len(rows(os.path.join(run, "updates.csv")))
+    saved = sa.load_checkpoint(run)["update"]
+    assert logged > saved  # the logs ran ahead of the last periodic checkpoint
+    budget = (logged + 3) * 1000
+    assert sa.main(["--resume", run, "--total-timesteps", str(budget), "--no-progress"]) == 0
+    up = rows(os.path.join(run, "updates.csv"))
+    assert [int(r["update"]) for r in up] == list(range(1, budget // 1000 + 1))
+    steps = [int(r["global_step"]) for r in up]
+    assert all(b > a for a, b in zip(steps, steps[1:]))
+    ep = [int(r["global_step"]) for r in rows(os.path.join(run, "episodes.csv"))]
+    assert all(b > a for a, b in zip(ep, ep[1:]))
+
+
+# 5. concurrent writers -----------------------------------------------------------------------------------
+def test_second_trainer_on_a_live_run_directory_is_refused(tmp_path, capsys):
+    assert run_main(tmp_path, "--total-timesteps", "200", "--save-model") == 0
+    run = only_run_dir(tmp_path)
+    before = open(os.path.join(run, "updates.csv")).read()
+    capsys.readouterr()
+    with sa.RunLock(run):  # a live owner
+        assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 2
+        err = capsys.readouterr().err
+        assert "in use" in err and str(os.getpid()) in err and len(err.strip().splitlines()) == 1
+        assert sweep.find_run_dir(str(tmp_path)) == run and sa.run_dir_locked(run)
+    assert open(os.path.join(run, "updates.csv")).read() == before
+    assert not sa.run_dir_locked(run)  # released with its owner
+    assert sa.main(["--resume", run, "--total-timesteps", "400", "--no-progress"]) == 0
+
+
+# 6. untrusted checkpoints ------------------------------------------------------------------------------
+class Payload:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.mark.parametrize("flag", ["--eval-checkpoint", "--resume"])
+def test_crafted_checkpoint_runs_no_code(tmp_path, capsys, flag):
+    marker = tmp_path / "pwned"
+    bad = tmp_path / "checkpoint.pt"
+    torch.save({"args": Payload(str(marker)), "actor": {}, "critic": {}, "normalizer": {}}, bad)
+    assert sa.main([flag, str(bad), "--runs-dir", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert not marker.exists() and len(err.splitlines()) == 1 and "not loaded" in err
+    assert not (tmp_path / "runs").exists()
+
+
+# 7. divergence rolls the normalization statistics back too; non-finite flags are bad input ----------------
+def test_divergence_rolls_back_reward_normalization(tmp_path, monkeypatch):
+    real, calls = sa.critic_step, {"n": 0}
+
+    def critic_step(*a, **k):
+        calls["n"] += 1
+        return float("nan") if calls["n"] == 3 else real(*a, **k)
+
+    monkeypatch.setattr(sa, "critic_step", critic_step)
+    assert run_main(tmp_path, "--total-timesteps", "1000", "--norm-reward", "--norm-obs", "--checkpoint-every", "1") == 3
+    ckpt = sa.load_checkpoint(only_run_dir(tmp_path))
+    assert ckpt["update"] == 2
+    assert ckpt["normalizer"]["ret_rms"]["count"] == pytest.approx(1e-4 + 200)  # 2 rollouts, not 3
+    assert ckpt["normalizer"]["obs_rms"]["count"] == pytest.approx(1e-4 + 200)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--log-std-init", "nan"], "--log-std-init"), (["--ent-coef", "inf"], "--ent-coef"),
+    (["--max-grad-norm", "inf"], "--max-grad-norm"),
+    (["--seed", "-1"], "--seed"), (["--seed", str(2**32)], "--seed"),
+    (["--exp-name", "x" * 300], "too long"), (["--exp-name", "a/b"], "--exp-name"), (["--exp-name", ".."], "--exp-name"),
+])
+def test_bad_flags_one_line_exit_2_and_no_run_directory(tmp_path, capsys, argv, needle):
+    assert run_main(tmp_path / "runs", *argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err
+    assert not (tmp_path / "runs").exists() or not os.listdir(tmp_path / "runs")
+
+
+def test_runs_dir_that_is_a_file_is_bad_input(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert run_main(f, "--total-timesteps", "100") == 2
+    assert "--runs-dir" in capsys.readouterr().err
+
+
+# 8. finished runs --------------------------------------------------------------------------------------
+def test_final_checkpoint_is_the_final_state_and_a_finished_resume_changes_nothing(tmp_path):
+    assert run_main(tmp_path, "--total-timesteps", "500", "--checkpoint-every", "2") == 0
+    run = only_run_dir(tmp_path)
+    assert sa.load_checkpoint(run)["update"] == 5  # not 4, the last periodic one
+    summary = open(os.path.join(run, "summary.json")).read()
+    open(os.path.join(run, "checkpoint.pt.tmp"), "w").write("half-written")
+    assert sa.main(["--resume", run, "--no-progress"]) == 0
+    assert open(os.path.join(run, "summary.json")).read() == summary
+    assert sa.main(["--resume", run, "--total-timesteps", "600", "--no-progress"]) == 0
+    assert not os.path.exists(os.path.join(run, "checkpoint.pt.tmp"))
+
+
+# 9. the sweep --------------------------------------------------------------------------------------------
+def test_sweep_recovers_from_a_stale_extra_directory_and_spares_a_live_one(tmp_path, capsys):
+    seed_dir = tmp_path / "CartPole" / "sgd" / "seed1"
+    assert run_main(seed_dir, "--total-timesteps", "200", "--save-model") == 0
+    good = only_run_dir(seed_dir)
+    stale = seed_dir / "CartPole-v1__sgd__1__1"
+    stale.mkdir()
+    assert sweep.find_run_dir(str(seed_dir)) == good and not stale.exists()
+    assert "stale" in capsys.readouterr().out
+    live = seed_dir / "CartPole-v1__sgd__1__2"
+    live.mkdir()
+    with sa.RunLock(str(live)):
+        with pytest.raises(RuntimeError, match="run directories"):
+            sweep.find_run_dir(str(seed_dir))
+    assert live.exists()
+
+
+# 10. files: missing keys, another env's networks, valid JSON summary ---------------------------------------
+def test_incomplete_or_mismatched_checkpoints_are_bad_input(tmp_path, capsys):
+    assert run_main(tmp_path / "runs", "--total-timesteps", "100", "--save-model") == 0
+    run = only_run_dir(tmp_path / "runs")
+    ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
+    partial = tmp_path / "partial.pt"
+    torch.save({"args": ckpt["args"], "actor": ckpt["actor"]}, partial)
+    other = tmp_path / "other_env.pt"
+    ckpt["args"]["env_id"] = "Acrobot-v1"  # CartPole networks declared as Acrobot's: size mismatch
+    torch.save(ckpt, other)
+    capsys.readouterr()
+    for path, needle in ((partial, "missing"), (other, "does not fit")):
+        for flag in ("--eval-checkpoint", "--resume"):
+            assert sa.main([flag, str(path), "--total-timesteps", "300"]) == 2
+            err = capsys.readouterr().err.strip()
+            assert len(err.splitlines()) == 1 and needle in err, err
+
+
+def test_summary_is_strict_json_after_divergence(tmp_path):
+    assert run_main(tmp_path, "--env-id", "Pendulum-v1", "--total-timesteps", "2000", "--optimizer", "sgd",
+                    "--learning-rate", "1e30") == 3
+    text = open(os.path.join(only_run_dir(tmp_path), "summary.json")).read()
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"summary.json holds {c}"))

@@ -14,8 +14,13 @@ Usage:
     python smac_a2c.py --eval-checkpoint runs/<run>/checkpoint.pt   # evaluate a saved policy
     python smac_a2c.py --help                                       # every flag
 
-Read top to bottom: Args -> environments -> networks -> the math (Sherman-Morrison, GAE)
--> actor steps (SMAC first, baselines after) -> training loop.
+Read top to bottom: Args -> environments -> networks -> the math (Sherman-Morrison, the drop-in
+smac_direction for any network, GAE) -> the SMAC actor step and the update -> the baselines
+(AC-SGD, AC-Adam, AC-CG, AC-KFAC) -> SMAC's ablation modes -> logs and checkpoints -> train().
+
+Using SMAC in another training loop (any nn.Module; README, "Using SMAC in your own training loop"):
+    direction = smac_direction(policy, log_probs, advantages, damping)   # (lambda I + l l^T)^-1 g
+    apply_step_(policy, direction, lr)                                    # theta += lr * direction
 """
 
 from __future__ import annotations
@@ -448,7 +453,7 @@ def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: floa
     return (g - ell * (torch.dot(ell, g) / (damping + torch.dot(ell, ell)))) / damping
 
 
-# --- The SMAC step for any policy network (copy these three functions into your loop) ---------
+# --- The SMAC step for any policy network: copy these four functions into your own loop ------
 def trainable_parameters(params) -> list:
     """The parameters SMAC acts on: an nn.Module's or an iterable's parameters with requires_grad
     (frozen ones are excluded and left untouched). Their order fixes the flat layout."""
@@ -526,6 +531,8 @@ def compute_gae(rewards, values, next_values, terminations, dones, gamma: float,
 
 
 # --- flat-vector helpers: theta as one vector, as in the paper ----------------------
+
+
 def flat_grad(output: torch.Tensor, params, retain_graph=False) -> torch.Tensor:
     return torch.cat([g.reshape(-1) for g in torch.autograd.grad(output, params, retain_graph=retain_graph)])
 
@@ -546,6 +553,10 @@ def clip_norm(v: torch.Tensor, max_norm: float) -> torch.Tensor:
     return v * torch.clamp(max_norm / (v.norm() + 1e-12), max=1.0)
 
 
+# --- the trainer's fast path: l_bar and g from ONE backward to the pre-activations --------
+# (its own Actor MLP only; smac_step sends any other network to mean_score_and_gradient)
+
+
 def actor_layer_io(actor: Actor, obs: torch.Tensor) -> tuple[list, list, torch.Tensor]:
     """The actor's forward, keeping each Linear layer's input x and pre-activation output z = W x + b.
     Returns (xs, zs, out): lists over actor.linears, and the network output (logits or means).
@@ -562,7 +573,6 @@ def actor_layer_io(actor: Actor, obs: torch.Tensor) -> tuple[list, list, torch.T
     return xs, zs, h
 
 
-# --- per-sample scores without per-sample gradients (batch-mean and per-sample-parallel) ----
 def per_sample_score_factors(actor: Actor, obs: torch.Tensor, actions: torch.Tensor):
     """One forward and ONE backward to the pre-activations: (xs, deltas, dlog_std) with, per Linear
     layer, inputs x_i (B, n_in) and delta_i = d log pi_i / d z_i (B, n_out), plus d log pi_i / d log_std
@@ -604,87 +614,14 @@ def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: tor
         return (torch.cat([parts[p][0] for p in params]) / batch, torch.cat([parts[p][1] for p in params]) / batch)
 
 
-def per_sample_score_sq_norms(xs, deltas, dlog_std) -> torch.Tensor:
-    """|l_i|^2 for every sample, shape (B,): |delta_i x_i^T|_F^2 = |delta_i|^2 |x_i|^2, so
-    |l_i|^2 = sum_layers |delta_i|^2 (|x_i|^2 + 1) + |d log pi_i / d log_std|^2.   O(B * widths)."""
-    sq = 0.0
-    for x, delta in zip(xs, deltas):
-        sq = sq + delta.pow(2).sum(1) * (x.pow(2).sum(1) + 1.0)
-    if dlog_std is not None:
-        sq = sq + dlog_std.pow(2).sum(1)
-    return sq
-
-
-def weighted_score_sums(xs, deltas, dlog_std, weights: torch.Tensor) -> torch.Tensor:
-    """sum_i weights[i, k] l_i for each column k of weights (B, K): shape (K, d), laid out like
-    torch.cat of actor.parameters() (log_std first). Per layer one matmul (c (.) delta)^T x: O(K d) memory."""
-    K = weights.shape[1]
-    parts = []
-    if dlog_std is not None:
-        parts.append(weights.T @ dlog_std)  # (K, act_dim)
-    for x, delta in zip(xs, deltas):
-        wd = (weights[:, :, None] * delta[:, None, :]).reshape(delta.shape[0], -1)  # (B, K * n_out)
-        parts += [(wd.T @ x).reshape(K, -1), weights.T @ delta]  # sum_i c_i delta_i x_i^T, sum_i c_i delta_i
-    return torch.cat(parts, dim=1)
-
-
-# --- previous-EF mixing (--prev-ef-beta): F_k = lambda_k I + sum_j w_j l_j l_j^T, Woodbury --
-def woodbury_direction(g: torch.Tensor, U: torch.Tensor, w: torch.Tensor, damping: float,
-                       gram: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """F^-1 g for F = damping*I + U^T diag(w) U, U of shape (m, d) holding l_j as rows, w > 0:
-
-        F^-1 g = (1/lambda) * (g - U^T (lambda diag(1/w) + U U^T)^-1 U g)        (Woodbury)
-
-    O(d m) for U g and U^T y, O(m^3) for the m x m solve (in float64); gram = U U^T if already known.
-    m = 1, w = 1 is sherman_morrison_direction."""
-    if U.shape[0] == 0:
-        return g / damping
-    gram = U @ U.T if gram is None else gram
-    M = gram.double() + torch.diag(damping / w.double())
-    y = torch.linalg.solve(M, (U @ g).double())
-    return (g - U.T @ y.to(g.dtype)) / damping
-
-
-def prev_ef_push_(state: dict, ell: torch.Tensor, beta: float, rank: int, damping: float, mode: str) -> None:
-    """Advance F_{k-1} -> F_k = beta F_{k-1} + (1-beta) l_k l_k^T in state (prev_ef_U (m, d) rows l_j,
-    prev_ef_w (m,) weights (1-beta) beta^(k-j), prev_ef_gram = U U^T (float64), prev_ef_damping = lambda_k).
-    fixed: lambda_k = lambda (recursion on the undamped EF from F_0 = 0; equivalently on the damped
-    one-sample Fishers lambda I + l l^T from lambda I). decay: lambda_k = beta lambda_{k-1}, lambda_0 = lambda
-    (recursion on the damped matrix from F_0 = lambda I), floored at 1e-30. Keeps the `rank` newest terms,
-    dropping earlier any with w_j |l_j|^2 <= 1e-12 lambda_k (changes F by < 1e-12 relative). O(d m) time."""
-    with torch.no_grad():
-        if "prev_ef_U" in state:  # .to: after a resume onto another device
-            U = state["prev_ef_U"].to(ell.device, ell.dtype)
-            w, gram = state["prev_ef_w"].to(ell.device), state["prev_ef_gram"].to(ell.device)
-            lam = float(state["prev_ef_damping"])
-        else:
-            U, lam = ell.new_zeros((0, ell.numel())), damping
-            w = torch.zeros(0, dtype=torch.float64, device=ell.device)
-            gram = torch.zeros(0, 0, dtype=torch.float64, device=ell.device)
-        lam = max(beta * lam, 1e-30) if mode == "decay" else damping
-        cross = (U @ ell).double()  # l_j^T l_k for the kept terms: O(d m), keeps U U^T current without recomputing it
-        m = U.shape[0]
-        new_gram = gram.new_empty(m + 1, m + 1)
-        new_gram[:m, :m], new_gram[:m, m], new_gram[m, :m] = gram, cross, cross
-        new_gram[m, m] = torch.dot(ell, ell).double()
-        U = torch.cat([U, ell.detach()[None]])
-        w = torch.cat([w * beta, w.new_tensor([1.0 - beta])])
-        keep = torch.nonzero(w * torch.diagonal(new_gram) > 1e-12 * lam).flatten()[-rank:]
-        state["prev_ef_U"], state["prev_ef_w"] = U[keep].contiguous(), w[keep]
-        state["prev_ef_gram"], state["prev_ef_damping"] = new_gram[keep][:, keep], lam
-
-
-def normalize_step(step: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """--step-normalization: step * |g| / |step| (unchanged when step = 0)."""
-    n = step.norm()
-    return step * (g.norm() / n) if n > 0 else step
-
-
 # ====================================================================================
 # Actor steps. One signature: step(actor, batch, args, state) -> diagnostics dict.
 # batch = dict(obs, actions, advantages) as tensors; state = the step's persistent state.
-# Each is ascent on J: theta <- theta + eta * direction.
+# Each is ascent on J: theta <- theta + eta * direction. SMAC first; the loop's update
+# (actor_update, critic_step) next; then the baselines and SMAC's ablation modes.
 # ====================================================================================
+
+
 def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     """SMAC. batch-mean (Practical Method): F~ = lambda I + l_bar l_bar^T, one step per rollout.
     per-sample (Algorithm 1): for each sample in rollout order, at the current theta,
@@ -731,32 +668,51 @@ def smac_per_sample_step(actor: Actor, batch: dict, args: Args, params) -> dict:
     return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq / n}
 
 
-def smac_per_sample_parallel_step(actor: Actor, batch: dict, args: Args, params) -> dict:
-    """Algorithm 1's per-sample steps, all at the same theta, summed (one backward, no per-sample loop):
+def actor_update(actor: Actor, batch: dict, args: Args, state: dict) -> list[dict]:
+    """All actor steps of one update: --update-epochs passes over the rollout, each split into
+    --num-minibatches minibatches (in rollout order, or reshuffled every pass with
+    --shuffle-minibatches, torch's RNG), one ACTOR_STEPS step per minibatch. Paper-literal
+    (1 x 1): a single step on the whole rollout. Returns each step's diagnostics."""
+    step = ACTOR_STEPS[args.optimizer]
+    if args.num_minibatches == 1 and args.update_epochs == 1:
+        return [step(actor, batch, args, state)]
+    n, diags = batch["obs"].shape[0], []
+    for _ in range(args.update_epochs):
+        order = torch.randperm(n) if args.shuffle_minibatches else torch.arange(n)
+        for idx in torch.tensor_split(order.to(batch["obs"].device), args.num_minibatches):
+            diags.append(step(actor, {k: v[idx] for k, v in batch.items()}, args, state))
+    return diags
 
-        theta <- theta + eta * sum_i c_i l_i,   c_i = A_i s_i / (lambda + |l_i|^2)
 
-    since (lambda I + l_i l_i^T)^-1 l_i A_i = l_i A_i / (lambda + |l_i|^2) (l_i is an eigenvector). The SUM,
-    not the mean: Algorithm 1 moves theta by eta sum_i F_i^-1 g_i + O(eta^2), so the two agree to first
-    order in eta at the same --learning-rate. s_i = min(1, max_grad_norm / |l_i A_i|) clips each g_i as
-    per-sample does; no entropy bonus (as per-sample). |l_i|^2 and sum_i c_i l_i come from the per-layer
-    factors (per_sample_score_sq_norms, weighted_score_sums): O(d + B * widths) memory.
-    Diagnostics, as per-sample: g = mean_i g_i, step = mean_i F_i^-1 g_i (theta moves by eta * B * step)."""
-    if type(actor) is not Actor:
-        raise TypeError("--fisher per-sample-parallel needs the trainer's Actor MLP (per-layer score factors)")
-    obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
-    xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
-    with torch.no_grad():
-        sq = per_sample_score_sq_norms(xs, deltas, dlog_std)
-        a = adv
-        if args.max_grad_norm > 0:  # clip_norm of each g_i = A_i l_i, |g_i| = |A_i| |l_i|
-            a = adv * torch.clamp(args.max_grad_norm / (adv.abs() * sq.sqrt() + 1e-12), max=1.0)
-        g_sum, step_sum = weighted_score_sums(xs, deltas, dlog_std, torch.stack([a, a / (args.damping + sq)], 1))
-        if args.step_normalization:
-            step_sum = normalize_step(step_sum, g_sum)
-        add_to_params_(params, step_sum, args.learning_rate)
-        n = obs.shape[0]
-        return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": sq.mean()}
+def critic_step(critic: Critic, optimizer: torch.optim.Optimizer, obs, returns, args: Args) -> float:
+    """L_critic = (1/T) sum_t (R_t - V_phi(s_t))^2, minimized with Adam (learning rate alpha)."""
+    for _ in range(args.critic_updates):
+        loss = (returns - critic(obs)).pow(2).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if args.max_grad_norm > 0:
+            nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
+        optimizer.step()
+    return loss.item()
+
+
+# ====================================================================================
+# The paper's first-order baselines: AC-SGD and AC-Adam (same objective, no preconditioner)
+# ====================================================================================
+
+
+def reduce_batch(per_sample: torch.Tensor, args: Args) -> torch.Tensor:
+    """--loss-reduction: mean (paper) or sum over the batch."""
+    return per_sample.sum() if args.loss_reduction == "sum" else per_sample.mean()
+
+
+def policy_objective(actor: Actor, batch: dict, args: Args) -> torch.Tensor:
+    """mean_i log pi(a_i|s_i) A_i + ent_coef * mean entropy: its gradient is the A2C policy gradient
+    (sums instead of means with --loss-reduction sum)."""
+    objective = reduce_batch(actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"], args)
+    if args.ent_coef > 0:
+        objective = objective + args.ent_coef * reduce_batch(actor.entropy(batch["obs"]), args)
+    return objective
 
 
 def sgd_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
@@ -783,27 +739,15 @@ def adam_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     return {"g": g, "step": (after - before) / args.learning_rate}
 
 
-def reduce_batch(per_sample: torch.Tensor, args: Args) -> torch.Tensor:
-    """--loss-reduction: mean (paper) or sum over the batch."""
-    return per_sample.sum() if args.loss_reduction == "sum" else per_sample.mean()
-
-
-def policy_objective(actor: Actor, batch: dict, args: Args) -> torch.Tensor:
-    """mean_i log pi(a_i|s_i) A_i + ent_coef * mean entropy: its gradient is the A2C policy gradient
-    (sums instead of means with --loss-reduction sum)."""
-    objective = reduce_batch(actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"], args)
-    if args.ent_coef > 0:
-        objective = objective + args.ent_coef * reduce_batch(actor.entropy(batch["obs"]), args)
-    return objective
-
-
-# ------------------------------------------------------------------------------------
-# The paper's other natural-gradient baselines (nothing above uses them):
+# ====================================================================================
+# The paper's natural-gradient baselines (the SMAC path above uses none of this):
 #   AC-CG   x = (F + delta I)^-1 g by conjugate gradient, F v by double backward of the
 #           mean KL (TRPO's Fisher-vector product), no line search;   theta <- theta + eta x
 #   AC-KFAC ACKTR's K-FAC (Wu et al. 2017) per Linear layer, without momentum;
 #           theta <- theta + eta * nu * (A (x) G + lambda I)^-1 g, nu = KL clip
-# ------------------------------------------------------------------------------------
+# ====================================================================================
+
+
 def mean_kl(actor: Actor, obs: torch.Tensor) -> torch.Tensor:
     """mean_s KL(pi_old(.|s) || pi_theta(.|s)) with pi_old = pi_theta detached. It is zero at
     theta_old and its Hessian there is the Fisher F = mean_s E_{a~pi(.|s)}[l l^T] (TRPO)."""
@@ -954,35 +898,124 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     return {"g": g, "step": step, "kl_clip_scale": nu}
 
 
+# ====================================================================================
+# SMAC's ablation modes (the paper's ablation section; off by default):
+#   --fisher per-sample-parallel   Algorithm 1's per-sample steps at one theta, summed
+#   --prev-ef-beta                 previous-EF mixing, kept at rank r, solved by Woodbury
+#   --step-normalization           the SMAC direction rescaled to |g|
+# ====================================================================================
+
+
+def per_sample_score_sq_norms(xs, deltas, dlog_std) -> torch.Tensor:
+    """|l_i|^2 for every sample, shape (B,): |delta_i x_i^T|_F^2 = |delta_i|^2 |x_i|^2, so
+    |l_i|^2 = sum_layers |delta_i|^2 (|x_i|^2 + 1) + |d log pi_i / d log_std|^2.   O(B * widths)."""
+    sq = 0.0
+    for x, delta in zip(xs, deltas):
+        sq = sq + delta.pow(2).sum(1) * (x.pow(2).sum(1) + 1.0)
+    if dlog_std is not None:
+        sq = sq + dlog_std.pow(2).sum(1)
+    return sq
+
+
+def weighted_score_sums(xs, deltas, dlog_std, weights: torch.Tensor) -> torch.Tensor:
+    """sum_i weights[i, k] l_i for each column k of weights (B, K): shape (K, d), laid out like
+    torch.cat of actor.parameters() (log_std first). Per layer one matmul (c (.) delta)^T x: O(K d) memory."""
+    K = weights.shape[1]
+    parts = []
+    if dlog_std is not None:
+        parts.append(weights.T @ dlog_std)  # (K, act_dim)
+    for x, delta in zip(xs, deltas):
+        wd = (weights[:, :, None] * delta[:, None, :]).reshape(delta.shape[0], -1)  # (B, K * n_out)
+        parts += [(wd.T @ x).reshape(K, -1), weights.T @ delta]  # sum_i c_i delta_i x_i^T, sum_i c_i delta_i
+    return torch.cat(parts, dim=1)
+
+
+def smac_per_sample_parallel_step(actor: Actor, batch: dict, args: Args, params) -> dict:
+    """Algorithm 1's per-sample steps, all at the same theta, summed (one backward, no per-sample loop):
+
+        theta <- theta + eta * sum_i c_i l_i,   c_i = A_i s_i / (lambda + |l_i|^2)
+
+    since (lambda I + l_i l_i^T)^-1 l_i A_i = l_i A_i / (lambda + |l_i|^2) (l_i is an eigenvector). The SUM,
+    not the mean: Algorithm 1 moves theta by eta sum_i F_i^-1 g_i + O(eta^2), so the two agree to first
+    order in eta at the same --learning-rate. s_i = min(1, max_grad_norm / |l_i A_i|) clips each g_i as
+    per-sample does; no entropy bonus (as per-sample). |l_i|^2 and sum_i c_i l_i come from the per-layer
+    factors (per_sample_score_sq_norms, weighted_score_sums): O(d + B * widths) memory.
+    Diagnostics, as per-sample: g = mean_i g_i, step = mean_i F_i^-1 g_i (theta moves by eta * B * step)."""
+    if type(actor) is not Actor:
+        raise TypeError("--fisher per-sample-parallel needs the trainer's Actor MLP (per-layer score factors)")
+    obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
+    xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
+    with torch.no_grad():
+        sq = per_sample_score_sq_norms(xs, deltas, dlog_std)
+        a = adv
+        if args.max_grad_norm > 0:  # clip_norm of each g_i = A_i l_i, |g_i| = |A_i| |l_i|
+            a = adv * torch.clamp(args.max_grad_norm / (adv.abs() * sq.sqrt() + 1e-12), max=1.0)
+        g_sum, step_sum = weighted_score_sums(xs, deltas, dlog_std, torch.stack([a, a / (args.damping + sq)], 1))
+        if args.step_normalization:
+            step_sum = normalize_step(step_sum, g_sum)
+        add_to_params_(params, step_sum, args.learning_rate)
+        n = obs.shape[0]
+        return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": sq.mean()}
+
+
+# --- previous-EF mixing (--prev-ef-beta): F_k = lambda_k I + sum_j w_j l_j l_j^T, Woodbury --
+
+
+def woodbury_direction(g: torch.Tensor, U: torch.Tensor, w: torch.Tensor, damping: float,
+                       gram: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """F^-1 g for F = damping*I + U^T diag(w) U, U of shape (m, d) holding l_j as rows, w > 0:
+
+        F^-1 g = (1/lambda) * (g - U^T (lambda diag(1/w) + U U^T)^-1 U g)        (Woodbury)
+
+    O(d m) for U g and U^T y, O(m^3) for the m x m solve (in float64); gram = U U^T if already known.
+    m = 1, w = 1 is sherman_morrison_direction."""
+    if U.shape[0] == 0:
+        return g / damping
+    gram = U @ U.T if gram is None else gram
+    M = gram.double() + torch.diag(damping / w.double())
+    y = torch.linalg.solve(M, (U @ g).double())
+    return (g - U.T @ y.to(g.dtype)) / damping
+
+
+def prev_ef_push_(state: dict, ell: torch.Tensor, beta: float, rank: int, damping: float, mode: str) -> None:
+    """Advance F_{k-1} -> F_k = beta F_{k-1} + (1-beta) l_k l_k^T in state (prev_ef_U (m, d) rows l_j,
+    prev_ef_w (m,) weights (1-beta) beta^(k-j), prev_ef_gram = U U^T (float64), prev_ef_damping = lambda_k).
+    fixed: lambda_k = lambda (recursion on the undamped EF from F_0 = 0; equivalently on the damped
+    one-sample Fishers lambda I + l l^T from lambda I). decay: lambda_k = beta lambda_{k-1}, lambda_0 = lambda
+    (recursion on the damped matrix from F_0 = lambda I), floored at 1e-30. Keeps the `rank` newest terms,
+    dropping earlier any with w_j |l_j|^2 <= 1e-12 lambda_k (changes F by < 1e-12 relative). O(d m) time."""
+    with torch.no_grad():
+        if "prev_ef_U" in state:  # .to: after a resume onto another device
+            U = state["prev_ef_U"].to(ell.device, ell.dtype)
+            w, gram = state["prev_ef_w"].to(ell.device), state["prev_ef_gram"].to(ell.device)
+            lam = float(state["prev_ef_damping"])
+        else:
+            U, lam = ell.new_zeros((0, ell.numel())), damping
+            w = torch.zeros(0, dtype=torch.float64, device=ell.device)
+            gram = torch.zeros(0, 0, dtype=torch.float64, device=ell.device)
+        lam = max(beta * lam, 1e-30) if mode == "decay" else damping
+        cross = (U @ ell).double()  # l_j^T l_k for the kept terms: O(d m), keeps U U^T current without recomputing it
+        m = U.shape[0]
+        new_gram = gram.new_empty(m + 1, m + 1)
+        new_gram[:m, :m], new_gram[:m, m], new_gram[m, :m] = gram, cross, cross
+        new_gram[m, m] = torch.dot(ell, ell).double()
+        U = torch.cat([U, ell.detach()[None]])
+        w = torch.cat([w * beta, w.new_tensor([1.0 - beta])])
+        keep = torch.nonzero(w * torch.diagonal(new_gram) > 1e-12 * lam).flatten()[-rank:]
+        state["prev_ef_U"], state["prev_ef_w"] = U[keep].contiguous(), w[keep]
+        state["prev_ef_gram"], state["prev_ef_damping"] = new_gram[keep][:, keep], lam
+
+
+def normalize_step(step: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """--step-normalization: step * |g| / |step| (unchanged when step = 0)."""
+    n = step.norm()
+    return step * (g.norm() / n) if n > 0 else step
+
+
+# ====================================================================================
+
+
 ACTOR_STEPS = {"smac": smac_step, "sgd": sgd_step, "adam": adam_step, "cg": cg_step, "kfac": kfac_step}
-
-
-def actor_update(actor: Actor, batch: dict, args: Args, state: dict) -> list[dict]:
-    """All actor steps of one update: --update-epochs passes over the rollout, each split into
-    --num-minibatches minibatches (in rollout order, or reshuffled every pass with
-    --shuffle-minibatches, torch's RNG), one ACTOR_STEPS step per minibatch. Paper-literal
-    (1 x 1): a single step on the whole rollout. Returns each step's diagnostics."""
-    step = ACTOR_STEPS[args.optimizer]
-    if args.num_minibatches == 1 and args.update_epochs == 1:
-        return [step(actor, batch, args, state)]
-    n, diags = batch["obs"].shape[0], []
-    for _ in range(args.update_epochs):
-        order = torch.randperm(n) if args.shuffle_minibatches else torch.arange(n)
-        for idx in torch.tensor_split(order.to(batch["obs"].device), args.num_minibatches):
-            diags.append(step(actor, {k: v[idx] for k, v in batch.items()}, args, state))
-    return diags
-
-
-def critic_step(critic: Critic, optimizer: torch.optim.Optimizer, obs, returns, args: Args) -> float:
-    """L_critic = (1/T) sum_t (R_t - V_phi(s_t))^2, minimized with Adam (learning rate alpha)."""
-    for _ in range(args.critic_updates):
-        loss = (returns - critic(obs)).pow(2).mean()
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if args.max_grad_norm > 0:
-            nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
-        optimizer.step()
-    return loss.item()
 
 
 # ====================================================================================

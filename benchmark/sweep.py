@@ -504,10 +504,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", default=DEFAULT_SEEDS, help="e.g. 1-3, 1,2,5 (default: %(default)s)")
     p.add_argument("--budget", default=DEFAULT_BUDGET, help="environment steps per run: one number, or "
                    "classic=N,mujoco=M,<Task>=K (a task key wins over its group) (default: %(default)s)")
-    p.add_argument("--runs-dir", default=DEFAULT_RUNS, help="root of {task}/{algo}/seed{n}/ (default: benchmark/runs)")
+    p.add_argument("--reading", default="literal", help="reading of the paper's silent choices "
+                   "(benchmark/fidelity.py READINGS: literal, minibatch-10, ...); its trainer flags are added to "
+                   "every job (default: literal; hyperparams.toml [meta] grid_readings records what each grid used)")
+    p.add_argument("--runs-dir", default=None, help="root of {task}/{algo}/seed{n}/ (default: benchmark/runs for "
+                   "the literal reading, benchmark/runs_<reading> for another)")
     p.add_argument("--logs-dir", default=None, help="compact logs root ({task}/{algo}/seed{n}.json.gz): each finished "
-                   "run is packed there, and a log there counts as a finished run (default: benchmark/results/logs "
-                   "with the default --runs-dir, none otherwise; 'none' disables)")
+                   "run is packed there, and a log there counts as a finished run (default: "
+                   "benchmark/results/logs/<reading> with the default --runs-dir, none otherwise; 'none' disables)")
     p.add_argument("--extra-flags", default="", help="trainer flags appended to every job's command "
                    "(a reading of the fidelity study), e.g. '--num-minibatches 10'")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
@@ -552,13 +556,21 @@ def main(argv=None) -> int:
     if args.workers < 1:
         print("error: --workers must be >= 1", file=sys.stderr)
         return 2
+    from benchmark import fidelity
+    try:
+        reading_flags = fidelity.reading_flags(args.reading)
+    except KeyError as e:
+        print(f"error: --reading: {e.args[0]}", file=sys.stderr)
+        return 2
+    default_runs = DEFAULT_RUNS if args.reading == "literal" else f"{DEFAULT_RUNS}_{args.reading}"
+    args.runs_dir = args.runs_dir or default_runs
     logs_dir = args.logs_dir
     if logs_dir is None:
-        logs_dir = DEFAULT_LOGS if os.path.abspath(args.runs_dir) == DEFAULT_RUNS else None
+        logs_dir = os.path.join(DEFAULT_LOGS, args.reading) if os.path.abspath(args.runs_dir) == default_runs else None
     elif logs_dir.lower() == "none":
         logs_dir = None
     jobs = make_jobs(tasks, algos, seeds, budgets, args.runs_dir, args.checkpoint_every, args.horizon,
-                     args.num_steps, args.extra_flags.split(), logs_dir)
+                     args.num_steps, reading_flags + args.extra_flags.split(), logs_dir)
     print(f"[sweep] {len(tasks)} tasks x {len(algos)} algorithms x {len(seeds)} seeds = {len(jobs)} runs; "
           f"budgets: " + ", ".join(f"{t}={budgets[t]:,}" for t in tasks) + f"; runs in {os.path.abspath(args.runs_dir)}",
           flush=True)

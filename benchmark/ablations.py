@@ -46,6 +46,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
+from benchmark.stats import welch_test  # noqa: E402
 from benchmark import aggregate as agg  # noqa: E402
 from benchmark import hparams, sweep  # noqa: E402
 
@@ -328,13 +329,9 @@ def read_costs(results_dir=RESULTS) -> tuple[list[dict], str]:
 # Comparisons (the rules behind the verdicts)
 # ------------------------------------------------------------------------------------------
 def welch_t(a: dict, b: dict, key="final") -> float:
-    """(mean_a - mean_b) / sqrt(s_a^2/n_a + s_b^2/n_b) over seeds; |t| > 2 is called a clear difference."""
-    xa = np.array(a["finals"] if key == "final" else [], dtype=float)
-    xb = np.array(b["finals"] if key == "final" else [], dtype=float)
-    if xa.size < 2 or xb.size < 2:
-        return math.nan
-    se = math.sqrt(xa.var(ddof=1) / xa.size + xb.var(ddof=1) / xb.size)
-    return (xa.mean() - xb.mean()) / se if se > 0 else math.copysign(math.inf, xa.mean() - xb.mean())
+    """Welch's t of the per-seed finals (benchmark/stats.py, scipy); |t| > 2 is called a clear difference."""
+    w = welch_test(a["finals"] if key == "final" else [], b["finals"] if key == "final" else [])
+    return math.nan if w is None else w["t"]
 
 
 def more(a: float, b: float, rel: float = 0.1) -> bool:

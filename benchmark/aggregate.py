@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import csv
 import glob
-import itertools
 import json
 import math
 import os
@@ -127,125 +126,9 @@ def bin_quantiles(steps, values, budget, n_bins=N_BINS) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------
-# Two-sample tests on per-seed final values (no scipy: Student-t from the regularized incomplete
-# beta function, continued fraction as in Numerical Recipes' betacf; tests/test_matched_sgd.py checks
-# it against tabulated quantiles and numerical integration)
+# Two-sample tests on per-seed final values: benchmark/stats.py (scipy.stats, rliable)
 # ------------------------------------------------------------------------------------------
-def betainc_reg(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta I_x(a, b), a, b > 0, 0 <= x <= 1 (Lentz continued fraction)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    if x > (a + 1.0) / (a + b + 2.0):  # the fraction converges fast only below the mean; use symmetry
-        return 1.0 - betainc_reg(b, a, 1.0 - x)
-    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    tiny, eps = 1e-300, 1e-15
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 10_000):
-        m2 = 2 * m
-        for num in (m * (b - m) * x / ((a + m2 - 1.0) * (a + m2)),
-                    -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0))):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < eps:
-            break
-    return math.exp(log_front) * h / a
-
-
-def student_t_sf(t: float, df: float) -> float:
-    """P(T > t) for Student's t with df > 0 degrees of freedom (df may be fractional, as Welch's)."""
-    if math.isinf(t):
-        return 0.0 if t > 0 else 1.0
-    tail = 0.5 * betainc_reg(df / 2.0, 0.5, df / (df + t * t))
-    return tail if t >= 0 else 1.0 - tail
-
-
-def student_t_ppf(q: float, df: float) -> float:
-    """The q-quantile of Student's t (bisection on student_t_sf; |error| < 1e-10)."""
-    if not 0.0 < q < 1.0:
-        raise ValueError("q must be in (0, 1)")
-    lo, hi = -1.0, 1.0
-    while 1.0 - student_t_sf(lo, df) > q:
-        lo *= 2.0
-    while 1.0 - student_t_sf(hi, df) < q:
-        hi *= 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if 1.0 - student_t_sf(mid, df) < q:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-10:
-            break
-    return 0.5 * (lo + hi)
-
-
-def welch_test(a, b) -> Optional[dict]:
-    """Welch's unequal-variance t-test of mean(a) - mean(b); None with fewer than 2 values per side.
-    Returns diff, se, t, df (Welch-Satterthwaite), p (two-sided), and mdd: the smallest |diff| that
-    would reach p < 0.05 with this se and df (t_{0.975, df} * se)."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.size < 2 or b.size < 2:
-        return None
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    diff, se2 = float(a.mean() - b.mean()), float(va + vb)
-    if se2 <= 0.0:
-        df = float(a.size + b.size - 2)
-        return {"diff": diff, "se": 0.0, "t": (math.copysign(math.inf, diff) if diff else 0.0), "df": df,
-                "p": 0.0 if diff else 1.0, "mdd": 0.0}
-    df = se2 ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
-    t = diff / math.sqrt(se2)
-    return {"diff": diff, "se": math.sqrt(se2), "t": t, "df": df, "p": min(1.0, 2.0 * student_t_sf(abs(t), df)),
-            "mdd": student_t_ppf(0.975, df) * math.sqrt(se2)}
-
-
-def bootstrap_diff_ci(a, b, level: float = 0.95, n_boot: int = 20_000, seed: int = 0,
-                      max_exact: int = 2_000_000) -> tuple[float, float, str]:
-    """Percentile bootstrap CI of mean(a) - mean(b), resampling each group with replacement.
-    Exact (every one of n_a^n_a * n_b^n_b equally likely resamples enumerated) when that is at most
-    max_exact (3 vs 3 seeds: 27 * 27 = 729), else n_boot Monte-Carlo resamples with a fixed seed.
-    Returns (lo, hi, "exact" | "monte-carlo"). Quantiles: linear interpolation."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.size == 0 or b.size == 0:
-        return (math.nan, math.nan, "")
-    q = [(1.0 - level) / 2.0, 1.0 - (1.0 - level) / 2.0]
-    if a.size ** a.size * b.size ** b.size <= max_exact:
-        def all_means(x):
-            idx = np.array(list(itertools.product(range(x.size), repeat=x.size)))
-            return x[idx].mean(1)
-        diffs = (all_means(a)[:, None] - all_means(b)[None, :]).ravel()
-        kind = "exact"
-    else:
-        rng = np.random.default_rng(seed)
-        diffs = (a[rng.integers(0, a.size, (n_boot, a.size))].mean(1)
-                 - b[rng.integers(0, b.size, (n_boot, b.size))].mean(1))
-        kind = "monte-carlo"
-    lo, hi = np.quantile(diffs, q)
-    return (float(lo), float(hi), kind)
-
-
-def permutation_test(a, b) -> tuple[float, float]:
-    """Exact two-sided permutation test of |mean(a) - mean(b)| over all C(n_a + n_b, n_a) splits.
-    Returns (p, the smallest p any assignment of these values could give: the share of splits that
-    reach the largest statistic; 2 / C(n_a + n_b, n_a) for equal group sizes and distinct values)."""
-    a, b = list(map(float, a)), list(map(float, b))
-    pooled, na = a + b, len(a)
-    if not a or not b:
-        return (math.nan, math.nan)
-    obs = abs(sum(a) / na - sum(b) / len(b))
-    stats = []
-    for idx in itertools.combinations(range(len(pooled)), na):
-        sa = sum(pooled[i] for i in idx)
-        stats.append(abs(sa / na - (sum(pooled) - sa) / len(b)))
-    stats = np.array(stats)
-    tol = 1e-12 * max(1.0, float(stats.max()))
-    return (float(np.mean(stats >= obs - tol)), float(np.mean(stats >= stats.max() - tol)))
+from benchmark.stats import bootstrap_diff_ci, permutation_test, welch_test  # noqa: E402
 
 
 def matched_verdict(welch: Optional[dict], ci: tuple, alpha: float = 0.05) -> str:
@@ -301,7 +184,8 @@ def compare_matched(final_rows: list[dict], diag_summary: list[dict], same_start
         fa = [float(x) for x in s["finals"].split(";")] if s["finals"] else []
         fb = [float(x) for x in m["finals"].split(";")] if m["finals"] else []
         w = welch_test(fa, fb)
-        ci = bootstrap_diff_ci(fa, fb) if len(fa) > 1 and len(fb) > 1 else (math.nan, math.nan, "")
+        ci = ((*bootstrap_diff_ci(fa, fb), "scipy percentile, 20000 resamples") if len(fa) > 1 and len(fb) > 1
+              else (math.nan, math.nan, ""))
         perm_p, perm_min = permutation_test(fa, fb)
         pooled = math.sqrt((np.var(fa, ddof=1) + np.var(fb, ddof=1)) / 2) if len(fa) > 1 and len(fb) > 1 else math.nan
         sm = hparams.settings(task, "smac") if task in hparams.tasks() else {}

@@ -54,20 +54,6 @@ def fmt_steps(n: int) -> str:
     return f"{n / 1e6:g}M" if n >= 1e6 else (f"{n / 1e3:g}k" if n >= 1e3 else str(n))
 
 
-def welch(a: list, b: list):
-    """(difference of means, Welch t, Welch-Satterthwaite df) or None with fewer than 2 per side."""
-    if len(a) < 2 or len(b) < 2:
-        return None
-    ma, mb = sum(a) / len(a), sum(b) / len(b)
-    va = sum((x - ma) ** 2 for x in a) / (len(a) - 1)
-    vb = sum((x - mb) ** 2 for x in b) / (len(b) - 1)
-    se2 = va / len(a) + vb / len(b)
-    if se2 <= 0:
-        return (ma - mb, math.inf if ma != mb else 0.0, float(len(a) + len(b) - 2))
-    df = se2 ** 2 / ((va / len(a)) ** 2 / (len(a) - 1) + (vb / len(b)) ** 2 / (len(b) - 1))
-    return (ma - mb, (ma - mb) / math.sqrt(se2), df)
-
-
 def pct(v) -> str:
     return "–" if v is None else (f"{100 * v:.2g}%" if abs(v) < 0.01 else f"{100 * v:.0f}%")
 
@@ -114,17 +100,14 @@ def matched_section(results_dir: str = DEFAULT_RESULTS) -> list[str]:
         L.append(f"No task has both SMAC and sgd-matched results yet ({NOT_RUN}).\n")
         return L
     n_seeds = sorted({int(r["n_smac"]) for r in rows} | {int(r["n_matched"]) for r in rows})
-    kinds = sorted({r["boot_kind"] for r in rows if r["boot_kind"]})
     L.append("**Test.** Per task, the paper-protocol final value of each seed (last of 100 EWM-smoothed bins), "
              "SMAC vs sgd-matched, difference = SMAC − sgd-matched. (1) Welch's unequal-variance t-test, two-sided, "
-             "Welch–Satterthwaite df; scipy is not installed, so the Student-t CDF is computed from the regularized "
-             "incomplete beta function by its continued fraction (`benchmark/aggregate.py`, checked against t tables "
-             "and numerical integration in `tests/test_matched_sgd.py`). (2) A 95% percentile bootstrap CI of the "
-             "difference, resampling seeds with replacement within each algorithm ("
-             + ("all n^n × n^n equally likely resamples enumerated exactly, e.g. 27 × 27 = 729 for 3 vs 3"
-                if kinds == ["exact"] else "exact enumeration where small, else 20,000 resamples, seed 0")
+             "Welch–Satterthwaite df (`scipy.stats.ttest_ind(equal_var=False)`, via `benchmark/stats.py`). "
+             "(2) A 95% percentile bootstrap CI of the difference, resampling seeds with replacement within each "
+             "algorithm (`scipy.stats.bootstrap`, 20,000 resamples, seed 0"
              + "). \"Beyond seed noise\" = Welch p < 0.05 **and** the bootstrap CI excludes 0; one of the two alone is "
-             "reported as suggestive. The exact permutation p (all splits of the pooled seeds) is listed as a check.\n")
+             "reported as suggestive. The exact permutation p (all splits of the pooled seeds, "
+             "`scipy.stats.permutation_test`) is listed as a check.\n")
 
     rk = lambda r: (num(r["ell_sq_over_lambda_median"]) if num(r["ell_sq_over_lambda_median"]) is not None  # noqa: E731
                     else math.inf)
@@ -269,7 +252,8 @@ def matched_section(results_dir: str = DEFAULT_RESULTS) -> list[str]:
              "min–max).*\n")
 
     # ---- power ------------------------------------------------------------------------
-    from benchmark.aggregate import student_t_ppf
+    from scipy.stats import t as student_t
+    student_t_ppf = student_t.ppf
     dfs = [num(r["welch_df"]) for r in tested if num(r["welch_df"]) is not None]
     n_seeds = sorted({int(r["n_smac"]) for r in tested} | {int(r["n_matched"]) for r in tested})
     pmins = sorted({num(r["perm_min_p"]) for r in tested if num(r["perm_min_p"]) is not None})

@@ -1,0 +1,44 @@
+"""Our use of rliable and scipy (benchmark/stats.py) on hand-made data with known answers."""
+
+import numpy as np
+import pytest
+
+from benchmark import stats
+
+
+def test_normalize_random_zero_best_one():
+    assert stats.normalize([-1000.0, -500.0, 0.0], -1000.0, 0.0).tolist() == [0.0, 0.5, 1.0]
+    assert stats.normalize(30.0, 10.0, 20.0) == pytest.approx(2.0)
+
+
+def test_iqm_mean_median_and_optimality_gap_by_hand():
+    # 8 runs x 1 task: IQM = mean of the middle 50 % = mean(2, 3, 4, 5) = 3.5
+    scores = {"a": np.arange(8, dtype=float)[:, None] / 4.0}   # 0, .25, ..., 1.75
+    out = stats.aggregate_intervals(scores, reps=200)["a"]
+    assert out["IQM"][0] == pytest.approx(3.5 / 4.0)
+    assert out["Mean"][0] == pytest.approx(np.mean(np.arange(8) / 4.0))
+    assert out["Median"][0] == pytest.approx(np.median(np.arange(8) / 4.0))
+    gap = np.mean(np.maximum(1.0 - np.arange(8) / 4.0, 0.0))       # mean of max(1 - x, 0)
+    assert out["Optimality gap"][0] == pytest.approx(gap)
+    for name, (point, lo, hi) in out.items():
+        assert lo <= point <= hi, name
+
+
+def test_probability_of_improvement_extremes():
+    x, y = np.full((5, 3), 2.0), np.full((5, 3), 1.0)
+    assert stats.improvement_probability(x, y, reps=100)[0] == pytest.approx(1.0)
+    assert stats.improvement_probability(y, x, reps=100)[0] == pytest.approx(0.0)
+    assert stats.improvement_probability(x, x, reps=100)[0] == pytest.approx(0.5)  # ties count one half
+
+
+def test_performance_profile_fractions():
+    prof = stats.performance_profile({"a": np.array([[0.1], [0.5], [0.9], [1.2]])}, [0.0, 0.5, 1.0])
+    assert prof["a"].tolist() == pytest.approx([1.0, 0.5, 0.25])   # fraction of runs with score > tau
+
+
+def test_permutation_and_mean_ci():
+    p, pmin = stats.permutation_test([10.0, 11.0, 12.0], [0.0, 1.0, 2.0])
+    assert p == pytest.approx(0.1) and pmin == pytest.approx(0.1)
+    lo, hi = stats.bootstrap_mean_ci([1.0, 2.0, 3.0, 4.0])
+    assert 1.0 <= lo < 2.5 < hi <= 4.0
+    assert stats.bootstrap_mean_ci([5.0, 5.0]) == (5.0, 5.0)

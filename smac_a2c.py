@@ -35,6 +35,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from dataclasses import asdict, dataclass, fields
 from typing import Literal, Optional
 
@@ -43,6 +44,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import tyro
+from tqdm import tqdm
 
 
 @dataclass
@@ -61,7 +63,7 @@ class Args:
     tensorboard: bool = True
     """also write TensorBoard scalars into the run directory"""
     progress: bool = True
-    """show a progress line (only when stdout is a terminal)"""
+    """show a tqdm progress bar with steps, SPS and the mean return of the last 10 episodes (only when stdout is a terminal)"""
     save_model: bool = False
     """save a checkpoint at the end of training"""
     checkpoint_every: int = 0
@@ -72,6 +74,10 @@ class Args:
     """evaluate this checkpoint with the deterministic policy and exit (no training)"""
     eval_episodes: int = 10
     """number of episodes for --eval-checkpoint"""
+    plot: tuple[str, ...] = ()
+    """plot these run directories into one PNG and exit: returns (raw and the paper's 100 bins + EWM 0.1) and, for SMAC runs, |l_bar|^2/lambda and cos(g, step) over training"""
+    plot_out: Optional[str] = None
+    """PNG path for --plot (default: RUN/plot.png for one run, runs_dir/plot_<unix time>.png for several)"""
 
     # --- algorithm (defaults: the paper's Hopper SMAC row) ------------------------------
     env_id: str = "Hopper-v4"
@@ -225,13 +231,27 @@ def make_env(env_id: str):
     and observation/reward normalization are done in the training loop and the agent,
     once per rollout, because per-step wrappers cost more than the environment step
     itself on this machine (README, "Implementation choices")."""
-    return lambda: gym.make(env_id, disable_env_checker=True)
+    return lambda: _make_quietly(env_id)
 
 
-def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
-    """Return (observation_space, action_space) or raise ConfigError with a hint."""
+def _make_quietly(env_id: str) -> gym.Env:
+    """gym.make without gymnasium's "-v4 is out of date" warning: check_env_id explains it once per run."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is out of date.*")
+        return gym.make(env_id, disable_env_checker=True)
+
+
+def check_env_id(env_id: str, note: bool = True) -> tuple[gym.Space, gym.Space]:
+    """Return (observation_space, action_space) or raise ConfigError with a hint. Prints one note
+    (instead of gymnasium's repeated warning) when the id is an out-of-date version such as Hopper-v4."""
     try:
-        env = gym.make(env_id, disable_env_checker=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            env = gym.make(env_id, disable_env_checker=True)
+        if note and any("out of date" in str(w.message) for w in caught):
+            print(f"note: {env_id} is out of date for gymnasium; the MuJoCo -v4 ids are this project's default "
+                  f"because they are the paper's era, and the -v5 ids work too (e.g. --env-id "
+                  f"{env_id.rsplit('-v', 1)[0]}-v5)", file=sys.stderr)
     except gym.error.Error as e:
         raise ConfigError(f"--env-id {env_id!r} is not a registered gymnasium environment ({type(e).__name__}: {e})") from None
     except ImportError as e:  # e.g. Pusher-v4 needs mujoco < 3
@@ -1358,7 +1378,8 @@ class Run:
         self.policy = RolloutPolicy(self.actor)
         self.recent_returns: list[float] = []
         self.start_time, self.start_step = time.time(), self.global_step
-        self.show_progress = args.progress and sys.stdout.isatty()
+        self.bar = tqdm(total=args.total_timesteps, initial=self.global_step, unit="step", unit_scale=True,
+                        file=sys.stdout, dynamic_ncols=True, disable=not (args.progress and sys.stdout.isatty()))
 
     # --- checkpoints and rollback ---------------------------------------------------------
     def restore_checkpoint(self, ckpt: dict) -> None:
@@ -1431,10 +1452,9 @@ class Run:
                                       actor_ms, self.sps()))
         if self.args.checkpoint_every and self.update % self.args.checkpoint_every == 0:
             self.checkpoint()
-        if self.show_progress:
-            recent = np.mean(self.recent_returns) if self.recent_returns else float("nan")
-            print(f"\r{self.global_step:>10d}/{self.args.total_timesteps} steps | SPS {self.sps():6.0f} | "
-                  f"return(last 10) {recent:9.2f}", end="", flush=True)
+        self.bar.update(self.global_step - self.bar.n)
+        self.bar.set_postfix(sps=f"{self.sps():.0f}", ret10=(f"{np.mean(self.recent_returns):.1f}"
+                                                             if self.recent_returns else "-"), refresh=False)
 
     def log_episodes(self, episodes) -> None:
         for t, ret, length in episodes:
@@ -1448,8 +1468,7 @@ class Run:
     def finish(self) -> str:
         """Final checkpoint (always after an interruption or divergence, and whenever the run saves
         checkpoints at all, so it never ends on an old one), summary.json, closing line."""
-        if self.show_progress:
-            print()
+        self.bar.close()
         if (self.status != "finished" or self.args.save_model or self.args.checkpoint_every
                 or os.path.exists(self.ckpt_path)):
             self.checkpoint()  # on divergence: the state before the update that went non-finite
@@ -1507,6 +1526,70 @@ def _version(package: str) -> Optional[str]:
         return None
 
 
+# ====================================================================================
+# Plots of finished or running runs (--plot)
+# ====================================================================================
+def read_run_csv(path: str) -> dict:
+    """Columns of episodes.csv / updates.csv as float arrays (a torn last line is skipped)."""
+    import pandas as pd
+    return {k: v.to_numpy(dtype=float) for k, v in pd.read_csv(path, on_bad_lines="skip").items()}
+
+
+def protocol_curve(steps: np.ndarray, values: np.ndarray, n_bins: int = 100, alpha: float = 0.1):
+    """The paper's protocol: the mean of each of n_bins equal bins over [0, last step] (empty bins carried
+    forward), then an exponentially weighted mean with smoothing factor alpha. Returns (bin ends, curve)."""
+    import pandas as pd
+    end = max(float(steps.max()), 1.0)
+    index = np.clip(np.ceil(steps / end * n_bins).astype(int) - 1, 0, n_bins - 1)  # bin k: (k end/n, (k+1) end/n]
+    bins = pd.Series(values).groupby(index).mean()
+    binned = bins.reindex(range(n_bins)).ffill()
+    return (np.arange(1, n_bins + 1) * end / n_bins, binned.ewm(alpha=alpha, adjust=False).mean().to_numpy())
+
+
+def plot_runs(run_dirs: tuple, out: str) -> str:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    runs = []
+    for d in run_dirs:
+        d = os.path.dirname(d) if os.path.isfile(d) else d
+        if not os.path.isfile(os.path.join(d, "episodes.csv")):
+            raise ConfigError(f"--plot: {d!r} is not a run directory (no episodes.csv)")
+        cfg = json.load(open(os.path.join(d, "config.json")))["args"] if os.path.isfile(
+            os.path.join(d, "config.json")) else {}
+        runs.append((d, cfg, read_run_csv(os.path.join(d, "episodes.csv")), read_run_csv(os.path.join(d, "updates.csv"))))
+    smac = [r for r in runs if r[1].get("optimizer", "smac") == "smac" and np.isfinite(r[3].get("ell_sq", [np.nan])).any()]
+    fig, axes = plt.subplots(1, 3 if smac else 1, figsize=(15 if smac else 6.5, 4.2), squeeze=False)
+    axes = axes[0]
+    for i, (d, cfg, ep, up) in enumerate(runs):
+        color = f"C{i % 10}"
+        label = f"{cfg.get('env_id', '?')} {cfg.get('optimizer', '?')} seed {cfg.get('seed', '?')} ({os.path.basename(d)[-10:]})"
+        if ep.get("global_step", np.array([])).size:
+            axes[0].plot(ep["global_step"], ep["episodic_return"], color=color, alpha=0.25, lw=0.7)
+            axes[0].plot(*protocol_curve(ep["global_step"], ep["episodic_return"]), color=color, lw=2, label=label)
+        if (d, cfg, ep, up) in smac and up["global_step"].size:
+            axes[1].plot(up["global_step"], up["ell_sq"] / float(cfg.get("damping", 1.0)), color=color, lw=1)
+            axes[2].plot(up["global_step"], up["cos_g_step"], color=color, lw=1)
+    axes[0].set(xlabel="environment steps", ylabel="episodic return",
+                title="return: raw (faint) and 100 bins + EWM 0.1 (bold)")
+    axes[0].legend(fontsize=7)
+    if smac:
+        axes[1].set(xlabel="environment steps", ylabel="|l_bar|^2 / lambda", yscale="log",
+                    title="SMAC: rank-1 term relative to damping")
+        axes[2].set(xlabel="environment steps", ylabel="cos(g, step)", title="SMAC: cos(policy gradient, step)")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())
+    if smac:
+        axes[2].ticklabel_format(axis="y", useOffset=False)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
 # flags that may differ on --resume (everything else continues as the run was started)
 RESUME_MAY_CHANGE = ("total_timesteps", "checkpoint_every", "save_model", "progress", "tensorboard", "torch_threads",
                      "cuda", "resume")
@@ -1546,6 +1629,11 @@ def main(argv=None) -> int:
     args = tyro.cli(Args, args=argv)
     try:
         check_args(args)
+        if args.plot:
+            out = args.plot_out or (os.path.join(args.plot[0], "plot.png") if len(args.plot) == 1
+                                    else os.path.join(args.runs_dir, f"plot_{int(time.time())}.png"))
+            print(f"wrote {plot_runs(args.plot, out)}")
+            return 0
         if args.eval_checkpoint:
             ckpt = load_checkpoint(args.eval_checkpoint)
             mean, std = evaluate(ckpt, args.eval_episodes, args.seed)

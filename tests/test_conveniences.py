@@ -1,0 +1,60 @@
+"""What researchers expect from a CleanRL-style script (issue 15): the -v4 note once, a library
+progress bar only on a terminal, --plot of one or several runs."""
+
+import os
+import subprocess
+import sys
+
+import matplotlib.image
+import numpy as np
+import pytest
+
+import smac_a2c as sa
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def trainer(*argv, **kw):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "smac_a2c.py"), "--no-tensorboard", *argv],
+                          capture_output=True, text=True, timeout=300, **kw)
+
+
+@pytest.mark.parametrize("env_id,notes", [("Hopper-v4", 1), ("Hopper-v5", 0)])
+def test_v4_deprecation_is_explained_once(tmp_path, env_id, notes):
+    p = trainer("--env-id", env_id, "--num-steps", "200", "--total-timesteps", "400", "--runs-dir", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.count("out of date") == notes
+    if notes:
+        assert "-v5 ids work too" in p.stderr and "paper" in p.stderr
+
+
+def test_no_progress_output_when_stdout_is_not_a_terminal(tmp_path):
+    p = trainer("--env-id", "CartPole-v1", "--num-steps", "200", "--total-timesteps", "1000", "--runs-dir", str(tmp_path))
+    assert p.returncode == 0 and "\r" not in p.stdout and "it/s" not in p.stdout + p.stderr
+    assert p.stdout.strip().startswith("finished:")
+
+
+def test_plot_two_runs(tmp_path, capsys):
+    for opt in ("smac", "sgd"):
+        assert sa.main(["--env-id", "CartPole-v1", "--optimizer", opt, "--num-steps", "200", "--total-timesteps",
+                        "4000", "--runs-dir", str(tmp_path / "runs"), "--no-tensorboard", "--no-progress"]) == 0
+    runs = sorted(str(tmp_path / "runs" / d) for d in os.listdir(tmp_path / "runs"))
+    out = str(tmp_path / "both.png")
+    assert sa.main(["--plot", *runs, "--plot-out", out]) == 0
+    img = matplotlib.image.imread(out)
+    assert img.shape[1] > 1.5 * img.shape[0]          # three panels side by side (a SMAC run is among them)
+    assert img[..., :3].std() > 0.05                   # not blank
+    assert sa.main(["--plot", runs[1]]) == 0 and os.path.isfile(os.path.join(runs[1], "plot.png"))
+    single = matplotlib.image.imread(os.path.join(runs[1], "plot.png"))
+    assert single.shape[1] < 1.7 * single.shape[0]    # sgd only: the return panel alone
+    capsys.readouterr()
+    assert sa.main(["--plot", str(tmp_path / "nope")]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+
+
+def test_protocol_curve_by_hand():
+    steps = np.arange(1, 101, dtype=float) * 10      # one episode per bin of 10 steps
+    values = np.where(steps <= 500, 0.0, 100.0)
+    ends, curve = sa.protocol_curve(steps, values)
+    assert ends[-1] == 1000 and curve[49] == 0.0
+    assert curve[50] == pytest.approx(10.0) and curve[51] == pytest.approx(19.0)   # EWM 0.1: 0.1*100, 0.1*100 + 0.9*10

@@ -74,6 +74,10 @@ class Args:
     """evaluate this checkpoint with the deterministic policy and exit (no training)"""
     eval_episodes: int = 10
     """number of episodes for --eval-checkpoint"""
+    capture_video: bool = False
+    """record episodes of the first training env into RUN/videos/ (gymnasium's RecordVideo, needs moviepy); with --eval-checkpoint, record the evaluated episodes into RUN/videos/eval/"""
+    video_every: int = 0
+    """with --capture-video: record every N-th episode (0: gymnasium's default schedule, as CleanRL: episodes 0, 1, 8, 27, ..., k^3 up to 1000, then every 1000th)"""
     plot: tuple[str, ...] = ()
     """plot these run directories into one PNG and exit: returns (raw and the paper's 100 bins + EWM 0.1) and, for SMAC runs, |l_bar|^2/lambda and cos(g, step) over training"""
     plot_out: Optional[str] = None
@@ -189,6 +193,8 @@ def check_args(args: Args) -> None:
     name_len = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}-99".encode())
     if name_len > 255:
         raise ConfigError(f"--exp-name is too long: the run directory name would have {name_len} bytes (limit 255)")
+    if args.video_every < 0:
+        raise ConfigError(f"--video-every must be >= 0, got {args.video_every}")
     for flag, value in {"--num-minibatches": args.num_minibatches, "--update-epochs": args.update_epochs}.items():
         if not value >= 1:
             raise ConfigError(f"{flag} must be >= 1, got {value}")
@@ -225,20 +231,48 @@ def check_args(args: Args) -> None:
 # ====================================================================================
 # Environments
 # ====================================================================================
-def make_env(env_id: str):
+def make_env(env_id: str, video_dir: Optional[str] = None, video_every: int = 0):
     """Thunk building one environment. The wrapper stack is deliberately empty beyond
     gymnasium's defaults (TimeLimit, OrderEnforcing): episode statistics, action clipping
     and observation/reward normalization are done in the training loop and the agent,
     once per rollout, because per-step wrappers cost more than the environment step
-    itself on this machine (README, "Implementation choices")."""
-    return lambda: _make_quietly(env_id)
+    itself on this machine (README, "Implementation choices"). With video_dir, episodes are
+    recorded there (gymnasium's RecordVideo; every video_every-th, or its default schedule)."""
+    def thunk():
+        if video_dir is None:
+            return _make_quietly(env_id)
+        trigger = (lambda episode: episode % video_every == 0) if video_every > 0 else None
+        return gym.wrappers.RecordVideo(_make_quietly(env_id, render_mode="rgb_array"), video_dir,
+                                        episode_trigger=trigger, disable_logger=True)
+    return thunk
 
 
-def _make_quietly(env_id: str) -> gym.Env:
+def _make_quietly(env_id: str, **kwargs) -> gym.Env:
     """gym.make without gymnasium's "-v4 is out of date" warning: check_env_id explains it once per run."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*is out of date.*")
-        return gym.make(env_id, disable_env_checker=True)
+        return gym.make(env_id, disable_env_checker=True, **kwargs)
+
+
+def check_video(env_id: str) -> None:
+    """--capture-video: render one frame now, so a machine without a working OpenGL fails with one line.
+    MuJoCo renders headless with MUJOCO_GL=egl (set here when there is no display and the user set none)."""
+    if not os.environ.get("DISPLAY"):
+        os.environ.setdefault("MUJOCO_GL", "egl")
+        os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+    try:
+        import moviepy  # noqa: F401  (RecordVideo writes with moviepy 2.x)
+    except ImportError:
+        raise ConfigError("--capture-video needs moviepy (pip install -r requirements.txt)") from None
+    try:
+        env = _make_quietly(env_id, render_mode="rgb_array")
+        env.reset(seed=0)
+        frame = env.render()
+        env.close()
+        assert frame is not None and frame.ndim == 3
+    except Exception as e:
+        raise ConfigError(f"--capture-video: {env_id} cannot render here (MUJOCO_GL={os.environ.get('MUJOCO_GL')}: "
+                          f"{type(e).__name__}); try MUJOCO_GL=osmesa with the system package libosmesa6 installed") from None
 
 
 def check_env_id(env_id: str, note: bool = True) -> tuple[gym.Space, gym.Space]:
@@ -1156,8 +1190,9 @@ def args_from_checkpoint(saved: dict) -> Args:
 # ====================================================================================
 # Evaluation
 # ====================================================================================
-def evaluate(ckpt: dict, episodes: int, seed: int) -> tuple[float, float]:
-    """Mean and std of undiscounted returns of the deterministic policy (mean action / argmax)."""
+def evaluate(ckpt: dict, episodes: int, seed: int, capture_video: bool = False) -> tuple[float, float]:
+    """Mean and std of undiscounted returns of the deterministic policy (mean action / argmax);
+    with capture_video every episode is recorded into RUN/videos/eval/."""
     args = args_from_checkpoint(ckpt["args"])
     obs_space, act_space = check_env_id(args.env_id)
     discrete = isinstance(act_space, gym.spaces.Discrete)
@@ -1170,7 +1205,10 @@ def evaluate(ckpt: dict, episodes: int, seed: int) -> tuple[float, float]:
     except (RuntimeError, KeyError, ValueError, TypeError) as e:
         raise ConfigError(f"checkpoint {ckpt['path']!r} does not fit its own environment or networks "
                           f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
-    policy, env, returns = RolloutPolicy(actor), make_env(args.env_id)(), []
+    if capture_video:
+        check_video(args.env_id)
+    video_dir = os.path.join(os.path.dirname(ckpt["path"]), "videos", "eval") if capture_video else None
+    policy, env, returns = RolloutPolicy(actor), make_env(args.env_id, video_dir, 1)(), []
     for ep in range(episodes):
         obs, _ = env.reset(seed=seed + ep)
         done, total = False, 0.0
@@ -1193,6 +1231,8 @@ def train(args: Args, resume: Optional[dict] = None) -> tuple[str, str]:
     """Train; returns (run directory, status). Writes summary.json with status finished /
     interrupted / diverged; main() turns it into exit code 0, 130 (Ctrl-C), 143 (SIGTERM) or 3."""
     env_info = check_env_id(args.env_id)
+    if args.capture_video:
+        check_video(args.env_id)
     device = pick_device(args)
     run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
     with RunLock(run_dir), StopSignals() as stop:
@@ -1371,7 +1411,9 @@ class Run:
                        "python": sys.version.split()[0], "resumed_from_step": self.global_step}, f, indent=2)
         self.logger = RunLogger(run_dir, args.tensorboard, append=resume is not None)
         # SAME_STEP autoreset: see Rollout.collect
-        self.envs = gym.vector.SyncVectorEnv([make_env(args.env_id) for _ in range(args.num_envs)],
+        video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
+        self.envs = gym.vector.SyncVectorEnv([make_env(args.env_id, video_dir if i == 0 else None, args.video_every)
+                                              for i in range(args.num_envs)],
                                              autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
         self.obs, _ = self.envs.reset(seed=args.seed + self.update * args.num_envs)
         self.rollout = Rollout(args.num_steps, args.num_envs, self.obs_dim, () if self.discrete else (self.act_dim,))
@@ -1592,7 +1634,7 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
 
 # flags that may differ on --resume (everything else continues as the run was started)
 RESUME_MAY_CHANGE = ("total_timesteps", "checkpoint_every", "save_model", "progress", "tensorboard", "torch_threads",
-                     "cuda", "resume")
+                     "cuda", "capture_video", "video_every", "resume")
 
 
 def flags_given(argv: list[str]) -> set[str]:
@@ -1636,7 +1678,7 @@ def main(argv=None) -> int:
             return 0
         if args.eval_checkpoint:
             ckpt = load_checkpoint(args.eval_checkpoint)
-            mean, std = evaluate(ckpt, args.eval_episodes, args.seed)
+            mean, std = evaluate(ckpt, args.eval_episodes, args.seed, args.capture_video)
             print(f"eval {ckpt['args']['env_id']}: {mean:.2f} +- {std:.2f} over {args.eval_episodes} episodes "
                   f"(deterministic policy, {ckpt['path']})")
             return 0

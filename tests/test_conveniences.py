@@ -58,3 +58,23 @@ def test_protocol_curve_by_hand():
     ends, curve = sa.protocol_curve(steps, values)
     assert ends[-1] == 1000 and curve[49] == 0.0
     assert curve[50] == pytest.approx(10.0) and curve[51] == pytest.approx(19.0)   # EWM 0.1: 0.1*100, 0.1*100 + 0.9*10
+
+
+@pytest.mark.parametrize("env_id,size", [("CartPole-v1", (400, 600)), ("Hopper-v4", (480, 480))])
+def test_capture_video_training_and_evaluation(tmp_path, env_id, size):
+    import csv
+
+    import imageio.v3 as iio
+    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY")}
+    p = trainer("--env-id", env_id, "--num-steps", "100", "--total-timesteps", "200", "--capture-video",
+                "--save-model", "--runs-dir", str(tmp_path), env=env)
+    assert p.returncode == 0, p.stderr
+    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    first = next(csv.DictReader(open(os.path.join(run, "episodes.csv"))))
+    frames = iio.imread(os.path.join(run, "videos", "rl-video-episode-0.mp4"))
+    assert frames.shape == (int(first["episodic_length"]) + 1, *size, 3)  # the reset frame, then one per step
+    assert frames.std() > 5.0  # not blank
+    p = trainer("--eval-checkpoint", run, "--eval-episodes", "1", "--capture-video", env=env)
+    assert p.returncode == 0, p.stderr
+    ev = iio.imread(os.path.join(run, "videos", "eval", "rl-video-episode-0.mp4"))
+    assert ev.shape[1:] == (*size, 3) and ev.shape[0] > 1 and ev.std() > 5.0

@@ -74,6 +74,12 @@ class Args:
     """evaluate this checkpoint with the deterministic policy and exit (no training)"""
     eval_episodes: int = 10
     """number of episodes for --eval-checkpoint"""
+    track: bool = False
+    """log the same scalars as TensorBoard, the flags and any videos to Weights & Biases (WANDB_MODE=offline works without network)"""
+    wandb_project_name: str = "smac"
+    """W&B project for --track"""
+    wandb_entity: Optional[str] = None
+    """W&B entity (team or user) for --track; default: your W&B default entity"""
     capture_video: bool = False
     """record episodes of the first training env into RUN/videos/ (gymnasium's RecordVideo, needs moviepy); with --eval-checkpoint, record the evaluated episodes into RUN/videos/eval/"""
     video_every: int = 0
@@ -1076,14 +1082,16 @@ ACTOR_STEPS = {"smac": smac_step, "sgd": sgd_step, "adam": adam_step, "cg": cg_s
 # Run directory, logging, checkpoints
 # ====================================================================================
 class RunLogger:
-    """episodes.csv, updates.csv, optional TensorBoard scalars; flushed after every update."""
+    """episodes.csv, updates.csv, optional TensorBoard scalars and W&B (--track); flushed after every update.
+    TensorBoard and W&B get the same scalar names (charts/..., losses/...), against global_step."""
 
     EPISODE_FIELDS = ["global_step", "episodic_return", "episodic_length"]
     UPDATE_FIELDS = ["update", "global_step", "value_loss", "mean_logprob", "entropy", "ell_sq", "g_norm",
                      "step_norm", "cos_g_step", "step_par_norm", "step_perp_norm", "actor_update_ms", "sps"]
 
-    def __init__(self, run_dir: str, tensorboard: bool, append: bool):
+    def __init__(self, run_dir: str, tensorboard: bool, append: bool, wandb_run=None):
         mode = "a" if append else "w"
+        self.run_dir, self.wandb, self.videos_seen = run_dir, wandb_run, set()
         self.files = [open(os.path.join(run_dir, name), mode, newline="") for name in ("episodes.csv", "updates.csv")]
         self.episodes = csv.writer(self.files[0])
         self.updates = csv.writer(self.files[1])
@@ -1095,25 +1103,54 @@ class RunLogger:
             from torch.utils.tensorboard import SummaryWriter
             self.writer = SummaryWriter(run_dir)
 
+    def scalars(self, values: dict, global_step: int) -> None:
+        if self.writer:
+            for k, v in values.items():
+                self.writer.add_scalar(k, v, global_step)
+        if self.wandb is not None:
+            self.wandb.log({**values, "global_step": global_step})
+
     def episode(self, global_step: int, ret: float, length: int) -> None:
         self.episodes.writerow([global_step, ret, length])
-        if self.writer:
-            self.writer.add_scalar("charts/episodic_return", ret, global_step)
-            self.writer.add_scalar("charts/episodic_length", length, global_step)
+        self.scalars({"charts/episodic_return": ret, "charts/episodic_length": length}, global_step)
 
     def update(self, row: dict) -> None:
         self.updates.writerow([row[k] for k in self.UPDATE_FIELDS])
-        if self.writer:
-            for k in self.UPDATE_FIELDS[2:]:
-                self.writer.add_scalar(f"{'charts' if k == 'sps' else 'losses'}/{k}", row[k], row["global_step"])
+        self.scalars({f"{'charts' if k == 'sps' else 'losses'}/{k}": row[k] for k in self.UPDATE_FIELDS[2:]},
+                     row["global_step"])
         for f in self.files:
             f.flush()
+        if self.wandb is not None:  # videos recorded since the last update (--capture-video)
+            import wandb
+            videos = os.path.join(self.run_dir, "videos")
+            for name in sorted(os.listdir(videos)) if os.path.isdir(videos) else []:
+                if name.endswith(".mp4") and name not in self.videos_seen:
+                    self.videos_seen.add(name)
+                    self.wandb.log({"videos": wandb.Video(os.path.join(videos, name), format="mp4"),
+                                    "global_step": row["global_step"]})
 
     def close(self) -> None:
         for f in self.files:
             f.close()
         if self.writer:
             self.writer.close()
+        if self.wandb is not None:
+            self.wandb.finish()
+
+
+def start_wandb(args: Args, run_dir: str):
+    """--track: a W&B run named like the run directory, its flags as config; resumed runs continue the same
+    W&B run. Without network, WANDB_MODE=offline keeps it in run_dir/wandb/ (`wandb sync` uploads it later)."""
+    try:
+        import wandb
+    except ImportError:
+        raise ConfigError("--track needs wandb (pip install -r requirements.txt)") from None
+    import hashlib
+    run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=os.path.basename(run_dir),
+                     id=hashlib.sha1(os.path.abspath(run_dir).encode()).hexdigest()[:16], resume="allow",
+                     config=asdict(args), dir=run_dir)
+    run.define_metric("*", step_metric="global_step")
+    return run
 
 
 def save_checkpoint(path: str, actor, critic, critic_opt, actor_state, normalizer, rng, args, global_step, update):
@@ -1233,6 +1270,11 @@ def train(args: Args, resume: Optional[dict] = None) -> tuple[str, str]:
     env_info = check_env_id(args.env_id)
     if args.capture_video:
         check_video(args.env_id)
+    if args.track:
+        try:
+            import wandb  # noqa: F401
+        except ImportError:
+            raise ConfigError("--track needs wandb (pip install -r requirements.txt)") from None
     device = pick_device(args)
     run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
     with RunLock(run_dir), StopSignals() as stop:
@@ -1409,7 +1451,8 @@ class Run:
             json.dump({"args": asdict(args), "device": str(device), "torch": torch.__version__,
                        "gymnasium": gym.__version__, "mujoco": _version("mujoco"), "numpy": np.__version__,
                        "python": sys.version.split()[0], "resumed_from_step": self.global_step}, f, indent=2)
-        self.logger = RunLogger(run_dir, args.tensorboard, append=resume is not None)
+        self.logger = RunLogger(run_dir, args.tensorboard, append=resume is not None,
+                                wandb_run=start_wandb(args, run_dir) if args.track else None)
         # SAME_STEP autoreset: see Rollout.collect
         video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
         self.envs = gym.vector.SyncVectorEnv([make_env(args.env_id, video_dir if i == 0 else None, args.video_every)
@@ -1634,7 +1677,7 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
 
 # flags that may differ on --resume (everything else continues as the run was started)
 RESUME_MAY_CHANGE = ("total_timesteps", "checkpoint_every", "save_model", "progress", "tensorboard", "torch_threads",
-                     "cuda", "capture_video", "video_every", "resume")
+                     "cuda", "capture_video", "video_every", "track", "wandb_project_name", "wandb_entity", "resume")
 
 
 def flags_given(argv: list[str]) -> set[str]:

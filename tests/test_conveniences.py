@@ -78,3 +78,33 @@ def test_capture_video_training_and_evaluation(tmp_path, env_id, size):
     assert p.returncode == 0, p.stderr
     ev = iio.imread(os.path.join(run, "videos", "eval", "rl-video-episode-0.mp4"))
     assert ev.shape[1:] == (*size, 3) and ev.shape[0] > 1 and ev.std() > 5.0
+
+
+def test_track_offline_holds_the_logged_keys(tmp_path):
+    """--track with WANDB_MODE=offline: the run's local W&B file holds every scalar name and the flags
+    (W&B 0.31 stores records as protobuf in run-*.wandb; the names are plain bytes there)."""
+    import csv
+    import glob
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    p = trainer("--env-id", "CartPole-v1", "--num-steps", "200", "--total-timesteps", "1000", "--track",
+                "--wandb-project-name", "smac-test", "--runs-dir", str(tmp_path), env=env)
+    assert p.returncode == 0, p.stderr
+    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    data = open(glob.glob(os.path.join(run, "wandb", "offline-run-*", "run-*.wandb"))[0], "rb").read()
+    episodes = len(list(csv.DictReader(open(os.path.join(run, "episodes.csv")))))
+    assert data.count(b"charts/episodic_return") >= episodes
+    for key in ("losses/value_loss", "losses/ell_sq", "losses/cos_g_step", "losses/mean_logprob", "charts/sps"):
+        assert data.count(key.encode()) >= 5, key   # one per update
+    for flag in (b"learning_rate", b"damping", b"env_id", b"CartPole-v1"):
+        assert flag in data
+
+
+def test_track_without_wandb_is_one_line(tmp_path, capsys, monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+    monkeypatch.setattr(builtins, "__import__", lambda name, *a, **k: (_ for _ in ()).throw(ImportError(name))
+                        if name == "wandb" else real_import(name, *a, **k))
+    assert sa.main(["--env-id", "CartPole-v1", "--track", "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--track needs wandb" in err
+    assert not os.listdir(tmp_path)  # refused before a run directory was made

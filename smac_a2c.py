@@ -69,7 +69,7 @@ class Args:
     checkpoint_every: int = 0
     """save a checkpoint every N updates (0: only at the end with --save-model, on Ctrl-C or divergence)"""
     resume: Optional[str] = None
-    """checkpoint file (or run directory) to continue; its saved flags are used except --total-timesteps, --progress, --checkpoint-every"""
+    """checkpoint file (or run directory) to continue as it was started: its saved flags are used; only --total-timesteps, --checkpoint-every, --save-model, --progress, --tensorboard, --torch-threads, --cuda, --capture-video, --video-every and the --track flags may be given anew (any other flag with a different value is refused)"""
     eval_checkpoint: Optional[str] = None
     """evaluate this checkpoint with the deterministic policy and exit (no training)"""
     eval_episodes: int = 10

@@ -521,7 +521,8 @@ def trainable_parameters(params) -> list:
     return [p for p in params if p.requires_grad]
 
 
-def smac_direction(params, log_probs: torch.Tensor, advantages: torch.Tensor, damping: float) -> torch.Tensor:
+def smac_direction(params, log_probs: torch.Tensor, advantages: torch.Tensor, damping: float,
+                   batched: bool = False) -> torch.Tensor:
     """The batch-mean SMAC direction (Practical Method) for any differentiable policy:
 
         l_bar = grad_theta mean_i log pi(a_i|s_i),    g = grad_theta mean_i log pi(a_i|s_i) A_i
@@ -530,28 +531,34 @@ def smac_direction(params, log_probs: torch.Tensor, advantages: torch.Tensor, da
     params      an nn.Module or an iterable of parameters (those without requires_grad are skipped)
     log_probs   (B,) log-probabilities of the taken actions, WITH their autograd graph
     advantages  (B,) advantages (treated as constants)
+    batched     get l_bar and g from one vmapped vector-Jacobian product instead of two backward
+                passes (same numbers; on the CPU two passes measured as fast or faster:
+                `python benchmark/smac_direction_cost.py`)
     Returns a flat (d,) tensor laid out like torch.cat([p.reshape(-1) for p in trainable params]);
-    ascend with apply_step_(params, direction, lr). Both gradients come from ONE batched
-    vector-Jacobian product (the two weightings 1/B and A_i/B stacked), not two backward passes."""
-    ell, g = mean_score_and_gradient(params, log_probs, advantages)
+    ascend with apply_step_(params, direction, lr)."""
+    ell, g = mean_score_and_gradient(params, log_probs, advantages, batched)
     return sherman_morrison_direction(g, ell, damping)
 
 
-def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages: torch.Tensor):
-    """(l_bar, g) of smac_direction, flat, for any network: one batched vector-Jacobian product."""
+def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages: torch.Tensor, batched: bool = False):
+    """(l_bar, g) of smac_direction, flat, for any network."""
     params = trainable_parameters(params)
     if log_probs.dim() != 1 or advantages.shape != log_probs.shape:
         raise ValueError(f"log_probs and advantages must both have shape (B,), got {tuple(log_probs.shape)} "
                          f"and {tuple(advantages.shape)}")
     B = log_probs.shape[0]
     weights = torch.stack([torch.full_like(log_probs, 1.0 / B), advantages.detach().to(log_probs.dtype) / B])
-    try:  # one backward, vmapped over the two weightings
-        grads = torch.autograd.grad(log_probs, params, grad_outputs=weights, is_grads_batched=True,
-                                    allow_unused=True)
-    except RuntimeError:  # an op without a batching rule: two plain backward passes instead
-        grads = [torch.stack(gs) if gs[0] is not None else None for gs in zip(
-            *(torch.autograd.grad(log_probs, params, grad_outputs=w, retain_graph=True, allow_unused=True)
-              for w in weights))]
+    grads = None
+    if batched:
+        try:  # one backward, vmapped over the two weightings
+            grads = torch.autograd.grad(log_probs, params, grad_outputs=weights, is_grads_batched=True,
+                                        allow_unused=True)
+        except RuntimeError:  # an op without a batching rule: fall back to two passes
+            grads = None
+    if grads is None:  # two plain backward passes, the first keeping the graph
+        grads = [None if g0 is None else torch.stack([g0, g1]) for g0, g1 in zip(
+            *(torch.autograd.grad(log_probs, params, grad_outputs=w, retain_graph=(i == 0), allow_unused=True)
+              for i, w in enumerate(weights)))]
     flat = torch.cat([(torch.zeros(2, p.numel(), dtype=p.dtype, device=p.device) if gr is None
                        else gr.reshape(2, -1)) for p, gr in zip(params, grads)], dim=1)
     return flat[0], flat[1]

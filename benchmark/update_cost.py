@@ -9,8 +9,8 @@ width w (d = w^2 + 16 w + 6: w = 64 -> 5.1e3, w = 2000 -> 4.0e6), batch T = 1000
 normal observations, actions and advantages. Every method calls the trainer's own step function
 (smac_a2c.ACTOR_STEPS) with its default flags, in the same process, on the same batch:
 sgd, adam, smac (batch-mean, the trainer's one-backward fast path), smac-generic (the public
-smac_direction + apply_step_: one batched vector-Jacobian product, any network), smac-2bw (the same
-with two plain backward passes, what the batched product replaces), smac-ps (per-sample, Algorithm 1:
+smac_direction + apply_step_, any network: two backward passes), smac-2bw (the same solve written out
+with two flat_grad calls), smac-ps (per-sample, Algorithm 1:
 T backward passes), cg, kfac.
 
 Time: median over --repeats calls after --warmup calls (K-FAC's first call creates its factors,

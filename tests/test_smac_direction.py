@@ -129,9 +129,12 @@ def test_smac_direction_equals_explicit_solve(arch):
     plist = list(params.parameters()) if isinstance(params, nn.Module) else params
     adv = torch.randn(B, generator=torch.Generator().manual_seed(2), dtype=DT)
     expected = explicit(plist, log_prob_i, adv, 0.05)
+    params2, log_probs2, _, _ = case(arch)  # the same network again, for the vmapped path
+    batched = sa.smac_direction(params2, log_probs2, adv, damping=0.05, batched=True)
     direction = sa.smac_direction(params, log_probs, adv, damping=0.05)
     assert direction.shape == expected.shape
     assert torch.allclose(direction, expected, rtol=1e-9, atol=1e-11)
+    assert torch.allclose(batched, expected, rtol=1e-9, atol=1e-11)
     # apply_step_: theta + lr * direction on the trainable parameters; frozen ones untouched
     before = [p.detach().clone() for p in plist]
     sa.apply_step_(params, direction, lr=0.3)

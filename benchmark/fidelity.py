@@ -24,7 +24,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
+import numpy as np  # noqa: E402
+
 from benchmark import compact, hparams, milestones, sweep  # noqa: E402
+from benchmark.aggregate import across_seeds  # noqa: E402
 
 RUNS = os.path.join(REPO, "benchmark", "runs_fidelity")
 RESULTS = os.path.join(REPO, "benchmark", "results", "fidelity")
@@ -84,7 +87,7 @@ def make_jobs(readings, seeds, budget=BUDGET, runs_dir=RUNS, logs_dir=LOGS, task
 
 def score(logs_dir=LOGS, results_dir=RESULTS, write=True) -> list[dict]:
     """Evaluate every classic-control claim for every reading with logs; write scores.csv and claims.csv."""
-    rows, claim_rows = [], []
+    rows, claim_rows, final_rows = [], [], []
     for r in sorted(os.listdir(logs_dir)) if os.path.isdir(logs_dir) else []:
         runs = compact.discover_logs(os.path.join(logs_dir, r))
         if not runs:
@@ -97,9 +100,14 @@ def score(logs_dir=LOGS, results_dir=RESULTS, write=True) -> list[dict]:
                      "held": held, "evaluable": evaluable, "runs": len(runs),
                      "diverged": sum(x["status"] == "diverged" for x in runs)})
         claim_rows += [{"reading": r, **v} for v in verdicts]
+        for (task, algo), (budget, curves) in sorted(milestones.cell_curves(runs).items()):
+            mean = across_seeds(curves)[0]
+            final_rows.append({"reading": r, "task": task, "algo": algo, "seeds": len(curves),
+                               "final": f"{mean[-1]:.4g}", "peak": f"{np.nanmax(mean):.4g}",
+                               "finals_per_seed": ";".join(f"{c[-1]:.4g}" for c in curves)})
     if write and rows:
         os.makedirs(results_dir, exist_ok=True)
-        for name, data in (("scores.csv", rows), ("claims.csv", claim_rows)):
+        for name, data in (("scores.csv", rows), ("claims.csv", claim_rows), ("finals.csv", final_rows)):
             with open(os.path.join(results_dir, name), "w", newline="") as f:
                 w = csv.DictWriter(f, fieldnames=list(data[0]))
                 w.writeheader()
@@ -166,6 +174,19 @@ def report_section(logs_dir=LOGS, results_dir=RESULTS) -> list[str]:
         L.append(f"| {cid} | " + " | ".join(mark.get(verdicts[n][cid]["verdict"], verdicts[n][cid]["verdict"])
                                            for n in names) + " |")
     L.append("")
+    finals_path = os.path.join(results_dir, "finals.csv")
+    if os.path.isfile(finals_path):
+        with open(finals_path, newline="") as f:
+            fin = {(r["reading"], r["task"], r["algo"]): r for r in csv.DictReader(f)}
+        cols = [(t, a) for t in TASKS for a in ALGOS]
+        L.append(f"Final return (seed mean of the last smoothed bin at {BUDGET // 1000}k steps; paper: its table's "
+                 "final at its own, larger budget, for scale):\n")
+        L.append("| Reading | " + " | ".join(f"{t} {hparams.algo_label(a)}" for t, a in cols) + " |")
+        L.append("|---|" + "---|" * len(cols))
+        L.append("| *paper (final)* | " + " | ".join(f"*{hparams.paper_result(t, a)[0]:g}*" for t, a in cols) + " |")
+        for n in names:
+            L.append(f"| `{n}` | " + " | ".join(fin[(n, t, a)]["final"] if (n, t, a) in fin else "–" for t, a in cols) + " |")
+        L.append("")
     chosen = choose(rows)
     L.append(f"**Chosen by the rule: `{chosen}`.**\n")
     return L

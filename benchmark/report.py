@@ -13,6 +13,7 @@ import math
 import os
 import sys
 import time
+from typing import Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -354,14 +355,18 @@ def sb3_section(final: dict, tasks: list) -> list[str]:
     return L
 
 
-def milestone_section(logs_dir: str = os.path.join(REPO, "benchmark", "results", "logs")) -> list[str]:
-    """Every quantitative claim of the paper's Results section, evaluated on the grid's compact logs."""
+def milestone_section(logs_dir: Optional[str] = None) -> list[str]:
+    """Every quantitative claim of the paper's Results section, evaluated on the stage-1 grid's compact logs
+    (benchmark/results/logs/<reading>, the reading from hyperparams.toml [meta] grid_readings)."""
     from benchmark import compact, milestones
+    reading = hparams.load()["meta"]["grid_readings"]["stage1"]
+    logs_dir = logs_dir or os.path.join(REPO, "benchmark", "results", "logs", reading)
     runs = compact.discover_logs(logs_dir) if os.path.isdir(logs_dir) else []
     L = ["## The paper's speed claims, claim by claim\n",
          "Every quantitative claim of the paper's Results section (`benchmark/milestones.py`, where the protocol "
          "and the verdict rules are written down), evaluated on the grid's committed compact logs "
-         f"(`benchmark/results/logs/`, {len(runs)} runs; `python benchmark/milestones.py benchmark/results/logs`). "
+         f"(`{os.path.relpath(logs_dir, REPO)}/`, reading `{reading}`, {len(runs)} runs so far; "
+         f"`python benchmark/milestones.py {os.path.relpath(logs_dir, REPO)}`). "
          "\"beyond budget\": our runs are shorter than the claim needs; \"no runs\": the cell has no finished run yet. "
          "The classic-control claims under every reading of the paper, including the paper-literal one, are in the "
          "fidelity section below.\n"]

@@ -422,7 +422,9 @@ def write_report(results_dir: str = DEFAULT_RESULTS, path: str = os.path.join(RE
         L.append(f"| {t} | " + " | ".join(cells) + " |")
     L.append("")
 
-    # ---- the paper's speed claims and the fidelity study (issue 11) --------------------------
+    # ---- the stage-1 grid (issue 12), the paper's speed claims and the fidelity study (issue 11) --
+    from benchmark import grid_report
+    L += grid_report.section()
     L += milestone_section()
     from benchmark import fidelity
     L += fidelity.report_section()

@@ -1,0 +1,57 @@
+"""The stage-1 grid report on hand-made compact logs with known answers."""
+
+import gzip
+import json
+import os
+
+import numpy as np
+import pytest
+
+from benchmark import compact, grid_report, hparams, random_scores
+
+
+def write_log(logs, task, algo, seed, value, status="finished"):
+    budget = grid_report.stage1_budget(task)
+    steps = np.linspace(budget / 200, budget, 200)
+    rec = {"format": 1, "task": task, "algo": algo, "seed": seed, "budget": budget, "status": status,
+           "global_step": budget if status == "finished" else budget // 2, "args": {"damping": 0.1},
+           "episodes": {"global_step": steps.tolist(), "episodic_return": [value] * 200, "episodic_length": [5] * 200},
+           "updates": {c: [] for c in compact.UPDATE_COLS}}
+    path = compact.log_path(str(logs), task, algo, seed)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with gzip.open(path, "wt") as f:
+        json.dump(rec, f)
+
+
+def test_grid_section_by_hand(tmp_path):
+    logs = tmp_path / "logs"
+    rand = random_scores.read()
+    for task in ("Acrobot", "CartPole"):
+        best = max(hparams.paper_result(task, a)[0] for a in hparams.PAPER_ALGOS)
+        for algo in hparams.PAPER_ALGOS:
+            # SMAC at the best of the paper (normalized 1), every baseline half way from random (0.5)
+            target = best if algo == "smac" else (rand[task] + best) / 2
+            for seed in (1, 2, 3):
+                write_log(logs, task, algo, seed, target + (seed - 2) * 1e-3)
+    write_log(logs, "CartPole", "sgd", 4, 0.0, status="diverged")
+    L = grid_report.section(str(logs), min_seeds=3, results_dir=str(tmp_path / "res"),
+                            figures_dir=str(tmp_path / "fig"), reps=200)
+    text = "\n".join(L)
+    cells = {(r["task"], r["algo"]): r for r in grid_report.cell_rows(grid_report.load_cells(str(logs)))}
+    smac = cells[("CartPole", "smac")]
+    assert smac["n"] == 3 and smac["mean"] == pytest.approx(989.5) and smac["inside"] == "no"  # CI is ~[989.499, 989.501]
+    assert cells[("CartPole", "sgd")]["n_div"] == 1 and "(+1 diverged)" in text
+    rows = {(r[0], r[1]): float(r[2]) for r in
+            (line.split(",") for line in open(tmp_path / "res" / "aggregates.csv").read().splitlines()[1:])}
+    assert rows[("smac", "IQM")] == pytest.approx(1.0, abs=1e-4)
+    assert rows[("sgd", "IQM")] == pytest.approx(0.5, abs=1e-4)
+    assert rows[("sgd", "Optimality gap")] == pytest.approx(0.5, abs=1e-4)
+    imp = open(tmp_path / "res" / "improvement.csv").read()
+    assert "smac,sgd,1.0000" in imp
+    assert os.path.getsize(tmp_path / "fig" / "grid_aggregate.png") > 10_000
+    assert os.path.getsize(tmp_path / "fig" / "grid_sample_efficiency.png") > 10_000
+    assert "2 task(s) (Acrobot, CartPole) with 3 seed(s)" in text and "partial" in text
+
+
+def test_grid_section_without_runs(tmp_path):
+    assert "No stage-1 run has finished yet" in "\n".join(grid_report.section(str(tmp_path / "none")))

@@ -331,6 +331,9 @@ def _aggregate(runs_dir, results_dir, budget_spec, logs_dir=None) -> dict:
         runs = discover_logs(logs_dir)
     else:
         runs = discover(runs_dir)
+    if not runs:  # never overwrite committed results with nothing (e.g. a fresh clone without raw runs)
+        print(f"aggregate: no runs found in {logs_dir or runs_dir}; {results_dir} left as it is", file=sys.stderr)
+        return {"runs": 0, "cells": 0, "budgets": {}}
     budgets = task_budgets(runs, budget_spec)
     os.makedirs(results_dir, exist_ok=True)
     groups: dict = {}

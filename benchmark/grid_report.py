@@ -167,7 +167,7 @@ def section(logs_dir: Optional[str] = None, min_seeds: int = 5, results_dir: str
     L = ["## Stage-1 grid: 5 seeds, classic 500k (Pendulum 2M), MuJoCo 1M steps (issue 12)\n",
          f"Reading `{reading}` (`hyperparams.toml` `[meta] grid_readings`), compact logs in "
          f"`{os.path.relpath(logs_dir, REPO)}/` ({n_runs} runs so far of 9 × 6 × 5 = 270); regenerate with "
-         "`python benchmark/aggregate.py --report`. Cells: finished seeds only, final = last of 100 EWM(0.1) bins; "
+         "`python benchmark/report.py`. Cells: finished seeds only, final = last of 100 EWM(0.1) bins; "
          "CI: 95 % percentile bootstrap of the mean over seeds (`scipy.stats.bootstrap`).\n"]
     rows = cell_rows(cells)
     if not rows:

@@ -238,3 +238,22 @@ def test_summary_is_strict_json_after_divergence(tmp_path):
                     "--learning-rate", "1e30") == 3
     text = open(os.path.join(only_run_dir(tmp_path), "summary.json")).read()
     json.loads(text, parse_constant=lambda c: pytest.fail(f"summary.json holds {c}"))
+
+
+def test_trainer_of_a_dead_sweep_does_not_start(tmp_path):
+    """A sweep killed while its trainers start: the child finds its parent gone and exits before training."""
+    import functools
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "smac_a2c.py"), "--runs-dir", str(tmp_path), *FAST,
+                             "--total-timesteps", "1000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=functools.partial(sweep._child_preexec, os.getpid() + 10**6))  # not our pid
+    proc.communicate(timeout=60)
+    assert proc.returncode == 1 and not os.listdir(tmp_path)
+
+
+def test_sweep_skips_a_job_whose_run_directory_is_live(tmp_path):
+    job = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 400}, str(tmp_path), num_steps=100)[0]
+    assert run_main(job.seed_dir, "--total-timesteps", "200", "--save-model") == 0   # resumable
+    run = only_run_dir(job.seed_dir)
+    with sa.RunLock(run):
+        assert sweep.prepare(job) == ("busy", None)
+    assert sweep.prepare(job)[0] == "resume"

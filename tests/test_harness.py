@@ -138,7 +138,7 @@ def test_sweep_ctrl_c_then_resume_skips_finished_runs(tmp_path):
             "--progress-interval", "1", "--runs-dir", runs]
     cart, pend = os.path.join(runs, "CartPole", "smac", "seed1"), os.path.join(runs, "Pendulum", "smac", "seed1")
     proc = subprocess.Popen(base, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.time() + 60
+    deadline = time.time() + 300
     while time.time() < deadline:   # wait until CartPole is done and Pendulum has a checkpoint
         rd = sweep.find_run_dir(pend)
         if rd and os.path.isfile(os.path.join(rd, "checkpoint.pt")) and (_summary(cart) or {}).get("status") == "finished":

@@ -34,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Optional
@@ -545,8 +546,17 @@ def select(spec: str, kind: str) -> list[str]:
     return [hparams.resolve_algo(s) for s in spec.split(",") if s.strip()]
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        # Ctrl-C even when started in the background of a script (which ignores SIGINT), and SIGTERM (Slurm,
+        # Kubernetes) alike: both stop the trainers cleanly and leave the sweep resumable
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         tasks, algos = select(args.tasks, "task"), select(args.algos, "algo")
         seeds, budgets = parse_seeds(args.seeds), parse_budget(args.budget, tasks)

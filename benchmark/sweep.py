@@ -551,12 +551,21 @@ def _interrupt(signum, frame):
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    previous = {}
     if threading.current_thread() is threading.main_thread():
         # Ctrl-C even when started in the background of a script (which ignores SIGINT), and SIGTERM (Slurm,
         # Kubernetes) alike: both stop the trainers cleanly and leave the sweep resumable
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, _interrupt)
+        previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+                    signal.SIGTERM: signal.signal(signal.SIGTERM, _interrupt)}
+    try:
+        return _main(argv)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         tasks, algos = select(args.tasks, "task"), select(args.algos, "algo")
         seeds, budgets = parse_seeds(args.seeds), parse_budget(args.budget, tasks)

@@ -424,7 +424,7 @@ def write_report(results_dir: str = DEFAULT_RESULTS, path: str = os.path.join(RE
 
     # ---- the stage-1 grid (issue 12), the paper's speed claims and the fidelity study (issue 11) --
     from benchmark import grid_report
-    L += grid_report.section()
+    L += grid_report.section(results_dir=os.path.join(results_dir, "grid"))
     L += milestone_section()
     from benchmark import fidelity
     L += fidelity.report_section()

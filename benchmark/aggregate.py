@@ -1,22 +1,11 @@
-"""The paper's evaluation protocol over benchmark/runs -> small CSVs in benchmark/results/.
+"""Aggregate runs with the paper's protocol -> small CSVs (final values, curves, SMAC diagnostics,
+SMAC vs sgd-matched) that benchmark/report.py turns into REPORT.md.
 
-    python benchmark/aggregate.py                 # budgets from each run's job.json
-    python benchmark/aggregate.py --budget classic=500000,mujoco=1000000 --report
+    python benchmark/aggregate.py                 # the stage-1 grid's committed compact logs -> results/stage1
+    python benchmark/aggregate.py --runs-dir benchmark/runs --results-dir /tmp/res --budget 300000   # raw runs
 
-Protocol ("Experimental Setup"), per run, for a task budget B and n = 100 bins:
-  1. bins: bin k (k = 0..99) holds the episodes that ended at a global step in (k B/n, (k+1) B/n]
-     (step 0 would go to bin 0; episodes after B are ignored); a bin's value is the mean episodic
-     return of its episodes.
-  2. empty bins: a bin with no episode ending in it takes the previous bin's value (carry
-     forward); bins before the run's first episode stay empty (NaN) and are skipped; bins that
-     start after the run's last step (a diverged run) stay empty.
-  3. smoothing: exponentially weighted mean with factor 0.1 over the bins,
-     s_0 = x_0,  s_k = 0.1 x_k + 0.9 s_{k-1}   (pandas ewm(alpha=0.1, adjust=False); numpy here),
-     starting at the first non-empty bin.
-  4. across seeds: per bin, mean and standard deviation with ddof = 1 (sample std; the paper does
-     not say which; final.csv also gives ddof = 0) over the seeds that have a value there.
-  "final" = the last smoothed bin (bin 99), over the runs that reached the budget.
-The same binning and smoothing are applied to mean_logprob (updates.csv, one row per update).
+The protocol (100 bins, carry-forward, EWM 0.1, mean and ddof-1 std across seeds, final = last bin)
+is benchmark/protocol.py.
 Which runs count: finished with global_step >= B ("complete"); diverged runs (summary.json)
 contribute their curve up to the divergence but no final value; runs that have not reached B
 (interrupted / still running) are left out and counted as incomplete.
@@ -46,91 +35,28 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import hparams  # noqa: E402
+from benchmark.protocol import (ALPHA, DDOF, N_BINS, across_seeds, bin_index, bin_means,  # noqa: E402,F401
+                                bin_quantiles, ewm, smoothed_curve)
+from benchmark.stats import bootstrap_diff_ci, permutation_test, welch_test  # noqa: E402
+from benchmark.tables import write_csv  # noqa: E402
 from benchmark.sweep import DEFAULT_RUNS, find_run_dir, parse_budget, read_summary  # noqa: E402
 
-DEFAULT_RESULTS = os.path.join(REPO, "benchmark", "results")
-N_BINS = 100
-ALPHA = 0.1
-DDOF = 1
+DEFAULT_RESULTS = os.path.join(REPO, "benchmark", "results", "stage1")
+
+
+def stage1_logs() -> str:
+    """Compact logs of the stage-1 grid: benchmark/results/logs/<reading of hyperparams.toml [meta]>."""
+    return os.path.join(REPO, "benchmark", "results", "logs", hparams.load()["meta"]["grid_readings"]["stage1"])
+
+
+def stage1_budgets() -> dict:
+    """{task: steps} of the stage-1 grid (hyperparams.toml [meta] stage1_budget, sweep.py --budget syntax)."""
+    return parse_budget(hparams.load()["meta"]["stage1_budget"])
 
 
 # ------------------------------------------------------------------------------------------
-# The protocol, as pure functions (tests/test_harness.py checks them by hand)
+# SMAC vs sgd-matched on per-seed final values (the tests are benchmark/stats.py: scipy.stats)
 # ------------------------------------------------------------------------------------------
-def bin_index(steps: np.ndarray, budget: int, n_bins: int = N_BINS) -> np.ndarray:
-    """Bin of each global step: (k B/n, (k+1) B/n] -> k; step 0 -> 0; > B -> -1 (dropped)."""
-    steps = np.asarray(steps, dtype=np.int64)
-    idx = np.where(steps <= 0, 0, (steps * n_bins - 1) // budget)
-    return np.where(steps > budget, -1, idx)
-
-
-def bin_means(steps, values, budget: int, n_bins: int = N_BINS, last_step: Optional[int] = None) -> np.ndarray:
-    """Mean of `values` per bin, empty bins carried forward (module docstring, steps 1-2).
-    last_step: the run's final global step (default: budget); bins starting at or after it stay NaN."""
-    steps, values = np.asarray(steps), np.asarray(values, dtype=np.float64)
-    idx = bin_index(steps, budget, n_bins)
-    keep = (idx >= 0) & np.isfinite(values)
-    sums = np.bincount(idx[keep], weights=values[keep], minlength=n_bins)
-    counts = np.bincount(idx[keep], minlength=n_bins)
-    out = np.full(n_bins, np.nan)
-    out[counts > 0] = sums[counts > 0] / counts[counts > 0]
-    last_step = budget if last_step is None else last_step
-    covered = np.arange(n_bins) * budget / n_bins < last_step
-    for k in range(1, n_bins):  # carry forward inside the covered range
-        if np.isnan(out[k]) and covered[k] and not np.isnan(out[k - 1]):
-            out[k] = out[k - 1]
-    out[~covered] = np.nan
-    return out
-
-
-def ewm(x, alpha: float = ALPHA) -> np.ndarray:
-    """s_0 = x_0, s_k = alpha x_k + (1 - alpha) s_{k-1} (pandas ewm(alpha, adjust=False)), starting
-    at the first finite entry; leading NaNs stay NaN, and so does every NaN entry after it."""
-    x = np.asarray(x, dtype=np.float64)
-    s = np.full_like(x, np.nan)
-    prev = np.nan
-    for k, v in enumerate(x):
-        if np.isnan(v):
-            continue
-        prev = v if np.isnan(prev) else alpha * v + (1 - alpha) * prev
-        s[k] = prev
-    return s
-
-
-def across_seeds(curves: np.ndarray, ddof: int = DDOF) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean, std, n) per bin over the rows (seeds) that are finite there; std is NaN where n <= ddof."""
-    curves = np.atleast_2d(np.asarray(curves, dtype=np.float64))
-    ok = np.isfinite(curves)
-    n = ok.sum(0)
-    filled = np.where(ok, curves, 0.0)
-    mean = np.where(n > 0, filled.sum(0) / np.maximum(n, 1), np.nan)
-    sq = np.where(ok, (curves - mean) ** 2, 0.0).sum(0)
-    std = np.where(n > ddof, np.sqrt(sq / np.maximum(n - ddof, 1)), np.nan)
-    return mean, std, n
-
-
-def smoothed_curve(steps, values, budget, last_step=None, n_bins=N_BINS) -> np.ndarray:
-    return ewm(bin_means(steps, values, budget, n_bins, last_step))
-
-
-def bin_quantiles(steps, values, budget, n_bins=N_BINS) -> np.ndarray:
-    """Per-bin median of `values` (no carry-forward; NaN where a bin has none)."""
-    idx = bin_index(steps, budget, n_bins)
-    values = np.asarray(values, dtype=np.float64)
-    out = np.full(n_bins, np.nan)
-    for k in range(n_bins):
-        v = values[(idx == k) & np.isfinite(values)]
-        if v.size:
-            out[k] = np.median(v)
-    return out
-
-
-# ------------------------------------------------------------------------------------------
-# Two-sample tests on per-seed final values: benchmark/stats.py (scipy.stats, rliable)
-# ------------------------------------------------------------------------------------------
-from benchmark.stats import bootstrap_diff_ci, permutation_test, welch_test  # noqa: E402
-
-
 def matched_verdict(welch: Optional[dict], ci: tuple, alpha: float = 0.05) -> str:
     """'smac' / 'sgd-matched' (Welch p < alpha AND the bootstrap CI excludes 0 on the same side),
     'suggestive: smac' / 'suggestive: sgd-matched' (exactly one of the two), 'not distinguishable'
@@ -318,19 +244,23 @@ def classify(run: dict, budget: int) -> str:
     return "incomplete"
 
 
-def aggregate(runs_dir: str = DEFAULT_RUNS, results_dir: str = DEFAULT_RESULTS,
-              budget_spec: Optional[str] = None, logs_dir: Optional[str] = None) -> dict:
+def aggregate(runs_dir: Optional[str] = DEFAULT_RUNS, results_dir: str = DEFAULT_RESULTS,
+              budget_spec: Optional[str] = None, logs_dir: Optional[str] = None,
+              runs: Optional[list] = None) -> dict:
+    """Aggregate `runs` (run dicts, as discover() / compact.discover_logs() give), else the compact logs in
+    logs_dir, else the run directories in runs_dir, into CSVs in results_dir."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # nan-medians of bins without any update
-        return _aggregate(runs_dir, results_dir, budget_spec, logs_dir)
+        return _aggregate(runs_dir, results_dir, budget_spec, logs_dir, runs)
 
 
-def _aggregate(runs_dir, results_dir, budget_spec, logs_dir=None) -> dict:
-    if logs_dir:  # committed compact logs (benchmark/compact.py) instead of raw run directories
-        from benchmark.compact import discover_logs
-        runs = discover_logs(logs_dir)
-    else:
-        runs = discover(runs_dir)
+def _aggregate(runs_dir, results_dir, budget_spec, logs_dir=None, runs=None) -> dict:
+    if runs is None:
+        if logs_dir:  # committed compact logs (benchmark/compact.py) instead of raw run directories
+            from benchmark.compact import discover_logs
+            runs = discover_logs(logs_dir)
+        else:
+            runs = discover(runs_dir)
     if not runs:  # never overwrite committed results with nothing (e.g. a fresh clone without raw runs)
         print(f"aggregate: no runs found in {logs_dir or runs_dir}; {results_dir} left as it is", file=sys.stderr)
         return {"runs": 0, "cells": 0, "budgets": {}}
@@ -437,35 +367,21 @@ def _f(x) -> str:
     return "" if not math.isfinite(x) else f"{x:.6g}"
 
 
-def write_csv(path: str, rows: list[dict]) -> None:
-    """Rows (dicts) to CSV; the header is the union of their keys in first-seen order."""
-    fields = list(rows[0].keys()) if rows else []
-    for r in rows:
-        for k in r:
-            if k not in fields:
-                fields.append(k)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        w.writerows(rows)
-
-
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="Aggregate benchmark runs with the paper's protocol.")
-    p.add_argument("--runs-dir", default=DEFAULT_RUNS)
-    p.add_argument("--logs-dir", default=None, help="read committed compact logs ({task}/{algo}/seed{n}.json.gz, "
-                   "e.g. benchmark/results/logs) instead of --runs-dir")
+    p = argparse.ArgumentParser(description="Aggregate benchmark runs with the paper's protocol. Without "
+                                "--runs-dir/--logs-dir: the stage-1 grid's committed compact logs at its budgets.")
+    p.add_argument("--runs-dir", default=None, help="raw sweep runs ({task}/{algo}/seed{n}/ run directories)")
+    p.add_argument("--logs-dir", default=None, help="compact logs ({task}/{algo}/seed{n}.json.gz); default: the "
+                   "stage-1 grid's, benchmark/results/logs/<reading>")
     p.add_argument("--results-dir", default=DEFAULT_RESULTS)
-    p.add_argument("--budget", default=None, help="as sweep.py --budget; default: each task's budget from job.json")
-    p.add_argument("--report", action="store_true", help="also write the report (benchmark/report.py)")
-    p.add_argument("--report-path", default=os.path.join(REPO, "benchmark", "REPORT.md"))
+    p.add_argument("--budget", default=None, help="as sweep.py --budget; default: the stage-1 budgets for the "
+                   "stage-1 logs, else each task's budget from job.json")
     args = p.parse_args(argv)
+    if args.runs_dir is None and args.logs_dir is None:
+        args.logs_dir = stage1_logs()
+        args.budget = args.budget or hparams.load()["meta"]["stage1_budget"]
     out = aggregate(args.runs_dir, args.results_dir, args.budget, args.logs_dir)
     print(f"aggregated {out['runs']} runs into {out['cells']} task x algorithm cells -> {args.results_dir}")
-    if args.report:
-        from benchmark import report
-        report.write_report(args.results_dir, args.report_path)
-        print(f"wrote {args.report_path}")
     return 0
 
 

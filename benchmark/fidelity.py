@@ -27,7 +27,8 @@ if REPO not in sys.path:
 import numpy as np  # noqa: E402
 
 from benchmark import compact, hparams, milestones, sweep  # noqa: E402
-from benchmark.aggregate import across_seeds  # noqa: E402
+from benchmark.protocol import across_seeds  # noqa: E402
+from benchmark.tables import fmt, table  # noqa: E402
 
 RUNS = os.path.join(REPO, "benchmark", "runs_fidelity")
 RESULTS = os.path.join(REPO, "benchmark", "results", "fidelity")
@@ -158,22 +159,17 @@ def report_section(logs_dir=LOGS, results_dir=RESULTS) -> list[str]:
         if runs:
             verdicts[r] = {v["id"]: v for v in milestones.evaluate(runs, tasks=TASKS)}
     names = [r["reading"] for r in rows]
-    L.append("| Reading | Flags | Claims held | Runs (diverged) |")
-    L.append("|---|---|---|---|")
-    for r in sorted(rows, key=lambda r: -r["held"]):
-        desc = READINGS[r["reading"]][2] if r["reading"] in READINGS else "union of " + r["reading"].replace("+", " and ")
-        L.append(f"| `{r['reading']}` — {desc} | `{r['flags'] or '(none)'}` | {r['held']}/{r['evaluable']} | "
-                 f"{r['runs']} ({r['diverged']}) |")
-    L.append("")
+    desc = lambda r: (READINGS[r["reading"]][2] if r["reading"] in READINGS  # noqa: E731
+                      else "union of " + r["reading"].replace("+", " and "))
+    L += table(sorted(rows, key=lambda r: -r["held"]), [
+        ("Reading", lambda r: f"`{r['reading']}` — {desc(r)}"), ("Flags", lambda r: f"`{r['flags'] or '(none)'}`"),
+        ("Claims held", lambda r: f"{r['held']}/{r['evaluable']}"),
+        ("Runs (diverged)", lambda r: f"{r['runs']} ({r['diverged']})")]) + [""]
     L.append("Per claim (✓ held, ✗ not held; the crossing steps are in `benchmark/results/fidelity/claims.csv`):\n")
     ids = [c["id"] for c in milestones.CLAIMS if c["task"] in TASKS]
-    L.append("| Claim | " + " | ".join(f"`{n}`" for n in names) + " |")
-    L.append("|---|" + "---|" * len(names))
     mark = {"held": "✓", "not held": "✗"}
-    for cid in ids:
-        L.append(f"| {cid} | " + " | ".join(mark.get(verdicts[n][cid]["verdict"], verdicts[n][cid]["verdict"])
-                                           for n in names) + " |")
-    L.append("")
+    L += table(ids, [("Claim", lambda cid: cid)] + [
+        (f"`{n}`", lambda cid, n=n: mark.get(verdicts[n][cid]["verdict"], verdicts[n][cid]["verdict"])) for n in names]) + [""]
     finals_path = os.path.join(results_dir, "finals.csv")
     if os.path.isfile(finals_path):
         with open(finals_path, newline="") as f:
@@ -181,12 +177,11 @@ def report_section(logs_dir=LOGS, results_dir=RESULTS) -> list[str]:
         cols = [(t, a) for t in TASKS for a in ALGOS]
         L.append(f"Final return (seed mean of the last smoothed bin at {BUDGET // 1000}k steps; paper: its table's "
                  "final at its own, larger budget, for scale):\n")
-        L.append("| Reading | " + " | ".join(f"{t} {hparams.algo_label(a)}" for t, a in cols) + " |")
-        L.append("|---|" + "---|" * len(cols))
-        L.append("| *paper (final)* | " + " | ".join(f"*{hparams.paper_result(t, a)[0]:g}*" for t, a in cols) + " |")
-        for n in names:
-            L.append(f"| `{n}` | " + " | ".join(fin[(n, t, a)]["final"] if (n, t, a) in fin else "–" for t, a in cols) + " |")
-        L.append("")
+        paper_row = {(t, a): f"*{hparams.paper_result(t, a)[0]:g}*" for t, a in cols}
+        body = [("*paper (final)*", paper_row)] + [(f"`{n}`", {(t, a): fmt(fin[(n, t, a)]["final"]) if (n, t, a) in fin
+                                                               else "–" for t, a in cols}) for n in names]
+        L += table(body, [("Reading", lambda r: r[0])] + [
+            (f"{t} {hparams.algo_label(a)}", lambda r, k=(t, a): r[1][k]) for t, a in cols]) + [""]
     if any("envs-8" in n for n in names):
         L.append("**Caveat: parallel environments and the protocol.** The protocol bins each episode at the global "
                  "step where it *ended*. With 8 environments the first bins hold only the episodes that ended early, "

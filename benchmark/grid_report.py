@@ -4,25 +4,24 @@ the paper, and the aggregates the field now reports (Agarwal et al. 2021) via rl
     python benchmark/grid_report.py                  # logs of hyperparams.toml's stage-1 reading
     python benchmark/grid_report.py --logs benchmark/results/logs/literal --min-seeds 3
 
-Writes benchmark/results/grid/{cells,aggregates,improvement}.csv, docs/figures/grid_{aggregate,
-sample_efficiency}.png, and returns the markdown section REPORT.md includes.
+Writes benchmark/results/stage1/{cells,aggregates,improvement}.csv, docs/figures/grid_{aggregate,
+sample_efficiency,profile}.png, and returns the markdown section REPORT.md includes.
 
 Per cell (task x algorithm): the final value of each finished seed (last of 100 EWM(0.1)-smoothed bins,
 the paper's protocol), mean ± std, a 95 % percentile bootstrap CI of the mean (scipy), and whether the
 paper's value lies inside it. Diverged runs are counted and listed, not averaged. Across tasks: scores
 normalized per task to [random policy (benchmark/results/random_scores.csv) = 0, best of the paper's
 table = 1]; IQM, mean, median and optimality gap with stratified-bootstrap CIs, probability of
-improvement of SMAC over each baseline, and sample-efficiency curves (IQM of the normalized smoothed
-curve at each tenth of the budget). Aggregates use the tasks where every algorithm has at least
---min-seeds finished seeds (the first that many seeds of each), and say which.
+improvement of SMAC over each baseline, performance profiles, and sample-efficiency curves (IQM of the
+normalized smoothed curve at each tenth of the budget, with CIs). Aggregates use the tasks where every
+algorithm has at least --min-seeds finished seeds (the first that many seeds of each), and say which.
 """
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
@@ -31,28 +30,26 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import compact, hparams, random_scores, stats  # noqa: E402
-from benchmark.aggregate import N_BINS, smoothed_curve  # noqa: E402
+from benchmark.aggregate import stage1_budgets, stage1_logs  # noqa: E402
+from benchmark.protocol import N_BINS, smoothed_curve  # noqa: E402
+from benchmark.tables import fmt, interval, mean_std, table, write_csv  # noqa: E402
 
-RESULTS = os.path.join(REPO, "benchmark", "results", "grid")
+RESULTS = os.path.join(REPO, "benchmark", "results", "stage1")
 FIGURES = os.path.join(REPO, "docs", "figures")
-STAGE1_BUDGETS = {"classic": 500_000, "mujoco": 1_000_000, "Pendulum": 2_000_000}
+METRICS = ("IQM", "Mean", "Median", "Optimality gap")
+N_POINTS = 10  # sample-efficiency checkpoints: each tenth of the budget
 
 
 def stage1_budget(task: str) -> int:
-    return STAGE1_BUDGETS.get(task, STAGE1_BUDGETS[hparams.task_info(task)["group"]])
+    return stage1_budgets()[task]
 
 
-def fmt(x: Optional[float]) -> str:
-    """The one number format of this report: 4 significant digits, '–' for missing."""
-    if x is None or not np.isfinite(x):
-        return "–"
-    return f"{x:.4g}" if abs(x) < 1e5 else f"{x:.3e}"
-
-
-def load_cells(logs_dir: str) -> dict:
-    """{(task, algo): {"finished": [(seed, final, curve)], "diverged": [seeds], "short": [seeds]}}."""
+def load_cells(source: Union[str, list]) -> dict:
+    """{(task, algo): {"finished": [(seed, final, curve)], "diverged": [seeds], "short": [seeds]}} from a
+    compact-logs directory or a list of loaded runs."""
+    runs = compact.discover_logs(source) if isinstance(source, str) else source
     cells: dict = {}
-    for run in compact.discover_logs(logs_dir):
+    for run in runs:
         task, algo = run["task"], run["algo"]
         budget = stage1_budget(task)
         cell = cells.setdefault((task, algo), {"finished": [], "diverged": [], "short": []})
@@ -68,19 +65,8 @@ def load_cells(logs_dir: str) -> dict:
     return cells
 
 
-# --- row specifications: each column is (header, function of a cell row) --------------------------------
-CELL_COLUMNS = [
-    ("Task", lambda r: r["task"]),
-    ("Algorithm", lambda r: hparams.algo_label(r["algo"])),
-    ("seeds", lambda r: f"{r['n']}" + (f" (+{r['n_div']} diverged)" if r["n_div"] else "")),
-    ("ours: mean ± std", lambda r: f"{fmt(r['mean'])} ± {fmt(r['std'])}"),
-    ("95 % CI of the mean", lambda r: f"[{fmt(r['lo'])}, {fmt(r['hi'])}]"),
-    ("paper", lambda r: "–" if r["paper"] is None else f"{r['paper']:g}"),
-    ("paper inside CI?", lambda r: r["inside"]),
-]
-
-
 def cell_rows(cells: dict) -> list[dict]:
+    """One row per (task, algorithm) with runs: finals, mean, std, bootstrap CI, paper, paper inside CI."""
     rows = []
     for task in hparams.tasks():
         for algo in hparams.ALGOS:
@@ -89,131 +75,185 @@ def cell_rows(cells: dict) -> list[dict]:
                 continue
             finals = [f for _, f, _ in cell["finished"]]
             lo, hi = stats.bootstrap_mean_ci(finals) if len(finals) >= 2 else (np.nan, np.nan)
-            paper = hparams.paper_result(task, algo)[0] if algo in hparams.PAPER_ALGOS else None
-            inside = "–" if paper is None or not np.isfinite(lo) else ("yes" if lo <= paper <= hi else "no")
+            paper = hparams.paper_result(task, algo) if algo in hparams.PAPER_ALGOS else None
+            inside = ("–" if paper is None or not np.isfinite(lo) else
+                      "yes" if lo <= paper[0] <= hi else ("paper above" if paper[0] > hi else "paper below"))
             rows.append({"task": task, "algo": algo, "n": len(finals), "n_div": len(cell["diverged"]),
                          "mean": float(np.mean(finals)) if finals else np.nan,
                          "std": float(np.std(finals, ddof=1)) if len(finals) > 1 else np.nan,
-                         "lo": lo, "hi": hi, "paper": paper, "inside": inside,
+                         "lo": lo, "hi": hi, "paper": None if paper is None else paper[0],
+                         "paper_std": None if paper is None else paper[1], "inside": inside,
                          "finals": ";".join(f"{f:.6g}" for f in finals),
                          "diverged_seeds": ";".join(map(str, cell["diverged"]))})
     return rows
 
 
-def table(rows: list[dict], columns) -> list[str]:
-    return (["| " + " | ".join(h for h, _ in columns) + " |", "|" + "---|" * len(columns)]
-            + ["| " + " | ".join(str(f(r)) for _, f in columns) + " |" for r in rows])
+INSIDE_MARK = {"yes": "✓", "paper above": "✗ (paper above)", "paper below": "✗ (paper below)", "–": ""}
+
+
+def cell_text(r: Optional[dict]) -> str:
+    """One matrix cell: **mean ± std** [95 % CI] (n, diverged) / paper mean ± std, mark."""
+    if r is None:
+        return "not run yet"
+    ours = f"**{mean_std(r['mean'], r['std'])}** {interval(r['lo'], r['hi'])} (n={r['n']}" + (
+        f" (+{r['n_div']} diverged))" if r["n_div"] else ")")
+    if r["paper"] is None:
+        return ours
+    return f"{ours} / {r['paper']:g} ± {r['paper_std']:g} {INSIDE_MARK[r['inside']]}".rstrip()
+
+
+def matrix(rows: list[dict]) -> list[str]:
+    """Tasks x algorithms, one cell_text per cell."""
+    by = {(r["task"], r["algo"]): r for r in rows}
+    cols = [("Task", lambda t: t)] + [(hparams.algo_label(a), lambda t, a=a: cell_text(by.get((t, a))))
+                                      for a in hparams.ALGOS]
+    return table([t for t in hparams.tasks() if any(k[0] == t for k in by)], cols)
 
 
 def normalized(cells: dict, min_seeds: int, algos=hparams.PAPER_ALGOS) -> tuple[dict, list[str], dict]:
-    """({algo: (min_seeds, tasks) normalized finals}, tasks used, {algo: (min_seeds, tasks, 10) curves})."""
+    """({algo: (min_seeds, tasks) normalized finals}, tasks used, {algo: (min_seeds, tasks, N_POINTS) curves})."""
     rand = random_scores.read()
     tasks = [t for t in hparams.tasks() if t in rand and all(len(cells.get((t, a), {}).get("finished", [])) >= min_seeds
                                                            for a in algos)]
     scores, curves = {}, {}
+    every = N_BINS // N_POINTS
     for a in algos:
         s = np.zeros((min_seeds, len(tasks)))
-        c = np.zeros((min_seeds, len(tasks), 10))
+        c = np.zeros((min_seeds, len(tasks), N_POINTS))
         for j, t in enumerate(tasks):
             best = max(hparams.paper_result(t, b)[0] for b in hparams.PAPER_ALGOS)
             for i, (_, final, curve) in enumerate(cells[(t, a)]["finished"][:min_seeds]):
                 s[i, j] = stats.normalize(final, rand[t], best)
-                c[i, j] = stats.normalize(curve[N_BINS // 10 - 1::N_BINS // 10], rand[t], best)
+                c[i, j] = stats.normalize(curve[every - 1::every], rand[t], best)
         scores[a], curves[a] = s, c
     return scores, tasks, curves
 
 
-def plots(scores: dict, curves: dict, agg: dict, tasks: list[str], path_agg: str, path_eff: str) -> None:
+def plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figures_dir: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from rliable import metrics
-    algos = list(scores)
-    fig, axes = plt.subplots(1, 4, figsize=(15, 3.2))
-    for k, name in enumerate(("IQM", "Mean", "Median", "Optimality gap")):
-        ax = axes[k]
+    algos = list(agg)
+    label = f"tasks: {', '.join(tasks)}; 95 % stratified bootstrap CIs (rliable)"
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(15, 3.2))
+    for ax, name in zip(axes, METRICS):
         for i, a in enumerate(algos):
             p, lo, hi = agg[a][name]
             ax.barh(i, hi - lo, left=lo, height=0.6, color=f"C{i}", alpha=0.75)
             ax.plot([p, p], [i - 0.3, i + 0.3], color="k")
-        ax.set_yticks(range(len(algos)), [hparams.algo_label(a) for a in algos] if k == 0 else [""] * len(algos))
+        ax.set_yticks(range(len(algos)), [hparams.algo_label(a) for a in algos] if name == METRICS[0] else [""] * len(algos))
         ax.set_title(name)
         ax.grid(axis="x", alpha=0.3)
-    fig.suptitle(f"normalized score (random = 0, best of the paper's table = 1), 95 % stratified bootstrap CIs; "
-                 f"tasks: {', '.join(tasks)}", fontsize=8)
+    fig.suptitle(f"normalized score (random = 0, best of the paper's table = 1); {label}", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path_agg, dpi=110)
+    fig.savefig(os.path.join(figures_dir, "grid_aggregate.png"), dpi=110)
     plt.close(fig)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    x = np.arange(1, 11) / 10
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    x = np.arange(1, N_POINTS + 1) / N_POINTS
     for i, a in enumerate(algos):
-        iqm = [metrics.aggregate_iqm(curves[a][:, :, k]) for k in range(10)]
+        iqm, lo, hi = eff[a]
         ax.plot(x, iqm, marker="o", color=f"C{i}", label=hparams.algo_label(a))
-    ax.set(xlabel="fraction of the stage-1 budget", ylabel="IQM normalized score",
-           title="sample efficiency (IQM over runs x tasks)")
+        ax.fill_between(x, lo, hi, color=f"C{i}", alpha=0.15)
+    ax.set(xlabel="fraction of the stage-1 budget", ylabel="IQM normalized score", title="sample efficiency")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.text(0.01, 0.01, label, fontsize=6)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(os.path.join(figures_dir, "grid_sample_efficiency.png"), dpi=110)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for i, a in enumerate(algos):
+        ax.plot(taus, profile[a], color=f"C{i}", label=hparams.algo_label(a))
+    ax.set(xlabel="normalized score τ", ylabel="fraction of runs with score > τ", title="performance profile")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path_eff, dpi=110)
+    fig.savefig(os.path.join(figures_dir, "grid_profile.png"), dpi=110)
     plt.close(fig)
 
 
-def section(logs_dir: Optional[str] = None, min_seeds: int = 5, results_dir: str = RESULTS,
-            figures_dir: str = FIGURES, reps: int = 2000) -> list[str]:
-    reading = hparams.load()["meta"]["grid_readings"]["stage1"]
-    logs_dir = logs_dir or os.path.join(REPO, "benchmark", "results", "logs", reading)
-    cells = load_cells(logs_dir) if os.path.isdir(logs_dir) else {}
-    n_runs = sum(len(c["finished"]) + len(c["diverged"]) + len(c["short"]) for c in cells.values())
-    L = ["## Stage-1 grid: 5 seeds, classic 500k (Pendulum 2M), MuJoCo 1M steps (issue 12)\n",
-         f"Reading `{reading}` (`hyperparams.toml` `[meta] grid_readings`), compact logs in "
-         f"`{os.path.relpath(logs_dir, REPO)}/` ({n_runs} runs so far of 9 × 6 × 5 = 270); regenerate with "
-         "`python benchmark/report.py`. Cells: finished seeds only, final = last of 100 EWM(0.1) bins; "
-         "CI: 95 % percentile bootstrap of the mean over seeds (`scipy.stats.bootstrap`).\n"]
-    rows = cell_rows(cells)
-    if not rows:
-        return L + ["No stage-1 run has finished yet.\n"]
-    os.makedirs(results_dir, exist_ok=True)
-    with open(os.path.join(results_dir, "cells.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=[k for k in rows[0]])
-        w.writeheader()
-        w.writerows(rows)
-    L += table(rows, CELL_COLUMNS) + [""]
-    seeds_avail = [min(len(cells.get((t, a), {}).get("finished", [])) for a in hparams.PAPER_ALGOS) for t in hparams.tasks()]
-    use = min_seeds if any(s >= min_seeds for s in seeds_avail) else max([s for s in seeds_avail if s >= 2], default=0)
+def aggregates(cells: dict, min_seeds: int, results_dir: str, figures_dir: str, reps: int) -> Optional[dict]:
+    """rliable aggregates over the tasks where all five algorithms have `use` finished seeds, where `use` is
+    min_seeds if any task has that many, else the most any task has (>= 2). Writes aggregates.csv,
+    improvement.csv and the three figures; None if no task qualifies."""
+    per_task = [min(len(cells.get((t, a), {}).get("finished", [])) for a in hparams.PAPER_ALGOS)
+                for t in hparams.tasks()]
+    use = min_seeds if any(s >= min_seeds for s in per_task) else max([s for s in per_task if s >= 2], default=0)
     if use < 2:
-        return L + ["Aggregates across tasks need at least one task where all five algorithms have 2 finished "
-                    "seeds; not yet.\n"]
+        return None
     scores, tasks, curves = normalized(cells, use)
     agg = stats.aggregate_intervals(scores, reps=reps)
     imp = {b: stats.improvement_probability(scores["smac"], scores[b], reps=reps)
            for b in hparams.PAPER_ALGOS if b != "smac"}
-    with open(os.path.join(results_dir, "aggregates.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["algo", "metric", "point", "lo", "hi", "tasks", "seeds_per_task"])
-        for a, d in agg.items():
-            for name, (p, lo, hi) in d.items():
-                w.writerow([a, name, f"{p:.6g}", f"{lo:.6g}", f"{hi:.6g}", ";".join(tasks), use])
-    with open(os.path.join(results_dir, "improvement.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["x", "y", "P(x>y)", "lo", "hi"])
-        for b, (p, lo, hi) in imp.items():
-            w.writerow(["smac", b, f"{p:.4f}", f"{lo:.4f}", f"{hi:.4f}"])
+    eff = stats.iqm_over_steps(curves, reps=reps)
+    taus = np.linspace(-0.5, 1.5, 81)
+    profile = stats.performance_profile(scores, taus)
+    write_csv(os.path.join(results_dir, "aggregates.csv"),
+              [{"algo": a, "metric": m, "point": f"{p:.6g}", "lo": f"{lo:.6g}", "hi": f"{hi:.6g}",
+                "tasks": ";".join(tasks), "seeds_per_task": use} for a, d in agg.items() for m, (p, lo, hi) in d.items()])
+    write_csv(os.path.join(results_dir, "improvement.csv"),
+              [{"x": "smac", "y": b, "P(x>y)": f"{p:.4f}", "lo": f"{lo:.4f}", "hi": f"{hi:.4f}"}
+               for b, (p, lo, hi) in imp.items()])
     os.makedirs(figures_dir, exist_ok=True)
-    plots(scores, curves, agg, tasks, os.path.join(figures_dir, "grid_aggregate.png"),
-          os.path.join(figures_dir, "grid_sample_efficiency.png"))
-    partial = "" if use == min_seeds and len(tasks) == 9 else " **(partial: not every cell has its seeds yet)**"
-    L.append(f"**Aggregates across tasks** (rliable, {reps} stratified bootstrap resamples) over {len(tasks)} task(s) "
-             f"({', '.join(tasks)}) with {use} seed(s) each{partial}; normalized score 0 = random policy, "
-             "1 = the best of the paper's table for that task. Figures: `docs/figures/grid_aggregate.png`, "
-             "`docs/figures/grid_sample_efficiency.png`.\n")
-    agg_cols = [("Algorithm", lambda r: hparams.algo_label(r[0]))] + [
-        (name, lambda r, n=name: f"{fmt(r[1][n][0])} [{fmt(r[1][n][1])}, {fmt(r[1][n][2])}]")
-        for name in ("IQM", "Mean", "Median", "Optimality gap")]
-    L += table(list(agg.items()), agg_cols) + [""]
-    L += table([(b, v) for b, v in imp.items()],
-               [("SMAC vs", lambda r: hparams.algo_label(r[0])),
-                ("P(SMAC > baseline) [95 % CI]", lambda r: f"{r[1][0]:.2f} [{r[1][1]:.2f}, {r[1][2]:.2f}]")]) + [""]
+    plots(agg, eff, profile, taus, tasks, figures_dir)
+    return {"use": use, "tasks": tasks, "agg": agg, "imp": imp, "eff": eff}
+
+
+def compute(source: Union[str, list, None] = None, min_seeds: int = 5, results_dir: str = RESULTS,
+            figures_dir: str = FIGURES, reps: int = 2000) -> dict:
+    """Cells, their rows (written to cells.csv) and the aggregates (None until a task qualifies).
+    source: compact-logs dir or loaded runs (default: the stage-1 logs)."""
+    source = stage1_logs() if source is None else source
+    cells = load_cells(source) if not isinstance(source, str) or os.path.isdir(source) else {}
+    rows = cell_rows(cells)
+    out = {"source": source, "cells": cells, "rows": rows, "min_seeds": min_seeds, "reps": reps, "aggregates": None}
+    if rows:
+        os.makedirs(results_dir, exist_ok=True)
+        write_csv(os.path.join(results_dir, "cells.csv"), rows)
+        out["aggregates"] = aggregates(cells, min_seeds, results_dir, figures_dir, reps)
+    return out
+
+
+def lines(c: dict) -> list[str]:
+    """The REPORT section from compute(): the matrix of cells, then the aggregates."""
+    reading = hparams.load()["meta"]["grid_readings"]["stage1"]
+    n_runs = sum(len(x["finished"]) + len(x["diverged"]) + len(x["short"]) for x in c["cells"].values())
+    budgets = stage1_budgets()
+    L = ["## Stage-1 grid: final returns, ours vs the paper\n",
+         f"Reading `{reading}` (`hyperparams.toml` `[meta]`), 5 seeds per cell, budgets: classic "
+         f"{budgets['Acrobot']:,}, Pendulum {budgets['Pendulum']:,}, MuJoCo {budgets['HalfCheetah']:,} steps "
+         f"(the paper: 5M for MuJoCo). {n_runs} of 9 × 6 × 5 = 270 runs so far. Each cell: **mean ± std** "
+         "(ddof = 1) of the seeds' finals [95 % percentile bootstrap CI of the mean, `scipy.stats.bootstrap`] "
+         "(n finished seeds, + diverged) / the paper's mean ± std, ✓ where the paper's mean lies inside our CI. "
+         "Final = last of 100 EWM(0.1)-smoothed bins. Every cell with its per-seed finals: "
+         "`benchmark/results/stage1/cells.csv`.\n"]
+    if not c["rows"]:
+        return L + ["No stage-1 run has finished yet.\n"]
+    L += matrix(c["rows"]) + [""]
+    L.append("## Across tasks: IQM, optimality gap, probability of improvement (rliable)\n")
+    out = c["aggregates"]
+    if out is None:
+        return L + ["Aggregates across tasks need at least one task where all five algorithms have 2 finished "
+                    "seeds; not yet.\n"]
+    use, tasks, agg, imp = out["use"], out["tasks"], out["agg"], out["imp"]
+    partial = "" if use == c["min_seeds"] and len(tasks) == 9 else " **(partial: not every cell has its seeds yet)**"
+    L.append(f"rliable, {c['reps']} stratified bootstrap resamples, 95 % CIs, over {len(tasks)} task(s) "
+             f"({', '.join(tasks)}) with {use} seed(s) each{partial}. Normalized score: 0 = the random policy "
+             "(`benchmark/results/random_scores.csv`, same protocol), 1 = the best of the paper's table for that "
+             "task. Files: `benchmark/results/stage1/{aggregates,improvement}.csv`.\n")
+    L += table(agg.items(), [("Algorithm", lambda r: hparams.algo_label(r[0]))]
+               + [(m, lambda r, m=m: f"{fmt(r[1][m][0])} {interval(r[1][m][1], r[1][m][2])}") for m in METRICS]) + [""]
+    L += table(imp.items(), [("SMAC vs", lambda r: hparams.algo_label(r[0])),
+                             ("P(SMAC > baseline) [95 % CI]", lambda r: f"{r[1][0]:.2f} [{r[1][1]:.2f}, {r[1][2]:.2f}]")])
+    L += ["", "![aggregates](../docs/figures/grid_aggregate.png)\n",
+          "![sample efficiency: IQM of the normalized smoothed curve at each tenth of the budget, 95 % CI bands]"
+          "(../docs/figures/grid_sample_efficiency.png) ![performance profile](../docs/figures/grid_profile.png)\n"]
     return L
+
+
+def section(source: Union[str, list, None] = None, min_seeds: int = 5, results_dir: str = RESULTS,
+            figures_dir: str = FIGURES, reps: int = 2000) -> list[str]:
+    return lines(compute(source, min_seeds, results_dir, figures_dir, reps))
 
 
 def main(argv=None) -> int:

@@ -31,7 +31,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark.aggregate import N_BINS, across_seeds, smoothed_curve  # noqa: E402
+from benchmark.protocol import N_BINS, across_seeds, smoothed_curve  # noqa: E402
+from benchmark.tables import table  # noqa: E402
 
 TOL = 1.25  # reach_by: within 25 % of the paper's step (or earlier)
 PAPER_BUDGET = 5_000_000  # the paper's MuJoCo budget (and the only stated one)
@@ -169,12 +170,13 @@ def evaluate(runs: list[dict], tasks=None, claims=CLAIMS) -> list[dict]:
     return rows
 
 
+COLUMNS = [("Task", lambda r: r["task"]), ("Claim (paper, section Results)", lambda r: r["claim"]),
+           ("Measured (seed-mean curve)", lambda r: r["measured"]), ("Per seed", lambda r: r["seeds"]),
+           ("Verdict", lambda r: f"**{r['verdict']}**")]
+
+
 def markdown(rows: list[dict]) -> list[str]:
-    out = ["| Task | Claim (paper, section Results) | Measured (seed-mean curve) | Per seed | Verdict |",
-           "|---|---|---|---|---|"]
-    for r in rows:
-        out.append(f"| {r['task']} | {r['claim']} | {r['measured']} | {r['seeds']} | **{r['verdict']}** |")
-    return out
+    return table(rows, COLUMNS)
 
 
 def main(argv=None) -> int:

@@ -1,16 +1,17 @@
-"""The paper's figures from our runs -> PNGs under docs/figures/.
+"""The paper's figures from our runs -> PNGs under docs/figures/ (benchmark/report.py draws them for the
+stage-1 grid; this command draws them for any aggregate.py results directory).
 
-    python benchmark/plots.py
+    python benchmark/plots.py --results-dir benchmark/results/stage1
 
   returns_smoothed.png  per task: binned + EWM-smoothed return, mean over seeds, shaded ± std
-                        (benchmark/results/curves_return.csv; the paper's Figs. results / classic)
+                        (<results>/curves_return.csv; the paper's Figs. results / classic)
   returns_raw.png       per task: raw episodic returns of every run, unbinned and unsmoothed
-                        (needs the run directories under benchmark/runs; skipped without them)
+                        (run directories or compact logs)
   logprob.png           per task: mean log-probability of the taken actions, smoothed like the returns
-                        (benchmark/results/curves_logprob.csv)
+                        (<results>/curves_logprob.csv)
   diagnostics.png       SMAC: |l_bar|^2/lambda, cos(g, step) and the fraction removed by the rank-1
                         correction over training, median and 10-90% band across seeds
-                        (benchmark/results/diagnostics.csv)
+                        (<results>/diagnostics.csv)
   smac_diagnostics.png  issue 8, one row per task: SMAC vs sgd-matched return curves, then |l_bar|^2/lambda,
                         cos(g, step) and the fraction removed (curves_return.csv + diagnostics.csv)
 """
@@ -90,8 +91,9 @@ def plot_curves(rows, ylabel, title, path) -> bool:
     return True
 
 
-def plot_raw(runs_dir, path) -> bool:
-    runs = [r for r in discover(runs_dir) if r["episodes"]["global_step"].size]
+def plot_raw(source, path) -> bool:
+    """source: a sweep runs directory, or loaded runs (aggregate.discover / compact.discover_logs)."""
+    runs = [r for r in (discover(source) if isinstance(source, str) else source) if r["episodes"]["global_step"].size]
     if not runs:
         return False
     tasks = [t for t in hparams.tasks() if any(r["task"] == t for r in runs)]
@@ -211,30 +213,35 @@ def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
     return True
 
 
+def figures(results_dir: str, out_dir: str, raw_source) -> dict:
+    """Every figure of the module docstring from an aggregate.py results directory; raw_source: a runs directory
+    or loaded runs for returns_raw.png. Returns {file name: written?}."""
+    os.makedirs(out_dir, exist_ok=True)
+    res = lambda name: read(os.path.join(results_dir, name))  # noqa: E731
+    out = lambda name: os.path.join(out_dir, name)  # noqa: E731
+    return {
+        "returns_smoothed.png": plot_curves(res("curves_return.csv"), "episodic return",
+                                            "Return: 100 bins, EWM 0.1, mean ± std over seeds", out("returns_smoothed.png")),
+        "returns_raw.png": plot_raw(raw_source, out("returns_raw.png")),
+        "logprob.png": plot_curves(res("curves_logprob.csv"), "mean log π(a|s)",
+                                   "Mean log-probability of taken actions: 100 bins, EWM 0.1, mean ± std",
+                                   out("logprob.png")),
+        "diagnostics.png": plot_diagnostics(res("diagnostics.csv"), out("diagnostics.png")),
+        "smac_diagnostics.png": plot_smac_vs_matched(res("curves_return.csv"), res("diagnostics.csv"),
+                                                     out("smac_diagnostics.png")),
+    }
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="Plot the aggregated benchmark results.")
+    p = argparse.ArgumentParser(description="Plot the aggregated benchmark results (benchmark/report.py draws them "
+                                "too, for the stage-1 grid).")
     p.add_argument("--results-dir", default=DEFAULT_RESULTS)
     p.add_argument("--runs-dir", default=DEFAULT_RUNS, help="for the raw curves")
     p.add_argument("--out-dir", default=DEFAULT_FIGURES)
     args = p.parse_args(argv)
-    os.makedirs(args.out_dir, exist_ok=True)
-    out = os.path.join
-    done = {
-        "returns_smoothed.png": plot_curves(read(out(args.results_dir, "curves_return.csv")), "episodic return",
-                                            "Return: 100 bins, EWM 0.1, mean ± std over seeds",
-                                            out(args.out_dir, "returns_smoothed.png")),
-        "returns_raw.png": plot_raw(args.runs_dir, out(args.out_dir, "returns_raw.png")),
-        "logprob.png": plot_curves(read(out(args.results_dir, "curves_logprob.csv")), "mean log π(a|s)",
-                                   "Mean log-probability of taken actions: 100 bins, EWM 0.1, mean ± std",
-                                   out(args.out_dir, "logprob.png")),
-        "diagnostics.png": plot_diagnostics(read(out(args.results_dir, "diagnostics.csv")),
-                                            out(args.out_dir, "diagnostics.png")),
-        "smac_diagnostics.png": plot_smac_vs_matched(read(out(args.results_dir, "curves_return.csv")),
-                                                     read(out(args.results_dir, "diagnostics.csv")),
-                                                     out(args.out_dir, "smac_diagnostics.png")),
-    }
-    for name, ok in done.items():
-        print(f"{'wrote  ' if ok else 'skipped'} {out(args.out_dir, name)}" + ("" if ok else " (no data)"))
+    for name, ok in figures(args.results_dir, args.out_dir, args.runs_dir).items():
+        path = os.path.join(args.out_dir, name)
+        print(f"{'wrote  ' if ok else 'skipped'} {path}" + ("" if ok else " (no data)"))
     return 0
 
 

@@ -23,7 +23,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import hparams  # noqa: E402
-from benchmark.aggregate import smoothed_curve  # noqa: E402
+from benchmark.protocol import smoothed_curve  # noqa: E402
 
 OUT = os.path.join(REPO, "benchmark", "results", "random_scores.csv")
 

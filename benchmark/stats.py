@@ -12,6 +12,7 @@ Across tasks (scores normalized per task to [random policy = 0, best of the pape
     aggregate_intervals  IQM, mean, median, optimality gap with stratified-bootstrap CIs (rliable)
     improvement_probability  P(X > Y) of rliable with its CI
     performance_profile  rliable's score distributions
+    iqm_over_steps       IQM at each checkpoint of the normalized curves, with CIs (sample efficiency)
 """
 from __future__ import annotations
 
@@ -119,3 +120,16 @@ def performance_profile(score_dict: dict, taus) -> dict:
     from rliable import library as rly
     dist, _ = rly.create_performance_profile(score_dict, np.asarray(taus))
     return {a: np.asarray(v) for a, v in dist.items()}
+
+
+def iqm_over_steps(curve_dict: dict, reps: int = 2000, seed: int = 0) -> dict:
+    """{algo: (iqm, lo, hi)}, each an array over the checkpoints, from curve_dict = {algo: array (runs, tasks,
+    checkpoints)} of normalized scores: IQM across runs x tasks at each checkpoint with its 95 % stratified
+    bootstrap CI (rliable; the sample-efficiency curve of Agarwal et al. 2021)."""
+    from rliable import library as rly
+    from rliable import metrics
+    n = next(iter(curve_dict.values())).shape[-1]
+    fn = lambda x: np.array([metrics.aggregate_iqm(x[..., k]) for k in range(n)])  # noqa: E731
+    np.random.seed(seed)
+    points, cis = rly.get_interval_estimates(curve_dict, fn, reps=reps)
+    return {a: (np.asarray(points[a]), np.asarray(cis[a][0]), np.asarray(cis[a][1])) for a in curve_dict}

@@ -240,15 +240,18 @@ def _fake_run(runs, task, algo, seed, budget, final_level, ell_sq, lam, T=1000):
 
 
 def test_pipeline_on_synthetic_runs(tmp_path):
-    from benchmark import plots, report
-    runs, res, figs = str(tmp_path / "runs"), str(tmp_path / "res"), str(tmp_path / "figs")
-    B = 20_000
+    """raw runs -> compact logs -> `report.write_report` (aggregate, statistics, sections) -> figure."""
+    from benchmark import compact, plots, report
+    runs, logs, res, figs = (str(tmp_path / n) for n in ("runs", "logs", "res", "figs"))
+    B = agg.stage1_budgets()["Humanoid"]
     lam = hparams.settings("Humanoid", "smac")["damping"]
     for seed, (a, b) in enumerate([(300, 200), (310, 190), (305, 230)], 1):
         g_norm, par = _fake_run(runs, "Humanoid", "smac", seed, B, a, ell_sq=2.0 * lam, lam=lam)
         _fake_run(runs, "Humanoid", "sgd-matched", seed, B, b, ell_sq=0.0, lam=lam)
     _fake_run(runs, "Hopper", "smac", 1, B, 10, ell_sq=0.01, lam=1.0)  # no sgd-matched: no comparison row
-    agg.aggregate(runs, res)
+    assert compact.main(["pack", runs, "--logs", logs]) == 0
+    text = report.write_report(str(tmp_path / "REPORT.md"), logs_dir=logs, headline_dir=str(tmp_path / "none"),
+                               results_dir=res, figures_dir=figs, reps=100)
     rows = list(__import__("csv").DictReader(open(os.path.join(res, "smac_vs_matched.csv"))))
     assert [r["task"] for r in rows] == ["Humanoid"]
     r = rows[0]
@@ -260,10 +263,12 @@ def test_pipeline_on_synthetic_runs(tmp_path):
     assert float(r["diff"]) == pytest.approx(np.mean(fin) - np.mean([float(x) for x in r["matched_finals"].split(";")]),
                                              rel=1e-5)
     assert r["verdict"] == "smac"
-    text = report.write_report(res, str(tmp_path / "REPORT.md"))
     assert "## Is batch-mean SMAC more than a rescaled SGD?" in text
-    assert "**Humanoid**" in text and "SMAC better" in text and "What this implies for choosing λ and η" in text
-    os.makedirs(figs)
+    line = next(x for x in text.splitlines() if x.startswith("| Humanoid | 0.01 |"))
+    assert "SMAC better beyond seed noise" in line and "(n=3)" in line
+    assert "‖ℓ̄‖²/λ ≥ 1 (the rank-1 term dominates along ℓ̄): Humanoid — SMAC better beyond seed noise: 1." in text
+    assert "3 of the 270 stage-1 runs" not in text and "7 of the 270 stage-1 runs are in (0 diverged)" in text
+    os.makedirs(figs, exist_ok=True)
     out = os.path.join(figs, "smac_diagnostics.png")
     assert plots.plot_smac_vs_matched(plots.read(os.path.join(res, "curves_return.csv")),
                                       plots.read(os.path.join(res, "diagnostics.csv")), out)

@@ -42,3 +42,11 @@ def test_permutation_and_mean_ci():
     lo, hi = stats.bootstrap_mean_ci([1.0, 2.0, 3.0, 4.0])
     assert 1.0 <= lo < 2.5 < hi <= 4.0
     assert stats.bootstrap_mean_ci([5.0, 5.0]) == (5.0, 5.0)
+
+
+def test_iqm_over_steps_by_hand():
+    # 4 runs x 1 task x 2 checkpoints: IQM of (0, 1, 2, 10) = mean(1, 2) = 1.5; of (3, 3, 3, 3) = 3
+    curves = {"a": np.array([[[0.0, 3.0]], [[1.0, 3.0]], [[2.0, 3.0]], [[10.0, 3.0]]])}
+    iqm, lo, hi = stats.iqm_over_steps(curves, reps=100)["a"]
+    assert iqm.tolist() == pytest.approx([1.5, 3.0])
+    assert lo[1] == pytest.approx(3.0) and hi[1] == pytest.approx(3.0) and lo[0] <= 1.5 <= hi[0]

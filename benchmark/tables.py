@@ -1,0 +1,96 @@
+"""Markdown tables from row specifications, and the one number format of the reports.
+
+A table is a list of rows (dicts, tuples, anything) and a list of columns (header, function of a row):
+
+    table(rows, [("Task", lambda r: r["task"]), ("final", lambda r: fmt(r["mean"]))])
+
+so adding, removing or reordering a column is one line. `fmt` is the only way a report prints a measured
+number; `pct` and `steps` print fractions and step counts.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import os
+from typing import Callable, Iterable, Optional, Sequence
+
+MISSING = "–"
+
+
+def num(x) -> Optional[float]:
+    """A CSV field (or any value) as a finite float, else None."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def fmt(x) -> str:
+    """Measured numbers: 4 significant digits, no exponent below 1e5 in magnitude (returns are printed whole
+    from 1000 up), '–' for missing or non-finite."""
+    v = num(x)
+    if v is None:
+        return MISSING
+    if abs(v) >= 1e5:
+        return f"{v:.3e}"
+    if abs(v) >= 1000:
+        return f"{v:.0f}"
+    return f"{v:.4g}"
+
+
+def pct(x) -> str:
+    """A fraction as a percentage: 0.361 -> '36%', 0.004 -> '0.4%'."""
+    v = num(x)
+    if v is None:
+        return MISSING
+    return f"{100 * v:.2g}%" if abs(v) < 0.01 else f"{100 * v:.0f}%"
+
+
+def steps(n) -> str:
+    """Environment steps: 75000 -> '75k', 1500000 -> '1.5M'."""
+    v = num(n)
+    if v is None:
+        return MISSING
+    return f"{v / 1e6:g}M" if v >= 1e6 else (f"{v / 1e3:g}k" if v >= 1e3 else f"{v:g}")
+
+
+def mean_std(mean, std) -> str:
+    return fmt(mean) + ("" if num(std) is None else f" ± {fmt(std)}")
+
+
+def interval(lo, hi) -> str:
+    return MISSING if num(lo) is None or num(hi) is None else f"[{fmt(lo)}, {fmt(hi)}]"
+
+
+Column = tuple[str, Callable]
+
+
+def table(rows: Iterable, columns: Sequence[Column]) -> list[str]:
+    """Markdown lines: header, separator, one line per row; cells are str(column function(row)), with '|'
+    escaped so a cell cannot break the table."""
+    cell = lambda v: str(v).replace("|", "\\|")  # noqa: E731
+    return (["| " + " | ".join(h for h, _ in columns) + " |", "|" + "---|" * len(columns)]
+            + ["| " + " | ".join(cell(f(r)) for _, f in columns) + " |" for r in rows])
+
+
+def read_csv(path: str) -> list[dict]:
+    """Rows of a CSV as dicts ([] when the file does not exist)."""
+    if not os.path.isfile(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def write_csv(path: str, rows: list[dict]) -> None:
+    """Rows (dicts) to CSV; the header is the union of their keys in first-seen order."""
+    fields = list(rows[0].keys()) if rows else []
+    for r in rows:
+        for k in r:
+            if k not in fields:
+                fields.append(k)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)

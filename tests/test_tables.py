@@ -1,0 +1,21 @@
+"""The report's table builder and its one number formatter (benchmark/tables.py)."""
+
+import math
+
+from benchmark.tables import fmt, interval, mean_std, num, pct, steps, table
+
+
+def test_fmt_by_hand():
+    assert [fmt(x) for x in (-86.9031, 0.75234, 4625.4, -6649.2, 2.5e6, 0.0, None, math.nan, "12.5", "")] == \
+        ["-86.9", "0.7523", "4625", "-6649", "2.500e+06", "0", "–", "–", "12.5", "–"]
+    assert pct(0.361) == "36%" and pct(0.004) == "0.4%" and pct(None) == "–"
+    assert steps(75_000) == "75k" and steps(1_500_000) == "1.5M" and steps(500) == "500"
+    assert mean_std(10.0, None) == "10" and mean_std("3.25", "0.5") == "3.25 ± 0.5"
+    assert interval(1.0, None) == "–" and interval(-1.5, 2) == "[-1.5, 2]"
+    assert num("inf") is None and num("x") is None and num(3) == 3.0
+
+
+def test_table_from_row_specs():
+    rows = [{"task": "Hopper", "v": 1.23456}, {"task": "a|b", "v": None}]
+    lines = table(rows, [("Task", lambda r: r["task"]), ("value", lambda r: fmt(r["v"]))])
+    assert lines == ["| Task | value |", "|---|---|", "| Hopper | 1.235 |", "| a\\|b | – |"]

@@ -55,3 +55,32 @@ def test_grid_section_by_hand(tmp_path):
 
 def test_grid_section_without_runs(tmp_path):
     assert "No stage-1 run has finished yet" in "\n".join(grid_report.section(str(tmp_path / "none")))
+
+
+def test_report_takes_halfcheetah_claims_from_the_5M_block(tmp_path):
+    """The HalfCheetah claims need 2M and 3.4M steps: report.evaluate_claims judges them on the headline block's
+    5M logs, and everything else on the stage-1 logs."""
+    from benchmark import report
+    stage, head = tmp_path / "stage", tmp_path / "head"
+    for algo in ("smac", "cg"):
+        write_log(stage, "HalfCheetah", algo, 1, 100.0)           # 1M: too short for either claim
+    # 5M block: SMAC at 2000 from the start (passes 1766 in the first bin), AC-CG at 0 -> "learns more slowly
+    # [than AC-CG] for the first 2M" does not hold, "matches 1766 by 3.4M" holds
+    for algo, value in (("smac", 2000.0), ("cg", 0.0)):
+        steps = np.linspace(5_000_000 / 200, 5_000_000, 200)
+        rec = {"format": 1, "task": "HalfCheetah", "algo": algo, "seed": 1, "budget": 5_000_000, "status": "finished",
+               "global_step": 5_000_000, "args": {}, "episodes": {"global_step": steps.tolist(),
+                                                                  "episodic_return": [value] * 200,
+                                                                  "episodic_length": [1000] * 200},
+               "updates": {c: [] for c in compact.UPDATE_COLS}}
+        path = compact.log_path(str(head), "HalfCheetah", algo, 1)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with gzip.open(path, "wt") as f:
+            json.dump(rec, f)
+    d = report.Data(runs=compact.discover_logs(str(stage)), headline=compact.discover_logs(str(head)),
+                    final={}, matched=[], diag={})
+    v = {c["id"]: c["verdict"] for c in report.evaluate_claims(d)}
+    assert v["halfcheetah-smac-3.4M"] == "held" and v["halfcheetah-smac-slower-2M"] == "not held"
+    d.headline = []
+    v = {c["id"]: c["verdict"] for c in report.evaluate_claims(d)}
+    assert v["halfcheetah-smac-3.4M"] == "beyond budget" and v["halfcheetah-smac-slower-2M"] == "beyond budget"

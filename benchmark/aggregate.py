@@ -373,10 +373,13 @@ def main(argv=None) -> int:
     p.add_argument("--runs-dir", default=None, help="raw sweep runs ({task}/{algo}/seed{n}/ run directories)")
     p.add_argument("--logs-dir", default=None, help="compact logs ({task}/{algo}/seed{n}.json.gz); default: the "
                    "stage-1 grid's, benchmark/results/logs/<reading>")
-    p.add_argument("--results-dir", default=DEFAULT_RESULTS)
+    p.add_argument("--results-dir", default=DEFAULT_RESULTS, help="where the CSVs go (default: the stage-1 grid's, "
+                   "benchmark/results/stage1; required with --runs-dir/--logs-dir)")
     p.add_argument("--budget", default=None, help="as sweep.py --budget; default: the stage-1 budgets for the "
                    "stage-1 logs, else each task's budget from job.json")
     args = p.parse_args(argv)
+    if (args.runs_dir or args.logs_dir) and args.results_dir == DEFAULT_RESULTS:
+        p.error("--runs-dir/--logs-dir need --results-dir: the default holds the stage-1 grid's committed results")
     if args.runs_dir is None and args.logs_dir is None:
         args.logs_dir = stage1_logs()
         args.budget = args.budget or hparams.load()["meta"]["stage1_budget"]

@@ -45,28 +45,37 @@ def stage1_budget(task: str) -> int:
 
 
 def load_cells(source: Union[str, list]) -> dict:
-    """{(task, algo): {"finished": [(seed, final, curve)], "diverged": [seeds], "short": [seeds]}} from a
-    compact-logs directory or a list of loaded runs."""
+    """{(task, algo): {"finished": [(seed, final, curve)], "diverged": [(seed, curve)], "short": [seeds]}} from a
+    compact-logs directory or a list of loaded runs. A diverged run's curve stops (NaN) where it diverged; a
+    finished run without a finite final value (no episode at all) counts as short."""
     runs = compact.discover_logs(source) if isinstance(source, str) else source
     cells: dict = {}
     for run in runs:
         task, algo = run["task"], run["algo"]
         budget = stage1_budget(task)
         cell = cells.setdefault((task, algo), {"finished": [], "diverged": [], "short": []})
+        curve = smoothed_curve(run["episodes"]["global_step"], run["episodes"]["episodic_return"], budget,
+                               last_step=min(run["last_step"], budget))
         if run["status"] == "diverged":
-            cell["diverged"].append(run["seed"])
-        elif run["status"] == "finished" and run["last_step"] >= budget:
-            curve = smoothed_curve(run["episodes"]["global_step"], run["episodes"]["episodic_return"], budget)
+            cell["diverged"].append((run["seed"], curve))
+        elif run["status"] == "finished" and run["last_step"] >= budget and np.isfinite(curve[-1]):
             cell["finished"].append((run["seed"], float(curve[-1]), curve))
         else:
             cell["short"].append(run["seed"])
     for cell in cells.values():
         cell["finished"].sort(key=lambda x: x[0])
+        cell["diverged"].sort(key=lambda x: x[0])
     return cells
 
 
+MIN_CI_SEEDS = 3  # with 2 seeds the percentile bootstrap of the mean is just [min, max]: no CI, no check
+
+
 def cell_rows(cells: dict) -> list[dict]:
-    """One row per (task, algorithm) with runs: finals, mean, std, bootstrap CI, paper, paper inside CI."""
+    """One row per (task, algorithm) with runs: finals, mean, std, bootstrap CI (>= MIN_CI_SEEDS finished seeds),
+    the paper's mean ± std, whether the paper's mean is inside our CI, and Welch's test of our seeds against the
+    paper's mean ± std as a 5-seed sample (scipy.stats.ttest_ind_from_stats), since the paper's mean is an
+    estimate too."""
     rows = []
     for task in hparams.tasks():
         for algo in hparams.ALGOS:
@@ -74,57 +83,71 @@ def cell_rows(cells: dict) -> list[dict]:
             if not cell:
                 continue
             finals = [f for _, f, _ in cell["finished"]]
-            lo, hi = stats.bootstrap_mean_ci(finals) if len(finals) >= 2 else (np.nan, np.nan)
+            lo, hi = stats.bootstrap_mean_ci(finals) if len(finals) >= MIN_CI_SEEDS else (np.nan, np.nan)
             paper = hparams.paper_result(task, algo) if algo in hparams.PAPER_ALGOS else None
             inside = ("–" if paper is None or not np.isfinite(lo) else
                       "yes" if lo <= paper[0] <= hi else ("paper above" if paper[0] > hi else "paper below"))
+            vs = stats.welch_vs_summary(finals, paper[0], paper[1], PAPER_SEEDS) if paper else None
             rows.append({"task": task, "algo": algo, "n": len(finals), "n_div": len(cell["diverged"]),
                          "mean": float(np.mean(finals)) if finals else np.nan,
                          "std": float(np.std(finals, ddof=1)) if len(finals) > 1 else np.nan,
                          "lo": lo, "hi": hi, "paper": None if paper is None else paper[0],
                          "paper_std": None if paper is None else paper[1], "inside": inside,
+                         "p_vs_paper": np.nan if vs is None else vs["p"],
                          "finals": ";".join(f"{f:.6g}" for f in finals),
-                         "diverged_seeds": ";".join(map(str, cell["diverged"]))})
+                         "diverged_seeds": ";".join(str(seed) for seed, _ in cell["diverged"])})
     return rows
 
 
+PAPER_SEEDS = 5  # the paper's tab:performance: 5 seeds per cell
 INSIDE_MARK = {"yes": "✓", "paper above": "✗ (paper above)", "paper below": "✗ (paper below)", "–": ""}
 
 
-def cell_text(r: Optional[dict]) -> str:
+def cell_text(r: Optional[dict], paper: Optional[tuple] = None) -> str:
     """One matrix cell: **mean ± std** [95 % CI] (n, diverged) / paper mean ± std, mark."""
     if r is None:
-        return "not run yet"
+        return "not run yet" + (f" / {paper[0]:g} ± {paper[1]:g}" if paper else "")
     ours = f"**{mean_std(r['mean'], r['std'])}** {interval(r['lo'], r['hi'])} (n={r['n']}" + (
-        f" (+{r['n_div']} diverged))" if r["n_div"] else ")")
+        f", +{r['n_div']} diverged)" if r["n_div"] else ")")
     if r["paper"] is None:
         return ours
     return f"{ours} / {r['paper']:g} ± {r['paper_std']:g} {INSIDE_MARK[r['inside']]}".rstrip()
 
 
 def matrix(rows: list[dict]) -> list[str]:
-    """Tasks x algorithms, one cell_text per cell."""
+    """All nine tasks x six algorithms, one cell_text per cell (the paper's value also where we have no run)."""
     by = {(r["task"], r["algo"]): r for r in rows}
-    cols = [("Task", lambda t: t)] + [(hparams.algo_label(a), lambda t, a=a: cell_text(by.get((t, a))))
+    paper = lambda t, a: hparams.paper_result(t, a) if a in hparams.PAPER_ALGOS else None  # noqa: E731
+    cols = [("Task", lambda t: t)] + [(hparams.algo_label(a), lambda t, a=a: cell_text(by.get((t, a)), paper(t, a)))
                                       for a in hparams.ALGOS]
-    return table([t for t in hparams.tasks() if any(k[0] == t for k in by)], cols)
+    return table(hparams.tasks(), cols)
 
 
-def normalized(cells: dict, min_seeds: int, algos=hparams.PAPER_ALGOS) -> tuple[dict, list[str], dict]:
-    """({algo: (min_seeds, tasks) normalized finals}, tasks used, {algo: (min_seeds, tasks, N_POINTS) curves})."""
+def scored_runs(cell: dict) -> list[tuple]:
+    """(seed, final, curve) of every finished or diverged run of a cell, by seed. A diverged run scores as the
+    random policy (normalized 0) from the bin where it diverged on, final included: it ends with no usable
+    policy, and leaving it out would favour the algorithms that diverge."""
+    runs = list(cell["finished"]) + [(seed, None, curve) for seed, curve in cell["diverged"]]
+    return sorted(runs, key=lambda x: x[0])
+
+
+def normalized(cells: dict, n_runs: int, algos=hparams.PAPER_ALGOS) -> tuple[dict, list[str], dict]:
+    """({algo: (n_runs, tasks) normalized finals}, tasks used, {algo: (n_runs, tasks, N_POINTS) curves}) over the
+    tasks where every algorithm has n_runs finished or diverged runs (the first n_runs by seed)."""
     rand = random_scores.read()
-    tasks = [t for t in hparams.tasks() if t in rand and all(len(cells.get((t, a), {}).get("finished", [])) >= min_seeds
-                                                           for a in algos)]
+    tasks = [t for t in hparams.tasks() if t in rand and all(len(scored_runs(cells.get((t, a), {"finished": [],
+                                                                                               "diverged": []})))
+                                                           >= n_runs for a in algos)]
     scores, curves = {}, {}
     every = N_BINS // N_POINTS
     for a in algos:
-        s = np.zeros((min_seeds, len(tasks)))
-        c = np.zeros((min_seeds, len(tasks), N_POINTS))
+        s = np.zeros((n_runs, len(tasks)))
+        c = np.zeros((n_runs, len(tasks), N_POINTS))
         for j, t in enumerate(tasks):
             best = max(hparams.paper_result(t, b)[0] for b in hparams.PAPER_ALGOS)
-            for i, (_, final, curve) in enumerate(cells[(t, a)]["finished"][:min_seeds]):
-                s[i, j] = stats.normalize(final, rand[t], best)
-                c[i, j] = stats.normalize(curve[every - 1::every], rand[t], best)
+            for i, (_, final, curve) in enumerate(scored_runs(cells[(t, a)])[:n_runs]):
+                s[i, j] = 0.0 if final is None else stats.normalize(final, rand[t], best)
+                c[i, j] = np.nan_to_num(stats.normalize(curve[every - 1::every], rand[t], best), nan=0.0)
         scores[a], curves[a] = s, c
     return scores, tasks, curves
 
@@ -173,13 +196,17 @@ def plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figures_d
 
 
 def aggregates(cells: dict, min_seeds: int, results_dir: str, figures_dir: str, reps: int) -> Optional[dict]:
-    """rliable aggregates over the tasks where all five algorithms have `use` finished seeds, where `use` is
-    min_seeds if any task has that many, else the most any task has (>= 2). Writes aggregates.csv,
-    improvement.csv and the three figures; None if no task qualifies."""
-    per_task = [min(len(cells.get((t, a), {}).get("finished", [])) for a in hparams.PAPER_ALGOS)
-                for t in hparams.tasks()]
+    """rliable aggregates over the tasks where all five algorithms have `use` finished or diverged runs
+    (scored_runs), where `use` is min_seeds if any task has that many, else the most any task has (>= 2).
+    Writes aggregates.csv, improvement.csv and the three figures; None (and no stale CSVs) if no task
+    qualifies."""
+    empty = {"finished": [], "diverged": []}
+    per_task = [min(len(scored_runs(cells.get((t, a), empty))) for a in hparams.PAPER_ALGOS) for t in hparams.tasks()]
     use = min_seeds if any(s >= min_seeds for s in per_task) else max([s for s in per_task if s >= 2], default=0)
     if use < 2:
+        for name in ("aggregates.csv", "improvement.csv"):  # no stale aggregates beside fresh cells
+            if os.path.isfile(os.path.join(results_dir, name)):
+                os.remove(os.path.join(results_dir, name))
         return None
     scores, tasks, curves = normalized(cells, use)
     agg = stats.aggregate_intervals(scores, reps=reps)
@@ -218,13 +245,17 @@ def lines(c: dict) -> list[str]:
     """The REPORT section from compute(): the matrix of cells, then the aggregates."""
     reading = hparams.load()["meta"]["grid_readings"]["stage1"]
     n_runs = sum(len(x["finished"]) + len(x["diverged"]) + len(x["short"]) for x in c["cells"].values())
+    n_div = sum(len(x["diverged"]) for x in c["cells"].values())
     budgets = stage1_budgets()
     L = ["## Stage-1 grid: final returns, ours vs the paper\n",
          f"Reading `{reading}` (`hyperparams.toml` `[meta]`), 5 seeds per cell, budgets: classic "
          f"{budgets['Acrobot']:,}, Pendulum {budgets['Pendulum']:,}, MuJoCo {budgets['HalfCheetah']:,} steps "
          f"(the paper: 5M for MuJoCo). {n_runs} of 9 × 6 × 5 = 270 runs so far. Each cell: **mean ± std** "
          "(ddof = 1) of the seeds' finals [95 % percentile bootstrap CI of the mean, `scipy.stats.bootstrap`] "
-         "(n finished seeds, + diverged) / the paper's mean ± std, ✓ where the paper's mean lies inside our CI. "
+         f"(n finished seeds, + diverged; no CI below {MIN_CI_SEEDS} seeds) / the paper's mean ± std, ✓ where the "
+         "paper's mean lies inside our CI. With 5 seeds the percentile bootstrap under-covers, and the paper's "
+         "mean is itself a 5-seed estimate: `p_vs_paper` in cells.csv is Welch's test of our seeds against the "
+         "paper's mean ± std (n = 5, `scipy.stats.ttest_ind_from_stats`), summarized above. "
          "Final = last of 100 EWM(0.1)-smoothed bins. Every cell with its per-seed finals: "
          "`benchmark/results/stage1/cells.csv`.\n"]
     if not c["rows"]:
@@ -237,10 +268,12 @@ def lines(c: dict) -> list[str]:
                     "seeds; not yet.\n"]
     use, tasks, agg, imp = out["use"], out["tasks"], out["agg"], out["imp"]
     partial = "" if use == c["min_seeds"] and len(tasks) == 9 else " **(partial: not every cell has its seeds yet)**"
+    div_note = (f" {n_div} diverged run(s) count as the random policy (normalized 0) from the bin where they "
+                "diverged." if n_div else " Diverged runs would count as the random policy (normalized 0).")
     L.append(f"rliable, {c['reps']} stratified bootstrap resamples, 95 % CIs, over {len(tasks)} task(s) "
              f"({', '.join(tasks)}) with {use} seed(s) each{partial}. Normalized score: 0 = the random policy "
              "(`benchmark/results/random_scores.csv`, same protocol), 1 = the best of the paper's table for that "
-             "task. Files: `benchmark/results/stage1/{aggregates,improvement}.csv`.\n")
+             "task." + div_note + " Files: `benchmark/results/stage1/{aggregates,improvement}.csv`.\n")
     L += table(agg.items(), [("Algorithm", lambda r: hparams.algo_label(r[0]))]
                + [(m, lambda r, m=m: f"{fmt(r[1][m][0])} {interval(r[1][m][1], r[1][m][2])}") for m in METRICS]) + [""]
     L += table(imp.items(), [("SMAC vs", lambda r: hparams.algo_label(r[0])),

@@ -34,7 +34,6 @@ if REPO not in sys.path:
 
 from benchmark import hparams  # noqa: E402
 from benchmark.aggregate import DEFAULT_RESULTS, discover  # noqa: E402
-from benchmark.sweep import DEFAULT_RUNS  # noqa: E402
 
 DEFAULT_FIGURES = os.path.join(REPO, "docs", "figures")
 COLORS = {"smac": "tab:red", "sgd": "tab:blue", "adam": "tab:green", "cg": "tab:purple", "kfac": "tab:orange",
@@ -236,10 +235,16 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Plot the aggregated benchmark results (benchmark/report.py draws them "
                                 "too, for the stage-1 grid).")
     p.add_argument("--results-dir", default=DEFAULT_RESULTS)
-    p.add_argument("--runs-dir", default=DEFAULT_RUNS, help="for the raw curves")
+    p.add_argument("--runs-dir", default=None, help="raw runs for returns_raw.png (default: the stage-1 grid's "
+                   "compact logs, matching the default --results-dir)")
     p.add_argument("--out-dir", default=DEFAULT_FIGURES)
     args = p.parse_args(argv)
-    for name, ok in figures(args.results_dir, args.out_dir, args.runs_dir).items():
+    raw = args.runs_dir
+    if raw is None:
+        from benchmark import compact
+        from benchmark.aggregate import stage1_logs
+        raw = compact.discover_logs(stage1_logs())
+    for name, ok in figures(args.results_dir, args.out_dir, raw).items():
         path = os.path.join(args.out_dir, name)
         print(f"{'wrote  ' if ok else 'skipped'} {path}" + ("" if ok else " (no data)"))
     return 0

@@ -5,8 +5,8 @@
 
 Each run writes benchmark/runs/{task}/sb3-a2c/seed{n}/sb3/ with the same files the harness reads
 from smac_a2c.py runs (episodes.csv: global_step, episodic_return, episodic_length; summary.json
-with status and global_step; config.json), so `python benchmark/aggregate.py` bins and smooths it
-with the paper's protocol like any other algorithm. SB3's defaults are used unchanged (A2C:
+with status and global_step; config.json), so `python benchmark/aggregate.py --runs-dir benchmark/runs
+--results-dir OUT` bins and smooths it with the paper's protocol like any other algorithm. SB3's defaults are used unchanged (A2C:
 n_steps=5, RMSprop lr 7e-4, ent_coef 0, vf_coef 0.5, max_grad_norm 0.5, gae_lambda 1, 64-64 tanh
 MLP with shared optimizer); the environments are the harness's (1000-step episodes). A finished run
 (summary.json says finished with at least the budget) is skipped, so the command resumes a grid;

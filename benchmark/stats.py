@@ -6,6 +6,7 @@ Per task (per-seed final values of two algorithms):
                          difference at p < 0.05 (t_{0.975, df} * se)
     bootstrap_diff_ci    percentile bootstrap CI of mean(a) - mean(b) (scipy.stats.bootstrap)
     bootstrap_mean_ci    percentile bootstrap CI of one cell's mean
+    welch_vs_summary     Welch's t-test of our seeds against a paper's mean ± std over n seeds
     permutation_test     exact two-sided permutation test of the difference of means (scipy.stats.permutation_test)
 Across tasks (scores normalized per task to [random policy = 0, best of the paper's table = 1]):
     normalize            the normalization
@@ -38,6 +39,16 @@ def welch_test(a, b) -> Optional[dict]:
     df = float(res.df)
     return {"diff": diff, "se": se, "t": float(res.statistic), "df": df, "p": float(res.pvalue),
             "mdd": float(sps.t.ppf(0.975, df)) * se}
+
+
+def welch_vs_summary(a, mean_b: float, std_b: float, n_b: int) -> Optional[dict]:
+    """Welch's t-test of mean(a) against a sample known only by its mean, std and size (a paper's table cell:
+    scipy.stats.ttest_ind_from_stats, equal_var=False); None with fewer than 2 values in a."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.size < 2:
+        return None
+    res = sps.ttest_ind_from_stats(a.mean(), a.std(ddof=1), a.size, mean_b, std_b, n_b, equal_var=False)
+    return {"diff": float(a.mean() - mean_b), "t": float(res.statistic), "p": float(res.pvalue)}
 
 
 def _mean_diff(x, y, axis=-1):

@@ -27,8 +27,8 @@ def num(x) -> Optional[float]:
 
 
 def fmt(x) -> str:
-    """Measured numbers: 4 significant digits, no exponent below 1e5 in magnitude (returns are printed whole
-    from 1000 up), '–' for missing or non-finite."""
+    """Measured numbers: 4 significant digits (Python's 'g': an exponent only below 1e-4), whole numbers from
+    1000 to 1e5 in magnitude, an exponent from 1e5 up, '–' for missing or non-finite."""
     v = num(x)
     if v is None:
         return MISSING

@@ -40,7 +40,7 @@ def test_grid_section_by_hand(tmp_path):
     cells = {(r["task"], r["algo"]): r for r in grid_report.cell_rows(grid_report.load_cells(str(logs)))}
     smac = cells[("CartPole", "smac")]
     assert smac["n"] == 3 and smac["mean"] == pytest.approx(989.5) and smac["inside"] == "paper below"  # CI ~[989.499, 989.501], paper 973.4
-    assert cells[("CartPole", "sgd")]["n_div"] == 1 and "(+1 diverged)" in text
+    assert cells[("CartPole", "sgd")]["n_div"] == 1 and "(n=3, +1 diverged)" in text
     rows = {(r[0], r[1]): float(r[2]) for r in
             (line.split(",") for line in open(tmp_path / "res" / "aggregates.csv").read().splitlines()[1:])}
     assert rows[("smac", "IQM")] == pytest.approx(1.0, abs=1e-4)
@@ -84,3 +84,24 @@ def test_report_takes_halfcheetah_claims_from_the_5M_block(tmp_path):
     d.headline = []
     v = {c["id"]: c["verdict"] for c in report.evaluate_claims(d)}
     assert v["halfcheetah-smac-3.4M"] == "beyond budget" and v["halfcheetah-smac-slower-2M"] == "beyond budget"
+
+
+def test_a_diverged_run_scores_as_the_random_policy_in_the_aggregates(tmp_path):
+    """A task stays in the aggregates when a seed diverged; that run counts as normalized 0 (random policy)."""
+    logs = tmp_path / "logs"
+    best = max(hparams.paper_result("Acrobot", a)[0] for a in hparams.PAPER_ALGOS)
+    for algo in hparams.PAPER_ALGOS:
+        for seed in (1, 2, 3):
+            if algo == "sgd" and seed == 2:
+                write_log(logs, "Acrobot", algo, seed, 0.0, status="diverged")
+            else:
+                write_log(logs, "Acrobot", algo, seed, best)
+    c = grid_report.compute(str(logs), min_seeds=3, results_dir=str(tmp_path / "res"),
+                            figures_dir=str(tmp_path / "fig"), reps=100)
+    out = c["aggregates"]
+    assert out["tasks"] == ["Acrobot"] and out["use"] == 3
+    assert out["agg"]["sgd"]["Mean"][0] == pytest.approx(2 / 3, abs=1e-6)   # (1 + 0 + 1) / 3
+    assert out["agg"]["smac"]["Mean"][0] == pytest.approx(1.0, abs=1e-6)
+    row = next(r for r in c["rows"] if r["algo"] == "sgd")
+    assert row["n"] == 2 and row["n_div"] == 1 and np.isnan(row["lo"])   # no CI below 3 finished seeds
+    assert "1 diverged run(s) count as the random policy" in "\n".join(grid_report.lines(c))

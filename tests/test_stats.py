@@ -50,3 +50,11 @@ def test_iqm_over_steps_by_hand():
     iqm, lo, hi = stats.iqm_over_steps(curves, reps=100)["a"]
     assert iqm.tolist() == pytest.approx([1.5, 3.0])
     assert lo[1] == pytest.approx(3.0) and hi[1] == pytest.approx(3.0) and lo[0] <= 1.5 <= hi[0]
+
+
+def test_welch_vs_summary_matches_welch_on_the_raw_sample():
+    a, b = [1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0, 10.0]
+    vs = stats.welch_vs_summary(a, np.mean(b), np.std(b, ddof=1), len(b))
+    full = stats.welch_test(a, b)
+    assert vs["t"] == pytest.approx(full["t"]) and vs["p"] == pytest.approx(full["p"])
+    assert vs["diff"] == pytest.approx(2.5 - 6.0) and stats.welch_vs_summary([1.0], 0.0, 1.0, 5) is None

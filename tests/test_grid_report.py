@@ -105,3 +105,26 @@ def test_a_diverged_run_scores_as_the_random_policy_in_the_aggregates(tmp_path):
     row = next(r for r in c["rows"] if r["algo"] == "sgd")
     assert row["n"] == 2 and row["n_div"] == 1 and np.isnan(row["lo"])   # no CI below 3 finished seeds
     assert "1 diverged run(s) count as the random policy" in "\n".join(grid_report.lines(c))
+
+
+def test_aggregates_prefer_more_tasks_over_more_seeds(tmp_path):
+    logs = tmp_path / "logs"
+    for task, seeds in (("Acrobot", 5), ("CartPole", 3)):
+        best = max(hparams.paper_result(task, a)[0] for a in hparams.PAPER_ALGOS)
+        for algo in hparams.PAPER_ALGOS:
+            for seed in range(1, seeds + 1):
+                write_log(logs, task, algo, seed, best)
+    out = grid_report.compute(str(logs), min_seeds=5, results_dir=str(tmp_path / "res"),
+                              figures_dir=str(tmp_path / "fig"), reps=50)["aggregates"]
+    assert out["use"] == 3 and out["tasks"] == ["Acrobot", "CartPole"]
+    write_log(logs, "CartPole", "smac", 4, 0.0)  # still 3 for the other algorithms: nothing changes
+    out = grid_report.compute(str(logs), min_seeds=5, results_dir=str(tmp_path / "res"),
+                              figures_dir=str(tmp_path / "fig"), reps=50)["aggregates"]
+    assert out["use"] == 3
+    (tmp_path / "only").mkdir()
+    for algo in hparams.PAPER_ALGOS:
+        for seed in range(1, 6):
+            write_log(tmp_path / "only", "Acrobot", algo, seed, -100.0)
+    out = grid_report.compute(str(tmp_path / "only"), min_seeds=5, results_dir=str(tmp_path / "res2"),
+                              figures_dir=str(tmp_path / "fig"), reps=50)["aggregates"]
+    assert out["use"] == 5 and out["tasks"] == ["Acrobot"]

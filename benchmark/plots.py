@@ -18,7 +18,6 @@ stage-1 grid; this command draws them for any aggregate.py results directory).
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
 
@@ -34,17 +33,11 @@ if REPO not in sys.path:
 
 from benchmark import hparams  # noqa: E402
 from benchmark.aggregate import DEFAULT_RESULTS, discover  # noqa: E402
+from benchmark.tables import read_csv as read  # noqa: E402,F401  (plots.read: rows of a results CSV)
 
 DEFAULT_FIGURES = os.path.join(REPO, "docs", "figures")
 COLORS = {"smac": "tab:red", "sgd": "tab:blue", "adam": "tab:green", "cg": "tab:purple", "kfac": "tab:orange",
           "sgd-matched": "tab:cyan"}
-
-
-def read(path):
-    if not os.path.isfile(path):
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def col(rows, name):

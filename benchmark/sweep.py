@@ -14,7 +14,8 @@ State of a job, decided from that run directory (`inspect_job`):
   diverged  summary.json says diverged: skipped (a result, not an error; REPORT lists it)
   resume    a checkpoint.pt exists (interrupted, hard-killed, or finished at a smaller budget):
             the logs are cut back to the checkpoint's step, then `smac_a2c.py --resume`
-  fresh     nothing usable (no run dir, or one without a checkpoint, which is deleted)
+  fresh     nothing usable (no run dir, or one without a checkpoint, which is deleted); with
+            --extend-from, a finished smaller-budget run of the same job there is copied and resumed
 Every run gets --save-model (so a finished run can be extended to a larger budget) and
 --checkpoint-every K updates (so a hard kill loses at most K updates).
 
@@ -70,6 +71,7 @@ class Job:
     extra_flags: list = field(default_factory=list)  # a reading's trainer flags (benchmark/fidelity.py)
     logs_dir: Optional[str] = None     # compact logs root: a committed log there counts as a finished run
     tag: str = ""                      # prefix of the name (e.g. a fidelity reading), so names stay unique
+    extend_from: Optional[str] = None  # runs root of a smaller-budget grid whose finished runs this one continues
 
     @property
     def name(self) -> str:
@@ -117,7 +119,7 @@ def parse_seeds(spec: str) -> list[int]:
 
 
 def make_jobs(tasks, algos, seeds, budgets, runs_dir, checkpoint_every=10, horizon="paper", num_steps=None,
-              extra_flags=(), logs_dir=None, tag=""):
+              extra_flags=(), logs_dir=None, tag="", extend_from=None):
     jobs = []
     for task in tasks:
         for algo in algos:
@@ -126,7 +128,8 @@ def make_jobs(tasks, algos, seeds, budgets, runs_dir, checkpoint_every=10, horiz
                                 os.path.join(os.path.abspath(runs_dir), task, algo, f"seed{seed}"),
                                 hparams.lookup(task, algo, horizon=horizon, num_steps=num_steps),
                                 checkpoint_every, horizon, num_steps, extra_flags=list(extra_flags),
-                                logs_dir=os.path.abspath(logs_dir) if logs_dir else None, tag=tag))
+                                logs_dir=os.path.abspath(logs_dir) if logs_dir else None, tag=tag,
+                                extend_from=os.path.abspath(extend_from) if extend_from else None))
     return jobs
 
 
@@ -251,6 +254,32 @@ def repair_logs(run_dir: str) -> tuple[int, int]:
             _truncate_csv(os.path.join(run_dir, "updates.csv"), "update", update))
 
 
+def extension_source(job: Job) -> Optional[str]:
+    """The run directory in job.extend_from that this job may continue, or None: the same task, algorithm
+    and seed, asked with the same flags (job.json), finished at a budget <= this job's, with a checkpoint.
+    The trainer has no schedule tied to --total-timesteps, so continuing it to the larger budget is the
+    run the larger budget would have made, interrupted once (as any resumed run)."""
+    if not job.extend_from:
+        return None
+    src_seed = os.path.join(job.extend_from, job.task, job.algo, f"seed{job.seed}")
+    src = find_run_dir(src_seed)
+    summary = read_summary(src)
+    if not (src and summary and summary.get("status") == "finished" and summary.get("global_step", 0) <= job.budget
+            and os.path.isfile(os.path.join(src, "checkpoint.pt"))):
+        return None
+    import smac_a2c
+    if smac_a2c.run_dir_locked(src):  # a live trainer is extending it itself
+        return None
+    try:
+        with open(os.path.join(src_seed, "job.json")) as f:
+            asked = json.load(f)
+    except (OSError, ValueError):
+        return None
+    same = (asked.get("flags") == job.flags and asked.get("extra_flags") == job.extra_flags
+            and asked.get("horizon") == job.horizon and asked.get("num_steps") == job.num_steps)
+    return src if same else None
+
+
 def command(job: Job, state: str, run_dir: Optional[str]) -> list[str]:
     """The smac_a2c.py command line for a job in state fresh / resume."""
     base = [job.python, TRAINER]
@@ -274,6 +303,15 @@ def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
     if state == "fresh" and run_dir is not None:
         shutil.rmtree(run_dir)        # started but never checkpointed: nothing to resume from
         run_dir = None
+    src = extension_source(job) if state == "fresh" else None
+    if src is not None:               # continue the smaller grid's finished run (a copy; the source stays)
+        run_dir = os.path.join(job.seed_dir, os.path.basename(src))
+        shutil.copytree(src, run_dir, ignore=shutil.ignore_patterns("*.lock", "events.out.tfevents*"))
+        print(f"[sweep] {job.name}: continues {src} from step {read_summary(src)['global_step']:,}", flush=True)
+        state, run_dir = inspect_job(job)
+        if state == "done":
+            save_compact_log(job)
+            return state, None
     if state == "resume":
         repair_logs(run_dir)
     os.makedirs(job.seed_dir, exist_ok=True)
@@ -515,6 +553,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "benchmark/results/logs/<reading> with the default --runs-dir, none otherwise; 'none' disables)")
     p.add_argument("--extra-flags", default="", help="trainer flags appended to every job's command "
                    "(a reading of the fidelity study), e.g. '--num-minibatches 10'")
+    p.add_argument("--extend-from", default=None, help="runs root of a smaller-budget grid (e.g. benchmark/runs_norm): "
+                   "a job with nothing in --runs-dir continues a copy of that grid's finished run of the same task, "
+                   "algorithm, seed and flags instead of starting over (default: none)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                    help="parallel trainer processes (local) or Ray CPUs for --ray-address local (default: cores)")
     p.add_argument("--backend", choices=("local", "ray"), default="local")
@@ -589,14 +630,18 @@ def _main(argv=None) -> int:
     elif logs_dir.lower() == "none":
         logs_dir = None
     jobs = make_jobs(tasks, algos, seeds, budgets, args.runs_dir, args.checkpoint_every, args.horizon,
-                     args.num_steps, reading_flags + args.extra_flags.split(), logs_dir)
+                     args.num_steps, reading_flags + args.extra_flags.split(), logs_dir,
+                     extend_from=args.extend_from)
     print(f"[sweep] {len(tasks)} tasks x {len(algos)} algorithms x {len(seeds)} seeds = {len(jobs)} runs; "
           f"budgets: " + ", ".join(f"{t}={budgets[t]:,}" for t in tasks) + f"; runs in {os.path.abspath(args.runs_dir)}",
           flush=True)
     if args.dry_run:
         for job in jobs:
             state, run_dir = inspect_job(job)
-            cmd = None if state in ("done", "diverged") else command(job, state, run_dir)
+            src = extension_source(job) if state == "fresh" else None
+            if src is not None:
+                state, run_dir = "extend", os.path.join(job.seed_dir, os.path.basename(src))
+            cmd = None if state in ("done", "diverged") else command(job, "resume" if src else state, run_dir)
             print(f"{job.name:32s} {state:8s} " + ("(skip)" if cmd is None else
                                                    f"cd {job.seed_dir} && " + " ".join(cmd)))
         return 0

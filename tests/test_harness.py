@@ -212,3 +212,29 @@ def test_ray_backend_two_runs(tmp_path):
     with open(tmp_path / "results" / "final.csv") as f:
         rows = list(csv.DictReader(f))
     assert {r["algo"] for r in rows} == {"smac", "sgd"} and all(r["n_seeds"] == "1" for r in rows)
+
+
+def test_extend_from_continues_a_copy_of_the_smaller_grids_finished_run(tmp_path):
+    small, big = str(tmp_path / "small"), str(tmp_path / "big")
+    base = ["--tasks", "CartPole", "--algos", "sgd", "--seeds", "1", "--num-steps", "200", "--workers", "1",
+            "--progress-interval", "100", "--logs-dir", "none"]
+    assert sweep.main(base + ["--runs-dir", small, "--budget", "1000"]) == 0
+    src_seed, dst_seed = (os.path.join(r, "CartPole", "sgd", "seed1") for r in (small, big))
+    src_eps = open(os.path.join(sweep.find_run_dir(src_seed), "episodes.csv")).read().splitlines()
+    # a job asked with other flags is not continued from it
+    other = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 2000}, big, num_steps=200,
+                            extra_flags=["--norm-obs"], extend_from=small)[0]
+    assert sweep.extension_source(other) is None
+    assert sweep.main(base + ["--runs-dir", big, "--budget", "2000", "--extend-from", small]) == 0
+    rd = sweep.find_run_dir(dst_seed)
+    assert os.path.basename(rd) == os.path.basename(sweep.find_run_dir(src_seed))
+    assert _summary(dst_seed)["global_step"] == 2000 and _summary(src_seed)["global_step"] == 1000  # source kept
+    with open(os.path.join(rd, "config.json")) as f:
+        assert json.load(f)["resumed_from_step"] == 1000
+    assert _update_ids(dst_seed) == list(range(1, 11))
+    eps = open(os.path.join(rd, "episodes.csv")).read().splitlines()
+    assert eps[:len(src_eps)] == src_eps and len(eps) > len(src_eps)     # the small run is its prefix
+    # a budget below the source's is not an extension
+    lower = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 800}, str(tmp_path / "x"), num_steps=200,
+                            extend_from=small)[0]
+    assert sweep.extension_source(lower) is None

@@ -4,7 +4,7 @@
     python benchmark/throughput.py --steps 100000  # longer, less noisy
 
 Prints, in one process so the ratios share the machine's state:
-  raw env steps/s (random actions), smac and sgd training steps/s (updates included),
+  raw env steps/s (random actions), the trainer's vector env vs gymnasium's plain one, smac and sgd training steps/s (updates included),
   SB3 A2C steps/s (n_steps=1000, same env) when stable-baselines3 is installed,
   and the time of one actor update (T=1000) for smac batch-mean vs sgd.
 Targets (issue 3): training >= 0.7x raw env; SMAC batch-mean update <= 1.3x SGD update.
@@ -39,6 +39,22 @@ def raw_env_sps(env_id: str, steps: int) -> float:
         if terminated or truncated:
             env.reset()
     return steps / (time.perf_counter() - start)
+
+
+def vector_env_sps(env_id: str, steps: int, trainer: bool) -> float:
+    """Random-action steps/s through the trainer's vector env (sa.make_vector_env: copy=False, per-step info
+    dropped) or through gymnasium's plain SyncVectorEnv (copy=True, info stacked) in the same SAME_STEP mode."""
+    envs = sa.make_vector_env(env_id, 1) if trainer else gym.vector.SyncVectorEnv(
+        [lambda: gym.make(env_id)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    envs.reset(seed=0)
+    envs.action_space.seed(0)
+    actions = [envs.action_space.sample() for _ in range(steps)]
+    start = time.perf_counter()
+    for a in actions:
+        envs.step(a)
+    sps = steps / (time.perf_counter() - start)
+    envs.close()
+    return sps
 
 
 def trainer_sps(env_id: str, steps: int, optimizer: str, runs_dir: str) -> tuple[float, float]:
@@ -93,6 +109,11 @@ def main():
     torch.set_num_threads(1)
 
     raw = raw_env_sps(opts.env_id, opts.steps)
+    vec = {"trainer": [], "plain": []}
+    for _ in range(3):  # interleaved, median of 3
+        for kind in vec:
+            vec[kind].append(vector_env_sps(opts.env_id, opts.steps // 3, kind == "trainer"))
+    vec = {k: statistics.median(v) for k, v in vec.items()}
     with tempfile.TemporaryDirectory() as tmp:
         for optimizer in ("smac", "sgd"):  # warm-up: first-call costs (imports, allocator) out of the timing
             trainer_sps(opts.env_id, 2000, optimizer, tmp)
@@ -103,6 +124,8 @@ def main():
 
     print(f"{opts.env_id}, 1 env, {opts.steps} steps per measurement, torch threads 1")
     print(f"  raw env (random actions)  {raw:8.0f} steps/s")
+    print(f"  vector env, trainer's     {vec['trainer']:8.0f} steps/s  = {vec['trainer'] / vec['plain']:.2f}x gymnasium's "
+          f"plain SyncVectorEnv ({vec['plain']:.0f} steps/s; copy=False + per-step info dropped)")
     print(f"  smac_a2c --optimizer smac {smac:8.0f} steps/s  = {smac / raw:.2f}x raw   (target >= 0.70x)")
     print(f"  smac_a2c --optimizer sgd  {sgd:8.0f} steps/s  = {sgd / raw:.2f}x raw")
     if sb3 is not None:
@@ -116,7 +139,8 @@ def main():
           f"sgd {micro['sgd']:.2f} ms = {micro['smac'] / micro['sgd']:.2f}x   (target <= 1.30x)")
     if opts.json:
         with open(opts.json, "w") as f:
-            json.dump({"env_id": opts.env_id, "steps": opts.steps, "raw_sps": raw, "smac_sps": smac, "sgd_sps": sgd,
+            json.dump({"env_id": opts.env_id, "steps": opts.steps, "raw_sps": raw, "vector_env_sps": vec["trainer"],
+                       "plain_vector_env_sps": vec["plain"], "smac_sps": smac, "sgd_sps": sgd,
                        "sb3_sps": sb3, "smac_update_ms": smac_ms, "sgd_update_ms": sgd_ms,
                        "micro_smac_ms": micro["smac"], "micro_sgd_ms": micro["sgd"]}, f, indent=2)
 

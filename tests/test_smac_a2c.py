@@ -219,8 +219,7 @@ def test_autoreset_transitions(env_id, ep_len, terminated):
     """Every stored transition is real: next_obs[t] is the step after obs[t] in the same
     episode (the final observation when it ended), never the next episode's reset obs; and
     the step after a done starts the new episode at step 0."""
-    envs = gym.vector.SyncVectorEnv([sa.make_env(env_id) for _ in range(2)],
-                                    autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    envs = sa.make_vector_env(env_id, 2)   # the trainer's envs (copy=False: obs is stored before each step)
     obs, _ = envs.reset(seed=0)
     actor = tiny_actor(True, obs_dim=2, act_dim=2).float()
     roll = sa.Rollout(23, 2, 2, ())

@@ -239,7 +239,7 @@ def check_args(args: Args) -> None:
 # ====================================================================================
 def make_env(env_id: str, video_dir: Optional[str] = None, video_every: int = 0):
     """Thunk building one environment. The wrapper stack is deliberately empty beyond
-    gymnasium's defaults (TimeLimit, OrderEnforcing): episode statistics, action clipping
+    gymnasium's defaults (TimeLimit, OrderEnforcing) and DropStepInfo: episode statistics, action clipping
     and observation/reward normalization are done in the training loop and the agent,
     once per rollout, because per-step wrappers cost more than the environment step
     itself on this machine (README, "Implementation choices"). With video_dir, episodes are

@@ -398,3 +398,24 @@ def test_help_documents_every_flag():
     for field in dataclasses.fields(sa.Args):
         decl = source.index(f"    {field.name}: ")
         assert source[decl:].splitlines()[1].strip().startswith('"""'), field.name
+
+
+@pytest.mark.parametrize("env_id", ["Pendulum-v1", "CounterTerminate-v0"])
+def test_trainer_envs_step_like_gymnasiums_plain_vector_env(env_id):
+    """make_vector_env (copy=False, per-step info dropped) returns the same observations, rewards,
+    dones and final observations as gymnasium's default SyncVectorEnv for the same actions."""
+    ours = sa.make_vector_env(env_id, 2)
+    plain = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(2)],
+                                     autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    o1, o2 = ours.reset(seed=3)[0].copy(), plain.reset(seed=3)[0]
+    np.testing.assert_array_equal(o1, o2)
+    ours.action_space.seed(0)
+    for _ in range(240):
+        a = ours.action_space.sample()
+        s1, s2 = ours.step(a), plain.step(a)
+        for x, y in zip(s1[:4], s2[:4]):
+            np.testing.assert_array_equal(x, y)
+        if "final_obs" in s2[4]:
+            for i in np.flatnonzero(s2[4]["_final_obs"]):
+                np.testing.assert_array_equal(s1[4]["final_obs"][i], s2[4]["final_obs"][i])
+    assert s1[4].keys() <= {"final_obs", "_final_obs", "final_info", "_final_info"}

@@ -56,7 +56,16 @@ def steps(n) -> str:
 
 
 def mean_std(mean, std) -> str:
-    return fmt(mean) + ("" if num(std) is None else f" ± {fmt(std)}")
+    """'mean ± std', the mean by `fmt` and the std to the same decimal place, kept to at least 2 significant
+    digits: (-86.9031, 0.7523) -> '-86.9 ± 0.75', (4237.2, 19.36) -> '4237 ± 19', (3.25, 0.5) -> '3.25 ± 0.50'."""
+    m, s = fmt(mean), num(std)
+    if s is None:
+        return m
+    if "e" in m or s == 0 or abs(s) >= 1e5:
+        return f"{m} ± {fmt(s)}"
+    decimals = len(m.split(".")[1]) if "." in m else 0
+    decimals = max(decimals, 1 - math.floor(math.log10(abs(s))))  # 2 significant digits of the std at least
+    return f"{m} ± {s:.{max(decimals, 0)}f}"
 
 
 def interval(lo, hi) -> str:

@@ -10,7 +10,12 @@ def test_fmt_by_hand():
         ["-86.9", "0.7523", "4625", "-6649", "2.500e+06", "0", "–", "–", "12.5", "–"]
     assert pct(0.361) == "36%" and pct(0.004) == "0.4%" and pct(None) == "–"
     assert steps(75_000) == "75k" and steps(1_500_000) == "1.5M" and steps(500) == "500"
-    assert mean_std(10.0, None) == "10" and mean_std("3.25", "0.5") == "3.25 ± 0.5"
+    assert mean_std(10.0, None) == "10" and mean_std("3.25", "0.5") == "3.25 ± 0.50"
+    # the std at the mean's decimal place, never fewer than 2 significant digits (was '-86.9 ± 0.7523')
+    assert [mean_std(*p) for p in ((-86.9031, 0.75234), (4237.2, 19.36), (1863.1, 1041.2), (32.48, 0.002349),
+                                   (56.99, 5.566), (5.0, 0.0), (2.5e6, 1e5), (-4924.0, 67.98))] == \
+        ["-86.9 ± 0.75", "4237 ± 19", "1863 ± 1041", "32.48 ± 0.0023", "56.99 ± 5.57", "5 ± 0", "2.500e+06 ± 1.000e+05",
+         "-4924 ± 68"]
     assert interval(1.0, None) == "–" and interval(-1.5, 2) == "[-1.5, 2]"
     assert num("inf") is None and num("x") is None and num(3) == 3.0
 

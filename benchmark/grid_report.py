@@ -33,7 +33,7 @@ if REPO not in sys.path:
 from benchmark import compact, hparams, random_scores, stats  # noqa: E402
 from benchmark.aggregate import stage1_budgets, stage1_logs  # noqa: E402
 from benchmark.protocol import N_BINS, smoothed_curve  # noqa: E402
-from benchmark.tables import fmt, interval, mean_std, table, write_csv  # noqa: E402
+from benchmark.tables import estimate, fmt, interval, mean_std, table, write_csv  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmark", "results", "stage1")
 FIGURES = os.path.join(REPO, "docs", "figures")
@@ -279,9 +279,9 @@ def lines(c: dict) -> list[str]:
              "(`benchmark/results/random_scores.csv`, same protocol), 1 = the best of the paper's table for that "
              "task." + div_note + " Files: `benchmark/results/stage1/{aggregates,improvement}.csv`.\n")
     L += table(agg.items(), [("Algorithm", lambda r: hparams.algo_label(r[0]))]
-               + [(m, lambda r, m=m: f"{fmt(r[1][m][0])} {interval(r[1][m][1], r[1][m][2])}") for m in METRICS]) + [""]
+               + [(m, lambda r, m=m: estimate(*r[1][m])) for m in METRICS]) + [""]
     L += table(imp.items(), [("SMAC vs", lambda r: hparams.algo_label(r[0])),
-                             ("P(SMAC > baseline) [95 % CI]", lambda r: f"{r[1][0]:.2f} [{r[1][1]:.2f}, {r[1][2]:.2f}]")])
+                             ("P(SMAC > baseline) [95 % CI]", lambda r: estimate(*r[1]))])
     L += ["", "![aggregates](../docs/figures/grid_aggregate.png)\n",
           "![sample efficiency: IQM of the normalized smoothed curve at each tenth of the budget, 95 % CI bands]"
           "(../docs/figures/grid_sample_efficiency.png) ![performance profile](../docs/figures/grid_profile.png)\n"]

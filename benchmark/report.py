@@ -27,7 +27,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import aggregate, compact, fidelity, grid_report, hparams, milestones, plots  # noqa: E402
-from benchmark.tables import fmt, interval, mean_std, num, pct, read_csv, steps, table  # noqa: E402
+from benchmark.tables import estimate, fmt, interval, mean_std, num, pct, read_csv, steps, table  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmark", "results")
 STAGE1 = os.path.join(RESULTS, "stage1")
@@ -117,10 +117,9 @@ def summary_section(d: Data) -> list[str]:
         g = d.grid
         iqm = sorted(g["agg"].items(), key=lambda kv: -kv[1]["IQM"][0])
         L.append(f"- **Across tasks** ({len(g['tasks'])} task(s), {g['use']} seeds each): IQM normalized score "
-                 + ", ".join(f"{hparams.algo_label(a)} {fmt(v['IQM'][0])} {interval(v['IQM'][1], v['IQM'][2])}"
-                             for a, v in iqm)
-                 + "; P(SMAC > baseline): " + ", ".join(f"{hparams.algo_label(b)} {p:.2f} [{lo:.2f}, {hi:.2f}]"
-                                                         for b, (p, lo, hi) in g["imp"].items()) + ".")
+                 + ", ".join(f"{hparams.algo_label(a)} {estimate(*v['IQM'])}" for a, v in iqm)
+                 + "; P(SMAC > baseline): "
+                 + ", ".join(f"{hparams.algo_label(b)} {estimate(*v)}" for b, v in g["imp"].items()) + ".")
     if d.matched:
         cnt = Counter(r["verdict"] or "too few seeds" for r in d.matched)
         L.append("- **SMAC vs SGD with step η/λ (`sgd-matched`):** " + ", ".join(
@@ -201,7 +200,7 @@ MATCHED_COLUMNS = [
     ("SMAC", lambda r: f"{mean_std(r['smac_mean'], r['smac_std'])} (n={r['n_smac']})"),
     ("sgd-matched", lambda r: f"{mean_std(r['matched_mean'], r['matched_std'])} (n={r['n_matched']})"
      + (f" ({r['n_diverged_matched']} diverged)" if int(r["n_diverged_matched"] or 0) else "")),
-    ("SMAC − matched [95 % CI]", lambda r: f"{fmt(r['diff'])} {interval(r['boot_lo'], r['boot_hi'])}"),
+    ("SMAC − matched [95 % CI]", lambda r: estimate(r['diff'], r['boot_lo'], r['boot_hi'])),
     ("Welch t (df), p", lambda r: "–" if num(r["welch_t"]) is None else
      f"{num(r['welch_t']):.2f} ({num(r['welch_df']):.1f}), {num(r['welch_p']):.3f}"),
     ("MDD", lambda r: fmt(r["welch_mdd"])),

@@ -5,7 +5,8 @@ A table is a list of rows (dicts, tuples, anything) and a list of columns (heade
     table(rows, [("Task", lambda r: r["task"]), ("final", lambda r: fmt(r["mean"]))])
 
 so adding, removing or reordering a column is one line. `fmt` is the only way a report prints a measured
-number; `pct` and `steps` print fractions and step counts.
+number; `mean_std`, `interval` and `estimate` print a spread or a confidence interval beside it, to the
+decimal place the spread warrants; `pct` and `steps` print fractions and step counts.
 """
 from __future__ import annotations
 
@@ -68,8 +69,38 @@ def mean_std(mean, std) -> str:
     return f"{m} ± {s:.{max(decimals, 0)}f}"
 
 
+def _interval_decimals(lo: float, hi: float) -> Optional[int]:
+    """Decimal places that give the interval's width 2 significant digits (0 at least); None when the width is
+    0, below 1e-6, or the numbers are large enough for `fmt`'s exponent."""
+    width = hi - lo
+    if width <= 1e-6 or max(abs(lo), abs(hi)) >= 1e5:
+        return None
+    return max(1 - math.floor(math.log10(width)), 0)
+
+
+def _fixed(v: float, d: int) -> str:
+    s = f"{v:.{d}f}"
+    return s[1:] if s.startswith("-") and not s.strip("-0.") else s  # no '-0.00'
+
+
 def interval(lo, hi) -> str:
-    return MISSING if num(lo) is None or num(hi) is None else f"[{fmt(lo)}, {fmt(hi)}]"
+    """'[lo, hi]' at the decimal place that gives the width 2 significant digits: (-87.46, -86.29) ->
+    '[-87.5, -86.3]', (0.7856, 0.861) -> '[0.786, 0.861]'; `fmt` for both ends when that rule does not apply."""
+    a, b = num(lo), num(hi)
+    if a is None or b is None:
+        return MISSING
+    d = _interval_decimals(a, b)
+    return f"[{fmt(a)}, {fmt(b)}]" if d is None else f"[{_fixed(a, d)}, {_fixed(b, d)}]"
+
+
+def estimate(x, lo, hi) -> str:
+    """'x [lo, hi]', an estimate and its confidence interval printed to the same decimal place (`interval`'s):
+    (0.82, 0.7856, 0.861) -> '0.820 [0.786, 0.861]'; `fmt(x)` alone when the interval is missing."""
+    v, a, b = num(x), num(lo), num(hi)
+    if v is None or a is None or b is None:
+        return fmt(x)
+    d = _interval_decimals(a, b)
+    return f"{fmt(v)} {interval(a, b)}" if d is None or abs(v) >= 1e5 else f"{_fixed(v, d)} {interval(a, b)}"
 
 
 Column = tuple[str, Callable]

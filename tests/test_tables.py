@@ -2,7 +2,7 @@
 
 import math
 
-from benchmark.tables import fmt, interval, mean_std, num, pct, steps, table
+from benchmark.tables import estimate, fmt, interval, mean_std, num, pct, steps, table
 
 
 def test_fmt_by_hand():
@@ -16,8 +16,20 @@ def test_fmt_by_hand():
                                    (56.99, 5.566), (5.0, 0.0), (2.5e6, 1e5), (-4924.0, 67.98))] == \
         ["-86.9 ± 0.75", "4237 ± 19", "1863 ± 1041", "32.48 ± 0.0023", "56.99 ± 5.57", "5 ± 0", "2.500e+06 ± 1.000e+05",
          "-4924 ± 68"]
-    assert interval(1.0, None) == "–" and interval(-1.5, 2) == "[-1.5, 2]"
     assert num("inf") is None and num("x") is None and num(3) == 3.0
+
+
+def test_intervals_print_to_the_decimal_place_their_width_warrants():
+    # 2 significant digits of the width (was '[-87.46, -86.29]', '0.82 [0.7856, 0.861]': 4 digits each)
+    assert interval(-87.46, -86.29) == "[-87.5, -86.3]" and interval(1.0, None) == "–"
+    assert interval(-1.5, 2) == "[-1.5, 2.0]" and interval(3, 3) == "[3, 3]"   # width 0: fmt
+    assert estimate(0.82, 0.7856, 0.861) == "0.820 [0.786, 0.861]"
+    assert estimate(0.89, 0.81, 0.97) == "0.89 [0.81, 0.97]"
+    assert estimate(-1019.2, -1877.4, -514.3) == "-1019 [-1877, -514]"
+    assert estimate(-993.7, -1518, -97.85) == "-994 [-1518, -98]"
+    assert estimate(0.0002, -0.0004, 0.0101) == "0.000 [0.000, 0.010]"      # never '-0.000'
+    assert estimate(2.5e6, 2.4e6, 2.6e6) == "2.500e+06 [2.400e+06, 2.600e+06]"
+    assert estimate(0.5, None, 1) == "0.5" and estimate(None, 0, 1) == "–"
 
 
 def test_table_from_row_specs():

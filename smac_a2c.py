@@ -165,7 +165,7 @@ class Args:
     kfac_update_freq: int = 1
     """kfac only: recompute the factors' eigendecompositions every N actor updates (statistics are updated every update)"""
     kfac_kl_clip: float = 1e-3
-    """kfac only: ACKTR's KL clip, step scaled by min(1, sqrt(kl_clip / (eta^2 g^T step))); 0 disables it (paper's wording is ambiguous: README)"""
+    """kfac only: ACKTR's KL clip, step scaled by min(1, sqrt(kl_clip / (eta^2 g^T step))); 0 disables it (paper's wording is ambiguous: docs/baselines.md)"""
 
 
 class ConfigError(Exception):
@@ -242,7 +242,7 @@ def make_env(env_id: str, video_dir: Optional[str] = None, video_every: int = 0)
     gymnasium's defaults (TimeLimit, OrderEnforcing) and DropStepInfo: episode statistics, action clipping
     and observation/reward normalization are done in the training loop and the agent,
     once per rollout, because per-step wrappers cost more than the environment step
-    itself on this machine (README, "Implementation choices"). With video_dir, episodes are
+    itself on this machine (docs/implementation.md). With video_dir, episodes are
     recorded there (gymnasium's RecordVideo; every video_every-th, or its default schedule)."""
     def thunk():
         if video_dir is None:

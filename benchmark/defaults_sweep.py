@@ -1,4 +1,4 @@
-"""Measure the paper-silent normalization defaults (README, "Implementation choices").
+"""Measure the paper-silent normalization defaults (docs/implementation.md).
 
     python benchmark/defaults_sweep.py --workers 15 --out docs/defaults_sweep.csv
 

@@ -56,6 +56,11 @@ def steps(n) -> str:
     return f"{v / 1e6:g}M" if v >= 1e6 else (f"{v / 1e3:g}k" if v >= 1e3 else f"{v:g}")
 
 
+def _two_digit_decimals(x: float) -> int:
+    """Decimal places that show |x| to 2 significant digits (negative for |x| >= 100)."""
+    return 1 - math.floor(math.log10(abs(x)))
+
+
 def mean_std(mean, std) -> str:
     """'mean ± std', the mean by `fmt` and the std to the same decimal place, kept to at least 2 significant
     digits: (-86.9031, 0.7523) -> '-86.9 ± 0.75', (4237.2, 19.36) -> '4237 ± 19', (3.25, 0.5) -> '3.25 ± 0.50'."""
@@ -65,7 +70,7 @@ def mean_std(mean, std) -> str:
     if "e" in m or s == 0 or abs(s) >= 1e5:
         return f"{m} ± {fmt(s)}"
     decimals = len(m.split(".")[1]) if "." in m else 0
-    decimals = max(decimals, 1 - math.floor(math.log10(abs(s))))  # 2 significant digits of the std at least
+    decimals = max(decimals, _two_digit_decimals(s))  # 2 significant digits of the std at least
     return f"{m} ± {s:.{max(decimals, 0)}f}"
 
 
@@ -75,7 +80,7 @@ def _interval_decimals(lo: float, hi: float) -> Optional[int]:
     width = hi - lo
     if width <= 1e-6 or max(abs(lo), abs(hi)) >= 1e5:
         return None
-    return max(1 - math.floor(math.log10(width)), 0)
+    return max(_two_digit_decimals(width), 0)
 
 
 def _fixed(v: float, d: int) -> str:

@@ -93,7 +93,10 @@ def summary_section(d: Data) -> list[str]:
              + ", ".join(f"{len(by.get(v, []))} {v}" for v in order) + ".")
     for v in ("held", "not held"):
         if by.get(v):
-            L.append(f"  - {v}: " + "; ".join(f"{c['task']} — {c['claim']} ({c['measured']})" for c in by[v]) + ".")
+            how = (" (an \"X % more timesteps\" claim holds on its direction; the measured ratio stands beside "
+                   "the paper's)" if v == "held" else "")
+            L.append(f"  - {v}{how}: " + "; ".join(f"{c['task']} — {c['claim']} ({c['measured']})" for c in by[v])
+                     + ".")
     if by.get("beyond budget"):
         L.append("  - beyond our budget: " + "; ".join(f"{c['task']} ({c['measured']})" for c in by["beyond budget"])
                  + ".")
@@ -166,12 +169,15 @@ def ordering_section(d: Data) -> list[str]:
 def claims_section(d: Data, logs_dir: str) -> list[str]:
     rel = os.path.relpath(logs_dir, REPO)
     head = os.path.relpath(os.path.join(REPO, hparams.load()["meta"]["headline"]["logs"]), REPO)
-    return ["## The paper's speed claims, claim by claim\n",
+    return (["## The paper's speed claims, claim by claim\n",
             "Every quantitative claim of the paper's Results section (`benchmark/milestones.py`, where the protocol "
             f"and the verdict rules are written down), on the stage-1 logs (`{rel}/`, {len(d.runs)} runs) and, for "
             f"HalfCheetah SMAC and AC-CG, the 5M block (`{head}/`, {len(d.headline)} runs). \"beyond budget\": our "
             "runs are shorter than the claim needs; \"no runs\": no finished run yet. The classic-control claims "
-            "under every reading of the paper are in the fidelity section below.\n"] + milestones.markdown(d.claims) + [""]
+            "under every reading of the paper are in the fidelity section below. A claim holds when (rules fixed "
+            "with the claims, before any run):\n"]
+            + [f"- *{k}*: {rule}" for k, rule in milestones.RULES.items()] + [""]
+            + milestones.markdown(d.claims) + [""])
 
 
 VERDICT_TEXT = {"smac": "SMAC better beyond seed noise", "sgd-matched": "sgd-matched better beyond seed noise",

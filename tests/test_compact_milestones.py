@@ -63,6 +63,19 @@ def test_claim_verdicts_by_hand():
     assert rows["reach"]["seeds"] == "64k, 64k"
 
 
+def test_every_claim_kind_has_a_written_rule_and_the_report_quotes_it(tmp_path):
+    """The report says when a claim holds (a "slower" claim: the direction, not the size), for every kind judged."""
+    from benchmark import report
+    assert {c["kind"] for c in milestones.CLAIMS} == set(milestones.RULES)
+    d = report.Data(runs=[fake_run("CartPole", a, 1, 50_000 if a == "smac" else 53_000) for a in ("smac", "sgd")],
+                    headline=[], final={}, matched=[], diag={})
+    d.claims = milestones.evaluate(d.runs, claims=CLAIMS)
+    text = "\n".join(report.claims_section(d, str(tmp_path)) + report.summary_section(d))
+    for rule in milestones.RULES.values():
+        assert rule in text
+    assert "the direction, not the size" in text and "holds on its direction" in text
+
+
 def test_fidelity_choice_rule():
     rows = [{"reading": "literal", "held": 2, "changes": 0}, {"reading": "sum", "held": 5, "changes": 1},
             {"reading": "minibatch-100", "held": 5, "changes": 1}, {"reading": "norm", "held": 1, "changes": 1}]

@@ -252,7 +252,7 @@ def lines(c: dict) -> list[str]:
     n_div = sum(len(x["diverged"]) for x in c["cells"].values())
     budgets = stage1_budgets()
     L = ["## Stage-1 grid: final returns, ours vs the paper\n",
-         f"Reading `{reading}` (`hyperparams.toml` `[meta]`), 5 seeds per cell, budgets: classic "
+         f"Reading `{reading}` (`hyperparams.toml` `[meta]`), up to 5 seeds per cell (n in each cell), budgets: classic "
          f"{budgets['Acrobot']:,}, Pendulum {budgets['Pendulum']:,}, MuJoCo {budgets['HalfCheetah']:,} steps "
          f"(the paper: 5M for MuJoCo). {n_runs} of 9 × 6 × 5 = 270 runs so far. Each cell: **mean ± std** "
          "(ddof = 1) of the seeds' finals [95 % percentile bootstrap CI of the mean, `scipy.stats.bootstrap`] "

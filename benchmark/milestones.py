@@ -9,7 +9,9 @@ A cell *reaches* a threshold at the end of the first bin where that mean curve i
 The seed spread is the range of the per-seed crossing steps (a seed that never crosses: "never").
 
 Verdicts, per kind of claim (rule fixed with the claims, before any fidelity run): `RULES` below.
-"beyond budget" when our runs are shorter than the step the claim needs (`needs`); "no runs" when a
+"beyond budget" when our runs are shorter than the step the claim needs (`needs`), or, for a claim
+without a step in the paper (`needs` None: "twice as fast", "21% faster"), when neither algorithm
+reaches the threshold within our runs and they are shorter than the paper's budget; "no runs" when a
 cell has no runs.
 """
 from __future__ import annotations
@@ -41,7 +43,7 @@ PAPER_BUDGET = 5_000_000  # the paper's MuJoCo budget (and the only stated one)
 
 
 def _slower(cid, task, algo, thr, ratio, ref_step, text, ref="smac"):
-    needs = int(ref_step * ratio) if ref_step else PAPER_BUDGET
+    needs = int(ref_step * ratio) if ref_step else None  # no step in the paper: judged once either crosses
     return {"id": cid, "task": task, "kind": "slower", "algo": algo, "ref": ref, "threshold": thr,
             "ratio": ratio, "needs": needs, "text": text}
 
@@ -70,7 +72,8 @@ CLAIMS = [
      "step": PAPER_BUDGET // 3, "needs": PAPER_BUDGET // 3,
      "text": "SMAC achieves the final performance of AC-Adam (303.8) using almost three times fewer timesteps (read: by 5M/3)"},
     _slower("swimmer-cg-2x", "Swimmer", "cg", 23.8, 2.0, None,
-            "matching the peak performance of AC-CG (23.8) almost twice as fast"),
+            "matching the peak performance of AC-CG almost twice as fast (read: AC-CG's table final, 23.8; the "
+            "paper prints no peak)"),
     {"id": "walker-smac-410k", "task": "Walker2d", "kind": "reach_by", "algo": "smac", "threshold": 115,
      "step": 410_000, "needs": 410_000, "text": "SMAC reaches the threshold of 115 in only 410000 timesteps"},
     _slower("walker-cg-39", "Walker2d", "cg", 115, 1.39, 410_000, "AC-CG itself needs 39% more"),
@@ -81,23 +84,27 @@ CLAIMS = [
      "step": int(0.59 * PAPER_BUDGET), "needs": int(0.59 * PAPER_BUDGET),
      "text": "SMAC matches the final performance of AC-CG (3175) after 59% of the budget"},
     {"id": "humanoid-sgd-faster", "task": "Humanoid", "kind": "faster", "algo": "sgd", "ref": "smac", "threshold": 3105,
-     "needs": PAPER_BUDGET, "text": "AC-SGD is slightly faster than our method (read: to AC-Adam's final, 3105)"},
+     "needs": None, "text": "AC-SGD is slightly faster than our method (read: to AC-Adam's final, 3105)"},
     _slower("pusher-cg-21", "Pusher", "cg", -441, 1.21, None, "passing the -441 threshold 21% faster than AC-CG"),
     _slower("pusher-sgd-9", "Pusher", "sgd", -441, 1.09, None, "passing the -441 threshold 9% faster than AC-SGD"),
 ]
 
 
-def cell_curves(runs: list[dict]) -> dict:
-    """{(task, algo): (budget, seeds x bins smoothed curves)} from run dicts (aggregate.discover / compact.load)."""
+def cell_curves(runs: list[dict], windows: Optional[dict] = None) -> dict:
+    """{(task, algo): (span, seeds x bins smoothed curves, reach)} from run dicts (aggregate.discover /
+    compact.load). The 100 bins span the runs' budget, or windows[task] steps where given: a shorter span
+    keeps only the episodes inside it (narrower bins), a longer one leaves the bins past the runs empty
+    (wider bins). reach = the steps the runs cover inside the span."""
     groups: dict = {}
     for r in runs:
         groups.setdefault((r["task"], r["algo"]), []).append(r)
     out = {}
     for key, rs in groups.items():
         budget = max(int(r["job_budget"] or r["last_step"]) for r in rs)
-        curves = np.array([smoothed_curve(r["episodes"]["global_step"], r["episodes"]["episodic_return"], budget,
+        span = (windows or {}).get(key[0], budget)
+        curves = np.array([smoothed_curve(r["episodes"]["global_step"], r["episodes"]["episodic_return"], span,
                                           last_step=r["last_step"]) for r in rs])
-        out[key] = (budget, curves)
+        out[key] = (span, curves, min(budget, span))
     return out
 
 
@@ -107,65 +114,75 @@ def first_crossing(curve: np.ndarray, threshold: float, budget: int) -> Optional
     return None if hit.size == 0 else int(round((hit[0] + 1) * budget / N_BINS))
 
 
-def _fmt_step(s) -> str:
-    return "never" if s is None else (f"{s / 1e6:.2f}M" if s >= 1e6 else f"{s / 1e3:.0f}k")
+def fmt_step(s) -> str:
+    return "never" if s is None else (f"{s / 1e6:.2f}M" if s >= 1e6 else f"{s / 1e3:.3g}k")
 
 
 def _cross(cells, task, algo, thr):
-    budget, curves = cells[(task, algo)]
+    span, curves, _ = cells[(task, algo)]
     mean = across_seeds(curves)[0]
-    per_seed = [first_crossing(c, thr, budget) for c in curves]
-    spread = ", ".join(_fmt_step(s) for s in sorted(per_seed, key=lambda s: float("inf") if s is None else s))
-    return first_crossing(mean, thr, budget), spread, budget
+    per_seed = [first_crossing(c, thr, span) for c in curves]
+    spread = ", ".join(fmt_step(s) for s in sorted(per_seed, key=lambda s: float("inf") if s is None else s))
+    return first_crossing(mean, thr, span), spread
 
 
-def evaluate(runs: list[dict], tasks=None, claims=CLAIMS) -> list[dict]:
-    """One row per claim: id, task, claim, kind, measured, seeds, verdict."""
-    cells = cell_curves(runs)
+def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict] = None) -> list[dict]:
+    """One row per claim: id, task, claim, kind, algo, measured, seeds, verdict (and, for a judged slower / faster
+    claim, steps = (algo's, ref's crossing step or None) and paper_ratio). windows: {task: steps} the 100
+    bins span instead of the runs' budget (cell_curves)."""
+    cells = cell_curves(runs, windows)
     rows = []
     for c in claims:
         if tasks and c["task"] not in tasks:
             continue
-        row = {"id": c["id"], "task": c["task"], "claim": c["text"], "measured": "", "seeds": "", "verdict": ""}
+        row = {"id": c["id"], "task": c["task"], "claim": c["text"], "kind": c["kind"], "algo": c["algo"], "measured": "", "seeds": "",
+               "verdict": ""}
         needed = [c["algo"]] + ([c["ref"]] if "ref" in c else [])
         if any((c["task"], a) not in cells for a in needed):
             rows.append({**row, "verdict": "no runs"})
             continue
-        budget = min(cells[(c["task"], a)][0] for a in needed)
-        if budget < c["needs"]:
-            rows.append({**row, "measured": f"budget {_fmt_step(budget)} < {_fmt_step(c['needs'])}",
+        budget = min(cells[(c["task"], a)][2] for a in needed)
+        if c["needs"] is not None and budget < c["needs"]:
+            rows.append({**row, "measured": f"budget {fmt_step(budget)} < {fmt_step(c['needs'])}",
                          "verdict": "beyond budget"})
             continue
         kind = c["kind"]
         if kind == "reach_by":
-            t, spread, _ = _cross(cells, c["task"], c["algo"], c["threshold"])
+            t, spread = _cross(cells, c["task"], c["algo"], c["threshold"])
             held = t is not None and t <= TOL * c["step"]
-            row.update(measured=f"{c['algo']} reaches {c['threshold']:g} at {_fmt_step(t)} (paper {_fmt_step(c['step'])})",
-                       seeds=spread)
+            row.update(measured=f"{c['algo']} " + (f"reaches {c['threshold']:g} at {fmt_step(t)}" if t is not None
+                                                      else f"does not reach {c['threshold']:g}")
+                       + f" (paper {fmt_step(c['step'])})", seeds=spread)
         elif kind in ("slower", "faster"):
-            t, spread, _ = _cross(cells, c["task"], c["algo"], c["threshold"])
-            t_ref, spread_ref, _ = _cross(cells, c["task"], c["ref"], c["threshold"])
+            t, spread = _cross(cells, c["task"], c["algo"], c["threshold"])
+            t_ref, spread_ref = _cross(cells, c["task"], c["ref"], c["threshold"])
+            if c["needs"] is None and t is None and t_ref is None and budget < PAPER_BUDGET:
+                rows.append({**row, "verdict": "beyond budget",
+                             "measured": f"neither reaches {c['threshold']:g} by {fmt_step(budget)} (the paper gives "
+                                         f"no step; its budget: {fmt_step(PAPER_BUDGET)})"})
+                continue
             if kind == "slower":
                 held = t_ref is not None and (t is None or t > t_ref)
             else:
                 held = t is not None and (t_ref is None or t < t_ref)
             ratio = f"{t / t_ref:.2f}x" if t and t_ref else "n/a"
             paper = f", paper {c['ratio']:.2f}x" if "ratio" in c else ""
-            row.update(measured=f"{c['algo']} {_fmt_step(t)} vs {c['ref']} {_fmt_step(t_ref)}: {ratio}{paper}",
-                       seeds=f"{c['algo']}: {spread}; {c['ref']}: {spread_ref}")
+            row.update(measured=f"{c['algo']} {fmt_step(t)} vs {c['ref']} {fmt_step(t_ref)}: {ratio}{paper}",
+                       seeds=f"{c['algo']}: {spread}; {c['ref']}: {spread_ref}", steps=(t, t_ref),
+                       paper_ratio=c.get("ratio"))
         elif kind == "never_above":
-            budget, curves = cells[(c["task"], c["algo"])]
+            curves = cells[(c["task"], c["algo"])][1]
             peak = float(np.nanmax(across_seeds(curves)[0]))
             held = peak <= c["threshold"]
             row.update(measured=f"{c['algo']} peak {peak:.1f} (threshold {c['threshold']:g})",
                        seeds=", ".join(f"{np.nanmax(x):.0f}" for x in curves))
         elif kind == "below_until":
-            b_a, ca = cells[(c["task"], c["algo"])]
-            b_r, cr = cells[(c["task"], c["ref"])]
+            b_a, ca, _ = cells[(c["task"], c["algo"])]
+            cr = cells[(c["task"], c["ref"])][1]
             k = int(np.ceil(c["step"] / b_a * N_BINS))
             diff = float(np.nanmean(across_seeds(ca)[0][:k] - across_seeds(cr)[0][:k]))
             held = diff < 0
-            row.update(measured=f"mean({c['algo']} - {c['ref']}) over the first {_fmt_step(c['step'])}: {diff:.1f}")
+            row.update(measured=f"mean({c['algo']} - {c['ref']}) over the first {fmt_step(c['step'])}: {diff:.1f}")
         else:
             raise ValueError(f"unknown claim kind {kind!r}")
         rows.append({**row, "verdict": "held" if held else "not held"})

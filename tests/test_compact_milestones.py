@@ -26,7 +26,7 @@ def test_first_crossing_by_hand():
     # bins of 1000 steps; a jump after bin 49 -> EWM(0.1) s_k = 1000 (1 - 0.9^(k-49)) for k >= 50;
     # >= 750 first when 0.9^m <= 0.25, m = 14 (0.9^13 = 0.254, 0.9^14 = 0.229): bin 63, step 64k
     run = fake_run("CartPole", "smac", 1, 50_000)
-    _, curves = milestones.cell_curves([run])[("CartPole", "smac")]
+    _, curves, _ = milestones.cell_curves([run])[("CartPole", "smac")]
     assert milestones.first_crossing(curves[0], 750, BUDGET) == 64_000
     assert milestones.first_crossing(curves[0], 1001, BUDGET) is None
     assert math.isclose(curves[0][63], 1000 * (1 - 0.9 ** 14))
@@ -63,6 +63,44 @@ def test_claim_verdicts_by_hand():
     assert rows["reach"]["seeds"] == "64k, 64k"
 
 
+def test_crossing_step_moves_with_the_bin_width():
+    """A jump at 20k in a 100k run; EWM(0.1) needs 14 bins to pass 750 after a jump (0.9^14 < 0.25 < 0.9^13):
+    1k bins (over the budget) -> bin 19 + 14 = 33 ends at 34k; 2k bins (100 bins over a 200k window, the
+    last 50 empty) -> bin 9 + 14 = 23 ends at 48k; 500-step bins (over the first 50k) -> bin 39 + 14 = 53
+    ends at 27k."""
+    runs = [fake_run("CartPole", "smac", 1, 20_000)]
+    for windows, step in ((None, 34_000), ({"CartPole": 200_000}, 48_000), ({"CartPole": 50_000}, 27_000)):
+        span, curves, reach = milestones.cell_curves(runs, windows)[("CartPole", "smac")]
+        assert milestones.first_crossing(curves[0], 750, span) == step
+        assert reach == min(BUDGET, span)
+    reach = {"id": "r", "task": "CartPole", "kind": "reach_by", "algo": "smac", "threshold": 750, "step": 30_000,
+             "needs": 30_000, "text": "r"}
+    late = {**reach, "id": "late", "step": 120_000, "needs": 120_000}
+    v = {r["id"]: r for r in milestones.evaluate(runs, claims=[reach, late], windows={"CartPole": 50_000})}
+    assert v["r"]["verdict"] == "held" and "27k" in v["r"]["measured"]       # 27k <= 1.25 x 30k
+    assert v["late"]["verdict"] == "beyond budget"                          # the window covers 50k only
+    v = {r["id"]: r for r in milestones.evaluate(runs, claims=[reach])}
+    assert v["r"]["verdict"] == "held"                                      # 34k <= 37.5k
+    v = {r["id"]: r for r in milestones.evaluate(runs, claims=[reach], windows={"CartPole": 200_000})}
+    assert v["r"]["verdict"] == "not held" and "48k" in v["r"]["measured"]
+
+
+def test_claims_without_a_paper_step_are_judged_once_either_algorithm_crosses():
+    """needs None ("twice as fast", no step in the paper): beyond budget only while neither crosses."""
+    claim = milestones._slower("x", "CartPole", "cg", 750, 2.0, None, "cg twice as slow")
+    assert claim["needs"] is None
+    flat = [fake_run("CartPole", a, 1, BUDGET) for a in ("smac", "cg")]          # neither ever jumps
+    row = milestones.evaluate(flat, claims=[claim])[0]
+    assert row["verdict"] == "beyond budget" and "neither reaches 750" in row["measured"]
+    runs = [fake_run("CartPole", "smac", 1, 20_000), fake_run("CartPole", "cg", 1, BUDGET)]
+    row = milestones.evaluate(runs, claims=[claim])[0]
+    assert row["verdict"] == "held" and row["steps"] == (None, 34_000)          # cg never, smac at 34k
+    runs = [fake_run("CartPole", "smac", 1, BUDGET), fake_run("CartPole", "cg", 1, 20_000)]
+    assert milestones.evaluate(runs, claims=[claim])[0]["verdict"] == "not held"
+    row = milestones.evaluate(flat, claims=[CLAIMS[0]])[0]
+    assert row["verdict"] == "not held" and row["measured"] == "smac does not reach 750 (paper 60k)"
+
+
 def test_every_claim_kind_has_a_written_rule_and_the_report_quotes_it(tmp_path):
     """The report says when a claim holds (a "slower" claim: the direction, not the size), for every kind judged."""
     from benchmark import report
@@ -74,6 +112,14 @@ def test_every_claim_kind_has_a_written_rule_and_the_report_quotes_it(tmp_path):
     for rule in milestones.RULES.values():
         assert rule in text
     assert "the direction, not the size" in text and "holds on its direction" in text
+
+
+def test_adam_check_moves_within_adams_bound_and_loads_its_checkpoint_safely():
+    """3 Adam steps of the paper's CartPole AC-Adam row: no parameter moves more than 3.2 eta per step
+    ((1 - beta1) / sqrt(1 - beta2) = 3.16); the checkpoint is read by the trainer's weights_only loader."""
+    c = fidelity.adam_check(budget=3000)
+    assert c["adam_steps"] == 3 and c["seed"] == 1
+    assert 0 < c["max_param_change"] <= c["bound"] == pytest.approx(3.2 * c["eta"] * 3)
 
 
 def test_fidelity_choice_rule():

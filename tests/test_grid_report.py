@@ -128,3 +128,36 @@ def test_aggregates_prefer_more_tasks_over_more_seeds(tmp_path):
     out = grid_report.compute(str(tmp_path / "only"), min_seeds=5, results_dir=str(tmp_path / "res2"),
                               figures_dir=str(tmp_path / "fig"), reps=50)["aggregates"]
     assert out["use"] == 5 and out["tasks"] == ["Acrobot"]
+
+
+def test_report_flags_claims_held_on_direction_only_and_the_permutation_floor():
+    from benchmark import report
+    held = [{"kind": "slower", "task": "Acrobot", "algo": "kfac", "steps": (75_000, 70_000), "paper_ratio": 3.35},
+            {"kind": "slower", "task": "Acrobot", "algo": "adam", "steps": (110_000, 70_000), "paper_ratio": 1.70},
+            {"kind": "slower", "task": "CartPole", "algo": "cg", "steps": (None, 250_000), "paper_ratio": 1.10},
+            {"kind": "reach_by", "task": "Walker2d", "algo": "smac"}]
+    text = "\n".join(report.size_notes(held))
+    assert "never reaching the threshold in our budget" in text and "CartPole AC-CG" in text
+    assert "Acrobot AC-KFAC (7% more vs the paper's 235%)" in text   # 75/70 - 1 = 7 % < 235 % / 2
+    assert "AC-Adam" not in text                                       # 57 % is more than half of 70 %
+    assert report.perm_floor(3, 3) == pytest.approx(0.1)               # 2 / C(6, 3)
+    assert report.perm_floor(5, 5) == pytest.approx(2 / 252)
+
+
+def test_norm_runs_over_their_first_steps_beside_the_literal_grid():
+    """Each run judged over its first 300k steps of a 1M budget: constant returns give that constant; the
+    literal grid's means are compared with those seed means."""
+    from benchmark import report
+    runs = []
+    for seed, value in ((1, 100.0), (2, 200.0)):
+        budget = 1_000_000
+        steps = np.arange(1000, budget + 1, 1000)
+        returns = np.where(steps <= 300_000, value, 5000.0)             # what happens after 300k must not count
+        runs.append({"task": "Hopper", "algo": "smac", "seed": seed, "job_budget": budget, "last_step": budget,
+                     "status": "finished", "episodes": {"global_step": steps, "episodic_return": returns}})
+    finals = report.first_steps_finals(runs, 300_000)
+    assert sorted(finals[("Hopper", "smac")]) == pytest.approx([100.0, 200.0])
+    final = {("Hopper", "smac"): {"budget": "300000", "final_mean": "209.1"}}
+    steps, pairs, _ = report.reading_pairs(final, runs)
+    assert steps == 300_000 and pairs[("Hopper", "smac")] == pytest.approx((209.1, 150.0))
+    assert report.norm_ahead(pairs, "smac") == ([], ["Hopper"])

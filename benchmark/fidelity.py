@@ -196,12 +196,14 @@ def report_section(logs_dir=LOGS, results_dir=RESULTS) -> list[str]:
                  "`envs-8` therefore say little; with 1 environment, as the paper's T = 1000 rollouts suggest, the "
                  "bias does not arise. The rule was applied as written.\n")
     chosen = choose(rows)
+    stage1 = sweep.parse_budget(hparams.load()["meta"]["stage1_budget"], list(TASKS))[TASKS[0]]
     L.append(f"**Chosen by the rule: `{chosen}`.**\n")
     L.append(f"**Caveat: run length and bin width.** A \"never above\" claim covers the whole run, so "
              f"`cartpole-kfac-40pct` is judged here on {BUDGET // 1000}k steps only; and these runs' bins are "
-             f"{BUDGET // 100:,} steps wide, against 5,000 in the 500k stage-1 runs, so their crossings come earlier "
+             f"{BUDGET // 100:,} steps wide, against {stage1 // 100:,} in the {stage1 // 1000}k stage-1 runs, so "
+             "their crossings come earlier "
              "(the EWM lags about 10 bins). The claims table above judges the stage-1 runs both ways (last column: "
-             "at this study's bins).\n")
+             "over this study's first steps).\n")
     L.append("**The check on a MuJoCo task (Walker2d, 1M steps, the grid's runs; "
              "`python benchmark/milestones.py benchmark/results/logs/<reading>`):**\n")
     for r in dict.fromkeys([chosen, "literal"]):

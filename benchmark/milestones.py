@@ -115,7 +115,10 @@ def first_crossing(curve: np.ndarray, threshold: float, budget: int) -> Optional
 
 
 def fmt_step(s) -> str:
-    return "never" if s is None else (f"{s / 1e6:.2f}M" if s >= 1e6 else f"{s / 1e3:.3g}k")
+    """34_500 -> '34.5k', 150_000 -> '150k', 1_680_000 -> '1.68M', None -> 'never'."""
+    if s is None:
+        return "never"
+    return f"{s / 1e6:.2f}M" if s >= 1e6 else f"{s / 1e3:.1f}".rstrip("0").rstrip(".") + "k"
 
 
 def _cross(cells, task, algo, thr):
@@ -127,9 +130,9 @@ def _cross(cells, task, algo, thr):
 
 
 def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict] = None) -> list[dict]:
-    """One row per claim: id, task, claim, kind, algo, measured, seeds, verdict (and, for a judged slower / faster
-    claim, steps = (algo's, ref's crossing step or None) and paper_ratio). windows: {task: steps} the 100
-    bins span instead of the runs' budget (cell_curves)."""
+    """One row per claim: id, task, claim, kind, algo, measured, seeds, verdict, and for a judged claim
+    steps: (crossing step or None,) for reach_by, (algo's, ref's) with paper_ratio for slower / faster.
+    windows: {task: steps} the 100 bins span instead of the runs' budget (cell_curves)."""
     cells = cell_curves(runs, windows)
     rows = []
     for c in claims:
@@ -152,10 +155,12 @@ def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict
             held = t is not None and t <= TOL * c["step"]
             row.update(measured=f"{c['algo']} " + (f"reaches {c['threshold']:g} at {fmt_step(t)}" if t is not None
                                                       else f"does not reach {c['threshold']:g}")
-                       + f" (paper {fmt_step(c['step'])})", seeds=spread)
+                       + f" (paper {fmt_step(c['step'])})", seeds=spread, steps=(t,))
         elif kind in ("slower", "faster"):
             t, spread = _cross(cells, c["task"], c["algo"], c["threshold"])
             t_ref, spread_ref = _cross(cells, c["task"], c["ref"], c["threshold"])
+            # compare over the span both cells cover: a crossing past the shorter one was not seen by the other
+            t, t_ref = (None if x is None or x > budget else x for x in (t, t_ref))
             if c["needs"] is None and t is None and t_ref is None and budget < PAPER_BUDGET:
                 rows.append({**row, "verdict": "beyond budget",
                              "measured": f"neither reaches {c['threshold']:g} by {fmt_step(budget)} (the paper gives "

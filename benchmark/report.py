@@ -29,7 +29,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark import aggregate, compact, fidelity, grid_report, hparams, milestones, plots  # noqa: E402
+from benchmark import aggregate, compact, fidelity, grid_report, hparams, milestones, plots, stats  # noqa: E402
 from benchmark.tables import estimate, fmt, interval, mean_std, num, pct, read_csv, steps, table  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmark", "results")
@@ -70,13 +70,31 @@ def load(logs_dir: Optional[str] = None, headline_dir: Optional[str] = None, res
 
 def other_bin_widths() -> dict:
     """{task: steps the 100 bins span} for the claims' second reading. The EWM(0.1) lags about 10 bins behind
-    a rise, so a crossing step moves with the bin width, i.e. with the budget the bins span: Acrobot and
-    CartPole over their first 150k steps as in the fidelity study (1.5k-step bins; the paper does not state
-    its classic-control budget), MuJoCo at the paper's own bin width (its 5M budget / 100 = 50k steps).
-    Pendulum: none (the paper's budget is not stated, its claim needs 1.5M)."""
+    a rise, so a crossing step moves with the bin width, i.e. with the span the bins cover: Acrobot and
+    CartPole over their first steps as in the fidelity study (fidelity.BUDGET; the paper does not state its
+    classic-control budget), MuJoCo at the paper's own bin width (its budget / 100). Pendulum: none (the
+    paper's budget is not stated, its claim needs 1.5M)."""
     classic = {t: fidelity.BUDGET for t in fidelity.TASKS}
     mujoco = {t: milestones.PAPER_BUDGET for t in hparams.tasks() if hparams.task_info(t)["group"] == "mujoco"}
     return {**classic, **mujoco}
+
+
+def other_spans_text() -> str:
+    step = milestones.fmt_step
+    return (f"{' and '.join(fidelity.TASKS)} over their first {step(fidelity.BUDGET)} steps as in the fidelity study "
+            f"({step(fidelity.BUDGET // 100)}-step bins), MuJoCo at the paper's own bin width (its "
+            f"{step(milestones.PAPER_BUDGET)} budget / 100 = {step(milestones.PAPER_BUDGET // 100)} steps), Pendulum "
+            "none")
+
+
+def change_cause(c: dict) -> str:
+    """Why a claim's verdict differs at the other span: "run length" where the other span is shorter than the
+    runs and the claim looks past it (a "never above" claim covers the whole run; a crossing step after the
+    span), "bin width" otherwise."""
+    span = other_bin_widths()[c["task"]]
+    shorter = span < grid_report.stage1_budget(c["task"])
+    past = c["kind"] == "never_above" or any(t is not None and t > span for t in c.get("steps", ()))
+    return "run length" if shorter and past else "bin width"
 
 
 def evaluate_claims(d: Data) -> list[dict]:
@@ -88,6 +106,9 @@ def evaluate_claims(d: Data) -> list[dict]:
     widths = other_bin_widths()
     other = {r["id"]: r for r in milestones.evaluate(runs, tasks=tuple(widths), windows=widths)}
     return [{**r, "other": other.get(r["id"])} for r in milestones.evaluate(runs)]
+
+
+N_HEADLINE = 2 * 5  # the 5M block: HalfCheetah SMAC and AC-CG x 5 seeds
 
 
 def other_text(r: dict) -> str:
@@ -104,7 +125,7 @@ def summary_section(d: Data) -> list[str]:
     n_div = sum(r["status"] == "diverged" for r in d.runs)
     L = ["## Summary\n",
          f"- **Runs:** {n_fin + n_div} of the {N_GRID} stage-1 runs are in ({n_div} diverged); the 5M HalfCheetah "
-         f"block has {len(d.headline)} of 10." + (" The grid is not complete: every statement below is provisional "
+         f"block has {len(d.headline)} of {N_HEADLINE}." + (" The grid is not complete: every statement below is provisional "
                                                   "and says on how many seeds it rests." if n_fin + n_div < N_GRID
                                                   else "")]
     by = {}
@@ -126,12 +147,11 @@ def summary_section(d: Data) -> list[str]:
     other = [c for c in d.claims if c.get("other")]
     if other:
         n = Counter(c["other"]["verdict"] for c in other)
-        flips = [f"{c['task']} — {c['claim']} ({c['verdict']} → {c['other']['verdict']})" for c in other
-                 if c["other"]["verdict"] != c["verdict"]]
-        L.append(f"  - with other bins (classic control over its first {milestones.fmt_step(fidelity.BUDGET)} steps, "
-                 "MuJoCo at the paper's 50k-step bins; section *claim by claim*), of the same "
-                 f"{len(other)} claims: " + ", ".join(f"{n[v]} {v}" for v in order if n[v]) + ". "
-                 + (f"Verdicts that rest on the bin width: {'; '.join(flips)}." if flips else "No verdict changes."))
+        flips = [f"{c['task']} — {c['claim']} ({c['verdict']} → {c['other']['verdict']}: {change_cause(c)})"
+                 for c in other if c["other"]["verdict"] != c["verdict"]]
+        L.append(f"  - judged again over other spans ({other_spans_text()}; section *claim by claim*), "
+                 f"{len(other)} of the {len(d.claims)} claims: " + ", ".join(f"{n[v]} {v}" for v in order if n[v])
+                 + ". " + (f"Verdicts that change, and why: {'; '.join(flips)}." if flips else "No verdict changes."))
     L += reading_note(d)
     ci = [r for r in d.cells if r["inside"] in ("yes", "paper above", "paper below")]
     welch = [r for r in d.cells if num(r["p_vs_paper"]) is not None]
@@ -167,18 +187,16 @@ def summary_section(d: Data) -> list[str]:
 def reading_note(d: Data) -> list[str]:
     """Summary line: the grid's reading against the paper-literal one at the earlier grid's budget."""
     final = {(r["task"], r["algo"]): r for r in read_csv(os.path.join(GRID_300K, "final.csv"))}
-    steps, pairs, _ = reading_pairs(final, d.runs)
+    steps, pairs = reading_pairs(final, d.runs)
     if not pairs:
         return []
-    parts = []
-    for a in ("smac", "sgd"):
-        ahead, behind = norm_ahead(pairs, a)
-        parts.append(f"for {hparams.algo_label(a)} ahead on {', '.join(ahead) or 'no task'}, behind on "
-                     f"{', '.join(behind) or 'no task'}")
+    parts = [f"for {hparams.algo_label(a)}: " + ", ".join(f"{v} on {', '.join(ts)}" for v, ts in
+                                                          sorted(reading_by_verdict(pairs, a).items()))
+             for a in ("smac", "sgd") if reading_by_verdict(pairs, a)]
     return [f"- **The reading matters:** `norm` was chosen on classic control (fidelity study). Against the "
-            f"paper-literal reading at the same {steps // 1000}k steps (means; section *Earlier grid*), `norm` is "
-            + "; ".join(parts) + ". The MuJoCo rows of this report hold for `norm`, not for the paper's literal "
-            "setting."]
+            f"paper-literal reading at the same {steps // 1000}k steps (Welch p < 0.05 for ahead / behind; section "
+            "*Earlier grid*), `norm` is " + "; ".join(parts) + ". The MuJoCo rows of this report describe `norm`, "
+            "not the paper's literal setting."]
 
 
 def perm_floor(n1: int, n2: int) -> float:
@@ -254,16 +272,16 @@ def claims_section(d: Data, logs_dir: str) -> list[str]:
             "under every reading of the paper are in the fidelity section below. A claim holds when (rules fixed "
             "with the claims, before any run):\n"]
             + [f"- *{k}*: {rule}" for k, rule in milestones.RULES.items()]
-            + ["", "**Bin width.** A crossing step depends on the bin width: the EWM(0.1) lags about 10 bins behind "
-               "a rise, and the 100 bins span the run's budget (our bins: "
+            + ["", "**Bin width and run length.** A crossing step depends on the bin width: the EWM(0.1) lags "
+               "about 10 bins behind a rise, and the 100 bins span the run's budget (our bins: "
                + ", ".join(f"{t} {milestones.fmt_step(grid_report.stage1_budget(t) // 100)}" for t in hparams.tasks())
-               + "). The last column judges each claim again on the same runs with other bins: Acrobot "
-               f"and CartPole over their first {milestones.fmt_step(fidelity.BUDGET)} steps as in the fidelity study "
-               f"({milestones.fmt_step(fidelity.BUDGET // 100)} bins; the paper does not state its classic-control "
-               "budget), "
-               "MuJoCo at the paper's own bin width (its 5M budget / 100 = 50k steps). Where the two columns "
-               "disagree the claim rests on the binning, not on the runs.\n"]
-            + table(d.claims, milestones.COLUMNS + [("Other bin width", other_text)]) + [""])
+               + (f"; the 5M block's {milestones.fmt_step(max(int(r['job_budget'] or r['last_step']) for r in d.headline) // 100)}"
+                  if d.headline else "")
+               + "). The last column judges each claim again on the same runs over another span: "
+               f"{other_spans_text()} (the paper does not state its classic-control budget). A shorter span also "
+               "shortens the run a claim is judged on (a \"never above\" claim, a crossing after the span); the "
+               "summary names, per changed verdict, which of the two changed it.\n"]
+            + table(d.claims, milestones.COLUMNS + [("Other span", other_text)]) + [""])
 
 
 VERDICT_TEXT = {"smac": "SMAC better beyond seed noise", "sgd-matched": "sgd-matched better beyond seed noise",
@@ -371,56 +389,82 @@ def final_cell(r: Optional[dict]) -> str:
     return txt + (f" [{r['n_diverged']} diverged]" if int(r["n_diverged"] or 0) else "")
 
 
-def first_steps_finals(runs: list[dict], steps: int) -> dict:
-    """{(task, algo): per-seed finals} of runs judged over their first `steps` steps only (the protocol with
-    its 100 bins over that span): what each run would have scored had its budget been `steps`."""
-    windows = {t: steps for t in {r["task"] for r in runs}}
+def first_steps_finals(runs: list[dict], steps: int) -> tuple[dict, Counter]:
+    """({(task, algo): per-seed finals}, {(task, algo): runs left out}) of the runs judged over their first
+    `steps` steps only (the protocol with its 100 bins over that span): what each run would have scored had
+    its budget been `steps`. A run that stopped (diverged) before `steps` is left out and counted."""
+    ok = [r for r in runs if int(r["last_step"]) >= steps]
+    dropped = Counter((r["task"], r["algo"]) for r in runs if int(r["last_step"]) < steps)
     out = {}
-    for key, (_, curves, reach) in milestones.cell_curves(runs, windows).items():
-        finals = curves[:, -1][np.isfinite(curves[:, -1])] if reach >= steps else np.array([])
+    for key, (_, curves, _) in milestones.cell_curves(ok, {r["task"]: steps for r in ok}).items():
+        finals = curves[:, -1][np.isfinite(curves[:, -1])]
         if finals.size:
             out[key] = finals
+    return out, dropped
+
+
+def reading_pairs(final: dict, runs: list[dict]) -> tuple[int, dict]:
+    """(steps, {(task, algo): row}) with row = literal (per-seed finals of the earlier grid), n_div (its
+    diverged seeds), norm (the stage-1 runs' finals over the same first steps), dropped (stage-1 runs that
+    stopped before), p (Welch, None below 2 seeds a side)."""
+    budgets = {int(r["budget"]) for r in final.values() if num(r["budget"])}
+    if len(budgets) != 1 or not runs:
+        return 0, {}
+    steps = budgets.pop()
+    norm, dropped = first_steps_finals(runs, steps)
+    out = {}
+    for key, r in final.items():
+        literal = np.array([float(x) for x in r["finals"].split(";") if num(x) is not None])
+        if key not in norm or not literal.size:
+            continue
+        test = stats.welch_test(norm[key], literal)
+        out[key] = {"literal": literal, "n_div": int(r["n_diverged"] or 0), "norm": norm[key],
+                    "dropped": dropped[key], "p": None if test is None else test["p"]}
+    return steps, out
+
+
+def reading_verdict(row: dict) -> str:
+    """norm vs literal on one cell: 'ahead' / 'behind' (Welch p < 0.05) or 'not distinguishable'."""
+    if row["p"] is None or row["p"] >= 0.05:
+        return "not distinguishable"
+    return "ahead" if row["norm"].mean() > row["literal"].mean() else "behind"
+
+
+def reading_by_verdict(pairs: dict, algo: str) -> dict:
+    """{verdict: [tasks]} of reading_verdict for one algorithm, in the paper's task order."""
+    out: dict = {}
+    for t in hparams.tasks():
+        if (t, algo) in pairs:
+            out.setdefault(reading_verdict(pairs[(t, algo)]), []).append(t)
     return out
 
 
-def reading_pairs(final: dict, runs: list[dict]) -> tuple[int, dict, dict]:
-    """(steps, {(task, algo): (literal mean, norm mean)}, {(task, algo): norm per-seed finals}): the literal
-    grid's finals beside the stage-1 runs over the same first steps."""
-    budgets = {int(r["budget"]) for r in final.values() if num(r["budget"])}
-    if len(budgets) != 1 or not runs:
-        return 0, {}, {}
-    steps = budgets.pop()
-    norm = first_steps_finals(runs, steps)
-    pairs = {k: (num(r["final_mean"]), float(norm[k].mean())) for k, r in final.items()
-             if k in norm and num(r["final_mean"]) is not None}
-    return steps, pairs, norm
-
-
-def norm_ahead(pairs: dict, algo: str) -> tuple[list, list]:
-    """Tasks where the norm reading's mean is above / below the literal one's, for one algorithm."""
-    tasks = [t for t in hparams.tasks() if (t, algo) in pairs]
-    return ([t for t in tasks if pairs[(t, algo)][1] > pairs[(t, algo)][0]],
-            [t for t in tasks if pairs[(t, algo)][1] <= pairs[(t, algo)][0]])
+def reading_cell(row: Optional[dict]) -> str:
+    if row is None:
+        return "–"
+    notes = [f"{row['n_div']} literal diverged"] * bool(row["n_div"]) + [f"{row['dropped']} norm diverged"] * bool(
+        row["dropped"])
+    p = "" if row["p"] is None else f", p {row['p']:.2g}"
+    return (f"{fmt(row['literal'].mean())} / {fmt(row['norm'].mean())} (n {row['literal'].size} / "
+            f"{row['norm'].size}{p})" + (f" [{', '.join(notes)}]" if notes else ""))
 
 
 def reading_comparison(final: dict, runs: list[dict]) -> list[str]:
     """The literal grid's finals beside the stage-1 `norm` runs over their first 300k steps (same protocol)."""
-    steps, pairs, norm = reading_pairs(final, runs)
+    steps, pairs = reading_pairs(final, runs)
     if not pairs:
         return []
     algos = ("smac",) + tuple(a for a in hparams.ALGOS if a != "smac")
-    cell = lambda t, a: (f"{fmt(pairs[(t, a)][0])} / {fmt(pairs[(t, a)][1])} (n={len(norm[(t, a)])})"  # noqa: E731
-                         if (t, a) in pairs else "–")
     L = [f"**The two readings at the same budget.** Seed-mean final at {steps // 1000}k steps, `literal` (this grid) "
          f"/ `norm` (the stage-1 runs judged over their first {steps // 1000}k steps: 100 bins over that span, "
-         "the same protocol; no learning-rate schedule, so a run's first steps do not depend on its budget). Means "
-         "only: 3 seeds against up to 5.\n"]
-    L += table(hparams.tasks(), [("Task", lambda t: t)] + [(hparams.algo_label(a), lambda t, a=a: cell(t, a))
-                                                          for a in algos]) + [""]
-    ahead = {a: norm_ahead(pairs, a)[0] for a in algos}
-    L.append(f"`norm` ahead of `literal` at {steps // 1000}k: " + "; ".join(
-        f"{hparams.algo_label(a)} on {len(ahead[a])} of {sum((t, a) in pairs for t in hparams.tasks())} tasks"
-        + (f" ({', '.join(ahead[a])})" if ahead[a] else "") for a in algos) + ".\n")
+         "the same protocol; no learning-rate schedule, so a run's first steps do not depend on its budget), the "
+         "seeds on each side, and Welch's p (`scipy.stats.ttest_ind(equal_var=False)`) where both sides have 2 "
+         "seeds or more.\n"]
+    L += table(hparams.tasks(), [("Task", lambda t: t)] + [
+        (hparams.algo_label(a), lambda t, a=a: reading_cell(pairs.get((t, a)))) for a in algos]) + [""]
+    L.append(f"`norm` against `literal` at {steps // 1000}k (p < 0.05): " + "; ".join(
+        f"{hparams.algo_label(a)}: " + ", ".join(f"{v} on {', '.join(ts)}" for v, ts in
+                                                 sorted(reading_by_verdict(pairs, a).items())) for a in algos) + ".\n")
     return L
 
 
@@ -460,7 +504,7 @@ def deviations_section(d: Data) -> list[str]:
     L = ["## Where we could not follow the paper\n",
          f"- **Budget.** Stage 1: {meta['stage1_budget']} steps, 5 seeds (paper: 5 seeds, MuJoCo 5M; the "
          "classic-control budget is not stated, Pendulum > 1.5M). HalfCheetah SMAC and AC-CG also at the paper's 5M "
-         f"(the headline block: {len(d.headline)} of its 10 runs in). Final values at 1M are not the paper's final "
+         f"(the headline block: {len(d.headline)} of its {N_HEADLINE} runs in). Final values at 1M are not the paper's final "
          "values at 5M.",
          "- **Reading of paper-silent choices:** stage 1 runs with observation, reward and advantage normalization "
          "(`norm`, chosen by the fidelity study's rule, below); `smac_a2c.py`'s defaults stay paper-literal.",

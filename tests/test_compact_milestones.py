@@ -141,6 +141,13 @@ def test_fidelity_choice_rule():
     assert fidelity.choose([{"reading": "literal", "held": 3, "changes": 0},
                             {"reading": "relu", "held": 3, "changes": 1}]) == "literal"
     assert fidelity.reading_flags("sum+minibatch-10") == ["--loss-reduction", "sum", "--num-minibatches", "10"]
+    # rescored without a claim: relu held 2 (one of them the dropped claim), literal 1 -> tie -> literal
+    rows = [{"reading": "literal", "held": 1, "changes": 0}, {"reading": "relu", "held": 2, "changes": 1}]
+    verdicts = {"literal": {"a": {"verdict": "held"}, "k": {"verdict": "not held"}},
+                "relu": {"a": {"verdict": "held"}, "k": {"verdict": "held"}}}
+    assert fidelity.choose(rows) == "relu"
+    rest = fidelity.rescored(rows, verdicts, {"k"})
+    assert [r["held"] for r in rest] == [1, 1] and fidelity.choose(rest) == "literal"
 
 
 def test_pack_load_round_trip_and_sweep_skips_committed_runs(tmp_path):

@@ -241,7 +241,7 @@ def test_smoke_ablation_modes(tmp_path, env_id, mode):
     rows = open(os.path.join(run, "updates.csv")).read().splitlines()
     assert rows[0].split(",") == sa.RunLogger.UPDATE_FIELDS and len(rows) == 3
     assert all(np.isfinite(float(x)) for row in rows[1:] for x in row.split(",")[2:9])
-    ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=False)
+    ckpt = sa.load_checkpoint(run)
     if "prev-ef" in mode:
         assert ckpt["actor_state"]["prev_ef_U"].shape[0] == 2  # two updates, two terms kept
         assert run_main(tmp_path, "--resume", run, "--total-timesteps", "192") == 0  # state reloads

@@ -295,7 +295,7 @@ def test_checkpoint_resume_and_evaluate(tmp_path, capsys):
     common = ["--env-id", "CartPole-v1", "--num-steps", "100", "--optimizer", "adam", "--learning-rate", "1e-3"]
     assert run_main(tmp_path, *common, "--total-timesteps", "300", "--checkpoint-every", "1") == 0
     run = only_run_dir(tmp_path)
-    ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=False)
+    ckpt = sa.load_checkpoint(run)
     assert ckpt["global_step"] == 300 and ckpt["update"] == 3 and "adam" in ckpt["actor_state"]
     # resume to 500 steps: same run dir, logs appended, actor restored exactly before continuing
     assert sa.main(["--resume", run, "--total-timesteps", "500", "--no-progress"]) == 0
@@ -329,7 +329,7 @@ def test_divergence_stops_with_status_and_keeps_last_good_checkpoint(tmp_path):
     assert code == 3
     run = only_run_dir(tmp_path)
     assert json.load(open(os.path.join(run, "summary.json")))["status"] == "diverged"
-    ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=False)
+    ckpt = sa.load_checkpoint(run)
     assert all(torch.isfinite(v).all() for v in ckpt["actor"].values())
     assert os.path.exists(os.path.join(run, "episodes.csv"))
 

@@ -157,6 +157,8 @@ def plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figures_d
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from benchmark.plots import save as save_figure
     algos = list(agg)
     label = f"tasks: {', '.join(tasks)}; 95 % stratified bootstrap CIs (rliable)"
     fig, axes = plt.subplots(1, len(METRICS), figsize=(15, 3.2))
@@ -168,10 +170,8 @@ def plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figures_d
         ax.set_yticks(range(len(algos)), [hparams.algo_label(a) for a in algos] if name == METRICS[0] else [""] * len(algos))
         ax.set_title(name)
         ax.grid(axis="x", alpha=0.3)
-    fig.suptitle(f"normalized score (random = 0, best of the paper's table = 1); {label}", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(figures_dir, "grid_aggregate.png"), dpi=110)
-    plt.close(fig)
+    save_figure(fig, os.path.join(figures_dir, "grid_aggregate.png"),
+                f"normalized score (random = 0, best of the paper's table = 1); {label}", fontsize=8)
     fig, ax = plt.subplots(figsize=(6.5, 4))
     x = np.arange(1, N_POINTS + 1) / N_POINTS
     for i, a in enumerate(algos):
@@ -182,18 +182,14 @@ def plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figures_d
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.text(0.01, 0.01, label, fontsize=6)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    fig.savefig(os.path.join(figures_dir, "grid_sample_efficiency.png"), dpi=110)
-    plt.close(fig)
+    save_figure(fig, os.path.join(figures_dir, "grid_sample_efficiency.png"), rect=(0, 0.03, 1, 1))
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for i, a in enumerate(algos):
         ax.plot(taus, profile[a], color=f"C{i}", label=hparams.algo_label(a))
     ax.set(xlabel="normalized score τ", ylabel="fraction of runs with score > τ", title="performance profile")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(figures_dir, "grid_profile.png"), dpi=110)
-    plt.close(fig)
+    save_figure(fig, os.path.join(figures_dir, "grid_profile.png"))
 
 
 def aggregates(cells: dict, min_seeds: int, results_dir: str, figures_dir: str, reps: int) -> Optional[dict]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Optional
 
 import matplotlib
 
@@ -58,6 +59,15 @@ def tasks_in(rows):
     return [t for t in hparams.tasks() if t in present] + sorted(present - set(hparams.tasks()))
 
 
+def save(fig, path: str, title: Optional[str] = None, dpi: int = 110, rect=None, **title_kw) -> None:
+    """The tail every figure shares: optional suptitle, tight layout (inside `rect`), PNG at `dpi`, close."""
+    if title:
+        fig.suptitle(title, **title_kw)
+    fig.tight_layout(**({"rect": rect} if rect else {}))
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+
+
 def plot_curves(rows, ylabel, title, path) -> bool:
     tasks = tasks_in(rows)
     if not tasks:
@@ -76,10 +86,7 @@ def plot_curves(rows, ylabel, title, path) -> bool:
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6)
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, title)
     return True
 
 
@@ -102,10 +109,7 @@ def plot_raw(source, path) -> bool:
         ax.set_ylabel("episodic return (raw)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6)
-    fig.suptitle("Raw episodic returns, every run (unbinned, unsmoothed)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, "Raw episodic returns, every run (unbinned, unsmoothed)")
     return True
 
 
@@ -133,10 +137,7 @@ def plot_diagnostics(rows, path) -> bool:
                 ax.set_ylabel(label)
             ax.grid(alpha=0.3)
             ax.tick_params(labelsize=6)
-    fig.suptitle("SMAC diagnostics over training (median, 10–90% across seeds)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, "SMAC diagnostics over training (median, 10–90% across seeds)")
     return True
 
 
@@ -197,11 +198,8 @@ def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
             if i == len(tasks) - 1:
                 ax.set_xlabel("environment steps", fontsize=7)
     axes[0][0].set_title("return: 100 bins, EWM 0.1, mean ± std", fontsize=8)
-    fig.suptitle("Is batch-mean SMAC more than SGD with step η/λ? SMAC vs sgd-matched, and SMAC's step diagnostics "
-                 "(median, 10–90% band across seeds)", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.985))
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save(fig, path, "Is batch-mean SMAC more than SGD with step η/λ? SMAC vs sgd-matched, and SMAC's step "
+         "diagnostics (median, 10–90% band across seeds)", dpi=100, rect=(0, 0, 1, 0.985), fontsize=10)
     return True
 
 

@@ -168,3 +168,17 @@ def test_norm_runs_over_their_first_steps_beside_the_literal_grid():
     assert report.reading_verdict(row) == "not distinguishable"                # p = 0.44
     assert report.reading_verdict({**row, "p": 0.01}) == "behind"             # norm mean 150 < literal 209
     assert "209.1 / 150 (n 3 / 2, p 0.44)" in report.reading_cell(row) and "1 norm diverged" in report.reading_cell(row)
+
+
+def test_plots_save_titles_lays_out_writes_and_closes(tmp_path):
+    import matplotlib.image
+    import matplotlib.pyplot as plt
+
+    from benchmark import plots
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1])
+    path = str(tmp_path / "f.png")
+    plots.save(fig, path, "title", dpi=50, rect=(0, 0, 1, 0.9), fontsize=7)
+    assert matplotlib.image.imread(path).shape[:2] == (100, 150)     # 3 x 2 inches at 50 dpi
+    assert fig._suptitle.get_text() == "title" and fig._suptitle.get_fontsize() == 7
+    assert not plt.fignum_exists(fig.number)                           # closed

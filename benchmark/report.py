@@ -51,6 +51,7 @@ class Data:
     claims: list = field(default_factory=list)
     cells: list = field(default_factory=list)   # grid_report.cell_rows
     grid: Optional[dict] = None                 # grid_report.aggregates output
+    readings: Optional[tuple] = None            # literal_vs_norm output, computed once
 
 
 def load(logs_dir: Optional[str] = None, headline_dir: Optional[str] = None, results_dir: str = STAGE1) -> Data:
@@ -186,13 +187,12 @@ def summary_section(d: Data) -> list[str]:
 
 def reading_note(d: Data) -> list[str]:
     """Summary line: the grid's reading against the paper-literal one at the earlier grid's budget."""
-    final = {(r["task"], r["algo"]): r for r in read_csv(os.path.join(GRID_300K, "final.csv"))}
-    steps, pairs = reading_pairs(final, d.runs)
+    steps, pairs = literal_vs_norm(d)
     if not pairs:
         return []
-    parts = [f"for {hparams.algo_label(a)}: " + ", ".join(f"{v} on {', '.join(ts)}" for v, ts in
-                                                          sorted(reading_by_verdict(pairs, a).items()))
-             for a in ("smac", "sgd") if reading_by_verdict(pairs, a)]
+    verdicts = {a: reading_by_verdict(pairs, a) for a in ("smac", "sgd")}
+    parts = [f"for {hparams.algo_label(a)}: " + ", ".join(f"{v} on {', '.join(ts)}" for v, ts in sorted(by.items()))
+             for a, by in verdicts.items() if by]
     return [f"- **The reading matters:** `norm` was chosen on classic control (fidelity study). Against the "
             f"paper-literal reading at the same {steps // 1000}k steps (Welch p < 0.05 for ahead / behind; section "
             "*Earlier grid*), `norm` is " + "; ".join(parts) + ". The MuJoCo rows of this report describe `norm`, "
@@ -403,6 +403,14 @@ def first_steps_finals(runs: list[dict], steps: int) -> tuple[dict, Counter]:
     return out, dropped
 
 
+def literal_vs_norm(d: Data) -> tuple[int, dict]:
+    """reading_pairs of the earlier literal grid and the stage-1 runs, computed once per report."""
+    if d.readings is None:
+        final = {(r["task"], r["algo"]): r for r in read_csv(os.path.join(GRID_300K, "final.csv"))}
+        d.readings = reading_pairs(final, d.runs)
+    return d.readings
+
+
 def reading_pairs(final: dict, runs: list[dict]) -> tuple[int, dict]:
     """(steps, {(task, algo): row}) with row = literal (per-seed finals of the earlier grid), n_div (its
     diverged seeds), norm (the stage-1 runs' finals over the same first steps), dropped (stage-1 runs that
@@ -449,9 +457,9 @@ def reading_cell(row: Optional[dict]) -> str:
             f"{row['norm'].size}{p})" + (f" [{', '.join(notes)}]" if notes else ""))
 
 
-def reading_comparison(final: dict, runs: list[dict]) -> list[str]:
+def reading_comparison(d: Data) -> list[str]:
     """The literal grid's finals beside the stage-1 `norm` runs over their first 300k steps (same protocol)."""
-    steps, pairs = reading_pairs(final, runs)
+    steps, pairs = literal_vs_norm(d)
     if not pairs:
         return []
     algos = ("smac",) + tuple(a for a in hparams.ALGOS if a != "smac")
@@ -485,7 +493,7 @@ def grid_300k_section(d: Data) -> list[str]:
         L.append("SMAC vs sgd-matched on this grid: " + "; ".join(
             f"{r['task']} (‖ℓ̄‖²/λ {fmt(r['ell_sq_over_lambda_median'])}): {VERDICT_TEXT.get(r['verdict'], r['verdict'])}"
             for r in sorted(matched, key=lambda r: num(r["ell_sq_over_lambda_median"]) or 0)) + ".\n")
-    L += reading_comparison(final, d.runs)
+    L += reading_comparison(d)
     sb3 = [(t, final[(t, "sb3-a2c")]) for t in hparams.tasks() if (t, "sb3-a2c") in final]
     if sb3:
         L.append("**Outside reference:** Stable-Baselines3 A2C with its own defaults (`benchmark/sb3_reference.py`: "

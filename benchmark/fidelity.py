@@ -28,6 +28,7 @@ if REPO not in sys.path:
 import numpy as np  # noqa: E402
 
 from benchmark import compact, hparams, milestones, sweep  # noqa: E402
+from benchmark.aggregate import stage1_budgets  # noqa: E402
 from benchmark.protocol import across_seeds  # noqa: E402
 from benchmark.tables import fmt, table  # noqa: E402
 
@@ -202,7 +203,7 @@ def report_section(logs_dir=LOGS, results_dir=RESULTS) -> list[str]:
                  "`envs-8` therefore say little; with 1 environment, as the paper's T = 1000 rollouts suggest, the "
                  "bias does not arise. The rule was applied as written.\n")
     chosen = choose(rows)
-    stage1 = sweep.parse_budget(hparams.load()["meta"]["stage1_budget"], list(TASKS))[TASKS[0]]
+    stage1 = stage1_budgets()[TASKS[0]]
     L.append(f"**Chosen by the rule: `{chosen}`.**\n")
     L.append(f"**Caveat: run length and bin width.** A \"never above\" claim covers the whole run, so "
              f"`cartpole-kfac-40pct` is judged here on {BUDGET // 1000}k steps only; and these runs' bins are "

@@ -138,8 +138,8 @@ def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict
     for c in claims:
         if tasks and c["task"] not in tasks:
             continue
-        row = {"id": c["id"], "task": c["task"], "claim": c["text"], "kind": c["kind"], "algo": c["algo"], "measured": "", "seeds": "",
-               "verdict": ""}
+        row = {"id": c["id"], "task": c["task"], "claim": c["text"], "kind": c["kind"], "algo": c["algo"],
+               "measured": "", "seeds": "", "verdict": ""}
         needed = [c["algo"]] + ([c["ref"]] if "ref" in c else [])
         if any((c["task"], a) not in cells for a in needed):
             rows.append({**row, "verdict": "no runs"})

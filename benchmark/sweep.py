@@ -254,6 +254,14 @@ def repair_logs(run_dir: str) -> tuple[int, int]:
             _truncate_csv(os.path.join(run_dir, "updates.csv"), "update", update))
 
 
+def plan(job: Job) -> tuple[str, Optional[str], Optional[str]]:
+    """(state, run_dir, src): inspect_job's state and run directory, and for a fresh job the smaller grid's
+    run it continues (extension_source), with state "extend" then. What --dry-run prints and prepare() does."""
+    state, run_dir = inspect_job(job)
+    src = extension_source(job) if state == "fresh" else None
+    return ("extend" if src else state), run_dir, src
+
+
 def extension_source(job: Job) -> Optional[str]:
     """The run directory in job.extend_from that this job may continue, or None: the same task, algorithm
     and seed, asked with the same flags (job.json), finished at a budget <= this job's, with a checkpoint.
@@ -293,18 +301,17 @@ def command(job: Job, state: str, run_dir: Optional[str]) -> list[str]:
 
 def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
     """Decide and set up one job: returns (state, command or None when nothing is to run)."""
-    state, run_dir = inspect_job(job)
+    state, run_dir, src = plan(job)
     if state in ("done", "diverged"):
         return state, None
     import smac_a2c
     if run_dir is not None and smac_a2c.run_dir_locked(run_dir):
         print(f"[sweep] {job.name}: a live trainer holds {run_dir} (another sweep?); skipped", flush=True)
         return "busy", None
-    if state == "fresh" and run_dir is not None:
+    if state in ("fresh", "extend") and run_dir is not None:
         shutil.rmtree(run_dir)        # started but never checkpointed: nothing to resume from
         run_dir = None
-    src = extension_source(job) if state == "fresh" else None
-    if src is not None:               # continue the smaller grid's finished run (a copy; the source stays)
+    if state == "extend":             # continue the smaller grid's finished run (a copy; the source stays)
         run_dir = os.path.join(job.seed_dir, os.path.basename(src))
         shutil.copytree(src, run_dir, ignore=shutil.ignore_patterns("*.lock", "events.out.tfevents*"))
         print(f"[sweep] {job.name}: continues {src} from step {read_summary(src)['global_step']:,}", flush=True)
@@ -637,10 +644,9 @@ def _main(argv=None) -> int:
           flush=True)
     if args.dry_run:
         for job in jobs:
-            state, run_dir = inspect_job(job)
-            src = extension_source(job) if state == "fresh" else None
+            state, run_dir, src = plan(job)
             if src is not None:
-                state, run_dir = "extend", os.path.join(job.seed_dir, os.path.basename(src))
+                run_dir = os.path.join(job.seed_dir, os.path.basename(src))
             cmd = None if state in ("done", "diverged") else command(job, "resume" if src else state, run_dir)
             print(f"{job.name:32s} {state:8s} " + ("(skip)" if cmd is None else
                                                    f"cd {job.seed_dir} && " + " ".join(cmd)))

@@ -214,7 +214,7 @@ def test_ray_backend_two_runs(tmp_path):
     assert {r["algo"] for r in rows} == {"smac", "sgd"} and all(r["n_seeds"] == "1" for r in rows)
 
 
-def test_extend_from_continues_a_copy_of_the_smaller_grids_finished_run(tmp_path):
+def test_extend_from_continues_a_copy_of_the_smaller_grids_finished_run(tmp_path, capsys):
     small, big = str(tmp_path / "small"), str(tmp_path / "big")
     base = ["--tasks", "CartPole", "--algos", "sgd", "--seeds", "1", "--num-steps", "200", "--workers", "1",
             "--progress-interval", "100", "--logs-dir", "none"]
@@ -225,6 +225,14 @@ def test_extend_from_continues_a_copy_of_the_smaller_grids_finished_run(tmp_path
     other = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 2000}, big, num_steps=200,
                             extra_flags=["--norm-obs"], extend_from=small)[0]
     assert sweep.extension_source(other) is None
+    job = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 2000}, big, num_steps=200, extend_from=small)[0]
+    assert sweep.plan(job) == ("extend", None, sweep.find_run_dir(src_seed))
+    capsys.readouterr()
+    assert sweep.main(base + ["--runs-dir", big, "--budget", "2000", "--extend-from", small, "--dry-run"]) == 0
+    line = capsys.readouterr().out.splitlines()[-1].split()
+    assert line[1] == "extend" and "--resume" in line and line[line.index("--resume") + 1] == os.path.join(
+        dst_seed, os.path.basename(sweep.find_run_dir(src_seed)))
+    assert not os.path.exists(dst_seed)                                  # the dry run copies nothing
     assert sweep.main(base + ["--runs-dir", big, "--budget", "2000", "--extend-from", small]) == 0
     rd = sweep.find_run_dir(dst_seed)
     assert os.path.basename(rd) == os.path.basename(sweep.find_run_dir(src_seed))

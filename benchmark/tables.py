@@ -94,7 +94,10 @@ def interval(lo, hi) -> str:
     a, b = num(lo), num(hi)
     if a is None or b is None:
         return MISSING
-    d = _interval_decimals(a, b)
+    return _interval_at(a, b, _interval_decimals(a, b))
+
+
+def _interval_at(a: float, b: float, d: Optional[int]) -> str:
     return f"[{fmt(a)}, {fmt(b)}]" if d is None else f"[{_fixed(a, d)}, {_fixed(b, d)}]"
 
 
@@ -105,7 +108,7 @@ def estimate(x, lo, hi) -> str:
     if v is None or a is None or b is None:
         return fmt(x)
     d = _interval_decimals(a, b)
-    return f"{fmt(v)} {interval(a, b)}" if d is None or abs(v) >= 1e5 else f"{_fixed(v, d)} {interval(a, b)}"
+    return f"{fmt(v) if d is None or abs(v) >= 1e5 else _fixed(v, d)} {_interval_at(a, b, d)}"
 
 
 Column = tuple[str, Callable]

@@ -375,10 +375,8 @@ def _label(variant):
 
 
 def plot_section(section, stats, refs, path, budget=BUDGET):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker  # noqa: F401
+    import matplotlib.ticker
+    from benchmark.plots import plt, save
     tasks = SECTIONS[section]["tasks"]
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.6 * len(tasks), 3.5), squeeze=False)
     x = (np.arange(agg.N_BINS) + 1) * budget / agg.N_BINS
@@ -398,16 +396,11 @@ def plot_section(section, stats, refs, path, budget=BUDGET):
         ax.set_ylabel("return (binned, EWM 0.1)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6)
-    fig.suptitle(SECTIONS[section]["title"] + f" — mean ± std over seeds, {budget:,} steps")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, SECTIONS[section]["title"] + f" — mean ± std over seeds, {budget:,} steps")
 
 
 def plot_update_time(stats, costs, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from benchmark.plots import plt, save
     fisher = [s for s in stats if s["section"] == "fisher"]
     prev = [c for c in costs if c["mode"].startswith("prev-EF")]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
@@ -441,9 +434,7 @@ def plot_update_time(stats, costs, path):
         ax.legend(fontsize=7)
     ax.set_title("benchmark/ablation_costs.py: update time vs r")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def aggregate_all(seeds, runs_dir=DEFAULT_RUNS, grid_dir=GRID_RUNS, results_dir=RESULTS, budget=BUDGET):

@@ -235,3 +235,39 @@ def test_cell_stats_scales_a_diverged_runs_times_to_the_budget(tmp_path):
 def test_more_has_a_tolerance():
     assert A.more(1.2, 1.0) and not A.more(1.05, 1.0) and not A.more(float("nan"), 1.0)
     assert A.more(-0.85, -1.0) and not A.more(-0.95, -1.0)
+
+
+# ------------------------------------------------------------------------------------------
+# Figures (hand-made stats): drawn through plots.save, one line per variant that has data
+# ------------------------------------------------------------------------------------------
+def test_ablation_figures_draw_each_variant_with_data_and_save_through_plots_save(tmp_path, monkeypatch):
+    import matplotlib.image
+
+    from benchmark import plots
+    saved = []
+    real_save = plots.save
+    monkeypatch.setattr(plots, "save", lambda fig, path, title=None, **kw: (
+        saved.append((path, title, [[ln.get_label() for ln in ax.get_lines()] for ax in fig.axes])),
+        real_save(fig, path, title, **kw)))
+    n = A.agg.N_BINS
+    curve = lambda v: {"curve_mean": np.full(n, v, float), "curve_std": np.full(n, 1.0),  # noqa: E731
+                       "curve_n": np.full(n, 3.0)}
+    stats = [{"section": "fisher", "task": "HalfCheetah", "variant": "batch-mean", "per_update_ms": 2.0, **curve(1)},
+             {"section": "fisher", "task": "HalfCheetah", "variant": "per-sample", "per_update_ms": 40.0,
+              **curve(2)},
+             {"section": "fisher", "task": "Hopper", "variant": "per-sample", "per_update_ms": 30.0,
+              "curve_mean": np.full(n, np.nan), "curve_std": np.full(n, np.nan), "curve_n": np.full(n, np.nan)}]
+    refs = [{"task": "Hopper", "variant": "sgd", **curve(0)}]
+    path = str(tmp_path / "fisher.png")
+    A.plot_section("fisher", stats, refs, path, budget=1000)
+    assert saved[-1] == (path, A.SECTIONS["fisher"]["title"] + " — mean ± std over seeds, 1,000 steps",
+                         [["batch-mean (paper's row) (n=3)", "per-sample (Algorithm 1) (n=3)"],
+                          ["AC-SGD (grid) (n=3)"]])               # Hopper's all-NaN per-sample curve is skipped
+    assert matplotlib.image.imread(path).shape[:2] == (round(3.5 * 110), round(4.6 * 2 * 110))
+    costs = [{"mode": f"prev-EF r={r}", "median_ms": float(r), "min_ms": r / 2} for r in (1, 4)] + [
+        {"mode": "batch-mean", "median_ms": 1.0, "min_ms": 0.5}]
+    path = str(tmp_path / "time.png")
+    A.plot_update_time(stats, costs, path)
+    assert saved[-1][:2] == (path, None) and saved[-1][2][1] == [
+        "prev-EF β = 0.5, median", "prev-EF, min", "batch-mean, median", "batch-mean, min"]
+    assert os.path.isfile(path)

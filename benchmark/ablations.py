@@ -28,7 +28,6 @@ trainer's last session (updates after config.json's resumed_from_step; wall_time
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os

@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 from benchmark import compact, hparams, milestones, sweep  # noqa: E402
 from benchmark.aggregate import stage1_budgets  # noqa: E402
 from benchmark.protocol import across_seeds  # noqa: E402
-from benchmark.tables import fmt, table  # noqa: E402
+from benchmark.tables import fmt, steps, table  # noqa: E402
 
 RUNS = os.path.join(REPO, "benchmark", "runs_fidelity")
 RESULTS = os.path.join(REPO, "benchmark", "results", "fidelity")
@@ -217,7 +217,7 @@ def report_section(logs_dir=LOGS, results_dir=RESULTS) -> list[str]:
         L.append(f"Scored without the claims that depend on the run length ({', '.join(sorted(whole_run))}), the "
                  f"rule chooses `{choose(rest)}`: " + ", ".join(f"`{r['reading']}` {r['held']}" for r in
                                                                sorted(rest, key=lambda r: -r["held"])) + ".\n")
-    L.append("**The check on a MuJoCo task (Walker2d, 1M steps, the grid's runs; "
+    L.append(f"**The check on a MuJoCo task (Walker2d, {steps(stage1_budgets()['Walker2d'])} steps, the grid's runs; "
              "`python benchmark/milestones.py benchmark/results/logs/<reading>`):**\n")
     for r in dict.fromkeys([chosen, "literal"]):
         grid_logs = os.path.join(REPO, "benchmark", "results", "logs", r)
@@ -226,6 +226,7 @@ def report_section(logs_dir=LOGS, results_dir=RESULTS) -> list[str]:
         for v in milestones.evaluate(runs, tasks=("Walker2d",)):
             L.append(f"- `{r}`, {v['claim']}: {v['measured'] or '–'} (per seed: {v['seeds'] or '–'}; runs: "
                      + ", ".join(f"{a} {n[a]}" for a in ("smac", "cg")) + f") — **{v['verdict']}**")
+    L.append("")
     L.append("The reading was chosen on classic control only; on MuJoCo, SMAC under `literal` at 300k steps "
              "is compared with `norm` over the same first 300k steps in the earlier-grid section below.")
     L.append("")

@@ -33,7 +33,7 @@ if REPO not in sys.path:
 from benchmark import compact, hparams, random_scores, stats  # noqa: E402
 from benchmark.aggregate import stage1_budgets, stage1_logs  # noqa: E402
 from benchmark.protocol import N_BINS, smoothed_curve  # noqa: E402
-from benchmark.tables import estimate, fmt, interval, mean_std, table, write_csv  # noqa: E402
+from benchmark.tables import estimate, interval, mean_std, steps, table, write_csv  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmark", "results", "stage1")
 FIGURES = os.path.join(REPO, "docs", "figures")
@@ -45,15 +45,29 @@ def stage1_budget(task: str) -> int:
     return stage1_budgets()[task]
 
 
-def load_cells(source: Union[str, list]) -> dict:
+def budgets_text() -> str:
+    """The stage-1 budgets with tasks grouped by budget, a whole group by its name: 'Acrobot, CartPole 500k;
+    Pendulum 2M; MuJoCo 1M'."""
+    by: dict = {}
+    for t in hparams.tasks():
+        by.setdefault(stage1_budget(t), []).append(t)
+    groups = {}
+    for t in hparams.tasks():
+        groups.setdefault(hparams.task_info(t)["group"], []).append(t)
+    names = {tuple(ts): {"mujoco": "MuJoCo", "classic": "classic control"}.get(g, g) for g, ts in groups.items()}
+    return "; ".join(f"{names.get(tuple(ts), ', '.join(ts))} {steps(b)}" for b, ts in by.items())
+
+
+def load_cells(source: Union[str, list], budgets: Optional[dict] = None) -> dict:
     """{(task, algo): {"finished": [(seed, final, curve)], "diverged": [(seed, curve)], "short": [seeds]}} from a
-    compact-logs directory or a list of loaded runs. A diverged run's curve stops (NaN) where it diverged; a
-    finished run without a finite final value (no episode at all) counts as short."""
+    compact-logs directory or a list of loaded runs, binned over each task's stage-1 budget or `budgets[task]`.
+    A diverged run's curve stops (NaN) where it diverged; a finished run without a finite final value (no
+    episode at all) counts as short."""
     runs = compact.discover_logs(source) if isinstance(source, str) else source
     cells: dict = {}
     for run in runs:
         task, algo = run["task"], run["algo"]
-        budget = stage1_budget(task)
+        budget = (budgets or {}).get(task) or stage1_budget(task)
         cell = cells.setdefault((task, algo), {"finished": [], "diverged": [], "short": []})
         curve = smoothed_curve(run["episodes"]["global_step"], run["episodes"]["episodic_return"], budget,
                                last_step=min(run["last_step"], budget))
@@ -112,7 +126,8 @@ def cell_text(r: Optional[dict], paper: Optional[tuple] = None) -> str:
         f", +{r['n_div']} diverged)" if r["n_div"] else ")")
     if r["paper"] is None:
         return ours
-    return f"{ours} / {r['paper']:g} ± {r['paper_std']:g} {INSIDE_MARK[r['inside']]}".rstrip()
+    p = "" if np.isnan(r["p_vs_paper"]) else f"; Welch p {r['p_vs_paper']:.2g}"
+    return f"{ours} / {r['paper']:g} ± {r['paper_std']:g} {INSIDE_MARK[r['inside']]}".rstrip() + p
 
 
 def matrix(rows: list[dict]) -> list[str]:
@@ -244,18 +259,21 @@ def compute(source: Union[str, list, None] = None, min_seeds: int = 5, results_d
 def lines(c: dict) -> list[str]:
     """The REPORT section from compute(): the matrix of cells, then the aggregates."""
     reading = hparams.load()["meta"]["grid_readings"]["stage1"]
-    n_runs = sum(len(x["finished"]) + len(x["diverged"]) + len(x["short"]) for x in c["cells"].values())
+    n_runs = sum(len(x["finished"]) + len(x["diverged"]) for x in c["cells"].values())
     n_div = sum(len(x["diverged"]) for x in c["cells"].values())
-    budgets = stage1_budgets()
+    n_short = sum(len(x["short"]) for x in c["cells"].values())
+    seeds = sorted({len(x["finished"]) + len(x["diverged"]) for x in c["cells"].values()}) or [0]
     L = ["## Stage-1 grid: final returns, ours vs the paper\n",
-         f"Reading `{reading}` (`hyperparams.toml` `[meta]`), up to 5 seeds per cell (n in each cell), budgets: classic "
-         f"{budgets['Acrobot']:,}, Pendulum {budgets['Pendulum']:,}, MuJoCo {budgets['HalfCheetah']:,} steps "
-         f"(the paper: 5M for MuJoCo). {n_runs} of 9 × 6 × 5 = 270 runs so far. Each cell: **mean ± std** "
-         "(ddof = 1) of the seeds' finals [95 % percentile bootstrap CI of the mean, `scipy.stats.bootstrap`] "
-         f"(n finished seeds, + diverged; no CI below {MIN_CI_SEEDS} seeds) / the paper's mean ± std, ✓ where the "
-         "paper's mean lies inside our CI. With 5 seeds the percentile bootstrap under-covers, and the paper's "
-         "mean is itself a 5-seed estimate: `p_vs_paper` in cells.csv is Welch's test of our seeds against the "
-         "paper's mean ± std (n = 5, `scipy.stats.ttest_ind_from_stats`), summarized above. "
+         f"Reading `{reading}` (`hyperparams.toml` `[meta]`), 5 seeds per cell when complete (now "
+         f"{'–'.join(map(str, dict.fromkeys([seeds[0], seeds[-1]])))}: n in each cell), budgets: {budgets_text()} "
+         f"steps (the paper: 5M for MuJoCo, inferred from its HalfCheetah text). {n_runs} of 9 × 6 × 5 = 270 runs "
+         "so far" + (f" (and {n_short} short of its budget, not counted)" if n_short else "") + ". Each cell: "
+         "**mean ± std** (ddof = 1) of the seeds' finals [95 % percentile bootstrap CI of the mean, "
+         f"`scipy.stats.bootstrap`] (n finished seeds, + diverged; no CI below {MIN_CI_SEEDS} seeds) / the paper's "
+         "mean ± std, ✓ where the paper's mean lies inside our CI, ✗ where it does not; then Welch p, the test of "
+         "our seeds against the paper's mean ± std as a 5-seed sample (`scipy.stats.ttest_ind_from_stats`). With "
+         "3 to 5 seeds the percentile bootstrap under-covers and the paper's mean is itself a 5-seed estimate, so a ✗ "
+         "with Welch p ≥ 0.05 is not a difference the seeds can show; the summary counts Welch's test. "
          "Final = last of 100 EWM(0.1)-smoothed bins. Every cell with its per-seed finals: "
          "`benchmark/results/stage1/cells.csv`.\n"]
     if not c["rows"]:

@@ -110,6 +110,22 @@ def evaluate_claims(d: Data) -> list[dict]:
 
 
 N_HEADLINE = 2 * 5  # the 5M block: HalfCheetah SMAC and AC-CG x 5 seeds
+PAPER_BUDGET_NOTE = milestones.PAPER_BUDGET_NOTE
+
+
+def terms_line() -> str:
+    """The summary's glossary: every term it uses before the sections that define them."""
+    return ("- **Terms:** *stage 1* — this grid, 9 tasks × 6 algorithms × 5 seeds at "
+            f"{grid_report.budgets_text()} steps; *the 5M block* — HalfCheetah SMAC and AC-CG continued to the "
+            f"paper's {steps(milestones.PAPER_BUDGET)} MuJoCo budget; *`norm`* — the reading of the paper's unstated "
+            "settings that the grid runs (observation, reward and advantage normalization; chosen by the fidelity "
+            "study), *literal* the one without them; *`sgd-matched`* — AC-SGD with step η/λ, what batch-mean SMAC "
+            "reduces to when ‖ℓ̄‖² ≪ λ (not in the paper); *normalized score* — 0 at the random policy, 1 at the best "
+            "mean of the paper's table for that task; *IQM* — interquartile mean of normalized scores over tasks × "
+            "seeds; *P(SMAC > X)* — the chance that a SMAC run beats an X run of the same task, averaged over tasks "
+            "(so it can order two algorithms differently from the IQM); [a, b] — 95 % bootstrap CI; *bin width* — "
+            "a run's 100 bins span its budget, and the smoothed curve lags about 10 bins, so a crossing step moves "
+            "with the budget.")
 
 
 def other_text(r: dict) -> str:
@@ -124,27 +140,33 @@ def summary_section(d: Data) -> list[str]:
     """The plain summary: what held, what did not, what is beyond the budget; all derived from the data."""
     n_fin = sum(r["status"] == "finished" for r in d.runs)
     n_div = sum(r["status"] == "diverged" for r in d.runs)
+    per_cell = Counter(Counter((r["task"], r["algo"]) for r in d.runs
+                               if r["status"] in ("finished", "diverged")).values())
+    seeds = ", ".join(f"{c} cells with {k}" for k, c in sorted(per_cell.items(), reverse=True))
     L = ["## Summary\n",
-         f"- **Runs:** {n_fin + n_div} of the {N_GRID} stage-1 runs are in ({n_div} diverged); the 5M HalfCheetah "
-         f"block has {len(d.headline)} of {N_HEADLINE}." + (" The grid is not complete: every statement below is provisional "
-                                                  "and says on how many seeds it rests." if n_fin + n_div < N_GRID
-                                                  else "")]
+         terms_line(),
+         f"- **Runs:** {n_fin + n_div} of the {N_GRID} stage-1 runs are in ({n_div} diverged; seeds per cell: "
+         f"{seeds or 'none yet'}); the 5M HalfCheetah block has {len(d.headline)} of {N_HEADLINE}."
+         + (" The grid is not complete: every statement below is provisional; the tables give each cell's n."
+            if n_fin + n_div < N_GRID or len(d.headline) < N_HEADLINE else "")]
     by = {}
     for c in d.claims:
         by.setdefault(c["verdict"], []).append(c)
     order = ("held", "not held", "beyond budget", "no runs")
-    L.append(f"- **The paper's {len(d.claims)} quantitative claims** (section Results): "
-             + ", ".join(f"{len(by.get(v, []))} {v}" for v in order) + ".")
-    for v in ("held", "not held"):
+    never, small = size_groups(by.get("held", []))
+    counts = [f"{len(by.get(v, []))} {v}" for v in order]
+    if never or small:
+        counts[0] += f" ({len(never) + len(small)} of them on direction only, the size unlike the paper's: below)"
+    L.append(f"- **The paper's {len(d.claims)} timestep claims** (section Results: a return threshold and the steps "
+             "to reach it, or which algorithm reaches it first; `benchmark/milestones.py`): " + ", ".join(counts) + ".")
+    for v in ("held", "not held", "beyond budget"):
         if by.get(v):
-            how = (" (an \"X % more timesteps\" claim holds on its direction; the measured ratio stands beside "
-                   "the paper's)" if v == "held" else "")
-            L.append(f"  - {v}{how}: " + "; ".join(f"{c['task']} — {c['claim']} ({c['measured']})" for c in by[v])
-                     + ".")
-    if by.get("beyond budget"):
-        L.append("  - beyond our budget: " + "; ".join(f"{c['task']} ({c['measured']})" for c in by["beyond budget"])
-                 + ".")
+            how = {"held": " (an \"X % more timesteps\" claim holds on its direction; the measured ratio stands "
+                           "beside the paper's)", "beyond budget": " (our runs are shorter than the claim needs)"}
+            L.append(f"  - {v}{how.get(v, '')}: " + "; ".join(f"{c['task']} — {c['claim']} ({c['measured']})"
+                                                        for c in by[v]) + ".")
     L += size_notes(by.get("held", []))
+    L.append(f"  - not among them: {milestones.NOT_JUDGED}")
     other = [c for c in d.claims if c.get("other")]
     if other:
         n = Counter(c["other"]["verdict"] for c in other)
@@ -160,12 +182,24 @@ def summary_section(d: Data) -> list[str]:
         cnt = Counter(r["inside"] for r in ci)
         lower = sum(r["p_vs_paper"] < 0.05 and r["mean"] < r["paper"] for r in welch)
         higher = sum(r["p_vs_paper"] < 0.05 and r["mean"] > r["paper"] for r in welch)
+        groups = {}
+        for r in welch:
+            g = "MuJoCo" if hparams.task_info(r["task"])["group"] == "mujoco" else "classic control"
+            groups.setdefault(g, Counter())["cells"] += 1
+            groups[g]["lower"] += r["p_vs_paper"] < 0.05 and r["mean"] < r["paper"]
+            groups[g]["higher"] += r["p_vs_paper"] < 0.05 and r["mean"] > r["paper"]
+        mj = {grid_report.stage1_budget(t) for t in hparams.tasks() if hparams.task_info(t)["group"] == "mujoco"}
         L.append(f"- **Final returns vs the paper's table:** of {len(welch)} cells with ≥ 2 finished seeds, our mean "
                  f"differs from the paper's by Welch's test against its mean ± std (5 seeds, p < 0.05) in "
-                 f"{lower + higher}: lower in {lower}, higher in {higher}. The paper's mean lies inside our 95 % "
-                 f"bootstrap CI in {cnt['yes']} of {len(ci)} cells with ≥ {grid_report.MIN_CI_SEEDS} seeds (a narrow "
-                 "CI ignores the paper's own seed noise, so the Welch count is the fairer one). Our MuJoCo budget is "
-                 "1M steps, the paper's 5M: lower MuJoCo levels are expected.")
+                 f"{lower + higher}: lower in {lower}, higher in {higher} ("
+                 + "; ".join(f"{g}: {groups[g]['lower']} lower, {groups[g]['higher']} higher of {groups[g]['cells']}"
+                             for g in ("classic control", "MuJoCo") if g in groups)
+                 + f"; {len(welch)} tests without a multiple-comparison correction: about {0.05 * len(welch):.1f} "
+                 "would differ by chance alone). Our MuJoCo runs stop at "
+                 f"{'/'.join(steps(b) for b in sorted(mj))} steps, the paper's at {steps(milestones.PAPER_BUDGET)}. "
+                 f"The paper's mean lies inside our 95 % bootstrap CI in {cnt['yes']} of {len(ci)} cells with ≥ "
+                 f"{grid_report.MIN_CI_SEEDS} seeds (a narrow CI ignores the paper's own seed noise, so the Welch count "
+                 "is the fairer one).")
     same, total = ordering_agreement(d)
     if total:
         L.append(f"- **Orderings:** the paper's best algorithm is also ours on {same} of {total} tasks with all five "
@@ -173,14 +207,16 @@ def summary_section(d: Data) -> list[str]:
     if d.grid:
         g = d.grid
         iqm = sorted(g["agg"].items(), key=lambda kv: -kv[1]["IQM"][0])
-        L.append(f"- **Across tasks** ({len(g['tasks'])} task(s), {g['use']} seeds each): IQM normalized score "
+        L.append(f"- **Across tasks** ({len(g['tasks'])} task(s), the first {g['use']} seeds of every cell so that each "
+                 "task weighs the same): IQM normalized score "
                  + ", ".join(f"{hparams.algo_label(a)} {estimate(*v['IQM'])}" for a, v in iqm)
                  + "; P(SMAC > baseline): "
                  + ", ".join(f"{hparams.algo_label(b)} {estimate(*v)}" for b, v in g["imp"].items()) + ".")
     if d.matched:
         cnt = Counter(r["verdict"] or "too few seeds" for r in d.matched)
-        L.append("- **SMAC vs SGD with step η/λ (`sgd-matched`):** " + ", ".join(
-            f"{VERDICT_TEXT.get(v, v)}: {', '.join(r['task'] for r in d.matched if (r['verdict'] or 'too few seeds') == v)}"
+        L.append("- **SMAC vs SGD with step η/λ (`sgd-matched`; seeds SMAC / sgd-matched):** " + "; ".join(
+            f"{VERDICT_TEXT.get(v, v)}: " + ", ".join(f"{r['task']} ({r['n_smac']}/{r['n_matched']})" for r in d.matched
+                                                       if (r['verdict'] or 'too few seeds') == v)
             for v in cnt) + ".")
     return L + [""]
 
@@ -191,12 +227,12 @@ def reading_note(d: Data) -> list[str]:
     if not pairs:
         return []
     verdicts = {a: reading_by_verdict(pairs, a) for a in ("smac", "sgd")}
-    parts = [f"for {hparams.algo_label(a)}: " + ", ".join(f"{v} on {', '.join(ts)}" for v, ts in sorted(by.items()))
+    parts = [f"{hparams.algo_label(a)}: " + "; ".join(f"{v} on {', '.join(ts)}" for v, ts in sorted(by.items()))
              for a, by in verdicts.items() if by]
     return [f"- **The reading matters:** `norm` was chosen on classic control (fidelity study). Against the "
-            f"paper-literal reading at the same {steps // 1000}k steps (Welch p < 0.05 for ahead / behind; section "
-            "*Earlier grid*), `norm` is " + "; ".join(parts) + ". The MuJoCo rows of this report describe `norm`, "
-            "not the paper's literal setting."]
+            f"paper-literal reading at the same {steps // 1000}k steps (Welch p < 0.05 for ahead / behind, one test "
+            "per cell, no multiple-comparison correction; section *Earlier grid*), `norm` is — "
+            + ". ".join(parts) + ". The MuJoCo rows of this report describe `norm`, not the paper's literal setting."]
 
 
 def perm_floor(n1: int, n2: int) -> float:
@@ -204,9 +240,9 @@ def perm_floor(n1: int, n2: int) -> float:
     return min(1.0, 2 / math.comb(n1 + n2, n1))
 
 
-def size_notes(held: list[dict]) -> list[str]:
-    """Held "X % more timesteps" claims whose size does not match: the baseline never reaches the threshold
-    (the paper's does, only somewhat later), or its measured extra steps are under half the paper's."""
+def size_groups(held: list[dict]) -> tuple[list[str], list[str]]:
+    """Held "X % more timesteps" claims whose size does not match: (the baseline never reaches the threshold,
+    where the paper's does, only somewhat later; its measured extra steps are under half the paper's)."""
     never, small = [], []
     for c in held:
         if c["kind"] != "slower" or not c.get("paper_ratio"):
@@ -217,6 +253,12 @@ def size_notes(held: list[dict]) -> list[str]:
             never.append(label)
         elif (t / t_ref - 1) < (c["paper_ratio"] - 1) / 2:
             small.append(f"{label} ({pct(t / t_ref - 1)} more vs the paper's {pct(c['paper_ratio'] - 1)})")
+    return never, small
+
+
+def size_notes(held: list[dict]) -> list[str]:
+    """Summary lines naming the held claims of size_groups."""
+    never, small = size_groups(held)
     L = []
     if never:
         L.append("  - held on direction only, the baseline never reaching the threshold in our budget (the paper's "
@@ -265,7 +307,8 @@ def claims_section(d: Data, logs_dir: str) -> list[str]:
     rel = os.path.relpath(logs_dir, REPO)
     head = os.path.relpath(os.path.join(REPO, hparams.load()["meta"]["headline"]["logs"]), REPO)
     return (["## The paper's speed claims, claim by claim\n",
-            "Every quantitative claim of the paper's Results section (`benchmark/milestones.py`, where the protocol "
+            "Every timestep claim of the paper's Results section (the summary lists the statements left out; "
+            "`benchmark/milestones.py`, where the protocol "
             f"and the verdict rules are written down), on the stage-1 logs (`{rel}/`, {len(d.runs)} runs) and, for "
             f"HalfCheetah SMAC and AC-CG, the 5M block (`{head}/`, {len(d.headline)} runs). \"beyond budget\": our "
             "runs are shorter than the claim needs; \"no runs\": no finished run yet. The classic-control claims "
@@ -470,8 +513,8 @@ def reading_comparison(d: Data) -> list[str]:
          "seeds or more.\n"]
     L += table(hparams.tasks(), [("Task", lambda t: t)] + [
         (hparams.algo_label(a), lambda t, a=a: reading_cell(pairs.get((t, a)))) for a in algos]) + [""]
-    L.append(f"`norm` against `literal` at {steps // 1000}k (p < 0.05): " + "; ".join(
-        f"{hparams.algo_label(a)}: " + ", ".join(f"{v} on {', '.join(ts)}" for v, ts in
+    L.append(f"`norm` against `literal` at {steps // 1000}k (p < 0.05) — " + ". ".join(
+        f"{hparams.algo_label(a)}: " + "; ".join(f"{v} on {', '.join(ts)}" for v, ts in
                                                  sorted(reading_by_verdict(pairs, a).items())) for a in algos) + ".\n")
     return L
 
@@ -505,15 +548,42 @@ def grid_300k_section(d: Data) -> list[str]:
     return L
 
 
+def headline_section(d: Data) -> list[str]:
+    """The 5M block: HalfCheetah SMAC and AC-CG at the paper's budget, finals beside the paper's table (same
+    protocol and cell format as the stage-1 table) and the paper's gap between them. The block's speed claims are
+    in the claims table."""
+    block = hparams.load()["meta"]["headline"]
+    budget = int(block["budget"])
+    tasks = block["tasks"].split(",")
+    L = [f"## The 5M block: {', '.join(tasks)} at the paper's {steps(budget)} steps\n",
+         f"{', '.join(hparams.algo_label(a) for a in block['algos'].split(','))} continued from their stage-1 runs to "
+         f"{steps(budget)} steps (`{block['logs']}/`, {len(d.headline)} of {N_HEADLINE} runs in); final = last of 100 "
+         f"bins of {steps(budget // 100)} steps, cells as in the stage-1 table. The paper: SMAC \"surpassing the "
+         "next-best algorithm, AC-CG, by over 1100 points\".\n"]
+    if not d.headline:
+        return L + ["No run of the block has finished yet.\n"]
+    rows = grid_report.cell_rows(grid_report.load_cells(d.headline, budgets={t: budget for t in tasks}))
+    L += table(rows, [("Task", lambda r: r["task"]), ("Algorithm", lambda r: hparams.algo_label(r["algo"])),
+                      (f"final at {steps(budget)} / paper", grid_report.cell_text)]) + [""]
+    for t in tasks:
+        finals = {r["algo"]: [float(x) for x in r["finals"].split(";") if x] for r in rows if r["task"] == t}
+        w = stats.welch_test(finals.get("smac", []), finals.get("cg", []))
+        if w is not None:
+            paper = hparams.paper_result(t, "smac")[0] - hparams.paper_result(t, "cg")[0]
+            L.append(f"{t}, SMAC − AC-CG at {steps(budget)}: {fmt(w['diff'])} (Welch p {w['p']:.2g}, seeds "
+                     f"{len(finals['smac'])} / {len(finals['cg'])}); the paper's table: {fmt(paper)}.\n")
+    return L
+
+
 def deviations_section(d: Data) -> list[str]:
     meta = hparams.load()["meta"]
     div = [f"{r['task']}/{r['algo']}/seed{r['seed']} (at {r['last_step']:,} steps)" for r in d.runs
            if r["status"] == "diverged"]
     L = ["## Where we could not follow the paper\n",
-         f"- **Budget.** Stage 1: {meta['stage1_budget']} steps, 5 seeds (paper: 5 seeds, MuJoCo 5M; the "
-         "classic-control budget is not stated, Pendulum > 1.5M). HalfCheetah SMAC and AC-CG also at the paper's 5M "
-         f"(the headline block: {len(d.headline)} of its {N_HEADLINE} runs in). Final values at 1M are not the paper's final "
-         "values at 5M.",
+         f"- **Budget.** Stage 1: {grid_report.budgets_text()} steps, 5 seeds (paper: 5 seeds, MuJoCo 5M "
+         f"({PAPER_BUDGET_NOTE}); the classic-control budget is not stated, Pendulum > 1.5M). HalfCheetah SMAC and "
+         f"AC-CG also at the paper's 5M (the headline block: {len(d.headline)} of its {N_HEADLINE} runs in). Final "
+         "values at our MuJoCo budget are not the paper's final values at 5M.",
          "- **Reading of paper-silent choices:** stage 1 runs with observation, reward and advantage normalization "
          "(`norm`, chosen by the fidelity study's rule, below); `smac_a2c.py`'s defaults stay paper-literal.",
          "- **Empty AC-KFAC rows** (Pendulum, Hopper, Humanoid): filled by our rule — " + meta["kfac_fill_rule"],
@@ -545,7 +615,8 @@ def write_report(path: str = os.path.join(REPO, "benchmark", "REPORT.md"), logs_
          f"Generated by `python benchmark/report.py` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from "
          "the committed compact logs (`benchmark/results/logs/`) and result CSVs (`benchmark/results/`). Protocol "
          "(the paper's): final = last of 100 EWM(0.1)-smoothed bins of episodic return, mean ± std (ddof = 1) over "
-         "seeds; harness and budgets: `docs/harness.md`. Paper: `tab:performance`, 5 seeds, MuJoCo at 5M steps.\n"]
+         "seeds; harness and budgets: `docs/harness.md`. Paper: `tab:performance`, 5 seeds, MuJoCo at 5M steps "
+         f"({PAPER_BUDGET_NOTE}).\n"]
     L += summary_section(d)
     L += grid_report.lines(grid)
     L += ["**Learning curves** (stage 1; 100 bins, EWM 0.1, mean ± std over seeds; every run raw in "
@@ -553,6 +624,7 @@ def write_report(path: str = os.path.join(REPO, "benchmark", "REPORT.md"), logs_
           "![returns](../docs/figures/returns_smoothed.png)\n"]
     L += ordering_section(d)
     L += claims_section(d, logs_dir)
+    L += headline_section(d)
     L += matched_section(d.matched, "Is batch-mean SMAC more than a rescaled SGD?",
                          "Stage-1 runs (the budgets above; n seeds per cell in the table, 5 when complete).")
     L += diagnostics_section(d)

@@ -64,23 +64,31 @@ def test_report_takes_halfcheetah_claims_from_the_5M_block(tmp_path):
     stage, head = tmp_path / "stage", tmp_path / "head"
     for algo in ("smac", "cg"):
         write_log(stage, "HalfCheetah", algo, 1, 100.0)           # 1M: too short for either claim
-    # 5M block: SMAC at 2000 from the start (passes 1766 in the first bin), AC-CG at 0 -> "learns more slowly
-    # [than AC-CG] for the first 2M" does not hold, "matches 1766 by 3.4M" holds
+    # 5M block: SMAC at 2000 (+10 per seed) from the start (passes 1766 in the first bin), AC-CG at 0 (+10 per
+    # seed) -> "learns more slowly [than AC-CG] for the first 2M" does not hold, "matches 1766 by 3.4M" holds.
+    # Both gain 100 after 2M, which only a final taken over 5M (not the stage-1 1M) sees.
     for algo, value in (("smac", 2000.0), ("cg", 0.0)):
-        steps = np.linspace(5_000_000 / 200, 5_000_000, 200)
-        rec = {"format": 1, "task": "HalfCheetah", "algo": algo, "seed": 1, "budget": 5_000_000, "status": "finished",
-               "global_step": 5_000_000, "args": {}, "episodes": {"global_step": steps.tolist(),
-                                                                  "episodic_return": [value] * 200,
-                                                                  "episodic_length": [1000] * 200},
-               "updates": {c: [] for c in compact.UPDATE_COLS}}
-        path = compact.log_path(str(head), "HalfCheetah", algo, 1)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with gzip.open(path, "wt") as f:
-            json.dump(rec, f)
+        for seed in (1, 2):
+            steps = np.linspace(5_000_000 / 200, 5_000_000, 200)
+            rec = {"format": 1, "task": "HalfCheetah", "algo": algo, "seed": seed, "budget": 5_000_000,
+                   "status": "finished", "global_step": 5_000_000, "args": {},
+                   "episodes": {"global_step": steps.tolist(),
+                                "episodic_return": (value + 10 * seed + 100 * (steps > 2_000_000)).tolist(),
+                                "episodic_length": [1000] * 200},
+                   "updates": {c: [] for c in compact.UPDATE_COLS}}
+            path = compact.log_path(str(head), "HalfCheetah", algo, seed)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with gzip.open(path, "wt") as f:
+                json.dump(rec, f)
     d = report.Data(runs=compact.discover_logs(str(stage)), headline=compact.discover_logs(str(head)),
                     final={}, matched=[], diag={})
     v = {c["id"]: c["verdict"] for c in report.evaluate_claims(d)}
     assert v["halfcheetah-smac-3.4M"] == "held" and v["halfcheetah-smac-slower-2M"] == "not held"
+    # the block's finals: over 5M (2115 / 115, not the stage-1 1M's 2015 / 15), beside the paper's 2936 / 1766
+    text = "\n".join(report.headline_section(d))
+    assert "| HalfCheetah | SMAC | **2115 ± 7.1** – (n=2) / 2936 ± 946; Welch p 0.12 |" in text
+    assert "SMAC − AC-CG at 5M: 2000 (Welch p 1.2e-05, seeds 2 / 2); the paper's table: 1170." in text
+    assert "bins of 50k steps" in text and "4 of 10 runs in" in text
     d.headline = []
     v = {c["id"]: c["verdict"] for c in report.evaluate_claims(d)}
     assert v["halfcheetah-smac-3.4M"] == "beyond budget" and v["halfcheetah-smac-slower-2M"] == "beyond budget"
@@ -182,3 +190,34 @@ def test_plots_save_titles_lays_out_writes_and_closes(tmp_path):
     assert matplotlib.image.imread(path).shape[:2] == (100, 150)     # 3 x 2 inches at 50 dpi
     assert fig._suptitle.get_text() == "title" and fig._suptitle.get_fontsize() == 7
     assert not plt.fignum_exists(fig.number)                           # closed
+
+
+def test_summary_defines_its_terms_counts_direction_only_claims_and_splits_the_paper_comparison():
+    """The summary's glossary, seeds per cell, held claims of unlike size counted in the headline, the beyond-budget
+    claims named, the claims left out listed, and the Welch count split by task group."""
+    from benchmark import report
+    runs = ([{"task": "Hopper", "algo": "smac", "status": "finished"}] * 5
+            + [{"task": "Pusher", "algo": "sgd", "status": s} for s in ("finished", "finished", "diverged")])
+    claims = [{"verdict": "held", "kind": "slower", "task": "CartPole", "algo": "cg", "steps": (None, 250_000),
+               "paper_ratio": 1.1, "claim": "AC-CG needs approximately 10% more timesteps",
+               "measured": "cg never vs smac 250k"},
+              {"verdict": "held", "kind": "slower", "task": "Acrobot", "algo": "adam", "steps": (110_000, 70_000),
+               "paper_ratio": 1.7, "claim": "AC-Adam requires 70% more timesteps", "measured": "1.57x"},
+              {"verdict": "beyond budget", "kind": "reach_by", "task": "Humanoid", "algo": "smac",
+               "claim": "SMAC matches the final performance of AC-CG [3175] after 59% of the budget",
+               "measured": "budget 1.00M < 2.95M"}]
+    cells = [{"task": "Hopper", "mean": 100.0, "paper": 331.2, "p_vs_paper": 0.01, "inside": "paper above"},
+             {"task": "Swimmer", "mean": 40.0, "paper": 28.5, "p_vs_paper": 0.001, "inside": "paper below"},
+             {"task": "Acrobot", "mean": -90.0, "paper": -94.1, "p_vs_paper": 0.4, "inside": "yes"}]
+    d = report.Data(runs=runs, headline=[], final={}, matched=[], diag={}, claims=claims, cells=cells,
+                    readings=(300_000, {}))
+    text = "\n".join(report.summary_section(d))
+    assert "*IQM* — interquartile mean" in text and "*`norm`* —" in text and "MuJoCo 1M steps" in text
+    assert "8 of the 270 stage-1 runs are in (1 diverged; seeds per cell: 1 cells with 5, 1 cells with 3)" in text
+    assert "2 held (1 of them on direction only, the size unlike the paper's: below), 0 not held, 1 beyond budget" in text
+    assert ("beyond budget (our runs are shorter than the claim needs): Humanoid — SMAC matches the final performance "
+            "of AC-CG [3175] after 59% of the budget (budget 1.00M < 2.95M)") in text
+    assert "not among them: the Results text's final-return gaps" in text
+    assert ("in 2: lower in 1, higher in 1 (classic control: 0 lower, 0 higher of 1; MuJoCo: 1 lower, 1 higher of 2; "
+            "3 tests without a multiple-comparison correction: about 0.2 would differ by chance alone)") in text
+    assert "expected" not in text

@@ -142,7 +142,7 @@ def summary_section(d: Data) -> list[str]:
     n_div = sum(r["status"] == "diverged" for r in d.runs)
     per_cell = Counter(Counter((r["task"], r["algo"]) for r in d.runs
                                if r["status"] in ("finished", "diverged")).values())
-    seeds = ", ".join(f"{c} cells with {k}" for k, c in sorted(per_cell.items(), reverse=True))
+    seeds = ", ".join(f"{c} cell{'s' * (c > 1)} with {k}" for k, c in sorted(per_cell.items(), reverse=True))
     L = ["## Summary\n",
          terms_line(),
          f"- **Runs:** {n_fin + n_div} of the {N_GRID} stage-1 runs are in ({n_div} diverged; seeds per cell: "

@@ -213,7 +213,7 @@ def test_summary_defines_its_terms_counts_direction_only_claims_and_splits_the_p
                     readings=(300_000, {}))
     text = "\n".join(report.summary_section(d))
     assert "*IQM* — interquartile mean" in text and "*`norm`* —" in text and "MuJoCo 1M steps" in text
-    assert "8 of the 270 stage-1 runs are in (1 diverged; seeds per cell: 1 cells with 5, 1 cells with 3)" in text
+    assert "8 of the 270 stage-1 runs are in (1 diverged; seeds per cell: 1 cell with 5, 1 cell with 3)" in text
     assert "2 held (1 of them on direction only, the size unlike the paper's: below), 0 not held, 1 beyond budget" in text
     assert ("beyond budget (our runs are shorter than the claim needs): Humanoid — SMAC matches the final performance "
             "of AC-CG [3175] after 59% of the budget (budget 1.00M < 2.95M)") in text

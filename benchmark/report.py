@@ -533,9 +533,12 @@ def grid_300k_section(d: Data) -> list[str]:
     L += table(hparams.tasks(), [("Task", lambda t: t)] + [(hparams.algo_label(a), lambda t, a=a: final_cell(final.get((t, a))))
                                                           for a in hparams.ALGOS]) + [""]
     if matched:
+        n = Counter((int(r["n_smac"]), int(r["n_matched"])) for r in matched).most_common(1)[0][0]
         L.append("SMAC vs sgd-matched on this grid: " + "; ".join(
-            f"{r['task']} (‖ℓ̄‖²/λ {fmt(r['ell_sq_over_lambda_median'])}): {VERDICT_TEXT.get(r['verdict'], r['verdict'])}"
-            for r in sorted(matched, key=lambda r: num(r["ell_sq_over_lambda_median"]) or 0)) + ".\n")
+            f"{r['task']} (‖ℓ̄‖²/λ {fmt(r['ell_sq_over_lambda_median'])}; seeds {r['n_smac']}/{r['n_matched']}): "
+            f"{VERDICT_TEXT.get(r['verdict'], r['verdict'])}"
+            for r in sorted(matched, key=lambda r: num(r["ell_sq_over_lambda_median"]) or 0))
+            + f". At {n[0]} vs {n[1]} seeds the exact permutation p cannot go below {perm_floor(*n):.2g}.\n")
     L += reading_comparison(d)
     sb3 = [(t, final[(t, "sb3-a2c")]) for t in hparams.tasks() if (t, "sb3-a2c") in final]
     if sb3:

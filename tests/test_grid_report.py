@@ -150,6 +150,11 @@ def test_report_flags_claims_held_on_direction_only_and_the_permutation_floor():
     assert "AC-Adam" not in text                                       # 57 % is more than half of 70 %
     assert report.perm_floor(3, 3) == pytest.approx(0.1)               # 2 / C(6, 3)
     assert report.perm_floor(5, 5) == pytest.approx(2 / 252)
+    # the earlier 3-seed grid's SMAC vs sgd-matched verdicts carry their seeds and that floor (committed CSVs)
+    d = report.Data(runs=[], headline=[], final={}, matched=[], diag={}, readings=(300_000, {}))
+    line = next(x for x in report.grid_300k_section(d) if x.startswith("SMAC vs sgd-matched on this grid"))
+    assert "Humanoid (‖ℓ̄‖²/λ 241; seeds 3/3): SMAC better beyond seed noise" in line
+    assert line.endswith("At 3 vs 3 seeds the exact permutation p cannot go below 0.1.\n")
 
 
 def test_norm_runs_over_their_first_steps_beside_the_literal_grid():

@@ -37,8 +37,6 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
-import json
-import math
 import os
 import statistics
 import subprocess

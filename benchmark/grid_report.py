@@ -45,9 +45,9 @@ def stage1_budget(task: str) -> int:
     return stage1_budgets()[task]
 
 
-def budgets_text() -> str:
+def budgets_text(sep: str = "; ") -> str:
     """The stage-1 budgets with tasks grouped by budget, a whole group by its name: 'Acrobot, CartPole 500k;
-    Pendulum 2M; MuJoCo 1M'."""
+    Pendulum 2M; MuJoCo 1M' (groups joined by `sep`)."""
     by: dict = {}
     for t in hparams.tasks():
         by.setdefault(stage1_budget(t), []).append(t)
@@ -55,7 +55,7 @@ def budgets_text() -> str:
     for t in hparams.tasks():
         groups.setdefault(hparams.task_info(t)["group"], []).append(t)
     names = {tuple(ts): {"mujoco": "MuJoCo", "classic": "classic control"}.get(g, g) for g, ts in groups.items()}
-    return "; ".join(f"{names.get(tuple(ts), ', '.join(ts))} {steps(b)}" for b, ts in by.items())
+    return sep.join(f"{names.get(tuple(ts), ', '.join(ts))} {steps(b)}" for b, ts in by.items())
 
 
 def load_cells(source: Union[str, list], budgets: Optional[dict] = None) -> dict:
@@ -263,17 +263,19 @@ def lines(c: dict) -> list[str]:
     n_div = sum(len(x["diverged"]) for x in c["cells"].values())
     n_short = sum(len(x["short"]) for x in c["cells"].values())
     seeds = sorted({len(x["finished"]) + len(x["diverged"]) for x in c["cells"].values()}) or [0]
+    seed_range = f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]}–{seeds[-1]}"
     L = ["## Stage-1 grid: final returns, ours vs the paper\n",
          f"Reading `{reading}` (`hyperparams.toml` `[meta]`), 5 seeds per cell when complete (now "
-         f"{'–'.join(map(str, dict.fromkeys([seeds[0], seeds[-1]])))}: n in each cell), budgets: {budgets_text()} "
+         f"{seed_range}: n in each cell), budgets: {budgets_text()} "
          f"steps (the paper: 5M for MuJoCo, inferred from its HalfCheetah text). {n_runs} of 9 × 6 × 5 = 270 runs "
-         "so far" + (f" (and {n_short} short of its budget, not counted)" if n_short else "") + ". Each cell: "
+         "so far" + (f" (and {n_short} more that stopped short of the budget or logged no episode; not counted)"
+                    if n_short else "") + ". Each cell: "
          "**mean ± std** (ddof = 1) of the seeds' finals [95 % percentile bootstrap CI of the mean, "
          f"`scipy.stats.bootstrap`] (n finished seeds, + diverged; no CI below {MIN_CI_SEEDS} seeds) / the paper's "
          "mean ± std, ✓ where the paper's mean lies inside our CI, ✗ where it does not; then Welch p, the test of "
          "our seeds against the paper's mean ± std as a 5-seed sample (`scipy.stats.ttest_ind_from_stats`). With "
-         "3 to 5 seeds the percentile bootstrap under-covers and the paper's mean is itself a 5-seed estimate, so a ✗ "
-         "with Welch p ≥ 0.05 is not a difference the seeds can show; the summary counts Welch's test. "
+         f"{MIN_CI_SEEDS} to 5 seeds the percentile bootstrap under-covers and the paper's mean is itself a 5-seed "
+         "estimate, so a ✗ with Welch p ≥ 0.05 is not a difference the seeds can show; the summary counts Welch's test. "
          "Final = last of 100 EWM(0.1)-smoothed bins. Every cell with its per-seed finals: "
          "`benchmark/results/stage1/cells.csv`.\n"]
     if not c["rows"]:

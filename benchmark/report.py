@@ -116,7 +116,7 @@ PAPER_BUDGET_NOTE = milestones.PAPER_BUDGET_NOTE
 def terms_line() -> str:
     """The summary's glossary: every term it uses before the sections that define them."""
     return ("- **Terms:** *stage 1* — this grid, 9 tasks × 6 algorithms × 5 seeds at "
-            f"{grid_report.budgets_text()} steps; *the 5M block* — HalfCheetah SMAC and AC-CG continued to the "
+            f"{grid_report.budgets_text(sep=', ')} steps; *the 5M block* — HalfCheetah SMAC and AC-CG continued to the "
             f"paper's {steps(milestones.PAPER_BUDGET)} MuJoCo budget; *`norm`* — the reading of the paper's unstated "
             "settings that the grid runs (observation, reward and advantage normalization; chosen by the fidelity "
             "study), *literal* the one without them; *`sgd-matched`* — AC-SGD with step η/λ, what batch-mean SMAC "
@@ -138,16 +138,15 @@ def other_text(r: dict) -> str:
 # ------------------------------------------------------------------------------------------------
 def summary_section(d: Data) -> list[str]:
     """The plain summary: what held, what did not, what is beyond the budget; all derived from the data."""
-    n_fin = sum(r["status"] == "finished" for r in d.runs)
-    n_div = sum(r["status"] == "diverged" for r in d.runs)
-    per_cell = Counter(Counter((r["task"], r["algo"]) for r in d.runs
-                               if r["status"] in ("finished", "diverged")).values())
+    n_fin = sum(r["n"] for r in d.cells)        # the cells' counts (grid_report.cell_rows): runs that
+    n_div = sum(r["n_div"] for r in d.cells)    # stopped short of the budget count in neither
+    per_cell = Counter(r["n"] + r["n_div"] for r in d.cells)
     seeds = ", ".join(f"{c} cell{'s' * (c > 1)} with {k}" for k, c in sorted(per_cell.items(), reverse=True))
     L = ["## Summary\n",
          terms_line(),
          f"- **Runs:** {n_fin + n_div} of the {N_GRID} stage-1 runs are in ({n_div} diverged; seeds per cell: "
          f"{seeds or 'none yet'}); the 5M HalfCheetah block has {len(d.headline)} of {N_HEADLINE}."
-         + (" The grid is not complete: every statement below is provisional; the tables give each cell's n."
+         + (" The runs are not complete: every statement below is provisional; the tables give each cell's n."
             if n_fin + n_div < N_GRID or len(d.headline) < N_HEADLINE else "")]
     by = {}
     for c in d.claims:
@@ -156,13 +155,13 @@ def summary_section(d: Data) -> list[str]:
     never, small = size_groups(by.get("held", []))
     counts = [f"{len(by.get(v, []))} {v}" for v in order]
     if never or small:
-        counts[0] += f" ({len(never) + len(small)} of them on direction only, the size unlike the paper's: below)"
+        counts[0] += f" ({len(never) + len(small)} of them on direction only, their size unlike the paper's; see below)"
     L.append(f"- **The paper's {len(d.claims)} timestep claims** (section Results: a return threshold and the steps "
              "to reach it, or which algorithm reaches it first; `benchmark/milestones.py`): " + ", ".join(counts) + ".")
+    how = {"held": " (an \"X % more timesteps\" claim holds on its direction; the measured ratio stands beside the "
+                   "paper's)", "beyond budget": " (our runs are shorter than the claim needs)"}
     for v in ("held", "not held", "beyond budget"):
         if by.get(v):
-            how = {"held": " (an \"X % more timesteps\" claim holds on its direction; the measured ratio stands "
-                           "beside the paper's)", "beyond budget": " (our runs are shorter than the claim needs)"}
             L.append(f"  - {v}{how.get(v, '')}: " + "; ".join(f"{c['task']} — {c['claim']} ({c['measured']})"
                                                         for c in by[v]) + ".")
     L += size_notes(by.get("held", []))
@@ -194,8 +193,8 @@ def summary_section(d: Data) -> list[str]:
                  f"{lower + higher}: lower in {lower}, higher in {higher} ("
                  + "; ".join(f"{g}: {groups[g]['lower']} lower, {groups[g]['higher']} higher of {groups[g]['cells']}"
                              for g in ("classic control", "MuJoCo") if g in groups)
-                 + f"; {len(welch)} tests without a multiple-comparison correction: about {0.05 * len(welch):.1f} "
-                 "would differ by chance alone). Our MuJoCo runs stop at "
+                 + f"; {len(welch)} tests without a multiple-comparison correction: if no cell truly differed, about "
+                 f"{0.05 * len(welch):.1f} would by chance). Our MuJoCo runs stop at "
                  f"{'/'.join(steps(b) for b in sorted(mj))} steps, the paper's at {steps(milestones.PAPER_BUDGET)}. "
                  f"The paper's mean lies inside our 95 % bootstrap CI in {cnt['yes']} of {len(ci)} cells with ≥ "
                  f"{grid_report.MIN_CI_SEEDS} seeds (a narrow CI ignores the paper's own seed noise, so the Welch count "
@@ -223,15 +222,15 @@ def summary_section(d: Data) -> list[str]:
 
 def reading_note(d: Data) -> list[str]:
     """Summary line: the grid's reading against the paper-literal one at the earlier grid's budget."""
-    steps, pairs = literal_vs_norm(d)
+    span, pairs = literal_vs_norm(d)
     if not pairs:
         return []
     verdicts = {a: reading_by_verdict(pairs, a) for a in ("smac", "sgd")}
     parts = [f"{hparams.algo_label(a)}: " + "; ".join(f"{v} on {', '.join(ts)}" for v, ts in sorted(by.items()))
              for a, by in verdicts.items() if by]
     return [f"- **The reading matters:** `norm` was chosen on classic control (fidelity study). Against the "
-            f"paper-literal reading at the same {steps // 1000}k steps (Welch p < 0.05 for ahead / behind, one test "
-            "per cell, no multiple-comparison correction; section *Earlier grid*), `norm` is — "
+            f"paper-literal reading at the same {span // 1000}k steps (Welch p < 0.05 for ahead / behind, one test "
+            "per cell, no multiple-comparison correction; section *Earlier grid*), `norm` vs `literal` — "
             + ". ".join(parts) + ". The MuJoCo rows of this report describe `norm`, not the paper's literal setting."]
 
 
@@ -432,14 +431,14 @@ def final_cell(r: Optional[dict]) -> str:
     return txt + (f" [{r['n_diverged']} diverged]" if int(r["n_diverged"] or 0) else "")
 
 
-def first_steps_finals(runs: list[dict], steps: int) -> tuple[dict, Counter]:
+def first_steps_finals(runs: list[dict], span: int) -> tuple[dict, Counter]:
     """({(task, algo): per-seed finals}, {(task, algo): runs left out}) of the runs judged over their first
-    `steps` steps only (the protocol with its 100 bins over that span): what each run would have scored had
-    its budget been `steps`. A run that stopped (diverged) before `steps` is left out and counted."""
-    ok = [r for r in runs if int(r["last_step"]) >= steps]
-    dropped = Counter((r["task"], r["algo"]) for r in runs if int(r["last_step"]) < steps)
+    `span` steps only (the protocol with its 100 bins over that span): what each run would have scored had
+    its budget been `span`. A run that stopped (diverged) before `span` is left out and counted."""
+    ok = [r for r in runs if int(r["last_step"]) >= span]
+    dropped = Counter((r["task"], r["algo"]) for r in runs if int(r["last_step"]) < span)
     out = {}
-    for key, (_, curves, _) in milestones.cell_curves(ok, {r["task"]: steps for r in ok}).items():
+    for key, (_, curves, _) in milestones.cell_curves(ok, {r["task"]: span for r in ok}).items():
         finals = curves[:, -1][np.isfinite(curves[:, -1])]
         if finals.size:
             out[key] = finals
@@ -455,14 +454,14 @@ def literal_vs_norm(d: Data) -> tuple[int, dict]:
 
 
 def reading_pairs(final: dict, runs: list[dict]) -> tuple[int, dict]:
-    """(steps, {(task, algo): row}) with row = literal (per-seed finals of the earlier grid), n_div (its
+    """(span, {(task, algo): row}) with row = literal (per-seed finals of the earlier grid), n_div (its
     diverged seeds), norm (the stage-1 runs' finals over the same first steps), dropped (stage-1 runs that
     stopped before), p (Welch, None below 2 seeds a side)."""
     budgets = {int(r["budget"]) for r in final.values() if num(r["budget"])}
     if len(budgets) != 1 or not runs:
         return 0, {}
-    steps = budgets.pop()
-    norm, dropped = first_steps_finals(runs, steps)
+    span = budgets.pop()
+    norm, dropped = first_steps_finals(runs, span)
     out = {}
     for key, r in final.items():
         literal = np.array([float(x) for x in r["finals"].split(";") if num(x) is not None])
@@ -471,7 +470,7 @@ def reading_pairs(final: dict, runs: list[dict]) -> tuple[int, dict]:
         test = stats.welch_test(norm[key], literal)
         out[key] = {"literal": literal, "n_div": int(r["n_diverged"] or 0), "norm": norm[key],
                     "dropped": dropped[key], "p": None if test is None else test["p"]}
-    return steps, out
+    return span, out
 
 
 def reading_verdict(row: dict) -> str:
@@ -502,18 +501,18 @@ def reading_cell(row: Optional[dict]) -> str:
 
 def reading_comparison(d: Data) -> list[str]:
     """The literal grid's finals beside the stage-1 `norm` runs over their first 300k steps (same protocol)."""
-    steps, pairs = literal_vs_norm(d)
+    span, pairs = literal_vs_norm(d)
     if not pairs:
         return []
     algos = ("smac",) + tuple(a for a in hparams.ALGOS if a != "smac")
-    L = [f"**The two readings at the same budget.** Seed-mean final at {steps // 1000}k steps, `literal` (this grid) "
-         f"/ `norm` (the stage-1 runs judged over their first {steps // 1000}k steps: 100 bins over that span, "
+    L = [f"**The two readings at the same budget.** Seed-mean final at {span // 1000}k steps, `literal` (this grid) "
+         f"/ `norm` (the stage-1 runs judged over their first {span // 1000}k steps: 100 bins over that span, "
          "the same protocol; no learning-rate schedule, so a run's first steps do not depend on its budget), the "
          "seeds on each side, and Welch's p (`scipy.stats.ttest_ind(equal_var=False)`) where both sides have 2 "
          "seeds or more.\n"]
     L += table(hparams.tasks(), [("Task", lambda t: t)] + [
         (hparams.algo_label(a), lambda t, a=a: reading_cell(pairs.get((t, a)))) for a in algos]) + [""]
-    L.append(f"`norm` against `literal` at {steps // 1000}k (p < 0.05) — " + ". ".join(
+    L.append(f"`norm` against `literal` at {span // 1000}k (p < 0.05) — " + ". ".join(
         f"{hparams.algo_label(a)}: " + "; ".join(f"{v} on {', '.join(ts)}" for v, ts in
                                                  sorted(reading_by_verdict(pairs, a).items())) for a in algos) + ".\n")
     return L
@@ -533,12 +532,14 @@ def grid_300k_section(d: Data) -> list[str]:
     L += table(hparams.tasks(), [("Task", lambda t: t)] + [(hparams.algo_label(a), lambda t, a=a: final_cell(final.get((t, a))))
                                                           for a in hparams.ALGOS]) + [""]
     if matched:
-        n = Counter((int(r["n_smac"]), int(r["n_matched"])) for r in matched).most_common(1)[0][0]
+        pairs = sorted({(int(r["n_smac"]), int(r["n_matched"])) for r in matched
+                        if int(r["n_smac"]) >= 2 and int(r["n_matched"]) >= 2})
         L.append("SMAC vs sgd-matched on this grid: " + "; ".join(
             f"{r['task']} (‖ℓ̄‖²/λ {fmt(r['ell_sq_over_lambda_median'])}; seeds {r['n_smac']}/{r['n_matched']}): "
             f"{VERDICT_TEXT.get(r['verdict'], r['verdict'])}"
             for r in sorted(matched, key=lambda r: num(r["ell_sq_over_lambda_median"]) or 0))
-            + f". At {n[0]} vs {n[1]} seeds the exact permutation p cannot go below {perm_floor(*n):.2g}.\n")
+            + ". The exact permutation p cannot go below " + ", ".join(f"{perm_floor(a, b):.2g} at {a} vs {b} seeds"
+                                                                     for a, b in pairs) + ".\n")
     L += reading_comparison(d)
     sb3 = [(t, final[(t, "sb3-a2c")]) for t in hparams.tasks() if (t, "sb3-a2c") in final]
     if sb3:
@@ -583,8 +584,8 @@ def deviations_section(d: Data) -> list[str]:
     div = [f"{r['task']}/{r['algo']}/seed{r['seed']} (at {r['last_step']:,} steps)" for r in d.runs
            if r["status"] == "diverged"]
     L = ["## Where we could not follow the paper\n",
-         f"- **Budget.** Stage 1: {grid_report.budgets_text()} steps, 5 seeds (paper: 5 seeds, MuJoCo 5M "
-         f"({PAPER_BUDGET_NOTE}); the classic-control budget is not stated, Pendulum > 1.5M). HalfCheetah SMAC and "
+         f"- **Budget.** Stage 1: {grid_report.budgets_text()} steps, 5 seeds (paper: 5 seeds, MuJoCo 5M, "
+         f"{PAPER_BUDGET_NOTE}; the classic-control budget is not stated, Pendulum > 1.5M). HalfCheetah SMAC and "
          f"AC-CG also at the paper's 5M (the headline block: {len(d.headline)} of its {N_HEADLINE} runs in). Final "
          "values at our MuJoCo budget are not the paper's final values at 5M.",
          "- **Reading of paper-silent choices:** stage 1 runs with observation, reward and advantage normalization "

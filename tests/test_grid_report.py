@@ -10,11 +10,12 @@ import pytest
 from benchmark import compact, grid_report, hparams, random_scores
 
 
-def write_log(logs, task, algo, seed, value, status="finished"):
+def write_log(logs, task, algo, seed, value, status="finished", last_step=None):
     budget = grid_report.stage1_budget(task)
     steps = np.linspace(budget / 200, budget, 200)
+    last = last_step or (budget if status == "finished" else budget // 2)
     rec = {"format": 1, "task": task, "algo": algo, "seed": seed, "budget": budget, "status": status,
-           "global_step": budget if status == "finished" else budget // 2, "args": {"damping": 0.1},
+           "global_step": last, "args": {"damping": 0.1},
            "episodes": {"global_step": steps.tolist(), "episodic_return": [value] * 200, "episodic_length": [5] * 200},
            "updates": {c: [] for c in compact.UPDATE_COLS}}
     path = compact.log_path(str(logs), task, algo, seed)
@@ -154,7 +155,7 @@ def test_report_flags_claims_held_on_direction_only_and_the_permutation_floor():
     d = report.Data(runs=[], headline=[], final={}, matched=[], diag={}, readings=(300_000, {}))
     line = next(x for x in report.grid_300k_section(d) if x.startswith("SMAC vs sgd-matched on this grid"))
     assert "Humanoid (‖ℓ̄‖²/λ 241; seeds 3/3): SMAC better beyond seed noise" in line
-    assert line.endswith("At 3 vs 3 seeds the exact permutation p cannot go below 0.1.\n")
+    assert line.endswith("The exact permutation p cannot go below 0.1 at 3 vs 3 seeds.\n")
 
 
 def test_norm_runs_over_their_first_steps_beside_the_literal_grid():
@@ -202,7 +203,8 @@ def test_summary_defines_its_terms_counts_direction_only_claims_and_splits_the_p
     claims named, the claims left out listed, and the Welch count split by task group."""
     from benchmark import report
     runs = ([{"task": "Hopper", "algo": "smac", "status": "finished"}] * 5
-            + [{"task": "Pusher", "algo": "sgd", "status": s} for s in ("finished", "finished", "diverged")])
+            + [{"task": "Pusher", "algo": "sgd", "status": s} for s in ("finished", "finished", "diverged")]
+            + [{"task": "Swimmer", "algo": "smac", "status": "finished"}])     # short of its budget: not counted
     claims = [{"verdict": "held", "kind": "slower", "task": "CartPole", "algo": "cg", "steps": (None, 250_000),
                "paper_ratio": 1.1, "claim": "AC-CG needs approximately 10% more timesteps",
                "measured": "cg never vs smac 250k"},
@@ -211,18 +213,42 @@ def test_summary_defines_its_terms_counts_direction_only_claims_and_splits_the_p
               {"verdict": "beyond budget", "kind": "reach_by", "task": "Humanoid", "algo": "smac",
                "claim": "SMAC matches the final performance of AC-CG [3175] after 59% of the budget",
                "measured": "budget 1.00M < 2.95M"}]
-    cells = [{"task": "Hopper", "mean": 100.0, "paper": 331.2, "p_vs_paper": 0.01, "inside": "paper above"},
-             {"task": "Swimmer", "mean": 40.0, "paper": 28.5, "p_vs_paper": 0.001, "inside": "paper below"},
-             {"task": "Acrobot", "mean": -90.0, "paper": -94.1, "p_vs_paper": 0.4, "inside": "yes"}]
+    cells = [{"task": "Hopper", "n": 5, "n_div": 0, "mean": 100.0, "paper": 331.2, "p_vs_paper": 0.01,
+              "inside": "paper above"},
+             {"task": "Pusher", "n": 2, "n_div": 1, "mean": 40.0, "paper": 28.5, "p_vs_paper": 0.001,
+              "inside": "paper below"},
+             {"task": "Acrobot", "n": 0, "n_div": 0, "mean": np.nan, "paper": -94.1, "p_vs_paper": 0.4,
+              "inside": "yes"}]
     d = report.Data(runs=runs, headline=[], final={}, matched=[], diag={}, claims=claims, cells=cells,
                     readings=(300_000, {}))
     text = "\n".join(report.summary_section(d))
-    assert "*IQM* — interquartile mean" in text and "*`norm`* —" in text and "MuJoCo 1M steps" in text
-    assert "8 of the 270 stage-1 runs are in (1 diverged; seeds per cell: 1 cell with 5, 1 cell with 3)" in text
-    assert "2 held (1 of them on direction only, the size unlike the paper's: below), 0 not held, 1 beyond budget" in text
+    mujoco = grid_report.budgets_text(sep=", ").split(", ")[-1]          # e.g. 'MuJoCo 1M'
+    assert "*IQM* — interquartile mean" in text and "*`norm`* —" in text and f"{mujoco} steps; *the 5M block*" in text
+    assert ("8 of the 270 stage-1 runs are in (1 diverged; seeds per cell: 1 cell with 5, 1 cell with 3, 1 cell with 0)"
+            in text)
+    assert ("2 held (1 of them on direction only, their size unlike the paper's; see below), 0 not held, 1 beyond "
+            "budget") in text
     assert ("beyond budget (our runs are shorter than the claim needs): Humanoid — SMAC matches the final performance "
             "of AC-CG [3175] after 59% of the budget (budget 1.00M < 2.95M)") in text
     assert "not among them: the Results text's final-return gaps" in text
     assert ("in 2: lower in 1, higher in 1 (classic control: 0 lower, 0 higher of 1; MuJoCo: 1 lower, 1 higher of 2; "
-            "3 tests without a multiple-comparison correction: about 0.2 would differ by chance alone)") in text
-    assert "expected" not in text
+            "3 tests without a multiple-comparison correction: if no cell truly differed, about 0.2 would by "
+            "chance)") in text
+    assert f"Our MuJoCo runs stop at {mujoco.split()[-1]} steps, the paper's at 5M." in text
+
+
+def test_grid_section_counts_finished_and_diverged_seeds_and_leaves_short_runs_out(tmp_path):
+    """The stage-1 section's header: the seed range over cells, the runs in (finished + diverged), the short
+    ones named apart, the budgets grouped by task group."""
+    logs = tmp_path / "logs"
+    for seed in (1, 2, 3):
+        write_log(logs, "Acrobot", "smac", seed, -100.0)
+    for seed in (1, 2, 3, 4):
+        write_log(logs, "CartPole", "smac", seed, 500.0)
+    write_log(logs, "CartPole", "smac", 5, 0.0, status="diverged")
+    write_log(logs, "CartPole", "sgd", 1, 500.0, last_step=1000)                 # stopped short of its budget
+    c = grid_report.compute(str(logs), results_dir=str(tmp_path / "res"), figures_dir=str(tmp_path / "fig"), reps=50)
+    head = grid_report.lines(c)[1]
+    assert "(now 0–5: n in each cell)" in head       # CartPole AC-SGD: its only run is short
+    assert "8 of 9 × 6 × 5 = 270 runs so far (and 1 more that stopped short of the budget" in head
+    assert f"budgets: {grid_report.budgets_text()} steps" in head and "MuJoCo" in grid_report.budgets_text()

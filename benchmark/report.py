@@ -566,12 +566,13 @@ def headline_section(d: Data) -> list[str]:
          "next-best algorithm, AC-CG, by over 1100 points\".\n"]
     if not d.headline:
         return L + ["No run of the block has finished yet.\n"]
-    rows = grid_report.cell_rows(grid_report.load_cells(d.headline, budgets={t: budget for t in tasks}))
+    cells = grid_report.load_cells(d.headline, budgets={t: budget for t in tasks})
+    rows = grid_report.cell_rows(cells)
     L += table(rows, [("Task", lambda r: r["task"]), ("Algorithm", lambda r: hparams.algo_label(r["algo"])),
                       (f"final at {steps(budget)} / paper", grid_report.cell_text)]) + [""]
     for t in tasks:
-        finals = {r["algo"]: [float(x) for x in r["finals"].split(";") if x] for r in rows if r["task"] == t}
-        w = stats.welch_test(finals.get("smac", []), finals.get("cg", []))
+        finals = {a: [f for _, f, _ in cells[(t, a)]["finished"]] if (t, a) in cells else [] for a in ("smac", "cg")}
+        w = stats.welch_test(finals["smac"], finals["cg"])
         if w is not None:
             paper = hparams.paper_result(t, "smac")[0] - hparams.paper_result(t, "cg")[0]
             L.append(f"{t}, SMAC − AC-CG at {steps(budget)}: {fmt(w['diff'])} (Welch p {w['p']:.2g}, seeds "

@@ -53,7 +53,7 @@ def budgets_text(sep: str = "; ") -> str:
         by.setdefault(stage1_budget(t), []).append(t)
     groups = {}
     for t in hparams.tasks():
-        groups.setdefault(hparams.task_info(t)["group"], []).append(t)
+        groups.setdefault(hparams.group(t), []).append(t)
     names = {tuple(ts): {"mujoco": "MuJoCo", "classic": "classic control"}.get(g, g) for g, ts in groups.items()}
     return sep.join(f"{names.get(tuple(ts), ', '.join(ts))} {steps(b)}" for b, ts in by.items())
 

@@ -37,13 +37,18 @@ def load(path: str = TOML_PATH) -> dict:
         return tomllib.load(f)
 
 
-def tasks() -> list[str]:
-    """Task keys in the paper's order (classic control, then MuJoCo)."""
-    return list(load()["tasks"].keys())
+def tasks(group: Optional[str] = None) -> list[str]:
+    """Task keys in the paper's order (classic control, then MuJoCo); `group` ("classic" or "mujoco") keeps one."""
+    return [t for t, info in load()["tasks"].items() if group is None or info["group"] == group]
 
 
 def task_info(task: str) -> dict:
     return load()["tasks"][resolve_task(task)]
+
+
+def group(task: str) -> str:
+    """"classic" or "mujoco" (hyperparams.toml's `group`)."""
+    return task_info(task)["group"]
 
 
 def resolve_task(name: str) -> str:

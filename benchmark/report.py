@@ -76,7 +76,7 @@ def other_bin_widths() -> dict:
     classic-control budget), MuJoCo at the paper's own bin width (its budget / 100). Pendulum: none (the
     paper's budget is not stated, its claim needs 1.5M)."""
     classic = {t: fidelity.BUDGET for t in fidelity.TASKS}
-    mujoco = {t: milestones.PAPER_BUDGET for t in hparams.tasks() if hparams.task_info(t)["group"] == "mujoco"}
+    mujoco = {t: milestones.PAPER_BUDGET for t in hparams.tasks("mujoco")}
     return {**classic, **mujoco}
 
 
@@ -183,11 +183,11 @@ def summary_section(d: Data) -> list[str]:
         higher = sum(r["p_vs_paper"] < 0.05 and r["mean"] > r["paper"] for r in welch)
         groups = {}
         for r in welch:
-            g = "MuJoCo" if hparams.task_info(r["task"])["group"] == "mujoco" else "classic control"
+            g = "MuJoCo" if hparams.group(r["task"]) == "mujoco" else "classic control"
             groups.setdefault(g, Counter())["cells"] += 1
             groups[g]["lower"] += r["p_vs_paper"] < 0.05 and r["mean"] < r["paper"]
             groups[g]["higher"] += r["p_vs_paper"] < 0.05 and r["mean"] > r["paper"]
-        mj = {grid_report.stage1_budget(t) for t in hparams.tasks() if hparams.task_info(t)["group"] == "mujoco"}
+        mj = {grid_report.stage1_budget(t) for t in hparams.tasks("mujoco")}
         L.append(f"- **Final returns vs the paper's table:** of {len(welch)} cells with ≥ 2 finished seeds, our mean "
                  f"differs from the paper's by Welch's test against its mean ± std (5 seeds, p < 0.05) in "
                  f"{lower + higher}: lower in {lower}, higher in {higher} ("

@@ -97,7 +97,7 @@ def parse_budget(spec: str, tasks: Optional[list] = None) -> dict:
             per_task[hparams.resolve_task(key)] = steps
     out = {}
     for task in (tasks or hparams.tasks()):
-        steps = per_task.get(task, per_group.get(hparams.task_info(task)["group"], default))
+        steps = per_task.get(task, per_group.get(hparams.group(task), default))
         if steps is None:
             raise ValueError(f"--budget {spec!r} gives no budget for {task}")
         if steps <= 0:
@@ -585,7 +585,7 @@ def select(spec: str, kind: str) -> list[str]:
         if spec == "all":
             return hparams.tasks()
         if spec in ("classic", "mujoco"):
-            return [t for t in hparams.tasks() if hparams.task_info(t)["group"] == spec]
+            return hparams.tasks(spec)
         return [hparams.resolve_task(s) for s in spec.split(",") if s.strip()]
     if spec == "all":
         return list(hparams.ALGOS)

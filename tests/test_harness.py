@@ -110,6 +110,9 @@ def test_filled_and_derived_cells_are_marked_and_follow_the_rule():
         assert m["critic_learning_rate"] == sm["critic_learning_rate"]
     assert hparams.resolve_task("Walker2d-v4") == hparams.resolve_task("walker") == "Walker2d"
     assert hparams.resolve_task("Half Cheetah") == "HalfCheetah"
+    assert hparams.tasks("classic") == ["Acrobot", "CartPole", "Pendulum"] == sweep.select("classic", "task")
+    assert hparams.tasks("mujoco") == [t for t in hparams.tasks() if hparams.group(t) == "mujoco"] and \
+        len(hparams.tasks("mujoco")) == 6 and hparams.tasks("classic") + hparams.tasks("mujoco") == hparams.tasks()
 
 
 def test_budget_and_seed_parsing():

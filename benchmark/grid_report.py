@@ -83,6 +83,16 @@ def load_cells(source: Union[str, list], budgets: Optional[dict] = None) -> dict
     return cells
 
 
+def peaks(cell: dict, budget: int) -> list[tuple[int, float, int, float]]:
+    """(seed, peak, step of the peak, final) of each finished run's smoothed curve: a final alone hides a run
+    that rose and then fell. The step is the end of the peak's bin."""
+    out = []
+    for seed, final, curve in cell["finished"]:
+        i = int(np.nanargmax(curve))
+        out.append((seed, float(curve[i]), (i + 1) * budget // len(curve), final))
+    return out
+
+
 MIN_CI_SEEDS = 3  # with 2 seeds the percentile bootstrap of the mean is just [min, max]: no CI, no check
 
 

@@ -570,6 +570,13 @@ def headline_section(d: Data) -> list[str]:
     rows = grid_report.cell_rows(cells)
     L += table(rows, [("Task", lambda r: r["task"]), ("Algorithm", lambda r: hparams.algo_label(r["algo"])),
                       (f"final at {steps(budget)} / paper", grid_report.cell_text)]) + [""]
+    L.append("Per seed, the peak of the smoothed curve (its step) → the final:\n")
+    for (t, a), cell in sorted(cells.items(), key=lambda kv: (kv[0][0], hparams.ALGOS.index(kv[0][1]))):
+        p = grid_report.peaks(cell, budget)
+        L.append(f"- {t} {hparams.algo_label(a)}: " + "; ".join(f"seed {s} {fmt(pk)} ({steps(at)}) → {fmt(f)}"
+                                                           for s, pk, at, f in p)
+                 + f" (mean drop from peak {fmt(np.mean([pk - f for _, pk, _, f in p]))})")
+    L.append("")
     for t in tasks:
         finals = {a: [f for _, f, _ in cells[(t, a)]["finished"]] if (t, a) in cells else [] for a in ("smac", "cg")}
         w = stats.welch_test(finals["smac"], finals["cg"])

@@ -90,9 +90,19 @@ def test_report_takes_halfcheetah_claims_from_the_5M_block(tmp_path):
     assert "| HalfCheetah | SMAC | **2115 ± 7.1** – (n=2) / 2936 ± 946; Welch p 0.12 |" in text
     assert "SMAC − AC-CG at 5M: 2000 (Welch p 1.2e-05, seeds 2 / 2); the paper's table: 1170." in text
     assert "bins of 50k steps" in text and "4 of 10 runs in" in text
+    # steady rise: the peak is the last bin; the SMAC − AC-CG line follows the per-seed lines
+    assert "- HalfCheetah SMAC: seed 1 2110 (5M) → 2110; seed 2 2120 (5M) → 2120 (mean drop from peak 0)" in text
     d.headline = []
     v = {c["id"]: c["verdict"] for c in report.evaluate_claims(d)}
     assert v["halfcheetah-smac-3.4M"] == "beyond budget" and v["halfcheetah-smac-slower-2M"] == "beyond budget"
+
+
+def test_peaks_find_a_run_that_rose_and_fell():
+    """grid_report.peaks: the maximum of each finished seed's smoothed curve, the end step of its bin, the final."""
+    up_down = np.array([0.0, 5.0, 9.0, 4.0, -1.0])      # 5 bins of 200k over 1M: peak 9 in bin 3 (ends at 600k)
+    flat = np.array([1.0, 1.0, 1.0, 1.0, 2.0])
+    cell = {"finished": [(1, -1.0, up_down), (2, 2.0, flat)], "diverged": [], "short": []}
+    assert grid_report.peaks(cell, 1_000_000) == [(1, 9.0, 600_000, -1.0), (2, 2.0, 1_000_000, 2.0)]
 
 
 def test_a_diverged_run_scores_as_the_random_policy_in_the_aggregates(tmp_path):

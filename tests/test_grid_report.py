@@ -90,7 +90,7 @@ def test_report_takes_halfcheetah_claims_from_the_5M_block(tmp_path):
     assert "| HalfCheetah | SMAC | **2115 ± 7.1** – (n=2) / 2936 ± 946; Welch p 0.12 |" in text
     assert "SMAC − AC-CG at 5M: 2000 (Welch p 1.2e-05, seeds 2 / 2); the paper's table: 1170." in text
     assert "bins of 50k steps" in text and "4 of 10 runs in" in text
-    # steady rise: the peak is the last bin; the SMAC − AC-CG line follows the per-seed lines
+    # steady rise: each seed's peak is its last bin, so peak = final
     assert "- HalfCheetah SMAC: seed 1 2110 (5M) → 2110; seed 2 2120 (5M) → 2120 (mean drop from peak 0)" in text
     d.headline = []
     v = {c["id"]: c["verdict"] for c in report.evaluate_claims(d)}

@@ -1,42 +1,31 @@
-"""SMAC: Sherman-Morrison Actor-Critic, one file (A2C + GAE with a rank-1 natural policy gradient).
+"""SMAC: Sherman-Morrison Actor-Critic, the reference implementation in one file (A2C + GAE + rank-1 NPG).
 
-Paper: "Rank-1 Approximation of Inverse Fisher for Natural Policy Gradients in Deep
-Reinforcement Learning" (Huo, Dash, Stoican, Kaski, Sun; TMLR 2026).
+Paper: "Rank-1 Approximation of Inverse Fisher for Natural Policy Gradients in Deep Reinforcement Learning"
+(Huo, Dash, Stoican, Kaski, Sun; TMLR 2026). The actor step preconditions the policy gradient g with a damped
+rank-1 empirical Fisher F = lambda I + l l^T, inverted in closed form (Sherman-Morrison), O(d):
+    F^-1 g = (1/lambda) (g - l (l^T g) / (lambda + l^T l))
 
-The actor step preconditions the policy gradient g with the inverse of a damped rank-1
-empirical Fisher, F = lambda*I + l l^T, inverted in closed form (Sherman-Morrison):
+    python smac_a2c.py --env-id Hopper-v4 --damping 1.0     # train: runs/<run>/, `tensorboard --logdir runs`
 
-    F^-1 g = (1/lambda) * (g - l (l^T g) / (lambda + l^T l))          O(d) time and memory
-
-Usage:
-    python smac_a2c.py --env-id Hopper-v4 --damping 1.0             # train (SMAC, batch-mean)
-    python smac_a2c.py --env-id CartPole-v1 --optimizer sgd --learning-rate 7e-3
-    python smac_a2c.py --eval-checkpoint runs/<run>/checkpoint.pt   # evaluate a saved policy
-    python smac_a2c.py --help                                       # every flag
-
-Read top to bottom: Args -> environments -> networks -> the math (Sherman-Morrison, the drop-in
-smac_direction for any network, GAE) -> the SMAC actor step and the update -> the baselines
-(AC-SGD, AC-Adam, AC-CG, AC-KFAC) -> SMAC's ablation modes -> logs and checkpoints -> train().
-
-Using SMAC in another training loop (any nn.Module; README, "Using SMAC in your own training loop"):
-    direction = smac_direction(policy, log_probs, advantages, damping)   # (lambda I + l l^T)^-1 g
-    apply_step_(policy, direction, lr)                                    # theta += lr * direction
+Read top to bottom: Args -> environment -> networks -> the SMAC math -> GAE -> logs -> train() -> main.
+In your own loop, with any policy network, copy the four functions of the drop-in step and call
+    apply_step_(policy, smac_direction(policy, log_probs, advantages, damping), lr)
+AC-CG, AC-KFAC, SMAC's ablations, resume and evaluation are the lab's: `python -m benchmark.trainer --help`.
 """
-
 from __future__ import annotations
 
 import copy
 import csv
+import importlib.util
 import json
 import math
 import os
 import random
 import signal
 import sys
-import threading
 import time
 import warnings
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Literal, Optional
 
 import gymnasium as gym
@@ -46,291 +35,111 @@ import torch.nn as nn
 import tyro
 from tqdm import tqdm
 
+warnings.filterwarnings("once", message=".*is out of date.*")  # gymnasium's -v4 note: once per run
+
 
 @dataclass
 class Args:
-    # --- experiment -------------------------------------------------------------------
     exp_name: str = "smac_a2c"
-    """name of this experiment (part of the run directory name)"""
+    """name of the experiment, part of the run directory runs/{env_id}__{exp_name}__{seed}__{unix time}"""
     seed: int = 1
-    """seed of the experiment (torch, numpy, environments)"""
+    """seed of torch, numpy and the environments"""
     cuda: bool = False
-    """run networks and updates on the GPU if one is available (the rollout stays in numpy on the CPU)"""
-    torch_threads: int = 1
-    """torch CPU threads; 1 is fastest for these small networks and keeps runs deterministic"""
-    runs_dir: str = "runs"
-    """parent directory of run directories runs/{env_id}__{exp_name}__{seed}__{unix_time}"""
-    tensorboard: bool = True
-    """also write TensorBoard scalars into the run directory"""
-    progress: bool = True
-    """show a tqdm progress bar with steps, SPS and the mean return of the last 10 episodes (only when stdout is a terminal)"""
-    save_model: bool = False
-    """save a checkpoint at the end of training"""
-    checkpoint_every: int = 0
-    """save a checkpoint every N updates (0: only at the end with --save-model, on Ctrl-C or divergence)"""
-    resume: Optional[str] = None
-    """checkpoint file (or run directory) to continue as it was started: its saved flags are used; only --total-timesteps, --checkpoint-every, --save-model, --progress, --tensorboard, --torch-threads, --cuda, --capture-video, --video-every and the --track flags may be given anew (any other flag with a different value is refused)"""
-    eval_checkpoint: Optional[str] = None
-    """evaluate this checkpoint with the deterministic policy and exit (no training)"""
-    eval_episodes: int = 10
-    """number of episodes for --eval-checkpoint"""
+    """networks and updates on the GPU if there is one (the rollout stays in numpy on the CPU)"""
     track: bool = False
-    """log the same scalars as TensorBoard, the flags and any videos to Weights & Biases (WANDB_MODE=offline works without network)"""
+    """log scalars, flags and videos to Weights & Biases (WANDB_MODE=offline works without network)"""
     wandb_project_name: str = "smac"
     """W&B project for --track"""
     wandb_entity: Optional[str] = None
     """W&B entity (team or user) for --track; default: your W&B default entity"""
     capture_video: bool = False
-    """record episodes of the first training env into RUN/videos/ (gymnasium's RecordVideo, needs moviepy); with --eval-checkpoint, record the evaluated episodes into RUN/videos/eval/"""
-    video_every: int = 0
-    """with --capture-video: record every N-th episode (0: gymnasium's default schedule, as CleanRL: episodes 0, 1, 8, 27, ..., k^3 up to 1000, then every 1000th)"""
-    plot: tuple[str, ...] = ()
-    """plot these run directories into one PNG and exit: returns (raw and the paper's 100 bins + EWM 0.1) and, for SMAC runs, |l_bar|^2/lambda and cos(g, step) over training"""
-    plot_out: Optional[str] = None
-    """PNG path for --plot (default: RUN/plot.png for one run, runs_dir/plot_<unix time>.png for several)"""
+    """record episodes of the first environment into RUN/videos/ (gymnasium's RecordVideo)"""
+    tensorboard: bool = True
+    """write TensorBoard scalars into the run directory"""
+    checkpoint_every: int = 0
+    """also save RUN/checkpoint.pt every N updates (always saved at the end, on Ctrl-C and on divergence)"""
 
-    # --- algorithm (defaults: the paper's Hopper SMAC row) ------------------------------
     env_id: str = "Hopper-v4"
     """gymnasium environment id (1-D Box observations; Discrete or 1-D Box actions)"""
     total_timesteps: int = 1_000_000
-    """total environment steps to train for"""
-    optimizer: Literal["smac", "sgd", "adam", "cg", "kfac"] = "smac"
-    """actor step: smac (Sherman-Morrison natural gradient), sgd (AC-SGD), adam (AC-Adam), cg (AC-CG) or kfac (AC-KFAC)"""
-    fisher: Literal["batch-mean", "per-sample", "per-sample-parallel"] = "batch-mean"
-    """smac only: batch-mean (paper's Practical Method, one step per rollout), per-sample (Algorithm 1, one step per transition) or per-sample-parallel (Algorithm 1's per-sample steps l_i A_i / (lambda + |l_i|^2) all taken at the same theta and SUMMED, not averaged: equal to Algorithm 1's total displacement to first order in eta, so --learning-rate means the same as with per-sample)"""
+    """total environment steps"""
+    optimizer: Literal["smac", "sgd", "adam"] = "smac"
+    """actor step: smac (Sherman-Morrison natural gradient), sgd (AC-SGD) or adam (AC-Adam)"""
+    fisher: Literal["batch-mean", "per-sample"] = "batch-mean"
+    """smac: batch-mean (the paper's Practical Method, one step per rollout) or per-sample (Algorithm 1)"""
     learning_rate: float = 1e-2
     """actor step size eta"""
     damping: float = 1.0
-    """smac damping lambda > 0 in F = lambda*I + l l^T"""
-    prev_ef_beta: float = 0.0
-    """smac batch-mean only: previous-EF mixing F_k = beta F_{k-1} + (1-beta) l_k l_k^T (paper's ablation: 0.5), kept as lambda_k I + sum of the last --prev-ef-rank terms and solved by Woodbury in O(d r + r^3); 0 disables"""
-    prev_ef_rank: int = 8
-    """smac with --prev-ef-beta > 0: keep the r most recent batch-mean scores l_j (weights (1-beta) beta^(k-j); terms with w_j |l_j|^2 <= 1e-12 lambda_k are dropped earlier)"""
-    prev_ef_damping: Literal["fixed", "decay"] = "fixed"
-    """smac with --prev-ef-beta > 0: fixed (lambda_k = lambda: the recursion mixes the undamped EF, F_0 = 0, damping added at use) or decay (recursion on the damped matrix from F_0 = lambda I: lambda_k = beta^k lambda, floored at 1e-30)"""
-    step_normalization: bool = False
-    """smac batch-mean / per-sample-parallel: rescale the SMAC direction to the norm of the (clipped) policy gradient g, so eta alone sets the step size and lambda only its shape"""
+    """smac damping lambda > 0 in F = lambda I + l l^T"""
     critic_learning_rate: float = 1e-4
     """critic Adam learning rate alpha"""
     num_envs: int = 1
-    """parallel environments (the paper uses 1); a rollout has num_steps * num_envs transitions"""
+    """parallel environments (the paper: 1); a rollout holds num_steps * num_envs transitions"""
     num_steps: int = 1000
-    """T: environment steps per environment per rollout (one actor step per rollout)"""
+    """T: steps per environment per rollout (one actor step per rollout)"""
     gamma: float = 0.99
     """discount factor gamma"""
     gae_lambda: float = 0.9
     """GAE trace-decay lambda_GAE"""
-    critic_updates: int = 1
-    """full-batch Adam steps on the critic per rollout (paper: one)"""
     norm_obs: bool = False
-    """normalize observations with running mean/std kept in the agent (updated once per rollout)"""
+    """normalize observations by running mean and std (updated once per rollout, saved in the checkpoint)"""
     norm_reward: bool = False
-    """scale rewards by the running std of the discounted return (updated once per rollout), clip to [-10, 10]"""
+    """scale rewards by the running std of the discounted return, clipped to [-10, 10]"""
     norm_adv: bool = False
-    """normalize advantages to zero mean, unit std per rollout"""
-    ent_coef: float = 0.0
-    """entropy bonus coefficient added to the actor objective (paper: none)"""
-    max_grad_norm: float = 0.0
-    """clip the norm of the policy gradient g (before preconditioning) and of the critic gradient; 0 disables"""
-    bootstrap_truncation: bool = True
-    """on time-limit truncation bootstrap from V(final observation); off treats truncation as termination"""
+    """normalize advantages to zero mean and unit std per rollout"""
     hidden_sizes: tuple[int, ...] = (64, 64)
-    """hidden layer widths of the actor and of the critic (tanh MLPs)"""
-    log_std_init: float = 0.0
-    """initial value of the state-independent Gaussian log-std (Box actions)"""
-    activation: Literal["tanh", "relu"] = "tanh"
-    """hidden-layer activation of the actor and the critic (CleanRL: tanh)"""
-
-    # --- readings of what the paper leaves unsaid (fidelity study, benchmark/fidelity.py) --
-    num_minibatches: int = 1
-    """actor steps per pass over the rollout: its T*N transitions are split into this many minibatches, one actor step on each (CleanRL/PPO's --num-minibatches). 1 (paper-literal): one full-batch step per rollout; T*N with --no-shuffle-minibatches: one step per transition in rollout order, Algorithm 1's loop, for every optimizer"""
-    update_epochs: int = 1
-    """passes over the rollout per update, each split into --num-minibatches (CleanRL/PPO's --update-epochs; paper-literal: 1)"""
-    shuffle_minibatches: bool = False
-    """reshuffle the transitions before splitting them into minibatches in every pass (CleanRL's PPO does); off: minibatches in rollout order"""
-    loss_reduction: Literal["mean", "sum"] = "mean"
-    """how per-sample terms combine over a (mini)batch of B: mean (paper's Practical Method: l_bar and g are means) or sum (B l_bar and B g: SGD's step grows B-fold, SMAC's rank-1 term B^2-fold; Adam is unchanged; the curvature of AC-CG and AC-KFAC stays a mean)"""
-
-    # --- baselines AC-CG and AC-KFAC (defaults: the paper's appendix) -------------------
-    cg_iters: int = 10
-    """cg only: at most this many conjugate-gradient iterations (Fisher-vector products) to solve (F + delta I) x = g"""
-    cg_damping: float = 0.1
-    """cg only: damping delta added to the KL-Hessian Fisher F in the CG solve"""
-    cg_max_kl: float = 0.0
-    """cg only: if > 0, rescale the update to this KL radius (TRPO's full step, no line search; --learning-rate is then unused); 0: theta += eta x"""
-    kfac_decay: float = 0.99
-    """kfac only: decay of the exponential moving averages of the Kronecker factors A = E[a a^T], G = E[g g^T]"""
-    kfac_damping: float = 1e-3
-    """kfac only: damping lambda > 0 in (A (x) G + lambda I)^-1 (ACKTR's convention, applied in the factors' eigenbases)"""
-    kfac_update_freq: int = 1
-    """kfac only: recompute the factors' eigendecompositions every N actor updates (statistics are updated every update)"""
-    kfac_kl_clip: float = 1e-3
-    """kfac only: ACKTR's KL clip, step scaled by min(1, sqrt(kl_clip / (eta^2 g^T step))); 0 disables it (paper's wording is ambiguous: docs/baselines.md)"""
+    """hidden layer widths of the actor and the critic (tanh MLPs)"""
 
 
 class ConfigError(Exception):
-    """Bad input: reported as one line on stderr, exit code 2."""
+    """Bad input: one line on stderr, exit code 2."""
 
 
 def check_args(args: Args) -> None:
-    """Reject bad flags with a message naming the flag and what is allowed."""
-    positive = {"--learning-rate": args.learning_rate, "--critic-learning-rate": args.critic_learning_rate,
-                "--damping": args.damping, "--total-timesteps": args.total_timesteps,
-                "--num-steps": args.num_steps, "--num-envs": args.num_envs,
-                "--critic-updates": args.critic_updates, "--eval-episodes": args.eval_episodes,
-                "--torch-threads": args.torch_threads}
-    for flag, value in positive.items():
-        if not (value > 0 and math.isfinite(value)):
-            raise ConfigError(f"{flag} must be a finite number > 0, got {value}")
-    for flag, value in {"--gamma": args.gamma, "--gae-lambda": args.gae_lambda}.items():
-        if not 0.0 <= value <= 1.0:
-            raise ConfigError(f"{flag} must be in [0, 1], got {value}")
-    for flag, value in {"--ent-coef": args.ent_coef, "--max-grad-norm": args.max_grad_norm,
-                        "--checkpoint-every": args.checkpoint_every}.items():
-        if not (value >= 0 and math.isfinite(value)):
-            raise ConfigError(f"{flag} must be a finite number >= 0, got {value}")
-    if not math.isfinite(args.log_std_init):
-        raise ConfigError(f"--log-std-init must be a finite number, got {args.log_std_init}")
-    if not 0 <= args.seed < 2**32:
-        raise ConfigError(f"--seed must be in [0, 2**32), got {args.seed}")
-    if (not args.exp_name or "/" in args.exp_name or os.sep in args.exp_name or ".." in args.exp_name
-            or args.exp_name.startswith(".")):
-        raise ConfigError(f"--exp-name must be a plain name (no '/', no '..', not starting with '.'), got {args.exp_name!r}")
-    name_len = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}-99".encode())
-    if name_len > 255:
-        raise ConfigError(f"--exp-name is too long: the run directory name would have {name_len} bytes (limit 255)")
-    if args.video_every < 0:
-        raise ConfigError(f"--video-every must be >= 0, got {args.video_every}")
-    for flag, value in {"--num-minibatches": args.num_minibatches, "--update-epochs": args.update_epochs}.items():
-        if not value >= 1:
-            raise ConfigError(f"{flag} must be >= 1, got {value}")
-    if args.num_minibatches > args.num_steps * args.num_envs:
-        raise ConfigError(f"--num-minibatches {args.num_minibatches} exceeds the rollout's "
-                          f"{args.num_steps * args.num_envs} transitions (--num-steps x --num-envs)")
-    if args.optimizer == "smac" and args.fisher != "batch-mean" and (args.num_minibatches > 1 or args.update_epochs > 1):
-        raise ConfigError(f"--num-minibatches / --update-epochs > 1 need --fisher batch-mean, got --fisher {args.fisher}")
-    if not args.hidden_sizes or min(args.hidden_sizes) <= 0:
-        raise ConfigError(f"--hidden-sizes must be one or more positive widths, got {args.hidden_sizes}")
-    # baselines (AC-CG, AC-KFAC)
-    for flag, value in {"--cg-iters": args.cg_iters, "--kfac-damping": args.kfac_damping,
-                        "--kfac-update-freq": args.kfac_update_freq}.items():
-        if not (value > 0 and math.isfinite(value)):
-            raise ConfigError(f"{flag} must be a finite number > 0, got {value}")
-    for flag, value in {"--cg-damping": args.cg_damping, "--cg-max-kl": args.cg_max_kl,
-                        "--kfac-kl-clip": args.kfac_kl_clip}.items():
-        if not (value >= 0 and math.isfinite(value)):
-            raise ConfigError(f"{flag} must be a finite number >= 0, got {value}")
-    if not 0.0 <= args.kfac_decay <= 1.0:
-        raise ConfigError(f"--kfac-decay must be in [0, 1], got {args.kfac_decay}")
-    # SMAC ablation modes (previous-EF mixing, step normalization)
-    if not 0.0 <= args.prev_ef_beta < 1.0:
-        raise ConfigError(f"--prev-ef-beta must be in [0, 1), got {args.prev_ef_beta}")
-    if not args.prev_ef_rank >= 1:
-        raise ConfigError(f"--prev-ef-rank must be >= 1, got {args.prev_ef_rank}")
-    if args.optimizer == "smac" and args.prev_ef_beta > 0 and args.fisher != "batch-mean":
-        raise ConfigError(f"--prev-ef-beta > 0 needs --fisher batch-mean, got --fisher {args.fisher}")
-    if args.optimizer == "smac" and args.step_normalization and args.fisher == "per-sample":
-        raise ConfigError("--step-normalization with --fisher per-sample would turn every step into "
-                          "the per-sample SGD step l A; use batch-mean or per-sample-parallel")
+    rules = [(n, "a finite number > 0", lambda v: v > 0 and math.isfinite(v)) for n in (
+        "learning_rate", "damping", "critic_learning_rate", "total_timesteps", "num_envs", "num_steps")]
+    rules += [("gamma", "in [0, 1]", lambda v: 0 <= v <= 1), ("gae_lambda", "in [0, 1]", lambda v: 0 <= v <= 1),
+              ("checkpoint_every", ">= 0", lambda v: v >= 0), ("seed", "in [0, 2**32)", lambda v: 0 <= v < 2**32),
+              ("hidden_sizes", "one or more positive widths", lambda v: len(v) > 0 and min(v) > 0),
+              ("exp_name", "a plain name (no '/', no leading '.')", lambda v: v and "/" not in v and v[0] != ".")]
+    for name, allowed, ok in rules:
+        if not ok(getattr(args, name)):
+            raise ConfigError(f"--{name.replace('_', '-')} must be {allowed}, got {getattr(args, name)!r}")
 
 
-# ====================================================================================
-# Environments
-# ====================================================================================
-def make_env(env_id: str, video_dir: Optional[str] = None, video_every: int = 0):
-    """Thunk building one environment. The wrapper stack is deliberately empty beyond
-    gymnasium's defaults (TimeLimit, OrderEnforcing) and DropStepInfo: episode statistics, action clipping
-    and observation/reward normalization are done in the training loop and the agent,
-    once per rollout, because per-step wrappers cost more than the environment step
-    itself on this machine (docs/implementation.md). With video_dir, episodes are
-    recorded there (gymnasium's RecordVideo; every video_every-th, or its default schedule)."""
-    def thunk():
-        if video_dir is None:
-            return DropStepInfo(_make_quietly(env_id))
-        trigger = (lambda episode: episode % video_every == 0) if video_every > 0 else None
-        return DropStepInfo(gym.wrappers.RecordVideo(_make_quietly(env_id, render_mode="rgb_array"), video_dir,
-                                                     episode_trigger=trigger, disable_logger=True))
-    return thunk
+# ======== Environment: plain gymnasium envs, stepped in the loop; episode statistics, normalization and action
+# clipping are done there, once per rollout (per-step wrappers cost more than a MuJoCo step)
+def make_env(env_id: str, video_dir: Optional[str] = None) -> gym.Env:
+    env = gym.make(env_id, disable_env_checker=True, render_mode="rgb_array" if video_dir else None)
+    return gym.wrappers.RecordVideo(env, video_dir, disable_logger=True) if video_dir else env
 
 
-def make_vector_env(env_id: str, num_envs: int, video_dir: Optional[str] = None, video_every: int = 0):
-    """The training envs: gymnasium's SyncVectorEnv in SAME_STEP autoreset mode (see Rollout.collect),
-    copy=False (step() returns the env's own observation buffer, overwritten by the next step), and
-    videos of env 0 only."""
-    return gym.vector.SyncVectorEnv([make_env(env_id, video_dir if i == 0 else None, video_every)
-                                     for i in range(num_envs)],
-                                    autoreset_mode=gym.vector.AutoresetMode.SAME_STEP, copy=False)
-
-
-class DropStepInfo(gym.Wrapper):
-    """Return an empty info dict from step(). The trainer reads no per-step info (only the vector env's
-    final_obs), and gymnasium's vector env would otherwise stack every key of a MuJoCo env's info into
-    arrays on every step. With copy=False: 1.05x (Hopper) to 1.11x (HalfCheetah) the plain vector env's
-    steps/s, same trajectories bit for bit (`python benchmark/throughput.py` prints the ratio)."""
-
-    def step(self, action):
-        obs, reward, terminated, truncated, _ = self.env.step(action)
-        return obs, reward, terminated, truncated, {}
-
-
-def _make_quietly(env_id: str, **kwargs) -> gym.Env:
-    """gym.make without gymnasium's "-v4 is out of date" warning: check_env_id explains it once per run."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*is out of date.*")
-        return gym.make(env_id, disable_env_checker=True, **kwargs)
-
-
-def check_video(env_id: str) -> None:
-    """--capture-video: render one frame now, so a machine without a working OpenGL fails with one line.
-    MuJoCo renders headless with MUJOCO_GL=egl (set here when there is no display and the user set none)."""
-    if not os.environ.get("DISPLAY"):
-        os.environ.setdefault("MUJOCO_GL", "egl")
-        os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.Space]:
+    """(observation space, action space), or ConfigError with a hint."""
+    if capture_video and not os.environ.get("DISPLAY"):
+        os.environ.setdefault("MUJOCO_GL", "egl")  # MuJoCo renders headless through EGL
     try:
-        import moviepy  # noqa: F401  (RecordVideo writes with moviepy 2.x)
-    except ImportError:
-        raise ConfigError("--capture-video needs moviepy (pip install -r requirements.txt)") from None
-    try:
-        env = _make_quietly(env_id, render_mode="rgb_array")
-        env.reset(seed=0)
-        frame = env.render()
-        env.close()
-        assert frame is not None and frame.ndim == 3
+        env = make_env(env_id)
+        if capture_video:  # moviepy and one frame now: a machine that cannot record fails with one line
+            import moviepy  # noqa: F401  (RecordVideo writes with it)
+            env = gym.make(env_id, render_mode="rgb_array")
+            env.reset(seed=0)
+            assert env.render() is not None
     except Exception as e:
-        raise ConfigError(f"--capture-video: {env_id} cannot render here (MUJOCO_GL={os.environ.get('MUJOCO_GL')}: "
-                          f"{type(e).__name__}); try MUJOCO_GL=osmesa with the system package libosmesa6 installed") from None
-
-
-def check_env_id(env_id: str, note: bool = True) -> tuple[gym.Space, gym.Space]:
-    """Return (observation_space, action_space) or raise ConfigError with a hint. Prints one note
-    (instead of gymnasium's repeated warning) when the id is an out-of-date version such as Hopper-v4."""
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            env = gym.make(env_id, disable_env_checker=True)
-        if note and any("out of date" in str(w.message) for w in caught):
-            print(f"note: {env_id} is out of date for gymnasium; the MuJoCo -v4 ids are this project's default "
-                  f"because they are the paper's era, and the -v5 ids work too (e.g. --env-id "
-                  f"{env_id.rsplit('-v', 1)[0]}-v5)", file=sys.stderr)
-    except gym.error.Error as e:
-        raise ConfigError(f"--env-id {env_id!r} is not a registered gymnasium environment ({type(e).__name__}: {e})") from None
-    except ImportError as e:  # e.g. Pusher-v4 needs mujoco < 3
         hint = " Use Pusher-v5: Pusher-v4 needs mujoco < 3." if env_id.startswith("Pusher-v4") else ""
-        raise ConfigError(f"--env-id {env_id!r} cannot be built with the installed packages ({e}).{hint}") from None
+        raise ConfigError(f"--env-id {env_id!r} cannot be built{' or rendered' if capture_video else ''} here "
+                          f"({type(e).__name__}: {str(e)[:150]}).{hint}".replace("\n", " ")) from None
     obs_space, act_space = env.observation_space, env.action_space
     env.close()
-    if not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1):
-        raise ConfigError(f"--env-id {env_id!r}: observation space {obs_space} is unsupported (need a 1-D Box)")
-    if not (isinstance(act_space, gym.spaces.Discrete)
-            or (isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1)):
-        raise ConfigError(f"--env-id {env_id!r}: action space {act_space} is unsupported (need Discrete or a 1-D Box)")
+    box = lambda space: isinstance(space, gym.spaces.Box) and len(space.shape) == 1  # noqa: E731
+    if not box(obs_space) or not (box(act_space) or isinstance(act_space, gym.spaces.Discrete)):
+        raise ConfigError(f"--env-id {env_id!r}: spaces {obs_space} -> {act_space} are unsupported (need "
+                          f"1-D Box observations and Discrete or 1-D Box actions)")
     return obs_space, act_space
 
 
 class RunningMeanStd:
-    """Running mean and variance of a stream of arrays (Chan et al. parallel update).
-    Kept in the agent and updated once per rollout, so within one rollout, and in the
-    actor update that follows it, every observation is normalized with the same statistics."""
+    """Running mean and variance of a stream of arrays (Chan et al.'s parallel update)."""
 
     def __init__(self, shape=()):
         self.mean, self.var, self.count = np.zeros(shape), np.ones(shape), 1e-4
@@ -342,21 +151,15 @@ class RunningMeanStd:
         self.var = (self.var * self.count + batch_var * n + delta**2 * self.count * n / total) / total
         self.count = total
 
-    def state_dict(self) -> dict:  # plain Python: checkpoints load with weights_only=True
-        return {"mean": np.asarray(self.mean).tolist(), "var": np.asarray(self.var).tolist(), "count": float(self.count)}
-
-    def load_state_dict(self, d: dict) -> None:
-        self.mean, self.var, self.count = np.asarray(d["mean"]), np.asarray(d["var"]), float(d["count"])
-
 
 class Normalizer:
-    """Observation normalization and reward scaling (CleanRL's NormalizeObservation and
-    NormalizeReward, with statistics updated once per rollout instead of every step)."""
+    """--norm-obs and --norm-reward (CleanRL's NormalizeObservation / NormalizeReward), with statistics kept
+    here and updated once per rollout: a rollout and the update after it see the same statistics."""
 
     def __init__(self, obs_dim: int, num_envs: int, gamma: float, norm_obs: bool, norm_reward: bool):
         self.obs_rms, self.ret_rms = RunningMeanStd((obs_dim,)), RunningMeanStd(())
         self.norm_obs, self.norm_reward, self.gamma = norm_obs, norm_reward, gamma
-        self.discounted_return = np.zeros(num_envs)  # per-env running discounted return
+        self.discounted_return = np.zeros(num_envs)
 
     def obs(self, obs: np.ndarray) -> np.ndarray:
         if not self.norm_obs:
@@ -364,7 +167,7 @@ class Normalizer:
         return np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + 1e-8), -10.0, 10.0)
 
     def rewards(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
-        """Scale a rollout of raw rewards (T, N); updates the return statistics first."""
+        """Scale a rollout's raw rewards (T, N); updates the return statistics first."""
         if not self.norm_reward:
             return rewards
         returns = np.empty_like(rewards)
@@ -375,90 +178,50 @@ class Normalizer:
         self.ret_rms.update(returns.reshape(-1))
         return np.clip(rewards / np.sqrt(self.ret_rms.var + 1e-8), -10.0, 10.0)
 
-    def state_dict(self) -> dict:
-        return {"obs_rms": self.obs_rms.state_dict(), "ret_rms": self.ret_rms.state_dict(),
-                "discounted_return": np.asarray(self.discounted_return).tolist()}
+    def state_dict(self) -> dict:  # plain Python, so checkpoints load with torch.load(weights_only=True)
+        return {"discounted_return": self.discounted_return.tolist(), **{k: {"mean": np.asarray(r.mean).tolist(),
+                "var": np.asarray(r.var).tolist(), "count": r.count} for k, r in (("obs_rms", self.obs_rms),
+                                                                                   ("ret_rms", self.ret_rms))}}
 
     def load_state_dict(self, d: dict) -> None:
-        self.obs_rms.load_state_dict(d["obs_rms"])
-        self.ret_rms.load_state_dict(d["ret_rms"])
+        for rms, saved in ((self.obs_rms, d["obs_rms"]), (self.ret_rms, d["ret_rms"])):
+            rms.mean, rms.var, rms.count = np.asarray(saved["mean"]), np.asarray(saved["var"]), float(saved["count"])
         self.discounted_return = np.asarray(d["discounted_return"])
 
 
-class Rollout:
-    """Buffers for one rollout, shape (T, N, ...), plus each env's running episode return/length."""
-
-    def __init__(self, T: int, N: int, obs_dim: int, act_shape: tuple):
-        self.obs, self.next_obs = np.zeros((T, N, obs_dim)), np.zeros((T, N, obs_dim))
-        self.actions = np.zeros((T, N, *act_shape))
-        self.rewards, self.terminations, self.dones = np.zeros((T, N)), np.zeros((T, N)), np.zeros((T, N))
-        self.ep_return, self.ep_length = np.zeros(N), np.zeros(N, dtype=np.int64)
-
-    def collect(self, envs, obs, policy: "RolloutPolicy", normalizer: Normalizer, rng, bootstrap_truncation=True):
-        """Step the envs T times from `obs`. Returns (next obs, [(t, episodic_return, length), ...]).
-
-        gymnasium 1.x vector env in SAME_STEP autoreset mode: when an episode ends at step t
-        the env resets inside that same step, so `next_obs` is already the new episode's first
-        observation and the true last observation is info["final_obs"]. Every stored
-        transition (obs[t], actions[t], rewards[t], next_obs[t]) is a real one. (In the default
-        NEXT_STEP mode the step *after* a done would be a reset, a non-transition to mask out.)"""
-        space = envs.single_action_space
-        low, high = (space.low, space.high) if isinstance(space, gym.spaces.Box) else (None, None)
-        finished = []
-        for t in range(self.obs.shape[0]):
-            action = policy.sample(normalizer.obs(obs), rng)
-            env_action = action if low is None else np.clip(action, low, high)  # clip to the action space
-            self.obs[t] = obs  # before the step: with copy=False the env writes the next obs into the same array
-            next_obs, reward, terminated, truncated, info = envs.step(env_action)
-            done = terminated | truncated
-            self.actions[t], self.rewards[t], self.next_obs[t] = action, reward, next_obs
-            self.terminations[t] = terminated if bootstrap_truncation else done
-            self.dones[t] = done
-            self.ep_return += reward
-            self.ep_length += 1
-            for i in np.flatnonzero(done):
-                self.next_obs[t, i] = info["final_obs"][i]  # s_{t+1} of the episode that just ended
-                finished.append((t, float(self.ep_return[i]), int(self.ep_length[i])))
-                self.ep_return[i], self.ep_length[i] = 0.0, 0
-            obs = next_obs
-        return obs, finished
+# ======== Networks: separate actor and critic MLPs (CleanRL: 64-64 tanh, orthogonal init)
+ACTIVATIONS = {"tanh": (torch.tanh, np.tanh), "relu": (torch.relu, lambda x: np.maximum(x, 0.0))}  # torch, numpy
 
 
-# ====================================================================================
-# Networks: separate actor and critic MLPs (CleanRL: 64-64 tanh, orthogonal init)
-# ====================================================================================
-# hidden-layer activations (--activation): the torch function and its numpy twin for RolloutPolicy
-ACTIVATIONS = {"tanh": (torch.tanh, np.tanh), "relu": (torch.relu, lambda x: np.maximum(x, 0.0))}
-
-
-def layer_init(layer: nn.Linear, std: float = math.sqrt(2), bias_const: float = 0.0) -> nn.Linear:
+def layer_init(layer: nn.Linear, std: float = math.sqrt(2)) -> nn.Linear:
     nn.init.orthogonal_(layer.weight, std)
-    nn.init.constant_(layer.bias, bias_const)
+    nn.init.constant_(layer.bias, 0.0)
     return layer
 
 
 class Actor(nn.Module):
-    """pi_theta(a|s): Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)).
-    theta = all weights and biases of the MLP plus, for Box actions, the state-independent log_std."""
+    """pi_theta(a|s): Categorical(logits = MLP(s)) or Normal(MLP(s), exp(log_std)), log_std state-independent.
+    theta = every weight and bias of the MLP, and log_std for Box actions."""
 
-    def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes=(64, 64), log_std_init=0.0,
-                 activation: str = "tanh"):
+    def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes=(64, 64),
+                 log_std_init: float = 0.0, activation: str = "tanh"):
         super().__init__()
-        self.activation = activation  # name, so the numpy copy and the one-backward path use the same one
-        sizes = [obs_dim, *hidden_sizes, act_dim]
-        self.linears = nn.ModuleList(
-            layer_init(nn.Linear(n_in, n_out), std=0.01 if i == len(sizes) - 2 else math.sqrt(2))
-            for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])))
-        self.discrete = discrete
+        sizes, self.discrete, self.activation = [obs_dim, *hidden_sizes, act_dim], discrete, activation
+        self.linears = nn.ModuleList(layer_init(nn.Linear(n_in, n_out), 0.01 if i == len(sizes) - 2 else 2**0.5)
+                                     for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])))
         if not discrete:
             self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std_init)))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Logits (Discrete) or action means (Box), shape (B, act_dim)."""
-        return actor_layer_io(self, obs)[2]
+        h = obs
+        for i, linear in enumerate(self.linears):
+            h = linear(h)
+            h = ACTIVATIONS[self.activation][0](h) if i < len(self.linears) - 1 else h
+        return h
 
     def log_prob_from_output(self, out: torch.Tensor, actions: torch.Tensor, log_std=None) -> torch.Tensor:
-        """log pi(a|s) for each row, shape (B,), from the network output."""
+        """log pi(a|s) per row, shape (B,), from the network output."""
         if self.discrete:
             return torch.log_softmax(out, dim=-1).gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
         log_std = self.log_std if log_std is None else log_std
@@ -475,39 +238,32 @@ class Actor(nn.Module):
         return (self.log_std + 0.5 * math.log(2 * math.pi * math.e)).sum().expand(obs.shape[0])
 
 
-class Critic(nn.Module):
-    """V_phi(s): an MLP (--activation) with a scalar output."""
-
-    def __init__(self, obs_dim: int, hidden_sizes=(64, 64), activation: str = "tanh"):
-        super().__init__()
-        sizes, layers = [obs_dim, *hidden_sizes], []
-        for n_in, n_out in zip(sizes[:-1], sizes[1:]):
-            layers += [layer_init(nn.Linear(n_in, n_out)), nn.Tanh() if activation == "tanh" else nn.ReLU()]
-        self.net = nn.Sequential(*layers, layer_init(nn.Linear(sizes[-1], 1), std=1.0))
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.net(obs).squeeze(-1)
+def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, activation: str = "tanh",
+                  log_std_init: float = 0.0) -> tuple[Actor, nn.Module]:
+    """The actor, and the critic V_phi(s): an MLP with a scalar output, shape (B,)."""
+    actor = Actor(obs_dim, act_dim, discrete, args.hidden_sizes, log_std_init, activation)
+    sizes, layers = [obs_dim, *args.hidden_sizes], []
+    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+        layers += [layer_init(nn.Linear(n_in, n_out)), nn.Tanh() if activation == "tanh" else nn.ReLU()]
+    return actor, nn.Sequential(*layers, layer_init(nn.Linear(sizes[-1], 1), std=1.0), nn.Flatten(-2))
 
 
 class RolloutPolicy:
-    """A numpy copy of the actor, refreshed after every actor step, used to act in the
-    rollout loop: a batch-1 numpy forward costs ~10 us against ~70 us for torch, and the
-    rollout, not the update, decides throughput. Log-probabilities for the update are
-    recomputed in torch from the stored actions."""
+    """A numpy copy of the actor that acts in the rollout, refreshed after every update: a batch-1 numpy
+    forward costs a third of torch's, and the rollout, not the update, sets the speed. The update
+    recomputes the log-probabilities in torch from the stored actions."""
 
     def __init__(self, actor: Actor):
         self.layers = [(m.weight.detach().cpu().double().numpy(), m.bias.detach().cpu().double().numpy())
                        for m in actor.linears]
-        self.discrete = actor.discrete
-        self.act = ACTIVATIONS[actor.activation][1]
+        self.discrete, self.act = actor.discrete, ACTIVATIONS[actor.activation][1]
         self.std = None if actor.discrete else np.exp(actor.log_std.detach().cpu().double().numpy())
 
     def forward(self, obs: np.ndarray) -> np.ndarray:
         h = obs
         for i, (w, b) in enumerate(self.layers):
             h = h @ w.T + b
-            if i < len(self.layers) - 1:
-                h = self.act(h)
+            h = self.act(h) if i < len(self.layers) - 1 else h
         return h
 
     def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -516,101 +272,123 @@ class RolloutPolicy:
             return np.argmax(out - np.log(-np.log(rng.random(out.shape))), axis=-1)
         return out + self.std * rng.standard_normal(out.shape)
 
-    def deterministic(self, obs: np.ndarray) -> np.ndarray:
-        out = self.forward(obs)
-        return np.argmax(out, axis=-1) if self.discrete else out
 
-
-# ====================================================================================
-# The math
-# ====================================================================================
+# ======== The SMAC math
 def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: float) -> torch.Tensor:
-    """F^-1 g for F = damping*I + ell ell^T, in O(d) time and memory (flat 1-D tensors,
-    any dtype and device). Paper eq. (sm_update) applied to g, i.e. eq. (matrixfree)/eta:
-
-        (lambda I + l l^T)^-1 g = (1/lambda) * (g - l (l^T g) / (lambda + l^T l))
-
-    Two dot products and one axpy; no d x d matrix is ever formed."""
+    """(lambda I + l l^T)^-1 g = (1/lambda) (g - l (l^T g) / (lambda + l^T l)): the paper's eq. (sm_update)
+    applied to g, i.e. eq. (matrixfree) / eta. Flat 1-D tensors; two dot products and one axpy, O(d)."""
     return (g - ell * (torch.dot(ell, g) / (damping + torch.dot(ell, ell)))) / damping
 
 
-# --- The SMAC step for any policy network: copy these four functions into your own loop ------
+# --- The drop-in SMAC step for any policy network: copy these four functions into your own loop ----
 def trainable_parameters(params) -> list:
-    """The parameters SMAC acts on: an nn.Module's or an iterable's parameters with requires_grad
-    (frozen ones are excluded and left untouched). Their order fixes the flat layout."""
+    """An nn.Module's (or an iterable's) parameters with requires_grad; their order fixes the flat layout."""
     params = params.parameters() if isinstance(params, nn.Module) else params
     return [p for p in params if p.requires_grad]
 
 
-def smac_direction(params, log_probs: torch.Tensor, advantages: torch.Tensor, damping: float,
-                   batched: bool = False) -> torch.Tensor:
-    """The batch-mean SMAC direction (Practical Method) for any differentiable policy:
-
-        l_bar = grad_theta mean_i log pi(a_i|s_i),    g = grad_theta mean_i log pi(a_i|s_i) A_i
-        returns F~^-1 g,  F~ = damping * I + l_bar l_bar^T    (Sherman-Morrison, O(d))
-
-    params      an nn.Module or an iterable of parameters (those without requires_grad are skipped)
-    log_probs   (B,) log-probabilities of the taken actions, WITH their autograd graph
-    advantages  (B,) advantages (treated as constants)
-    batched     get l_bar and g from one vmapped vector-Jacobian product instead of two backward
-                passes (same numbers; on the CPU two passes measured as fast or faster:
-                `python benchmark/smac_direction_cost.py`)
-    Returns a flat (d,) tensor laid out like torch.cat([p.reshape(-1) for p in trainable params]);
-    ascend with apply_step_(params, direction, lr)."""
-    ell, g = mean_score_and_gradient(params, log_probs, advantages, batched)
-    return sherman_morrison_direction(g, ell, damping)
-
-
-def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages: torch.Tensor, batched: bool = False):
-    """(l_bar, g) of smac_direction, flat, for any network."""
+def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages: torch.Tensor):
+    """Flat (l_bar, g) of the Practical Method: l_bar = grad mean_i log pi(a_i|s_i) and
+    g = grad mean_i log pi(a_i|s_i) A_i, by two backward passes through the same graph."""
     params = trainable_parameters(params)
     if log_probs.dim() != 1 or advantages.shape != log_probs.shape:
         raise ValueError(f"log_probs and advantages must both have shape (B,), got {tuple(log_probs.shape)} "
                          f"and {tuple(advantages.shape)}")
-    B = log_probs.shape[0]
-    weights = torch.stack([torch.full_like(log_probs, 1.0 / B), advantages.detach().to(log_probs.dtype) / B])
-    grads = None
-    if batched:
-        try:  # one backward, vmapped over the two weightings
-            grads = torch.autograd.grad(log_probs, params, grad_outputs=weights, is_grads_batched=True,
-                                        allow_unused=True)
-        except RuntimeError:  # an op without a batching rule: fall back to two passes
-            grads = None
-    if grads is None:  # two plain backward passes, the first keeping the graph
-        grads = [None if g0 is None else torch.stack([g0, g1]) for g0, g1 in zip(
-            *(torch.autograd.grad(log_probs, params, grad_outputs=w, retain_graph=(i == 0), allow_unused=True)
-              for i, w in enumerate(weights)))]
-    flat = torch.cat([(torch.zeros(2, p.numel(), dtype=p.dtype, device=p.device) if gr is None
-                       else gr.reshape(2, -1)) for p, gr in zip(params, grads)], dim=1)
+    weights = (torch.full_like(log_probs, 1.0 / len(log_probs)), advantages.detach() / len(log_probs))
+    flat = []
+    for i, w in enumerate(weights):
+        grads = torch.autograd.grad(log_probs, params, grad_outputs=w, retain_graph=i == 0, allow_unused=True)
+        flat.append(torch.cat([torch.zeros_like(p).reshape(-1) if gr is None else gr.reshape(-1)
+                               for p, gr in zip(params, grads)]))
     return flat[0], flat[1]
+
+
+def smac_direction(params, log_probs: torch.Tensor, advantages: torch.Tensor, damping: float) -> torch.Tensor:
+    """The batch-mean SMAC direction F~^-1 g, F~ = damping I + l_bar l_bar^T, for any differentiable policy.
+    params: an nn.Module or parameters; log_probs (B,) WITH their graph; advantages (B,). Returns a flat
+    (d,) tensor laid out like torch.cat of the trainable parameters; ascend with apply_step_."""
+    ell, g = mean_score_and_gradient(params, log_probs, advantages)
+    return sherman_morrison_direction(g, ell, damping)
 
 
 @torch.no_grad()
 def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
-    """theta <- theta + lr * direction (ascent on J) for the flat layout of smac_direction."""
+    """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout."""
     params = trainable_parameters(params)
-    d = sum(p.numel() for p in params)
-    if direction.numel() != d:
-        raise ValueError(f"direction has {direction.numel()} entries, the trainable parameters {d}")
-    offset = 0
-    for p in params:
-        p.add_(direction[offset:offset + p.numel()].view_as(p), alpha=lr)
-        offset += p.numel()
+    if direction.numel() != sum(p.numel() for p in params):
+        raise ValueError(f"direction has {direction.numel()} entries, the trainable parameters "
+                         f"{sum(p.numel() for p in params)}")
+    for p, d in zip(params, direction.split([p.numel() for p in params])):
+        p.add_(d.view_as(p), alpha=lr)
+
+
+# --- Actor steps: step(actor, batch, args, state) -> diagnostics; batch = {obs, actions, advantages} ---
+def flat_grad(output: torch.Tensor, params, retain_graph=False) -> torch.Tensor:
+    return torch.cat([g.reshape(-1) for g in torch.autograd.grad(output, params, retain_graph=retain_graph)])
+
+
+def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
+    """SMAC. batch-mean (Practical Method): theta <- theta + eta (lambda I + l_bar l_bar^T)^-1 g, once per
+    rollout. per-sample (Algorithm 1): for each transition in rollout order, at the current theta,
+    l = grad log pi(a|s), g = l A, theta <- theta + eta (lambda I + l l^T)^-1 g."""
+    obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
+    if args.fisher == "per-sample":
+        params, n, g_sum, step_sum, ell_sq = trainable_parameters(actor), obs.shape[0], 0.0, 0.0, 0.0
+        for i in range(n):  # Algorithm 1: "for all samples k"
+            ell = flat_grad(actor.log_prob(obs[i:i + 1], actions[i:i + 1]).sum(), params)
+            step = sherman_morrison_direction(ell * adv[i], ell, args.damping)  # eq. (matrixfree) / eta
+            apply_step_(params, step, args.learning_rate)
+            g_sum, step_sum, ell_sq = g_sum + ell * adv[i], step_sum + step, ell_sq + torch.dot(ell, ell)
+        return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq / n}
+    ell, g = mean_score_and_gradient(actor, actor.log_prob(obs, actions), adv)  # smac_direction, in two halves
+    step = sherman_morrison_direction(g, ell, args.damping)  # F~^-1 g, Practical Method  (kept for the logs)
+    apply_step_(actor, step, args.learning_rate)  # theta <- theta + eta F~^-1 g
+    return {"g": g, "step": step, "ell": ell}
+
+
+def sgd_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
+    """AC-SGD: theta <- theta + eta g, g = grad mean_i log pi(a_i|s_i) A_i."""
+    g = flat_grad((actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"]).mean(),
+                  list(actor.parameters()))
+    apply_step_(actor, g, args.learning_rate)
+    return {"g": g, "step": g}
+
+
+def adam_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
+    """AC-Adam: one Adam step (learning rate eta) ascending the same objective."""
+    params = list(actor.parameters())
+    state.setdefault("adam", torch.optim.Adam(params, lr=args.learning_rate, maximize=True))
+    g = flat_grad((actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"]).mean(), params)
+    before = nn.utils.parameters_to_vector(params).detach()
+    for p, gp in zip(params, g.split([p.numel() for p in params])):
+        p.grad = gp.view_as(p).clone()
+    state["adam"].step()
+    return {"g": g, "step": (nn.utils.parameters_to_vector(params).detach() - before) / args.learning_rate}
+
+
+ACTOR_STEPS = {"smac": smac_step, "sgd": sgd_step, "adam": adam_step}
+
+
+def step_diagnostics(diag: dict) -> dict:
+    """Norms, cos(g, step) and, for SMAC, the step's parts along l_bar (shrunk by the rank-1 term) and
+    orthogonal to it (g_perp / lambda): how far the step departs from SGD with step eta / lambda."""
+    g, step = diag["g"].double(), diag["step"].double()
+    ell_sq, par, perp = float(diag.get("ell_sq_mean", math.nan)), math.nan, math.nan
+    if "ell" in diag:
+        ell = diag["ell"].double()
+        ell_sq, par = torch.dot(ell, ell).item(), (torch.dot(ell, step).abs() / (ell.norm() + 1e-300)).item()
+        perp = math.sqrt(max(step.norm().item() ** 2 - par**2, 0.0))
+    return {"ell_sq": ell_sq, "g_norm": g.norm().item(), "step_norm": step.norm().item(),
+            "cos_g_step": (torch.dot(g, step) / (g.norm() * step.norm() + 1e-300)).item(),
+            "step_par_norm": par, "step_perp_norm": perp}
 
 
 def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
-    """Generalized advantage estimation (paper, section SM-ActorCritic):
-
-        delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)
-        A_t     = sum_l (gamma * lambda_GAE)^l delta_{t+l}      (sum cut at episode ends)
-        R_t     = A_t + V(s_t)                                   (critic target)
-
-    All arrays have shape (T, N). next_values[t] is V of the state after step t: the next
-    observation, or the final observation of an episode that ended at t (before the reset).
-    terminations zero the bootstrap (true end of the MDP); dones (terminated or truncated)
-    cut the sum. A truncated step therefore bootstraps from V(final observation)."""
-    advantages = np.zeros_like(rewards)
-    last = np.zeros_like(rewards[0])
+    """GAE (paper, SM-ActorCritic), arrays (T, N):  delta_t = r_t + gamma V(s_{t+1}) - V(s_t),
+    A_t = sum_l (gamma lambda_GAE)^l delta_{t+l} (cut at episode ends),  R_t = A_t + V(s_t) (critic target).
+    next_values[t] = V(state after step t), the final observation when an episode ended at t; terminations
+    zero the bootstrap, dones (terminated or truncated) cut the sum: a time-limit truncation bootstraps."""
+    advantages, last = np.zeros_like(rewards), np.zeros_like(rewards[0])
     for t in reversed(range(rewards.shape[0])):
         delta = rewards[t] + gamma * next_values[t] * (1.0 - terminations[t]) - values[t]
         last = delta + gamma * gae_lambda * (1.0 - dones[t]) * last
@@ -618,589 +396,21 @@ def compute_gae(rewards, values, next_values, terminations, dones, gamma: float,
     return advantages, advantages + values
 
 
-# --- flat-vector helpers: theta as one vector, as in the paper ----------------------
-
-
-def flat_grad(output: torch.Tensor, params, retain_graph=False) -> torch.Tensor:
-    return torch.cat([g.reshape(-1) for g in torch.autograd.grad(output, params, retain_graph=retain_graph)])
-
-
-@torch.no_grad()
-def add_to_params_(params, vec: torch.Tensor, alpha: float) -> None:
-    """theta <- theta + alpha * vec, for a flat vec laid out like torch.cat of params."""
-    offset = 0
-    for p in params:
-        n = p.numel()
-        p.add_(vec[offset:offset + n].view_as(p), alpha=alpha)
-        offset += n
-
-
-def clip_norm(v: torch.Tensor, max_norm: float) -> torch.Tensor:
-    if max_norm <= 0:
-        return v
-    return v * torch.clamp(max_norm / (v.norm() + 1e-12), max=1.0)
-
-
-# --- the trainer's fast path: l_bar and g from ONE backward to the pre-activations --------
-# (its own Actor MLP only; smac_step sends any other network to mean_score_and_gradient)
-
-
-def actor_layer_io(actor: Actor, obs: torch.Tensor) -> tuple[list, list, torch.Tensor]:
-    """The actor's forward, keeping each Linear layer's input x and pre-activation output z = W x + b.
-    Returns (xs, zs, out): lists over actor.linears, and the network output (logits or means).
-    This is the actor's only forward (Actor.forward calls it), so the one-backward path below can
-    never disagree with the network about the activation."""
-    act = ACTIVATIONS[actor.activation][0]
-    xs, zs, h = [], [], obs
-    for i, linear in enumerate(actor.linears):
-        xs.append(h)
-        h = linear(h)
-        zs.append(h)
-        if i < len(actor.linears) - 1:
-            h = act(h)
-    return xs, zs, h
-
-
-def per_sample_score_factors(actor: Actor, obs: torch.Tensor, actions: torch.Tensor):
-    """One forward and ONE backward to the pre-activations: (xs, deltas, dlog_std) with, per Linear
-    layer, inputs x_i (B, n_in) and delta_i = d log pi_i / d z_i (B, n_out), plus d log pi_i / d log_std
-    (B, act_dim) for a Gaussian (None for Categorical). Sample i's score is then, per layer,
-    l_i = [delta_i x_i^T, delta_i] (and the log_std part): never materialized as a (B, d) matrix."""
-    xs, zs, h = actor_layer_io(actor, obs)
-    if actor.discrete:
-        return xs, list(torch.autograd.grad(actor.log_prob_from_output(h, actions).sum(), zs)), None
-    log_std = actor.log_std.expand_as(h)  # per-sample view: its gradient comes out per sample
-    grads = torch.autograd.grad(actor.log_prob_from_output(h, actions, log_std).sum(), zs + [log_std])
-    return xs, list(grads[:-1]), grads[-1]
-
-
-def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: torch.Tensor,
-                                   advantages: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """l_bar = grad mean_i log pi(a_i|s_i) and g = grad mean_i log pi(a_i|s_i) A_i, from ONE backward pass.
-
-    Backpropagation is linear in each sample's upstream gradient, so both vectors are
-    sum_i w_i grad log pi_i with per-sample weights w_i = 1/B (l_bar) and A_i/B (g). For a
-    Linear layer z = W x + b, grad_W sum_i w_i log pi_i = sum_i w_i delta_i x_i^T with
-    delta_i = d log pi_i / d z_i: one backward to the pre-activations gives every delta_i,
-    then one small matmul per layer gives both vectors. (Equal to two autograd.grad calls;
-    tests/test_smac_a2c.py checks it. SMAC's update costs ~1.3x SGD's for the 64-64 actor.)"""
-    xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
-    with torch.no_grad():
-        adv = advantages.unsqueeze(-1)
-        parts = {}  # parameter -> (its part of sum_i l_i, its part of sum_i A_i l_i)
-        if dlog_std is not None:
-            parts[actor.log_std] = (dlog_std.sum(0), (dlog_std * adv).sum(0))
-        for linear, x, delta in zip(actor.linears, xs, deltas):
-            weighted = delta * adv  # A_i delta_i
-            parts[linear.weight] = ((delta.T @ x).reshape(-1), (weighted.T @ x).reshape(-1))  # sum_i (A_i) delta_i x_i^T
-            parts[linear.bias] = (delta.sum(0), weighted.sum(0))
-        params = list(actor.parameters())  # the flat layout is read from the module, not assumed
-        if len(parts) != len(params) or any(p not in parts for p in params):
-            raise TypeError("mean_score_and_policy_gradient: the actor has parameters outside its Linear layers "
-                            "and log_std; use mean_score_and_gradient (the generic path)")
-        batch = obs.shape[0]
-        return (torch.cat([parts[p][0] for p in params]) / batch, torch.cat([parts[p][1] for p in params]) / batch)
-
-
-# ====================================================================================
-# Actor steps. One signature: step(actor, batch, args, state) -> diagnostics dict.
-# batch = dict(obs, actions, advantages) as tensors; state = the step's persistent state.
-# Each is ascent on J: theta <- theta + eta * direction. SMAC first; the loop's update
-# (actor_update, critic_step) next; then the baselines and SMAC's ablation modes.
-# ====================================================================================
-
-
-def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
-    """SMAC. batch-mean (Practical Method): F~ = lambda I + l_bar l_bar^T, one step per rollout.
-    per-sample (Algorithm 1): for each sample in rollout order, at the current theta,
-    l = grad log pi(a|s), g = l A, theta <- theta + eta (lambda I + l l^T)^-1 g.
-    per-sample-parallel: smac_per_sample_parallel_step. batch-mean with --prev-ef-beta > 0: F~ is
-    replaced by F_k = lambda_k I + sum_j w_j l_bar_j l_bar_j^T (prev_ef_push_, woodbury_direction).
-    --step-normalization: the direction is rescaled to |g| (normalize_step)."""
-    params = trainable_parameters(actor)
-    if args.fisher == "per-sample":
-        return smac_per_sample_step(actor, batch, args, params)
-    if args.fisher == "per-sample-parallel":
-        return smac_per_sample_parallel_step(actor, batch, args, params)
-    if type(actor) is Actor:  # the trainer's own MLP: one backward to the pre-activations (fast path)
-        ell, g = mean_score_and_policy_gradient(actor, batch["obs"], batch["actions"], batch["advantages"])
-    else:  # any other network (a subclass may change the forward): the generic path of smac_direction
-        ell, g = mean_score_and_gradient(params, actor.log_prob(batch["obs"], batch["actions"]), batch["advantages"])
-    if args.ent_coef > 0:
-        g = g + args.ent_coef * flat_grad(actor.entropy(batch["obs"]).mean(), params)
-    if args.loss_reduction == "sum":  # sums over the batch instead of means: B l_bar, B g
-        ell, g = ell * batch["obs"].shape[0], g * batch["obs"].shape[0]
-    g = clip_norm(g, args.max_grad_norm)
-    if args.prev_ef_beta > 0:  # previous-EF mixing: F_k^-1 g by Woodbury, O(d r + r^3)
-        prev_ef_push_(state, ell, args.prev_ef_beta, args.prev_ef_rank, args.damping, args.prev_ef_damping)
-        step = woodbury_direction(g, state["prev_ef_U"], state["prev_ef_w"], state["prev_ef_damping"],
-                                  state["prev_ef_gram"])
-    else:
-        step = sherman_morrison_direction(g, ell, args.damping)  # F~^-1 g, Practical Method
-    if args.step_normalization:
-        step = normalize_step(step, g)
-    add_to_params_(params, step, args.learning_rate)  # theta <- theta + eta F~^-1 g
-    return {"g": g, "step": step, "ell": ell}
-
-
-def smac_per_sample_step(actor: Actor, batch: dict, args: Args, params) -> dict:
-    obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
-    g_sum, step_sum, ell_sq = 0.0, 0.0, 0.0
-    for i in range(obs.shape[0]):  # Algorithm 1: "for all samples k"
-        ell = flat_grad(actor.log_prob(obs[i:i + 1], actions[i:i + 1]).sum(), params)
-        g = clip_norm(ell * adv[i], args.max_grad_norm)  # g^k = grad log pi(a|s) A(s, a)
-        step = sherman_morrison_direction(g, ell, args.damping)  # eq. (matrixfree) / eta
-        add_to_params_(params, step, args.learning_rate)
-        g_sum, step_sum, ell_sq = g_sum + g, step_sum + step, ell_sq + torch.dot(ell, ell)
-    n = obs.shape[0]
-    return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq / n}
-
-
-def actor_update(actor: Actor, batch: dict, args: Args, state: dict) -> list[dict]:
-    """All actor steps of one update: --update-epochs passes over the rollout, each split into
-    --num-minibatches minibatches (in rollout order, or reshuffled every pass with
-    --shuffle-minibatches, torch's RNG), one ACTOR_STEPS step per minibatch. Paper-literal
-    (1 x 1): a single step on the whole rollout. Returns each step's diagnostics."""
-    step = ACTOR_STEPS[args.optimizer]
-    if args.num_minibatches == 1 and args.update_epochs == 1:
-        return [step(actor, batch, args, state)]
-    n, diags = batch["obs"].shape[0], []
-    for _ in range(args.update_epochs):
-        order = torch.randperm(n) if args.shuffle_minibatches else torch.arange(n)
-        for idx in torch.tensor_split(order.to(batch["obs"].device), args.num_minibatches):
-            diags.append(step(actor, {k: v[idx] for k, v in batch.items()}, args, state))
-    return diags
-
-
-def critic_step(critic: Critic, optimizer: torch.optim.Optimizer, obs, returns, args: Args) -> float:
-    """L_critic = (1/T) sum_t (R_t - V_phi(s_t))^2, minimized with Adam (learning rate alpha)."""
-    for _ in range(args.critic_updates):
-        loss = (returns - critic(obs)).pow(2).mean()
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if args.max_grad_norm > 0:
-            nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
-        optimizer.step()
+def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, returns, args: Args) -> float:
+    """L_critic = (1/T) sum_t (R_t - V_phi(s_t))^2, one Adam step (learning rate alpha)."""
+    loss = (returns - critic(obs)).pow(2).mean()
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
     return loss.item()
 
 
-# ====================================================================================
-# The paper's first-order baselines: AC-SGD and AC-Adam (same objective, no preconditioner)
-# ====================================================================================
-
-
-def reduce_batch(per_sample: torch.Tensor, args: Args) -> torch.Tensor:
-    """--loss-reduction: mean (paper) or sum over the batch."""
-    return per_sample.sum() if args.loss_reduction == "sum" else per_sample.mean()
-
-
-def policy_objective(actor: Actor, batch: dict, args: Args) -> torch.Tensor:
-    """mean_i log pi(a_i|s_i) A_i + ent_coef * mean entropy: its gradient is the A2C policy gradient
-    (sums instead of means with --loss-reduction sum)."""
-    objective = reduce_batch(actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"], args)
-    if args.ent_coef > 0:
-        objective = objective + args.ent_coef * reduce_batch(actor.entropy(batch["obs"]), args)
-    return objective
-
-
-def sgd_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
-    """AC-SGD: theta <- theta + eta g, g = grad mean_i log pi(a_i|s_i) A_i (+ entropy bonus)."""
-    params = list(actor.parameters())
-    g = clip_norm(flat_grad(policy_objective(actor, batch, args), params), args.max_grad_norm)
-    add_to_params_(params, g, args.learning_rate)
-    return {"g": g, "step": g}
-
-
-def adam_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
-    """AC-Adam: one Adam step (learning rate eta) ascending the same objective."""
-    params = list(actor.parameters())
-    if "adam" not in state:
-        state["adam"] = torch.optim.Adam(params, lr=args.learning_rate, maximize=True)
-    g = clip_norm(flat_grad(policy_objective(actor, batch, args), params), args.max_grad_norm)
-    before = torch.cat([p.detach().reshape(-1) for p in params])
-    offset = 0
-    for p in params:
-        p.grad = g[offset:offset + p.numel()].view_as(p).clone()
-        offset += p.numel()
-    state["adam"].step()
-    after = torch.cat([p.detach().reshape(-1) for p in params])
-    return {"g": g, "step": (after - before) / args.learning_rate}
-
-
-# ====================================================================================
-# The paper's natural-gradient baselines (the SMAC path above uses none of this):
-#   AC-CG   x = (F + delta I)^-1 g by conjugate gradient, F v by double backward of the
-#           mean KL (TRPO's Fisher-vector product), no line search;   theta <- theta + eta x
-#   AC-KFAC ACKTR's K-FAC (Wu et al. 2017) per Linear layer, without momentum;
-#           theta <- theta + eta * nu * (A (x) G + lambda I)^-1 g, nu = KL clip
-# ====================================================================================
-
-
-def mean_kl(actor: Actor, obs: torch.Tensor) -> torch.Tensor:
-    """mean_s KL(pi_old(.|s) || pi_theta(.|s)) with pi_old = pi_theta detached. It is zero at
-    theta_old and its Hessian there is the Fisher F = mean_s E_{a~pi(.|s)}[l l^T] (TRPO)."""
-    out = actor(obs)
-    if actor.discrete:
-        logp = torch.log_softmax(out, dim=-1)
-        logp_old = logp.detach()
-        return (logp_old.exp() * (logp_old - logp)).sum(-1).mean()
-    log_std, mu_old, log_std_old = actor.log_std, out.detach(), actor.log_std.detach()
-    # KL(N(mu_o, s_o^2) || N(mu, s^2)) = log s - log s_o + (s_o^2 + (mu_o - mu)^2) / (2 s^2) - 1/2, per action dim
-    kl = (log_std - log_std_old - 0.5
-          + (torch.exp(2 * log_std_old) + (mu_old - out).pow(2)) / (2 * torch.exp(2 * log_std)))
-    return kl.sum(-1).mean()
-
-
-def fisher_vector_product(actor: Actor, obs: torch.Tensor):
-    """Returns v -> F v, F = Hessian of mean_kl at theta_old, by double backward (never a d x d matrix):
-    F v = grad_theta (grad_theta KL . v). The forward and the first backward are shared by all calls."""
-    params = list(actor.parameters())
-    grads = torch.autograd.grad(mean_kl(actor, obs), params, create_graph=True)
-    grad_kl = torch.cat([g.reshape(-1) for g in grads])
-    return lambda v: torch.cat([h.reshape(-1) for h in torch.autograd.grad(
-        torch.dot(grad_kl, v), params, retain_graph=True, materialize_grads=True)])
-
-
-def conjugate_gradient(fvp, b: torch.Tensor, iters: int, residual_tol: float = 1e-10) -> torch.Tensor:
-    """Solve M x = b for symmetric positive-definite M, given only v -> M v (CG as in TRPO's code).
-    Starts from x = 0; at most `iters` products; stops once the squared residual r^T r < residual_tol."""
-    x = torch.zeros_like(b)
-    r, p = b.clone(), b.clone()  # residual r = b - M x, first search direction p = r
-    rr = torch.dot(r, r)
-    for _ in range(iters):
-        if rr < residual_tol:
-            break
-        Mp = fvp(p)
-        pMp = torch.dot(p, Mp)
-        if not pMp > 0:  # no curvature along p (M singular there): keep the current x
-            break
-        alpha = rr / pMp  # minimizer of 1/2 x^T M x - b^T x along p
-        x = x + alpha * p
-        r = r - alpha * Mp
-        rr_new = torch.dot(r, r)
-        p = r + (rr_new / rr) * p  # next direction, M-conjugate to the previous ones
-        rr = rr_new
-    return x
-
-
-def cg_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
-    """AC-CG: x ~= (F + delta I)^-1 g with --cg-iters CG iterations on Fisher-vector products; theta <- theta + eta x.
-    With --cg-max-kl kappa > 0 the update is instead TRPO's full step (no line search), put on the
-    KL radius of the quadratic model: theta <- theta + beta x, beta = sqrt(2 kappa / x^T (F + delta I) x)."""
-    params = list(actor.parameters())
-    g = clip_norm(flat_grad(policy_objective(actor, batch, args), params), args.max_grad_norm)
-    fvp = fisher_vector_product(actor, batch["obs"])
-    damped = lambda v: fvp(v) + args.cg_damping * v  # (F + delta I) v
-    x = conjugate_gradient(damped, g, args.cg_iters)
-    step = x
-    if args.cg_max_kl > 0:
-        xMx = torch.dot(x, damped(x)).clamp_min(1e-30)
-        step = x * (torch.sqrt(2 * args.cg_max_kl / xMx) / args.learning_rate)  # eta * step = beta x
-    add_to_params_(params, step, args.learning_rate)
-    return {"g": g, "step": step}
-
-
-def sample_actions(actor: Actor, out: torch.Tensor) -> torch.Tensor:
-    """Fresh actions a~ ~ pi(.|s) from the network output (torch's RNG), detached."""
-    with torch.no_grad():
-        if actor.discrete:
-            return torch.multinomial(torch.softmax(out, dim=-1), 1).squeeze(-1)
-        return out + torch.exp(actor.log_std) * torch.randn_like(out)
-
-
-def kfac_factor_stats(xs: list, gs: list) -> list:
-    """One batch's Kronecker factors per Linear layer z = W x + b (Martens & Grosse 2015):
-
-        A = (1/B) sum_i a_i a_i^T,  a_i = [x_i, 1]              (layer input with a bias column)
-        G = (1/B) sum_i g_i g_i^T,  g_i = d log pi(a~_i|s_i) / d z_i,  a~_i ~ pi(.|s_i)
-
-    so that the Fisher block of [W b] (column-stacked) is approximated by A (x) G."""
-    stats = []
-    for x, g in zip(xs, gs):
-        a = torch.cat([x, torch.ones_like(x[:, :1])], dim=1)
-        stats.append((a.T @ a / x.shape[0], g.T @ g / x.shape[0]))
-    return stats
-
-
-def kfac_precondition(grad: torch.Tensor, eig_a, eig_g, damping: float) -> torch.Tensor:
-    """(A (x) G + damping I)^-1 vec(grad) for grad = [grad_W grad_b] of shape (out, in + 1), with
-    A = Q_a diag(d_a) Q_a^T and G = Q_g diag(d_g) Q_g^T (ACKTR's damping convention):
-
-        G^-1 grad A^-1  ->  Q_g [ (Q_g^T grad Q_a) / (d_g d_a^T + damping) ] Q_a^T      (elementwise /)"""
-    (d_a, q_a), (d_g, q_g) = eig_a, eig_g
-    return q_g @ ((q_g.T @ grad @ q_a) / (d_g[:, None] * d_a[None, :] + damping)) @ q_a.T
-
-
-def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
-    """AC-KFAC: ACKTR's K-FAC natural gradient for the actor (no momentum, no critic curvature).
-
-    Per Linear layer: EMA factors A, G (kfac_factor_stats) with --kfac-decay, eigendecompositions
-    every --kfac-update-freq updates, step_[W b] = (A (x) G + lambda I)^-1 vec(g_[W b]). The Gaussian
-    log_std uses its exact Fisher block, 2 I (no cross terms with the mean): step = g / (2 + lambda).
-    KL clip (ACKTR): step *= nu = min(1, sqrt(kl_clip / (eta^2 g^T step))); off with --kfac-kl-clip 0.
-    state: kfac_A, kfac_G (factor lists), kfac_eig_A, kfac_eig_G ((eigenvalues, eigenvectors) lists), kfac_updates."""
-    params = list(actor.parameters())
-    xs, zs, out = actor_layer_io(actor, batch["obs"])
-    # output gradients of log-probabilities of actions SAMPLED from the policy (true Fisher, as ACKTR)
-    gs = torch.autograd.grad(actor.log_prob_from_output(out, sample_actions(actor, out)).sum(), zs,
-                             retain_graph=True)
-    objective = reduce_batch(actor.log_prob_from_output(out, batch["actions"]) * batch["advantages"], args)
-    if args.ent_coef > 0:  # policy_objective, from the same forward pass
-        objective = objective + args.ent_coef * reduce_batch(actor.entropy(batch["obs"]), args)
-    g = clip_norm(flat_grad(objective, params), args.max_grad_norm)
-
-    with torch.no_grad():
-        for key in ("kfac_A", "kfac_G", "kfac_eig_A", "kfac_eig_G"):  # after a resume onto another device
-            if key in state:
-                state[key] = [tuple(t.to(g.device) for t in v) if isinstance(v, (tuple, list)) else v.to(g.device)
-                              for v in state[key]]
-        stats = kfac_factor_stats(xs, gs)
-        if "kfac_A" not in state:  # first update: the factors start at the first batch's statistics (ACKTR)
-            state["kfac_A"], state["kfac_G"] = [a for a, _ in stats], [gg for _, gg in stats]
-            state["kfac_updates"] = 0
-        else:  # exponential moving averages: A <- decay A + (1 - decay) A_batch, same for G
-            d = args.kfac_decay
-            state["kfac_A"] = [d * A + (1 - d) * a for A, (a, _) in zip(state["kfac_A"], stats)]
-            state["kfac_G"] = [d * G + (1 - d) * gg for G, (_, gg) in zip(state["kfac_G"], stats)]
-        if state["kfac_updates"] % args.kfac_update_freq == 0:  # eigenbases, clamped to PSD as ACKTR does
-            eig = lambda M: tuple(t.contiguous() for t in torch.linalg.eigh(M))
-            state["kfac_eig_A"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_A"])]
-            state["kfac_eig_G"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_G"])]
-        state["kfac_updates"] += 1
-
-        grads = dict(zip(params, g.split([p.numel() for p in params])))  # views of g per parameter
-        out_parts = {}
-        for linear, eig_a, eig_g in zip(actor.linears, state["kfac_eig_A"], state["kfac_eig_G"]):
-            grad_wb = torch.cat([grads[linear.weight].view_as(linear.weight), grads[linear.bias][:, None]], dim=1)
-            v = kfac_precondition(grad_wb, eig_a, eig_g, args.kfac_damping)
-            out_parts[linear.weight], out_parts[linear.bias] = v[:, :-1].reshape(-1), v[:, -1]
-        if not actor.discrete:  # log_std: exact Fisher block 2 I
-            out_parts[actor.log_std] = grads[actor.log_std] / (2.0 + args.kfac_damping)
-        step = torch.cat([out_parts[p] for p in params])  # in actor.parameters() order, like g
-        nu = 1.0
-        if args.kfac_kl_clip > 0:  # eta^2 g^T F^-1 g ~= 2 KL of the update (ACKTR code: no factor 2)
-            vg = args.learning_rate ** 2 * torch.dot(g, step).item()
-            nu = min(1.0, math.sqrt(args.kfac_kl_clip / vg)) if vg > 0 else 1.0
-        step = step * nu
-    add_to_params_(params, step, args.learning_rate)
-    return {"g": g, "step": step, "kl_clip_scale": nu}
-
-
-# ====================================================================================
-# SMAC's ablation modes (the paper's ablation section; off by default):
-#   --fisher per-sample-parallel   Algorithm 1's per-sample steps at one theta, summed
-#   --prev-ef-beta                 previous-EF mixing, kept at rank r, solved by Woodbury
-#   --step-normalization           the SMAC direction rescaled to |g|
-# ====================================================================================
-
-
-def per_sample_score_sq_norms(xs, deltas, dlog_std) -> torch.Tensor:
-    """|l_i|^2 for every sample, shape (B,): |delta_i x_i^T|_F^2 = |delta_i|^2 |x_i|^2, so
-    |l_i|^2 = sum_layers |delta_i|^2 (|x_i|^2 + 1) + |d log pi_i / d log_std|^2.   O(B * widths)."""
-    sq = 0.0
-    for x, delta in zip(xs, deltas):
-        sq = sq + delta.pow(2).sum(1) * (x.pow(2).sum(1) + 1.0)
-    if dlog_std is not None:
-        sq = sq + dlog_std.pow(2).sum(1)
-    return sq
-
-
-def weighted_score_sums(xs, deltas, dlog_std, weights: torch.Tensor) -> torch.Tensor:
-    """sum_i weights[i, k] l_i for each column k of weights (B, K): shape (K, d), laid out like
-    torch.cat of actor.parameters() (log_std first). Per layer one matmul (c (.) delta)^T x: O(K d) memory."""
-    K = weights.shape[1]
-    parts = []
-    if dlog_std is not None:
-        parts.append(weights.T @ dlog_std)  # (K, act_dim)
-    for x, delta in zip(xs, deltas):
-        wd = (weights[:, :, None] * delta[:, None, :]).reshape(delta.shape[0], -1)  # (B, K * n_out)
-        parts += [(wd.T @ x).reshape(K, -1), weights.T @ delta]  # sum_i c_i delta_i x_i^T, sum_i c_i delta_i
-    return torch.cat(parts, dim=1)
-
-
-def smac_per_sample_parallel_step(actor: Actor, batch: dict, args: Args, params) -> dict:
-    """Algorithm 1's per-sample steps, all at the same theta, summed (one backward, no per-sample loop):
-
-        theta <- theta + eta * sum_i c_i l_i,   c_i = A_i s_i / (lambda + |l_i|^2)
-
-    since (lambda I + l_i l_i^T)^-1 l_i A_i = l_i A_i / (lambda + |l_i|^2) (l_i is an eigenvector). The SUM,
-    not the mean: Algorithm 1 moves theta by eta sum_i F_i^-1 g_i + O(eta^2), so the two agree to first
-    order in eta at the same --learning-rate. s_i = min(1, max_grad_norm / |l_i A_i|) clips each g_i as
-    per-sample does; no entropy bonus (as per-sample). |l_i|^2 and sum_i c_i l_i come from the per-layer
-    factors (per_sample_score_sq_norms, weighted_score_sums): O(d + B * widths) memory.
-    Diagnostics, as per-sample: g = mean_i g_i, step = mean_i F_i^-1 g_i (theta moves by eta * B * step)."""
-    if type(actor) is not Actor:
-        raise TypeError("--fisher per-sample-parallel needs the trainer's Actor MLP (per-layer score factors)")
-    obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
-    xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
-    with torch.no_grad():
-        sq = per_sample_score_sq_norms(xs, deltas, dlog_std)
-        a = adv
-        if args.max_grad_norm > 0:  # clip_norm of each g_i = A_i l_i, |g_i| = |A_i| |l_i|
-            a = adv * torch.clamp(args.max_grad_norm / (adv.abs() * sq.sqrt() + 1e-12), max=1.0)
-        g_sum, step_sum = weighted_score_sums(xs, deltas, dlog_std, torch.stack([a, a / (args.damping + sq)], 1))
-        if args.step_normalization:
-            step_sum = normalize_step(step_sum, g_sum)
-        add_to_params_(params, step_sum, args.learning_rate)
-        n = obs.shape[0]
-        return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": sq.mean()}
-
-
-# --- previous-EF mixing (--prev-ef-beta): F_k = lambda_k I + sum_j w_j l_j l_j^T, Woodbury --
-
-
-def woodbury_direction(g: torch.Tensor, U: torch.Tensor, w: torch.Tensor, damping: float,
-                       gram: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """F^-1 g for F = damping*I + U^T diag(w) U, U of shape (m, d) holding l_j as rows, w > 0:
-
-        F^-1 g = (1/lambda) * (g - U^T (lambda diag(1/w) + U U^T)^-1 U g)        (Woodbury)
-
-    O(d m) for U g and U^T y, O(m^3) for the m x m solve (in float64); gram = U U^T if already known.
-    m = 1, w = 1 is sherman_morrison_direction."""
-    if U.shape[0] == 0:
-        return g / damping
-    gram = U @ U.T if gram is None else gram
-    M = gram.double() + torch.diag(damping / w.double())
-    y = torch.linalg.solve(M, (U @ g).double())
-    return (g - U.T @ y.to(g.dtype)) / damping
-
-
-def prev_ef_push_(state: dict, ell: torch.Tensor, beta: float, rank: int, damping: float, mode: str) -> None:
-    """Advance F_{k-1} -> F_k = beta F_{k-1} + (1-beta) l_k l_k^T in state (prev_ef_U (m, d) rows l_j,
-    prev_ef_w (m,) weights (1-beta) beta^(k-j), prev_ef_gram = U U^T (float64), prev_ef_damping = lambda_k).
-    fixed: lambda_k = lambda (recursion on the undamped EF from F_0 = 0; equivalently on the damped
-    one-sample Fishers lambda I + l l^T from lambda I). decay: lambda_k = beta lambda_{k-1}, lambda_0 = lambda
-    (recursion on the damped matrix from F_0 = lambda I), floored at 1e-30. Keeps the `rank` newest terms,
-    dropping earlier any with w_j |l_j|^2 <= 1e-12 lambda_k (changes F by < 1e-12 relative). O(d m) time."""
-    with torch.no_grad():
-        if "prev_ef_U" in state:  # .to: after a resume onto another device
-            U = state["prev_ef_U"].to(ell.device, ell.dtype)
-            w, gram = state["prev_ef_w"].to(ell.device), state["prev_ef_gram"].to(ell.device)
-            lam = float(state["prev_ef_damping"])
-        else:
-            U, lam = ell.new_zeros((0, ell.numel())), damping
-            w = torch.zeros(0, dtype=torch.float64, device=ell.device)
-            gram = torch.zeros(0, 0, dtype=torch.float64, device=ell.device)
-        lam = max(beta * lam, 1e-30) if mode == "decay" else damping
-        cross = (U @ ell).double()  # l_j^T l_k for the kept terms: O(d m), keeps U U^T current without recomputing it
-        m = U.shape[0]
-        new_gram = gram.new_empty(m + 1, m + 1)
-        new_gram[:m, :m], new_gram[:m, m], new_gram[m, :m] = gram, cross, cross
-        new_gram[m, m] = torch.dot(ell, ell).double()
-        U = torch.cat([U, ell.detach()[None]])
-        w = torch.cat([w * beta, w.new_tensor([1.0 - beta])])
-        keep = torch.nonzero(w * torch.diagonal(new_gram) > 1e-12 * lam).flatten()[-rank:]
-        state["prev_ef_U"], state["prev_ef_w"] = U[keep].contiguous(), w[keep]
-        state["prev_ef_gram"], state["prev_ef_damping"] = new_gram[keep][:, keep], lam
-
-
-def normalize_step(step: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """--step-normalization: step * |g| / |step| (unchanged when step = 0)."""
-    n = step.norm()
-    return step * (g.norm() / n) if n > 0 else step
-
-
-# ====================================================================================
-
-
-ACTOR_STEPS = {"smac": smac_step, "sgd": sgd_step, "adam": adam_step, "cg": cg_step, "kfac": kfac_step}
-
-
-# ====================================================================================
-# Run directory, logging, checkpoints
-# ====================================================================================
-class RunLogger:
-    """episodes.csv, updates.csv, optional TensorBoard scalars and W&B (--track); flushed after every update.
-    TensorBoard and W&B get the same scalar names (charts/..., losses/...), against global_step."""
-
-    EPISODE_FIELDS = ["global_step", "episodic_return", "episodic_length"]
-    UPDATE_FIELDS = ["update", "global_step", "value_loss", "mean_logprob", "entropy", "ell_sq", "g_norm",
-                     "step_norm", "cos_g_step", "step_par_norm", "step_perp_norm", "actor_update_ms", "sps"]
-
-    def __init__(self, run_dir: str, tensorboard: bool, append: bool, wandb_run=None):
-        mode = "a" if append else "w"
-        self.run_dir, self.wandb, self.videos_seen = run_dir, wandb_run, set()
-        self.files = [open(os.path.join(run_dir, name), mode, newline="") for name in ("episodes.csv", "updates.csv")]
-        self.episodes = csv.writer(self.files[0])
-        self.updates = csv.writer(self.files[1])
-        if not append:
-            self.episodes.writerow(self.EPISODE_FIELDS)
-            self.updates.writerow(self.UPDATE_FIELDS)
-        self.writer = None
-        if tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
-            self.writer = SummaryWriter(run_dir)
-
-    def scalars(self, values: dict, global_step: int) -> None:
-        if self.writer:
-            for k, v in values.items():
-                self.writer.add_scalar(k, v, global_step)
-        if self.wandb is not None:
-            self.wandb.log({**values, "global_step": global_step})
-
-    def episode(self, global_step: int, ret: float, length: int) -> None:
-        self.episodes.writerow([global_step, ret, length])
-        self.scalars({"charts/episodic_return": ret, "charts/episodic_length": length}, global_step)
-
-    def update(self, row: dict) -> None:
-        self.updates.writerow([row[k] for k in self.UPDATE_FIELDS])
-        self.scalars({f"{'charts' if k == 'sps' else 'losses'}/{k}": row[k] for k in self.UPDATE_FIELDS[2:]},
-                     row["global_step"])
-        for f in self.files:
-            f.flush()
-        if self.wandb is not None:  # videos recorded since the last update (--capture-video)
-            import wandb
-            videos = os.path.join(self.run_dir, "videos")
-            for name in sorted(os.listdir(videos)) if os.path.isdir(videos) else []:
-                if name.endswith(".mp4") and name not in self.videos_seen:
-                    self.videos_seen.add(name)
-                    self.wandb.log({"videos": wandb.Video(os.path.join(videos, name), format="mp4"),
-                                    "global_step": row["global_step"]})
-
-    def close(self) -> None:
-        for f in self.files:
-            f.close()
-        if self.writer:
-            self.writer.close()
-        if self.wandb is not None:
-            self.wandb.finish()
-
-
-def start_wandb(args: Args, run_dir: str):
-    """--track: a W&B run named like the run directory, its flags as config; resumed runs continue the same
-    W&B run. Without network, WANDB_MODE=offline keeps it in run_dir/wandb/ (`wandb sync` uploads it later)."""
-    try:
-        import wandb
-    except ImportError:
-        raise ConfigError("--track needs wandb (pip install -r requirements.txt)") from None
-    import hashlib
-    run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=os.path.basename(run_dir),
-                     id=hashlib.sha1(os.path.abspath(run_dir).encode()).hexdigest()[:16], resume="allow",
-                     config=asdict(args), dir=run_dir)
-    run.define_metric("*", step_metric="global_step")
-    return run
-
-
-def save_checkpoint(path: str, actor, critic, critic_opt, actor_state, normalizer, rng, args, global_step, update):
-    """Tensors and plain Python only, so that load_checkpoint can use torch.load(weights_only=True)."""
-    tmp = path + ".tmp"
-    torch.save({
-        "args": asdict(args), "global_step": global_step, "update": update,
-        "actor": actor.state_dict(), "critic": critic.state_dict(), "critic_opt": critic_opt.state_dict(),
-        "actor_state": actor_state_dict(actor_state),
-        "normalizer": normalizer.state_dict(),
-        "rng": {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state(), "python": random.getstate()},
-    }, tmp)
-    os.replace(tmp, path)  # atomic: a crash mid-save never leaves a corrupt checkpoint
-
-
-def actor_state_dict(actor_state: dict) -> dict:
-    """A copy of an actor step's persistent state (optimizer objects become their state_dicts)."""
-    return copy.deepcopy({k: v.state_dict() if hasattr(v, "state_dict") else v for k, v in actor_state.items()})
+# --- Checkpoints hold tensors and plain Python only: torch.load(weights_only=True) loads them, no code ---
+def actor_state_dict(state: dict) -> dict:
+    return copy.deepcopy({k: v.state_dict() if hasattr(v, "state_dict") else v for k, v in state.items()})
 
 
 def load_actor_state(saved: dict, actor: Actor, args: Args) -> dict:
-    """Inverse of actor_state_dict: rebuild optimizer objects bound to this actor's parameters."""
     state = copy.deepcopy(saved)
     if "adam" in state:
         state["adam"] = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, maximize=True)
@@ -1208,561 +418,220 @@ def load_actor_state(saved: dict, actor: Actor, args: Args) -> dict:
     return state
 
 
-CHECKPOINT_KEYS = {"args", "global_step", "update", "actor", "critic", "critic_opt", "actor_state", "normalizer", "rng"}
+def atomic_write(path: str, obj: dict, json_file: bool = True) -> None:
+    """JSON (or with json_file=False a torch checkpoint) via a temporary file: a kill never leaves a torn one."""
+    with open(path + ".tmp", "w" if json_file else "wb") as f:
+        json.dump(obj, f, indent=2, allow_nan=False) if json_file else torch.save(obj, f)
+    os.replace(path + ".tmp", path)
 
 
-def load_checkpoint(path: str) -> dict:
-    """Load a checkpoint without executing code: torch.load(weights_only=True) accepts only tensors and
-    plain Python containers (numpy arrays of checkpoints written before that rule are allowed too)."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "checkpoint.pt")
-    if not os.path.isfile(path):
-        raise ConfigError(f"checkpoint {path!r} does not exist")
-    try:
-        with torch.serialization.safe_globals(_numpy_array_globals()):
-            ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:
-        raise ConfigError(f"checkpoint {path!r} is corrupt, not a smac_a2c checkpoint, or holds objects that "
-                          f"could run code ({type(e).__name__}); it was not loaded") from None
-    missing = CHECKPOINT_KEYS - set(ckpt) if isinstance(ckpt, dict) else CHECKPOINT_KEYS
-    if missing:
-        raise ConfigError(f"checkpoint {path!r} is not a complete smac_a2c checkpoint (missing: {', '.join(sorted(missing))})")
-    ckpt["path"] = path
-    return ckpt
+# ======== Logs: episodes.csv, updates.csv, TensorBoard, W&B
+class RunLog:
+    """episodes.csv and updates.csv (each starts with its header), TensorBoard and W&B (--track): the same
+    scalar names, against global_step. A resumed run appends, and continues the same W&B run."""
+
+    def __init__(self, args: Args, run_dir: str):
+        self.run_dir, self.writer, self.wandb, self.videos_seen = run_dir, None, None, set()
+        if args.tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+            self.writer = SummaryWriter(run_dir)
+        if args.track:
+            import hashlib
+
+            import wandb
+            self.wandb = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, dir=run_dir,
+                                    config=asdict(args), name=os.path.basename(run_dir), resume="allow",
+                                    id=hashlib.sha1(os.path.abspath(run_dir).encode()).hexdigest()[:16])
+            self.wandb.define_metric("*", step_metric="global_step")
+
+    def write(self, name: str, row: dict) -> None:
+        path = os.path.join(self.run_dir, f"{name}.csv")
+        new = not os.path.isfile(path) or os.path.getsize(path) == 0
+        with open(path, "a", newline="") as f:
+            csv.writer(f).writerows(([list(row)] if new else []) + [list(row.values())])
+        scalars = {f"{'losses' if name == 'updates' and k != 'sps' else 'charts'}/{k}": v for k, v in row.items()
+                   if k not in ("update", "global_step")}
+        for k, v in scalars.items() if self.writer else ():
+            self.writer.add_scalar(k, v, row["global_step"])
+        if self.wandb:
+            import wandb  # with --capture-video, also the videos recorded since the last row
+            videos = os.path.join(self.run_dir, "videos")
+            for video in sorted(set(os.listdir(videos) if os.path.isdir(videos) else ()) - self.videos_seen):
+                self.videos_seen.add(video)
+                scalars["videos"] = wandb.Video(os.path.join(videos, video))
+            self.wandb.log({**scalars, "global_step": row["global_step"]})
+
+    def close(self) -> None:
+        if self.writer:
+            self.writer.close()
+        if self.wandb:
+            self.wandb.finish()
 
 
-def _numpy_array_globals() -> list:
-    """What an older checkpoint's numpy arrays unpickle through (data only, no code)."""
-    out = [np.ndarray, np.dtype, type(np.dtype(np.float64))]
-    for mod in ("numpy._core.multiarray", "numpy.core.multiarray"):
-        try:
-            out.append(getattr(__import__(mod, fromlist=["_reconstruct"]), "_reconstruct"))
-        except (ImportError, AttributeError):
-            pass
-    return out
+# ======== Training
+def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_networks=make_networks,
+          critic_step=critic_step, run_dir: Optional[str] = None, resume: Optional[dict] = None):
+    """Train; returns (run directory, status: finished / interrupted / diverged). The keywords are the lab's
+    way in (benchmark/trainer.py: the other algorithms, ablations, resume); the reference uses the defaults."""
+    obs_space, act_space = check_env(args.env_id, args.capture_video)
+    if args.track and importlib.util.find_spec("wandb") is None:
+        raise ConfigError("--track needs wandb (pip install -r requirements.txt)")
+    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    rng = np.random.default_rng(args.seed)
+    discrete, T, N = isinstance(act_space, gym.spaces.Discrete), args.num_steps, args.num_envs
+    obs_dim, act_dim = obs_space.shape[0], (act_space.n if discrete else act_space.shape[0])
+    actor, critic = (net.to(device) for net in make_networks(args, obs_dim, act_dim, discrete))
+    critic_opt, actor_state = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate), {}
+    normalizer = Normalizer(obs_dim, N, args.gamma, args.norm_obs, args.norm_reward)
+    global_step = update = 0
 
+    def snapshot() -> dict:  # all the training state: a checkpoint, or the rollback point of an update
+        return copy.deepcopy({
+            "args": asdict(args), "global_step": global_step, "update": update, "actor": actor.state_dict(),
+            "critic": critic.state_dict(), "critic_opt": critic_opt.state_dict(), "normalizer": normalizer.state_dict(),
+            "actor_state": actor_state_dict(actor_state),
+            "rng": {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state(), "python": random.getstate()}})
 
-def args_from_checkpoint(saved: dict) -> Args:
-    known = {f.name for f in fields(Args)}
-    try:
-        saved = {k: v for k, v in dict(saved).items() if k in known}
-        saved["hidden_sizes"] = tuple(saved["hidden_sizes"])
-        return Args(**saved)
-    except (KeyError, TypeError, ValueError) as e:
-        raise ConfigError(f"checkpoint flags are unreadable ({type(e).__name__}: {e})") from None
+    def restore(state: dict) -> None:
+        nonlocal global_step, update, actor_state
+        for module, key in ((actor, "actor"), (critic, "critic"), (critic_opt, "critic_opt"), (normalizer, "normalizer")):
+            module.load_state_dict(state[key])
+        actor_state = load_actor_state(state["actor_state"], actor, args)
+        global_step, update, rng.bit_generator.state = int(state["global_step"]), int(state["update"]), state["rng"]["numpy"]
+        torch.set_rng_state(state["rng"]["torch"])
+        random.setstate(state["rng"]["python"])
 
+    if resume is not None:  # the lab's --resume: continue exactly where the checkpoint stopped
+        restore(resume)
+    if run_dir is None:
+        run_dir = os.path.join("runs", f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}")
+        os.makedirs(run_dir)
+    atomic_write(os.path.join(run_dir, "config.json"), {
+        "args": asdict(args), "device": str(device), "torch": torch.__version__, "gymnasium": gym.__version__,
+        "numpy": np.__version__, "python": sys.version.split()[0], "resumed_from_step": global_step})
+    log, ckpt_path = RunLog(args, run_dir), os.path.join(run_dir, "checkpoint.pt")
 
-# ====================================================================================
-# Evaluation
-# ====================================================================================
-def evaluate(ckpt: dict, episodes: int, seed: int, capture_video: bool = False) -> tuple[float, float]:
-    """Mean and std of undiscounted returns of the deterministic policy (mean action / argmax);
-    with capture_video every episode is recorded into RUN/videos/eval/."""
-    args = args_from_checkpoint(ckpt["args"])
-    obs_space, act_space = check_env_id(args.env_id)
-    discrete = isinstance(act_space, gym.spaces.Discrete)
-    actor = Actor(obs_space.shape[0], act_space.n if discrete else act_space.shape[0], discrete,
-                  args.hidden_sizes, args.log_std_init, args.activation)
-    normalizer = Normalizer(obs_space.shape[0], args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
-    try:
-        actor.load_state_dict(ckpt["actor"])
-        normalizer.load_state_dict(ckpt["normalizer"])
-    except (RuntimeError, KeyError, ValueError, TypeError) as e:
-        raise ConfigError(f"checkpoint {ckpt['path']!r} does not fit its own environment or networks "
-                          f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
-    if capture_video:
-        check_video(args.env_id)
-    video_dir = os.path.join(os.path.dirname(ckpt["path"]), "videos", "eval") if capture_video else None
-    policy, env, returns = RolloutPolicy(actor), make_env(args.env_id, video_dir, 1)(), []
-    for ep in range(episodes):
-        obs, _ = env.reset(seed=seed + ep)
-        done, total = False, 0.0
-        while not done:
-            action = policy.deterministic(normalizer.obs(obs[None]))[0]
-            if not discrete:
-                action = np.clip(action, act_space.low, act_space.high)
-            obs, reward, terminated, truncated, _ = env.step(action)
-            total += float(reward)
-            done = terminated or truncated
-        returns.append(total)
-    env.close()
-    return float(np.mean(returns)), float(np.std(returns))
-
-
-# ====================================================================================
-# Training
-# ====================================================================================
-def train(args: Args, resume: Optional[dict] = None) -> tuple[str, str]:
-    """Train; returns (run directory, status). Writes summary.json with status finished /
-    interrupted / diverged; main() turns it into exit code 0, 130 (Ctrl-C), 143 (SIGTERM) or 3."""
-    env_info = check_env_id(args.env_id)
-    if args.capture_video:
-        check_video(args.env_id)
-    if args.track:
-        try:
-            import wandb  # noqa: F401
-        except ImportError:
-            raise ConfigError("--track needs wandb (pip install -r requirements.txt)") from None
-    device = pick_device(args)
-    run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
-    with RunLock(run_dir), StopSignals() as stop:
-        if resume is not None and resume["global_step"] >= args.total_timesteps:
-            print(f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps")
-            return run_dir, "finished"
-        run = Run(args, device, env_info, run_dir, resume)
-        T, N = args.num_steps, args.num_envs
-        while run.global_step < args.total_timesteps and not stop.signal:
-            run.obs, episodes = run.rollout.collect(run.envs, run.obs, run.policy, run.normalizer, run.rng,
-                                                    args.bootstrap_truncation)        # 1. rollout: T steps
-            run.log_episodes(episodes)
-            run.global_step += T * N
-            good = run.snapshot()               # the state to roll back to if this update goes bad
-            batch, returns = run.advantages()   # 2. GAE with the critic before its update
-            t0 = time.perf_counter()
-            diags = actor_update(run.actor, batch, args, run.actor_state)            # 3. actor step(s)
-            actor_ms = run.elapsed_ms(t0)
-            value_loss = critic_step(run.critic, run.critic_opt, batch["obs"], returns, args)  # 4. critic
-            if not run.finite(value_loss):
-                run.restore(good)
-                run.status = "diverged"
-                break
-            run.update += 1
-            run.after_update(batch, diags, value_loss, actor_ms)  # 5. statistics, log, checkpoint, progress
-        if stop.signal:
-            run.status, run.signal = "interrupted", stop.signal
-        return run_dir, run.finish()
-
-
-def pick_device(args: Args) -> torch.device:
-    torch.set_num_threads(args.torch_threads)
-    if args.cuda and not torch.cuda.is_available():
-        print("--cuda: no CUDA device is available; running on the CPU", file=sys.stderr)
-    return torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
-
-
-def create_run_dir(args: Args) -> str:
-    """runs/{env_id}__{exp_name}__{seed}__{unix_time}, created exclusively: a run never writes into a
-    directory another run owns (runs started in the same second get suffixes -2, -3, ...)."""
-    base = os.path.join(args.runs_dir, f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}")
-    try:
-        os.makedirs(args.runs_dir, exist_ok=True)
-        for k in range(1, 10_000):
-            path = base if k == 1 else f"{base}-{k}"
-            try:
-                os.mkdir(path)
-                return path
-            except FileExistsError:
-                continue
-    except OSError as e:
-        raise ConfigError(f"--runs-dir {args.runs_dir!r}: cannot create a run directory there ({e.strerror})") from None
-    raise ConfigError(f"--runs-dir {args.runs_dir!r}: too many runs named {os.path.basename(base)}")
-
-
-class RunLock:
-    """An exclusive lock on a run directory (flock on run_dir/.lock, holding the owner's pid): a second
-    trainer on the same directory is refused with exit 2. The kernel releases the lock when its owner
-    exits or dies, so a lock is never stale."""
-
-    def __init__(self, run_dir: str):
-        self.path, self.file = os.path.join(run_dir, ".lock"), None
-
-    def __enter__(self):
-        import fcntl
-        self.file = open(self.path, "a+")
-        try:
-            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self.file.seek(0)
-            owner = self.file.read().strip() or "?"
-            self.file.close()
-            raise ConfigError(f"run directory {os.path.dirname(self.path)!r} is in use by another trainer "
-                              f"(pid {owner}); wait for it to finish or stop it") from None
-        self.file.seek(0)
-        self.file.truncate()
-        self.file.write(str(os.getpid()))
-        self.file.flush()
-        return self
-
-    def __exit__(self, *exc):
-        self.file.close()  # closing releases the flock
-
-
-def run_dir_locked(run_dir: str) -> bool:
-    """Whether a live trainer holds run_dir's lock (for sweep.py)."""
-    try:
-        with RunLock(run_dir):
-            return False
-    except ConfigError:
-        return True
-
-
-class StopSignals:
-    """SIGINT (Ctrl-C) and SIGTERM (Slurm, Ray, Kubernetes) set `signal`; the loop stops after the current
-    update, so a checkpoint never holds a counted-but-unused rollout or half-written parameters."""
-
-    SIGNALS = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
-
-    def __init__(self):
-        self.signal, self.previous = None, {}
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for sig, name in self.SIGNALS.items():
-                self.previous[sig] = signal.signal(sig, lambda signum, frame, name=name: self._set(name))
-        return self
-
-    def _set(self, name):
-        self.signal = self.signal or name
-
-    def __exit__(self, exc_type, *exc):
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
-        if exc_type is KeyboardInterrupt:  # handler not installed (not the main thread)
-            self.signal = "SIGINT"
-
-
-def truncate_logs_to(run_dir: str, global_step: int, update: int) -> None:
-    """Cut episodes.csv / updates.csv back to a checkpoint (rows after it, and a torn last line, are
-    dropped), so a resumed run appends after exactly the state it restored: after a hard kill the logs
-    run ahead of the last periodic checkpoint. Atomic (tmp + rename)."""
-    for name, column, limit in (("episodes.csv", "global_step", global_step), ("updates.csv", "update", update)):
-        path = os.path.join(run_dir, name)
-        if not os.path.isfile(path):
-            continue
-        with open(path, newline="") as f:
-            rows = list(csv.reader(f))
-        if not rows:
-            continue
-        header, i = rows[0], rows[0].index(column)
-        keep = [r for r in rows[1:] if len(r) == len(header) and _as_int(r[i]) is not None and _as_int(r[i]) <= limit]
-        if len(keep) != len(rows) - 1:
-            with open(path + ".tmp", "w", newline="") as f:
-                csv.writer(f).writerows([header] + keep)
-            os.replace(path + ".tmp", path)
-
-
-def _as_int(x: str) -> Optional[int]:
-    try:
-        return int(float(x))
-    except ValueError:
-        return None
-
-
-class Run:
-    """Everything one training run holds: environments, networks, optimizers, normalization, RNGs,
-    counters and logs, built fresh or restored from a checkpoint."""
-
-    def __init__(self, args: Args, device, env_info, run_dir: str, resume: Optional[dict]):
-        obs_space, act_space = env_info
-        self.args, self.device, self.run_dir = args, device, run_dir
-        self.discrete = isinstance(act_space, gym.spaces.Discrete)
-        self.obs_dim, self.act_dim = obs_space.shape[0], (act_space.n if self.discrete else act_space.shape[0])
-        random.seed(args.seed)
-        np.random.seed(args.seed)
-        torch.manual_seed(args.seed)
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        self.rng = np.random.default_rng(args.seed)
-        self.actor = Actor(self.obs_dim, self.act_dim, self.discrete, args.hidden_sizes, args.log_std_init,
-                           args.activation).to(device)
-        self.critic = Critic(self.obs_dim, args.hidden_sizes, args.activation).to(device)
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=args.critic_learning_rate)
-        self.actor_state: dict = {}
-        self.normalizer = Normalizer(self.obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
-        self.global_step, self.update, self.status, self.signal = 0, 0, "finished", None
-        self.ckpt_path = os.path.join(run_dir, "checkpoint.pt")
-        if os.path.exists(self.ckpt_path + ".tmp"):
-            os.remove(self.ckpt_path + ".tmp")  # left by a kill during a save; checkpoint.pt itself is intact
-        if resume is not None:
-            self.restore_checkpoint(resume)
-            truncate_logs_to(run_dir, self.global_step, self.update)
-        with open(os.path.join(run_dir, "config.json"), "w") as f:
-            json.dump({"args": asdict(args), "device": str(device), "torch": torch.__version__,
-                       "gymnasium": gym.__version__, "mujoco": _version("mujoco"), "numpy": np.__version__,
-                       "python": sys.version.split()[0], "resumed_from_step": self.global_step}, f, indent=2)
-        self.logger = RunLogger(run_dir, args.tensorboard, append=resume is not None,
-                                wandb_run=start_wandb(args, run_dir) if args.track else None)
-        video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
-        self.envs = make_vector_env(args.env_id, args.num_envs, video_dir, args.video_every)
-        self.obs, _ = self.envs.reset(seed=args.seed + self.update * args.num_envs)
-        self.rollout = Rollout(args.num_steps, args.num_envs, self.obs_dim, () if self.discrete else (self.act_dim,))
-        self.policy = RolloutPolicy(self.actor)
-        self.recent_returns: list[float] = []
-        self.start_time, self.start_step = time.time(), self.global_step
-        self.bar = tqdm(total=args.total_timesteps, initial=self.global_step, unit="step", unit_scale=True,
-                        file=sys.stdout, dynamic_ncols=True, disable=not (args.progress and sys.stdout.isatty()))
-
-    # --- checkpoints and rollback ---------------------------------------------------------
-    def restore_checkpoint(self, ckpt: dict) -> None:
-        try:
-            self.actor.load_state_dict(ckpt["actor"])
-            self.critic.load_state_dict(ckpt["critic"])
-            self.critic_opt.load_state_dict(ckpt["critic_opt"])
-            self.normalizer.load_state_dict(ckpt["normalizer"])
-            self.actor_state = load_actor_state(ckpt["actor_state"], self.actor, self.args)
-        except (RuntimeError, KeyError, ValueError, TypeError) as e:
-            raise ConfigError(f"checkpoint {ckpt['path']!r} does not fit this run's networks or environment "
-                              f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
-        self.global_step, self.update = int(ckpt["global_step"]), int(ckpt["update"])
-        self.rng.bit_generator.state = ckpt["rng"]["numpy"]
-        torch.set_rng_state(ckpt["rng"]["torch"])
-        random.setstate(ckpt["rng"]["python"])
-
-    def checkpoint(self) -> None:
-        save_checkpoint(self.ckpt_path, self.actor, self.critic, self.critic_opt, self.actor_state,
-                        self.normalizer, self.rng, self.args, self.global_step, self.update)
-
-    def snapshot(self) -> tuple:
-        """O(d) copies of everything an update changes, normalization statistics included."""
-        return (copy.deepcopy(self.actor.state_dict()), copy.deepcopy(self.critic.state_dict()),
-                copy.deepcopy(self.critic_opt.state_dict()), actor_state_dict(self.actor_state),
-                copy.deepcopy(self.normalizer.state_dict()))
-
-    def restore(self, snap: tuple) -> None:
-        self.actor.load_state_dict(snap[0])
-        self.critic.load_state_dict(snap[1])
-        self.critic_opt.load_state_dict(snap[2])
-        self.actor_state = load_actor_state(snap[3], self.actor, self.args)
-        self.normalizer.load_state_dict(snap[4])
-
-    def finite(self, value_loss: float) -> bool:
-        return math.isfinite(value_loss) and all(torch.isfinite(p).all() for p in self.actor.parameters())
-
-    # --- one update -------------------------------------------------------------------------
-    def tensor(self, x) -> torch.Tensor:
-        return torch.as_tensor(x, dtype=torch.float32, device=self.device)
-
-    def advantages(self) -> tuple[dict, torch.Tensor]:
-        """The actor's batch (obs, actions, GAE advantages) and the critic's targets R_t = A_t + V(s_t)."""
-        args, ro, (T, N) = self.args, self.rollout, (self.args.num_steps, self.args.num_envs)
+    # environments seeded as gymnasium's vector envs seed them (env i: seed + i), rollout buffers (T, N, ...)
+    video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
+    envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(N)]
+    obs = np.stack([env.reset(seed=args.seed + update * N + i)[0] for i, env in enumerate(envs)])
+    buf_obs, buf_next_obs = np.zeros((T, N, obs_dim)), np.zeros((T, N, obs_dim))
+    buf_actions = np.zeros((T, N) if discrete else (T, N, act_dim))
+    buf_rewards, buf_terminations, buf_dones = np.zeros((T, N)), np.zeros((T, N)), np.zeros((T, N))
+    ep_return, ep_length, recent_returns = np.zeros(N), np.zeros(N, dtype=np.int64), []
+    policy = RolloutPolicy(actor)
+    tensor = lambda x: torch.as_tensor(x, dtype=torch.float32, device=device)  # noqa: E731
+    stop = []  # Ctrl-C / SIGTERM: finish the current update, then checkpoint and exit 130 / 143
+    handlers = {sig: signal.signal(sig, lambda signum, frame: stop.append(signal.Signals(signum).name))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    status, start_time, start_step, last_line = "finished", time.time(), global_step, time.time()
+    bar = tqdm(total=args.total_timesteps, initial=global_step, unit="step", unit_scale=True,
+               dynamic_ncols=True, disable=not sys.stdout.isatty())
+    while global_step < args.total_timesteps and not stop:
+        # 1. rollout: T steps in every env, acting with the numpy copy of the current policy
+        for t in range(T):
+            action = policy.sample(normalizer.obs(obs), rng)
+            env_action = action if discrete else np.clip(action, act_space.low, act_space.high)
+            buf_obs[t], buf_actions[t] = obs, action
+            for i, env in enumerate(envs):
+                next_obs, buf_rewards[t, i], terminated, truncated, _ = env.step(env_action[i])
+                buf_terminations[t, i], buf_dones[t, i] = terminated, terminated or truncated
+                buf_next_obs[t, i] = next_obs  # s_{t+1}: the final observation if the episode ends here
+                ep_return[i], ep_length[i] = ep_return[i] + buf_rewards[t, i], ep_length[i] + 1
+                if terminated or truncated:
+                    log.write("episodes", {"global_step": global_step + (t + 1) * N, "episodic_return":
+                                           float(ep_return[i]), "episodic_length": int(ep_length[i])})
+                    recent_returns = (recent_returns + [float(ep_return[i])])[-10:]
+                    ep_return[i], ep_length[i] = 0.0, 0
+                    next_obs, _ = env.reset()
+                obs[i] = next_obs
+        global_step += T * N
+        good = snapshot()  # the state to roll back to if this update goes bad
+        # 2. GAE with the critic before its update
         with torch.no_grad():
-            obs = self.tensor(self.normalizer.obs(ro.obs)).reshape(T * N, self.obs_dim)
-            values = self.critic(obs).reshape(T, N).cpu().numpy()
-            next_values = self.critic(self.tensor(self.normalizer.obs(ro.next_obs))).cpu().numpy()
-        rewards = self.normalizer.rewards(ro.rewards, ro.dones)
-        adv, returns = compute_gae(rewards, values, next_values, ro.terminations, ro.dones, args.gamma, args.gae_lambda)
-        adv = self.tensor(adv).reshape(-1)
-        if args.norm_adv:
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        actions = self.tensor(ro.actions).reshape((T * N,) if self.discrete else (T * N, self.act_dim))
-        return {"obs": obs, "actions": actions, "advantages": adv}, self.tensor(returns).reshape(-1)
-
-    def elapsed_ms(self, t0: float) -> float:
-        if self.device.type == "cuda":
+            b_obs = tensor(normalizer.obs(buf_obs)).reshape(T * N, obs_dim)
+            values = critic(b_obs).reshape(T, N).cpu().numpy()
+            next_values = critic(tensor(normalizer.obs(buf_next_obs))).cpu().numpy()
+        rewards = normalizer.rewards(buf_rewards, buf_dones)
+        adv, returns = compute_gae(rewards, values, next_values, buf_terminations, buf_dones, args.gamma,
+                                   args.gae_lambda)
+        adv = tensor(adv).reshape(-1)
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8) if args.norm_adv else adv
+        actions = tensor(buf_actions).reshape(T * N, *(() if discrete else (act_dim,)))
+        batch = {"obs": b_obs, "actions": actions, "advantages": adv}
+        # 3. actor step (SMAC, AC-SGD or AC-Adam; the lab adds its own)
+        t0 = time.perf_counter()
+        diags = actor_steps[args.optimizer](actor, batch, args, actor_state)
+        if device.type == "cuda":
             torch.cuda.synchronize()
-        return (time.perf_counter() - t0) * 1e3
-
-    def after_update(self, batch: dict, diags: list, value_loss: float, actor_ms: float) -> None:
+        actor_ms = (time.perf_counter() - t0) * 1e3
+        # 4. critic step
+        value_loss = critic_step(critic, critic_opt, b_obs, tensor(returns).reshape(-1), args)
+        if not (math.isfinite(value_loss) and all(torch.isfinite(p).all() for p in actor.parameters())):
+            restore(good)  # NaN/Inf: back to the state before this update, checkpoint it, exit 3
+            status = "diverged"
+            break
+        update += 1
+        # 5. observation statistics (after the update that used them), logs, checkpoint, progress
+        normalizer.obs_rms.update(buf_obs.reshape(-1, obs_dim))
+        policy = RolloutPolicy(actor)
         with torch.no_grad():
-            logp = self.actor.log_prob(batch["obs"], batch["actions"]).mean().item()
-            entropy = self.actor.entropy(batch["obs"]).mean().item()
-        # normalization statistics are updated only after the update that used them (on-policy)
-        self.normalizer.obs_rms.update(self.rollout.obs.reshape(-1, self.obs_dim))
-        self.policy = RolloutPolicy(self.actor)
-        self.logger.update(update_row(diags, self.update, self.global_step, value_loss, logp, entropy,
-                                      actor_ms, self.sps()))
-        if self.args.checkpoint_every and self.update % self.args.checkpoint_every == 0:
-            self.checkpoint()
-        self.bar.update(self.global_step - self.bar.n)
-        self.bar.set_postfix(sps=f"{self.sps():.0f}", ret10=(f"{np.mean(self.recent_returns):.1f}"
-                                                             if self.recent_returns else "-"), refresh=False)
-
-    def log_episodes(self, episodes) -> None:
-        for t, ret, length in episodes:
-            self.logger.episode(self.global_step + (t + 1) * self.args.num_envs, ret, length)
-            self.recent_returns = (self.recent_returns + [ret])[-10:]
-
-    def sps(self) -> float:
-        return (self.global_step - self.start_step) / max(time.time() - self.start_time, 1e-9)
-
-    # --- the end of a run ----------------------------------------------------------------------
-    def finish(self) -> str:
-        """Final checkpoint (always after an interruption or divergence, and whenever the run saves
-        checkpoints at all, so it never ends on an old one), summary.json, closing line."""
-        self.bar.close()
-        if (self.status != "finished" or self.args.save_model or self.args.checkpoint_every
-                or os.path.exists(self.ckpt_path)):
-            self.checkpoint()  # on divergence: the state before the update that went non-finite
-        if self.status == "diverged":
-            print(f"diverged at update {self.update + 1} (NaN/Inf in the value loss or actor parameters); "
-                  f"last good state saved to {self.ckpt_path}", file=sys.stderr)
-        self.envs.close()
-        self.logger.close()
-        elapsed = time.time() - self.start_time
-        mean_last10 = float(np.mean(self.recent_returns)) if self.recent_returns else None
-        summary = {"status": self.status, "signal": self.signal, "global_step": self.global_step,
-                   "updates": self.update, "wall_time_s": elapsed, "sps": self.sps(),
-                   # null when there is no finished episode, or its returns are not finite
-                   "mean_return_last10": mean_last10 if mean_last10 is not None and math.isfinite(mean_last10) else None,
-                   "run_dir": self.run_dir}
-        with open(os.path.join(self.run_dir, "summary.json.tmp"), "w") as f:
-            json.dump(summary, f, indent=2, allow_nan=False)
-        os.replace(os.path.join(self.run_dir, "summary.json.tmp"), os.path.join(self.run_dir, "summary.json"))
-        print(f"{self.status}: {self.global_step} steps in {elapsed:.1f}s ({summary['sps']:.0f} SPS), "
-              f"mean return of last 10 episodes {summary['mean_return_last10']}; run dir {self.run_dir}")
-        return self.status
-
-
-def update_row(diags, update, global_step, value_loss, mean_logprob, entropy, actor_ms, sps) -> dict:
-    """One updates.csv row: the step diagnostics (step_diagnostics) averaged over the update's actor
-    steps (one unless --num-minibatches / --update-epochs > 1), and the update's scalars."""
-    rows = [step_diagnostics(d) for d in ([diags] if isinstance(diags, dict) else diags)]
-    row = {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
-    return {"update": update, "global_step": global_step, "value_loss": value_loss, "mean_logprob": mean_logprob,
-            "entropy": entropy, **row, "actor_update_ms": actor_ms, "sps": sps}
-
-
-def step_diagnostics(diag: dict) -> dict:
-    """Diagnostics of one actor step: norms, cosine(g, step) and, for SMAC, the split of the
-    step into its component along l_bar (shrunk by the rank-1 term) and orthogonal to it (g_perp/lambda)."""
-    g, step = diag["g"].double(), diag["step"].double()
-    cos = (torch.dot(g, step) / (g.norm() * step.norm() + 1e-300)).item()
-    ell_sq = par = perp = float("nan")
-    if "ell" in diag:
-        ell = diag["ell"].double()
-        ell_sq = torch.dot(ell, ell).item()
-        par = (torch.dot(ell, step).abs() / (ell.norm() + 1e-300)).item()
-        perp = math.sqrt(max(step.norm().item() ** 2 - par ** 2, 0.0))
-    elif "ell_sq_mean" in diag:
-        ell_sq = float(diag["ell_sq_mean"])
-    return {"ell_sq": ell_sq, "g_norm": g.norm().item(), "step_norm": step.norm().item(),
-            "cos_g_step": cos, "step_par_norm": par, "step_perp_norm": perp}
-
-
-def _version(package: str) -> Optional[str]:
-    try:
-        from importlib.metadata import version
-        return version(package)
-    except Exception:
-        return None
-
-
-# ====================================================================================
-# Plots of finished or running runs (--plot)
-# ====================================================================================
-def read_run_csv(path: str) -> dict:
-    """Columns of episodes.csv / updates.csv as float arrays (a torn last line is skipped)."""
-    import pandas as pd
-    return {k: v.to_numpy(dtype=float) for k, v in pd.read_csv(path, on_bad_lines="skip").items()}
-
-
-def protocol_curve(steps: np.ndarray, values: np.ndarray, n_bins: int = 100, alpha: float = 0.1):
-    """The paper's protocol: the mean of each of n_bins equal bins over [0, last step] (empty bins carried
-    forward), then an exponentially weighted mean with smoothing factor alpha. Returns (bin ends, curve)."""
-    import pandas as pd
-    end = max(float(steps.max()), 1.0)
-    index = np.clip(np.ceil(steps / end * n_bins).astype(int) - 1, 0, n_bins - 1)  # bin k: (k end/n, (k+1) end/n]
-    bins = pd.Series(values).groupby(index).mean()
-    binned = bins.reindex(range(n_bins)).ffill()
-    return (np.arange(1, n_bins + 1) * end / n_bins, binned.ewm(alpha=alpha, adjust=False).mean().to_numpy())
-
-
-def plot_runs(run_dirs: tuple, out: str) -> str:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker
-    runs = []
-    for d in run_dirs:
-        d = os.path.dirname(d) if os.path.isfile(d) else d
-        if not os.path.isfile(os.path.join(d, "episodes.csv")):
-            raise ConfigError(f"--plot: {d!r} is not a run directory (no episodes.csv)")
-        cfg = json.load(open(os.path.join(d, "config.json")))["args"] if os.path.isfile(
-            os.path.join(d, "config.json")) else {}
-        runs.append((d, cfg, read_run_csv(os.path.join(d, "episodes.csv")), read_run_csv(os.path.join(d, "updates.csv"))))
-    smac = [r for r in runs if r[1].get("optimizer", "smac") == "smac" and np.isfinite(r[3].get("ell_sq", [np.nan])).any()]
-    fig, axes = plt.subplots(1, 3 if smac else 1, figsize=(15 if smac else 6.5, 4.2), squeeze=False)
-    axes = axes[0]
-    for i, (d, cfg, ep, up) in enumerate(runs):
-        color = f"C{i % 10}"
-        label = f"{cfg.get('env_id', '?')} {cfg.get('optimizer', '?')} seed {cfg.get('seed', '?')} ({os.path.basename(d)[-10:]})"
-        if ep.get("global_step", np.array([])).size:
-            axes[0].plot(ep["global_step"], ep["episodic_return"], color=color, alpha=0.25, lw=0.7)
-            axes[0].plot(*protocol_curve(ep["global_step"], ep["episodic_return"]), color=color, lw=2, label=label)
-        if (d, cfg, ep, up) in smac and up["global_step"].size:
-            axes[1].plot(up["global_step"], up["ell_sq"] / float(cfg.get("damping", 1.0)), color=color, lw=1)
-            axes[2].plot(up["global_step"], up["cos_g_step"], color=color, lw=1)
-    axes[0].set(xlabel="environment steps", ylabel="episodic return",
-                title="return: raw (faint) and 100 bins + EWM 0.1 (bold)")
-    axes[0].legend(fontsize=7)
-    if smac:
-        axes[1].set(xlabel="environment steps", ylabel="|l_bar|^2 / lambda", yscale="log",
-                    title="SMAC: rank-1 term relative to damping")
-        axes[2].set(xlabel="environment steps", ylabel="cos(g, step)", title="SMAC: cos(policy gradient, step)")
-    for ax in axes:
-        ax.grid(alpha=0.3)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())
-    if smac:
-        axes[2].ticklabel_format(axis="y", useOffset=False)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
-
-
-# flags that may differ on --resume (everything else continues as the run was started)
-RESUME_MAY_CHANGE = ("total_timesteps", "checkpoint_every", "save_model", "progress", "tensorboard", "torch_threads",
-                     "cuda", "capture_video", "video_every", "track", "wandb_project_name", "wandb_entity", "resume")
-
-
-def flags_given(argv: list[str]) -> set[str]:
-    """Field names of the flags written on the command line (--x, --x=v, --no-x)."""
-    names = {f.name for f in fields(Args)}
-    out = set()
-    for tok in argv:
-        if tok.startswith("--"):
-            name = tok[2:].split("=", 1)[0].replace("-", "_")
-            name = name[3:] if name.startswith("no_") and name[3:] in names else name
-            if name in names:
-                out.add(name)
-    return out
-
-
-def resume_args(args: Args, argv: list[str], resume: dict) -> Args:
-    """The resumed run's flags: the saved ones, with only RESUME_MAY_CHANGE taken from the command line.
-    A flag that cannot change on resume and is given with another value is refused (exit 2)."""
-    saved = args_from_checkpoint(resume["args"])
-    given = flags_given(argv)
-    refused = sorted(f for f in given - set(RESUME_MAY_CHANGE) if getattr(args, f) != getattr(saved, f))
-    if refused:
-        raise ConfigError(f"--resume continues the run as it was started; {', '.join('--' + f.replace('_', '-') for f in refused)} "
-                          f"cannot change (saved: {', '.join(f'{getattr(saved, f)!r}' for f in refused)}); only "
-                          f"{', '.join('--' + f.replace('_', '-') for f in RESUME_MAY_CHANGE[:-1])} may")
-    for f in given & set(RESUME_MAY_CHANGE):
-        setattr(saved, f, getattr(args, f))
-    saved.resume = args.resume
-    return saved
+            logp = actor.log_prob(batch["obs"], batch["actions"]).mean().item()
+            entropy = actor.entropy(batch["obs"]).mean().item()
+        steps = [step_diagnostics(d) for d in (diags if isinstance(diags, list) else [diags])]
+        sps = (global_step - start_step) / max(time.time() - start_time, 1e-9)
+        log.write("updates", {"update": update, "global_step": global_step, "value_loss": value_loss,
+                              "mean_logprob": logp, "entropy": entropy,
+                              **{k: float(np.mean([s[k] for s in steps])) for k in steps[0]},
+                              "actor_update_ms": actor_ms, "sps": sps})
+        if args.checkpoint_every and update % args.checkpoint_every == 0:
+            atomic_write(ckpt_path, snapshot(), json_file=False)
+        ret10 = f"{np.mean(recent_returns):.1f}" if recent_returns else "-"
+        bar.update(global_step - bar.n)
+        bar.set_postfix(sps=f"{sps:.0f}", ret10=ret10, refresh=False)
+        if bar.disable and (update % 10 == 0 or time.time() - last_line >= 30):  # not a terminal: plain lines
+            print(f"step {global_step:,}/{args.total_timesteps:,} | update {update} | {sps:.0f} SPS | "
+                  f"mean return of the last 10 episodes {ret10}", flush=True)
+            last_line = time.time()
+    if stop and status == "finished" and global_step < args.total_timesteps:
+        status = "interrupted"
+    bar.close()
+    atomic_write(ckpt_path, snapshot(), json_file=False)  # always: at the end, on Ctrl-C, on divergence
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler)
+    for env in envs:
+        env.close()
+    log.close()
+    elapsed, mean10 = time.time() - start_time, float(np.mean(recent_returns)) if recent_returns else math.nan
+    summary = {"status": status, "signal": stop[0] if stop else None, "global_step": global_step,
+               "updates": update, "wall_time_s": elapsed, "sps": (global_step - start_step) / max(elapsed, 1e-9),
+               "mean_return_last10": mean10 if math.isfinite(mean10) else None, "run_dir": run_dir}
+    atomic_write(os.path.join(run_dir, "summary.json"), summary)
+    if status == "diverged":
+        print(f"diverged at update {update + 1} (NaN/Inf in the value loss or the actor); the state before "
+              f"it is saved in {ckpt_path}", file=sys.stderr)
+    print(f"{status}: {global_step} steps in {elapsed:.1f}s ({summary['sps']:.0f} SPS), mean return of the "
+          f"last 10 episodes {mean10:.2f}; run dir {run_dir}")
+    return run_dir, status
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
     args = tyro.cli(Args, args=argv)
+    torch.set_num_threads(1)  # fastest for these small networks, and deterministic
     try:
         check_args(args)
-        if args.plot:
-            out = args.plot_out or (os.path.join(args.plot[0], "plot.png") if len(args.plot) == 1
-                                    else os.path.join(args.runs_dir, f"plot_{int(time.time())}.png"))
-            print(f"wrote {plot_runs(args.plot, out)}")
-            return 0
-        if args.eval_checkpoint:
-            ckpt = load_checkpoint(args.eval_checkpoint)
-            mean, std = evaluate(ckpt, args.eval_episodes, args.seed, args.capture_video)
-            print(f"eval {ckpt['args']['env_id']}: {mean:.2f} +- {std:.2f} over {args.eval_episodes} episodes "
-                  f"(deterministic policy, {ckpt['path']})")
-            return 0
-        resume = None
-        if args.resume:
-            resume = load_checkpoint(args.resume)
-            args = resume_args(args, argv, resume)
-            check_args(args)
-        run_dir, status = train(args, resume)
+        run_dir, status = train(args)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if status == "interrupted":
         with open(os.path.join(run_dir, "summary.json")) as f:
-            return 143 if json.load(f).get("signal") == "SIGTERM" else 130
-    return {"finished": 0, "diverged": 3}[status]
+            return 143 if json.load(f)["signal"] == "SIGTERM" else 130
+    return 3 if status == "diverged" else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,984 @@
+"""The lab's trainer: smac_a2c.py's train() with the paper's other algorithms, SMAC's ablations and run management.
+
+    python -m benchmark.trainer --env-id Hopper-v4 --optimizer cg --learning-rate 1e-2      # AC-CG, paper's Hopper row
+    python -m benchmark.trainer --env-id Hopper-v4 --optimizer kfac --learning-rate 1e-3    # AC-KFAC
+    python -m benchmark.trainer --env-id Hopper-v4 --fisher per-sample-parallel             # an ablation
+    python -m benchmark.trainer --resume runs/<run dir> --total-timesteps 2000000           # continue a run
+    python -m benchmark.trainer --eval-checkpoint runs/<run dir> --eval-episodes 10         # evaluate
+    python -m benchmark.trainer --plot runs/<run A> runs/<run B>                            # one PNG
+
+smac_a2c.py is the reference (SMAC, AC-SGD, AC-Adam, the loop). This module imports it, extends its Args
+(LabArgs), and hands its actor steps, environments, networks and critic step to smac_a2c.train(): the loop
+is not copied. What lives here, moved from the pre-split smac_a2c.py with its behaviour unchanged:
+  actor steps   SMAC with every ablation mode (per-sample-parallel, previous-EF / Woodbury, step normalization)
+                and the one-backward fast path; AC-SGD / AC-Adam with entropy bonus, gradient clipping and
+                --loss-reduction; AC-CG; AC-KFAC; the minibatch / epoch readings (actor_update)
+  environments  --video-every, --no-bootstrap-truncation, the "-v4 is out of date" note
+  networks      --activation, --log-std-init; critic: --critic-updates, --max-grad-norm
+  runs          --runs-dir (exclusive run directories), run-directory locks, --resume with its flag rules and
+                log truncation after a hard kill, --eval-checkpoint, --plot (benchmark/protocol.py's binning)
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import math
+import os
+import sys
+import time
+import warnings
+from dataclasses import dataclass, fields
+from typing import Literal, Optional
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import tyro  # noqa: E402
+
+import smac_a2c as sa  # noqa: E402
+from benchmark import protocol  # noqa: E402
+from smac_a2c import (ACTIVATIONS, Actor, ConfigError, Normalizer, RolloutPolicy, actor_state_dict,  # noqa: E402,F401
+                      apply_step_, compute_gae, flat_grad, load_actor_state, make_networks as _ref_networks,
+                      mean_score_and_gradient, sherman_morrison_direction, smac_direction, step_diagnostics,
+                      trainable_parameters)
+
+warnings.filterwarnings("ignore", message=".*is out of date.*")  # check_env_id explains it once
+
+
+@dataclass
+class LabArgs(sa.Args):
+    torch_threads: int = 1
+    """torch CPU threads; 1 is fastest for these small networks and keeps runs deterministic"""
+    runs_dir: str = "runs"
+    """parent directory of run directories runs/{env_id}__{exp_name}__{seed}__{unix_time}"""
+    resume: Optional[str] = None
+    """checkpoint file (or run directory) to continue as it was started: its saved flags are used; only --total-timesteps, --checkpoint-every, --tensorboard, --torch-threads, --cuda, --capture-video, --video-every and the --track flags may be given anew (any other flag with a different value is refused)"""
+    eval_checkpoint: Optional[str] = None
+    """evaluate this checkpoint with the deterministic policy and exit (no training)"""
+    eval_episodes: int = 10
+    """number of episodes for --eval-checkpoint"""
+    video_every: int = 0
+    """with --capture-video: record every N-th episode (0: gymnasium's default schedule, as CleanRL: episodes 0, 1, 8, 27, ..., k^3 up to 1000, then every 1000th)"""
+    plot: tuple[str, ...] = ()
+    """plot these run directories into one PNG and exit: returns (raw and the paper's 100 bins + EWM 0.1) and, for SMAC runs, |l_bar|^2/lambda and cos(g, step) over training"""
+    plot_out: Optional[str] = None
+    """PNG path for --plot (default: RUN/plot.png for one run, runs_dir/plot_<unix time>.png for several)"""
+    optimizer: Literal["smac", "sgd", "adam", "cg", "kfac"] = "smac"
+    """actor step: smac (Sherman-Morrison natural gradient), sgd (AC-SGD), adam (AC-Adam), cg (AC-CG) or kfac (AC-KFAC)"""
+    fisher: Literal["batch-mean", "per-sample", "per-sample-parallel"] = "batch-mean"
+    """smac only: batch-mean (paper's Practical Method, one step per rollout), per-sample (Algorithm 1, one step per transition) or per-sample-parallel (Algorithm 1's per-sample steps l_i A_i / (lambda + |l_i|^2) all taken at the same theta and SUMMED, not averaged: equal to Algorithm 1's total displacement to first order in eta, so --learning-rate means the same as with per-sample)"""
+    prev_ef_beta: float = 0.0
+    """smac batch-mean only: previous-EF mixing F_k = beta F_{k-1} + (1-beta) l_k l_k^T (paper's ablation: 0.5), kept as lambda_k I + sum of the last --prev-ef-rank terms and solved by Woodbury in O(d r + r^3); 0 disables"""
+    prev_ef_rank: int = 8
+    """smac with --prev-ef-beta > 0: keep the r most recent batch-mean scores l_j (weights (1-beta) beta^(k-j); terms with w_j |l_j|^2 <= 1e-12 lambda_k are dropped earlier)"""
+    prev_ef_damping: Literal["fixed", "decay"] = "fixed"
+    """smac with --prev-ef-beta > 0: fixed (lambda_k = lambda: the recursion mixes the undamped EF, F_0 = 0, damping added at use) or decay (recursion on the damped matrix from F_0 = lambda I: lambda_k = beta^k lambda, floored at 1e-30)"""
+    step_normalization: bool = False
+    """smac batch-mean / per-sample-parallel: rescale the SMAC direction to the norm of the (clipped) policy gradient g, so eta alone sets the step size and lambda only its shape"""
+    critic_updates: int = 1
+    """full-batch Adam steps on the critic per rollout (paper: one)"""
+    ent_coef: float = 0.0
+    """entropy bonus coefficient added to the actor objective (paper: none)"""
+    max_grad_norm: float = 0.0
+    """clip the norm of the policy gradient g (before preconditioning) and of the critic gradient; 0 disables"""
+    bootstrap_truncation: bool = True
+    """on time-limit truncation bootstrap from V(final observation); off treats truncation as termination"""
+    log_std_init: float = 0.0
+    """initial value of the state-independent Gaussian log-std (Box actions)"""
+    activation: Literal["tanh", "relu"] = "tanh"
+    """hidden-layer activation of the actor and the critic (CleanRL: tanh)"""
+    num_minibatches: int = 1
+    """actor steps per pass over the rollout: its T*N transitions are split into this many minibatches, one actor step on each (CleanRL/PPO's --num-minibatches). 1 (paper-literal): one full-batch step per rollout; T*N with --no-shuffle-minibatches: one step per transition in rollout order, Algorithm 1's loop, for every optimizer"""
+    update_epochs: int = 1
+    """passes over the rollout per update, each split into --num-minibatches (CleanRL/PPO's --update-epochs; paper-literal: 1)"""
+    shuffle_minibatches: bool = False
+    """reshuffle the transitions before splitting them into minibatches in every pass (CleanRL's PPO does); off: minibatches in rollout order"""
+    loss_reduction: Literal["mean", "sum"] = "mean"
+    """how per-sample terms combine over a (mini)batch of B: mean (paper's Practical Method: l_bar and g are means) or sum (B l_bar and B g: SGD's step grows B-fold, SMAC's rank-1 term B^2-fold; Adam is unchanged; the curvature of AC-CG and AC-KFAC stays a mean)"""
+    cg_iters: int = 10
+    """cg only: at most this many conjugate-gradient iterations (Fisher-vector products) to solve (F + delta I) x = g"""
+    cg_damping: float = 0.1
+    """cg only: damping delta added to the KL-Hessian Fisher F in the CG solve"""
+    cg_max_kl: float = 0.0
+    """cg only: if > 0, rescale the update to this KL radius (TRPO's full step, no line search; --learning-rate is then unused); 0: theta += eta x"""
+    kfac_decay: float = 0.99
+    """kfac only: decay of the exponential moving averages of the Kronecker factors A = E[a a^T], G = E[g g^T]"""
+    kfac_damping: float = 1e-3
+    """kfac only: damping lambda > 0 in (A (x) G + lambda I)^-1 (ACKTR's convention, applied in the factors' eigenbases)"""
+    kfac_update_freq: int = 1
+    """kfac only: recompute the factors' eigendecompositions every N actor updates (statistics are updated every update)"""
+    kfac_kl_clip: float = 1e-3
+    """kfac only: ACKTR's KL clip, step scaled by min(1, sqrt(kl_clip / (eta^2 g^T step))); 0 disables it (paper's wording is ambiguous: docs/baselines.md)"""
+
+
+Args = LabArgs  # the name the harness and the tests use
+
+
+def check_args(args: LabArgs) -> None:
+    """The reference's checks, then the lab's flags."""
+    sa.check_args(args)
+    positive = {"--learning-rate": args.learning_rate, "--critic-learning-rate": args.critic_learning_rate,
+                "--damping": args.damping, "--total-timesteps": args.total_timesteps,
+                "--num-steps": args.num_steps, "--num-envs": args.num_envs,
+                "--critic-updates": args.critic_updates, "--eval-episodes": args.eval_episodes,
+                "--torch-threads": args.torch_threads}
+    for flag, value in positive.items():
+        if not (value > 0 and math.isfinite(value)):
+            raise ConfigError(f"{flag} must be a finite number > 0, got {value}")
+    for flag, value in {"--gamma": args.gamma, "--gae-lambda": args.gae_lambda}.items():
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"{flag} must be in [0, 1], got {value}")
+    for flag, value in {"--ent-coef": args.ent_coef, "--max-grad-norm": args.max_grad_norm,
+                        "--checkpoint-every": args.checkpoint_every}.items():
+        if not (value >= 0 and math.isfinite(value)):
+            raise ConfigError(f"{flag} must be a finite number >= 0, got {value}")
+    if not math.isfinite(args.log_std_init):
+        raise ConfigError(f"--log-std-init must be a finite number, got {args.log_std_init}")
+    if not 0 <= args.seed < 2**32:
+        raise ConfigError(f"--seed must be in [0, 2**32), got {args.seed}")
+    if (not args.exp_name or "/" in args.exp_name or os.sep in args.exp_name or ".." in args.exp_name
+            or args.exp_name.startswith(".")):
+        raise ConfigError(f"--exp-name must be a plain name (no '/', no '..', not starting with '.'), got {args.exp_name!r}")
+    name_len = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}-99".encode())
+    if name_len > 255:
+        raise ConfigError(f"--exp-name is too long: the run directory name would have {name_len} bytes (limit 255)")
+    if args.video_every < 0:
+        raise ConfigError(f"--video-every must be >= 0, got {args.video_every}")
+    for flag, value in {"--num-minibatches": args.num_minibatches, "--update-epochs": args.update_epochs}.items():
+        if not value >= 1:
+            raise ConfigError(f"{flag} must be >= 1, got {value}")
+    if args.num_minibatches > args.num_steps * args.num_envs:
+        raise ConfigError(f"--num-minibatches {args.num_minibatches} exceeds the rollout's "
+                          f"{args.num_steps * args.num_envs} transitions (--num-steps x --num-envs)")
+    if args.optimizer == "smac" and args.fisher != "batch-mean" and (args.num_minibatches > 1 or args.update_epochs > 1):
+        raise ConfigError(f"--num-minibatches / --update-epochs > 1 need --fisher batch-mean, got --fisher {args.fisher}")
+    if not args.hidden_sizes or min(args.hidden_sizes) <= 0:
+        raise ConfigError(f"--hidden-sizes must be one or more positive widths, got {args.hidden_sizes}")
+    # baselines (AC-CG, AC-KFAC)
+    for flag, value in {"--cg-iters": args.cg_iters, "--kfac-damping": args.kfac_damping,
+                        "--kfac-update-freq": args.kfac_update_freq}.items():
+        if not (value > 0 and math.isfinite(value)):
+            raise ConfigError(f"{flag} must be a finite number > 0, got {value}")
+    for flag, value in {"--cg-damping": args.cg_damping, "--cg-max-kl": args.cg_max_kl,
+                        "--kfac-kl-clip": args.kfac_kl_clip}.items():
+        if not (value >= 0 and math.isfinite(value)):
+            raise ConfigError(f"{flag} must be a finite number >= 0, got {value}")
+    if not 0.0 <= args.kfac_decay <= 1.0:
+        raise ConfigError(f"--kfac-decay must be in [0, 1], got {args.kfac_decay}")
+    # SMAC ablation modes (previous-EF mixing, step normalization)
+    if not 0.0 <= args.prev_ef_beta < 1.0:
+        raise ConfigError(f"--prev-ef-beta must be in [0, 1), got {args.prev_ef_beta}")
+    if not args.prev_ef_rank >= 1:
+        raise ConfigError(f"--prev-ef-rank must be >= 1, got {args.prev_ef_rank}")
+    if args.optimizer == "smac" and args.prev_ef_beta > 0 and args.fisher != "batch-mean":
+        raise ConfigError(f"--prev-ef-beta > 0 needs --fisher batch-mean, got --fisher {args.fisher}")
+    if args.optimizer == "smac" and args.step_normalization and args.fisher == "per-sample":
+        raise ConfigError("--step-normalization with --fisher per-sample would turn every step into "
+                          "the per-sample SGD step l A; use batch-mean or per-sample-parallel")
+
+# ====================================================================================
+# Environments, networks and the critic step with the lab's flags (handed to smac_a2c.train)
+# ====================================================================================
+class TruncationAsTermination(gym.Wrapper):
+    """--no-bootstrap-truncation: a time-limit truncation is reported as a termination (no bootstrap)."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated or truncated, False, info
+
+
+def make_env(env_id: str, video_dir: Optional[str] = None, video_every: int = 0, bootstrap_truncation: bool = True):
+    env = gym.make(env_id, disable_env_checker=True, render_mode="rgb_array" if video_dir else None)
+    if video_dir:
+        trigger = (lambda episode: episode % video_every == 0) if video_every > 0 else None
+        env = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=trigger, disable_logger=True)
+    return env if bootstrap_truncation else TruncationAsTermination(env)
+
+
+def lab_networks(args: LabArgs, obs_dim: int, act_dim: int, discrete: bool):
+    return _ref_networks(args, obs_dim, act_dim, discrete, args.activation, args.log_std_init)
+
+
+def check_env_id(env_id: str, note: bool = True) -> tuple[gym.Space, gym.Space]:
+    """Return (observation_space, action_space) or raise ConfigError with a hint. Prints one note
+    (instead of gymnasium's repeated warning) when the id is an out-of-date version such as Hopper-v4."""
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            env = gym.make(env_id, disable_env_checker=True)
+        if note and any("out of date" in str(w.message) for w in caught):
+            print(f"note: {env_id} is out of date for gymnasium; the MuJoCo -v4 ids are this project's default "
+                  f"because they are the paper's era, and the -v5 ids work too (e.g. --env-id "
+                  f"{env_id.rsplit('-v', 1)[0]}-v5)", file=sys.stderr)
+    except gym.error.Error as e:
+        raise ConfigError(f"--env-id {env_id!r} is not a registered gymnasium environment ({type(e).__name__}: {e})") from None
+    except ImportError as e:  # e.g. Pusher-v4 needs mujoco < 3
+        hint = " Use Pusher-v5: Pusher-v4 needs mujoco < 3." if env_id.startswith("Pusher-v4") else ""
+        raise ConfigError(f"--env-id {env_id!r} cannot be built with the installed packages ({e}).{hint}") from None
+    obs_space, act_space = env.observation_space, env.action_space
+    env.close()
+    if not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1):
+        raise ConfigError(f"--env-id {env_id!r}: observation space {obs_space} is unsupported (need a 1-D Box)")
+    if not (isinstance(act_space, gym.spaces.Discrete)
+            or (isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1)):
+        raise ConfigError(f"--env-id {env_id!r}: action space {act_space} is unsupported (need Discrete or a 1-D Box)")
+    return obs_space, act_space
+
+
+# ====================================================================================
+# Actor steps (moved from the pre-split smac_a2c.py). One signature: step(actor, batch, args, state) -> diagnostics.
+# ====================================================================================
+def clip_norm(v: torch.Tensor, max_norm: float) -> torch.Tensor:
+    if max_norm <= 0:
+        return v
+    return v * torch.clamp(max_norm / (v.norm() + 1e-12), max=1.0)
+
+
+def actor_layer_io(actor: Actor, obs: torch.Tensor) -> tuple[list, list, torch.Tensor]:
+    """The actor's forward, keeping each Linear layer's input x and pre-activation output z = W x + b.
+    Returns (xs, zs, out): lists over actor.linears, and the network output (logits or means).
+    This is the actor's only forward (Actor.forward calls it), so the one-backward path below can
+    never disagree with the network about the activation."""
+    act = ACTIVATIONS[actor.activation][0]
+    xs, zs, h = [], [], obs
+    for i, linear in enumerate(actor.linears):
+        xs.append(h)
+        h = linear(h)
+        zs.append(h)
+        if i < len(actor.linears) - 1:
+            h = act(h)
+    return xs, zs, h
+
+
+def per_sample_score_factors(actor: Actor, obs: torch.Tensor, actions: torch.Tensor):
+    """One forward and ONE backward to the pre-activations: (xs, deltas, dlog_std) with, per Linear
+    layer, inputs x_i (B, n_in) and delta_i = d log pi_i / d z_i (B, n_out), plus d log pi_i / d log_std
+    (B, act_dim) for a Gaussian (None for Categorical). Sample i's score is then, per layer,
+    l_i = [delta_i x_i^T, delta_i] (and the log_std part): never materialized as a (B, d) matrix."""
+    xs, zs, h = actor_layer_io(actor, obs)
+    if actor.discrete:
+        return xs, list(torch.autograd.grad(actor.log_prob_from_output(h, actions).sum(), zs)), None
+    log_std = actor.log_std.expand_as(h)  # per-sample view: its gradient comes out per sample
+    grads = torch.autograd.grad(actor.log_prob_from_output(h, actions, log_std).sum(), zs + [log_std])
+    return xs, list(grads[:-1]), grads[-1]
+
+
+def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: torch.Tensor,
+                                   advantages: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """l_bar = grad mean_i log pi(a_i|s_i) and g = grad mean_i log pi(a_i|s_i) A_i, from ONE backward pass.
+
+    Backpropagation is linear in each sample's upstream gradient, so both vectors are
+    sum_i w_i grad log pi_i with per-sample weights w_i = 1/B (l_bar) and A_i/B (g). For a
+    Linear layer z = W x + b, grad_W sum_i w_i log pi_i = sum_i w_i delta_i x_i^T with
+    delta_i = d log pi_i / d z_i: one backward to the pre-activations gives every delta_i,
+    then one small matmul per layer gives both vectors. (Equal to two autograd.grad calls;
+    tests/test_smac_a2c.py checks it. SMAC's update costs ~1.3x SGD's for the 64-64 actor.)"""
+    xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
+    with torch.no_grad():
+        adv = advantages.unsqueeze(-1)
+        parts = {}  # parameter -> (its part of sum_i l_i, its part of sum_i A_i l_i)
+        if dlog_std is not None:
+            parts[actor.log_std] = (dlog_std.sum(0), (dlog_std * adv).sum(0))
+        for linear, x, delta in zip(actor.linears, xs, deltas):
+            weighted = delta * adv  # A_i delta_i
+            parts[linear.weight] = ((delta.T @ x).reshape(-1), (weighted.T @ x).reshape(-1))  # sum_i (A_i) delta_i x_i^T
+            parts[linear.bias] = (delta.sum(0), weighted.sum(0))
+        params = list(actor.parameters())  # the flat layout is read from the module, not assumed
+        if len(parts) != len(params) or any(p not in parts for p in params):
+            raise TypeError("mean_score_and_policy_gradient: the actor has parameters outside its Linear layers "
+                            "and log_std; use mean_score_and_gradient (the generic path)")
+        batch = obs.shape[0]
+        return (torch.cat([parts[p][0] for p in params]) / batch, torch.cat([parts[p][1] for p in params]) / batch)
+
+
+def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
+    """SMAC. batch-mean (Practical Method): F~ = lambda I + l_bar l_bar^T, one step per rollout.
+    per-sample (Algorithm 1): for each sample in rollout order, at the current theta,
+    l = grad log pi(a|s), g = l A, theta <- theta + eta (lambda I + l l^T)^-1 g.
+    per-sample-parallel: smac_per_sample_parallel_step. batch-mean with --prev-ef-beta > 0: F~ is
+    replaced by F_k = lambda_k I + sum_j w_j l_bar_j l_bar_j^T (prev_ef_push_, woodbury_direction).
+    --step-normalization: the direction is rescaled to |g| (normalize_step)."""
+    params = trainable_parameters(actor)
+    if args.fisher == "per-sample":
+        return smac_per_sample_step(actor, batch, args, params)
+    if args.fisher == "per-sample-parallel":
+        return smac_per_sample_parallel_step(actor, batch, args, params)
+    if type(actor) is Actor:  # the trainer's own MLP: one backward to the pre-activations (fast path)
+        ell, g = mean_score_and_policy_gradient(actor, batch["obs"], batch["actions"], batch["advantages"])
+    else:  # any other network (a subclass may change the forward): the generic path of smac_direction
+        ell, g = mean_score_and_gradient(params, actor.log_prob(batch["obs"], batch["actions"]), batch["advantages"])
+    if args.ent_coef > 0:
+        g = g + args.ent_coef * flat_grad(actor.entropy(batch["obs"]).mean(), params)
+    if args.loss_reduction == "sum":  # sums over the batch instead of means: B l_bar, B g
+        ell, g = ell * batch["obs"].shape[0], g * batch["obs"].shape[0]
+    g = clip_norm(g, args.max_grad_norm)
+    if args.prev_ef_beta > 0:  # previous-EF mixing: F_k^-1 g by Woodbury, O(d r + r^3)
+        prev_ef_push_(state, ell, args.prev_ef_beta, args.prev_ef_rank, args.damping, args.prev_ef_damping)
+        step = woodbury_direction(g, state["prev_ef_U"], state["prev_ef_w"], state["prev_ef_damping"],
+                                  state["prev_ef_gram"])
+    else:
+        step = sherman_morrison_direction(g, ell, args.damping)  # F~^-1 g, Practical Method
+    if args.step_normalization:
+        step = normalize_step(step, g)
+    apply_step_(params, step, args.learning_rate)  # theta <- theta + eta F~^-1 g
+    return {"g": g, "step": step, "ell": ell}
+
+
+def smac_per_sample_step(actor: Actor, batch: dict, args: Args, params) -> dict:
+    obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
+    g_sum, step_sum, ell_sq = 0.0, 0.0, 0.0
+    for i in range(obs.shape[0]):  # Algorithm 1: "for all samples k"
+        ell = flat_grad(actor.log_prob(obs[i:i + 1], actions[i:i + 1]).sum(), params)
+        g = clip_norm(ell * adv[i], args.max_grad_norm)  # g^k = grad log pi(a|s) A(s, a)
+        step = sherman_morrison_direction(g, ell, args.damping)  # eq. (matrixfree) / eta
+        apply_step_(params, step, args.learning_rate)
+        g_sum, step_sum, ell_sq = g_sum + g, step_sum + step, ell_sq + torch.dot(ell, ell)
+    n = obs.shape[0]
+    return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq / n}
+
+
+def actor_update(actor: Actor, batch: dict, args: Args, state: dict) -> list[dict]:
+    """All actor steps of one update: --update-epochs passes over the rollout, each split into
+    --num-minibatches minibatches (in rollout order, or reshuffled every pass with
+    --shuffle-minibatches, torch's RNG), one ACTOR_STEPS step per minibatch. Paper-literal
+    (1 x 1): a single step on the whole rollout. Returns each step's diagnostics."""
+    step = ACTOR_STEPS[args.optimizer]
+    if args.num_minibatches == 1 and args.update_epochs == 1:
+        return [step(actor, batch, args, state)]
+    n, diags = batch["obs"].shape[0], []
+    for _ in range(args.update_epochs):
+        order = torch.randperm(n) if args.shuffle_minibatches else torch.arange(n)
+        for idx in torch.tensor_split(order.to(batch["obs"].device), args.num_minibatches):
+            diags.append(step(actor, {k: v[idx] for k, v in batch.items()}, args, state))
+    return diags
+
+
+def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, returns, args: Args) -> float:
+    """L_critic = (1/T) sum_t (R_t - V_phi(s_t))^2, minimized with Adam (learning rate alpha)."""
+    for _ in range(args.critic_updates):
+        loss = (returns - critic(obs)).pow(2).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if args.max_grad_norm > 0:
+            nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
+        optimizer.step()
+    return loss.item()
+
+
+# --- AC-SGD and AC-Adam with the lab's entropy bonus, clipping and --loss-reduction ---
+def reduce_batch(per_sample: torch.Tensor, args: Args) -> torch.Tensor:
+    """--loss-reduction: mean (paper) or sum over the batch."""
+    return per_sample.sum() if args.loss_reduction == "sum" else per_sample.mean()
+
+
+def policy_objective(actor: Actor, batch: dict, args: Args) -> torch.Tensor:
+    """mean_i log pi(a_i|s_i) A_i + ent_coef * mean entropy: its gradient is the A2C policy gradient
+    (sums instead of means with --loss-reduction sum)."""
+    objective = reduce_batch(actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"], args)
+    if args.ent_coef > 0:
+        objective = objective + args.ent_coef * reduce_batch(actor.entropy(batch["obs"]), args)
+    return objective
+
+
+def sgd_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
+    """AC-SGD: theta <- theta + eta g, g = grad mean_i log pi(a_i|s_i) A_i (+ entropy bonus)."""
+    params = list(actor.parameters())
+    g = clip_norm(flat_grad(policy_objective(actor, batch, args), params), args.max_grad_norm)
+    apply_step_(params, g, args.learning_rate)
+    return {"g": g, "step": g}
+
+
+def adam_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
+    """AC-Adam: one Adam step (learning rate eta) ascending the same objective."""
+    params = list(actor.parameters())
+    if "adam" not in state:
+        state["adam"] = torch.optim.Adam(params, lr=args.learning_rate, maximize=True)
+    g = clip_norm(flat_grad(policy_objective(actor, batch, args), params), args.max_grad_norm)
+    before = torch.cat([p.detach().reshape(-1) for p in params])
+    offset = 0
+    for p in params:
+        p.grad = g[offset:offset + p.numel()].view_as(p).clone()
+        offset += p.numel()
+    state["adam"].step()
+    after = torch.cat([p.detach().reshape(-1) for p in params])
+    return {"g": g, "step": (after - before) / args.learning_rate}
+
+
+# ====================================================================================
+# The paper's natural-gradient baselines:
+#   AC-CG   x = (F + delta I)^-1 g by conjugate gradient, F v by double backward of the
+#           mean KL (TRPO's Fisher-vector product), no line search;   theta <- theta + eta x
+#   AC-KFAC ACKTR's K-FAC (Wu et al. 2017) per Linear layer, without momentum;
+#           theta <- theta + eta * nu * (A (x) G + lambda I)^-1 g, nu = KL clip
+# ====================================================================================
+def mean_kl(actor: Actor, obs: torch.Tensor) -> torch.Tensor:
+    """mean_s KL(pi_old(.|s) || pi_theta(.|s)) with pi_old = pi_theta detached. It is zero at
+    theta_old and its Hessian there is the Fisher F = mean_s E_{a~pi(.|s)}[l l^T] (TRPO)."""
+    out = actor(obs)
+    if actor.discrete:
+        logp = torch.log_softmax(out, dim=-1)
+        logp_old = logp.detach()
+        return (logp_old.exp() * (logp_old - logp)).sum(-1).mean()
+    log_std, mu_old, log_std_old = actor.log_std, out.detach(), actor.log_std.detach()
+    # KL(N(mu_o, s_o^2) || N(mu, s^2)) = log s - log s_o + (s_o^2 + (mu_o - mu)^2) / (2 s^2) - 1/2, per action dim
+    kl = (log_std - log_std_old - 0.5
+          + (torch.exp(2 * log_std_old) + (mu_old - out).pow(2)) / (2 * torch.exp(2 * log_std)))
+    return kl.sum(-1).mean()
+
+
+def fisher_vector_product(actor: Actor, obs: torch.Tensor):
+    """Returns v -> F v, F = Hessian of mean_kl at theta_old, by double backward (never a d x d matrix):
+    F v = grad_theta (grad_theta KL . v). The forward and the first backward are shared by all calls."""
+    params = list(actor.parameters())
+    grads = torch.autograd.grad(mean_kl(actor, obs), params, create_graph=True)
+    grad_kl = torch.cat([g.reshape(-1) for g in grads])
+    return lambda v: torch.cat([h.reshape(-1) for h in torch.autograd.grad(
+        torch.dot(grad_kl, v), params, retain_graph=True, materialize_grads=True)])
+
+
+def conjugate_gradient(fvp, b: torch.Tensor, iters: int, residual_tol: float = 1e-10) -> torch.Tensor:
+    """Solve M x = b for symmetric positive-definite M, given only v -> M v (CG as in TRPO's code).
+    Starts from x = 0; at most `iters` products; stops once the squared residual r^T r < residual_tol."""
+    x = torch.zeros_like(b)
+    r, p = b.clone(), b.clone()  # residual r = b - M x, first search direction p = r
+    rr = torch.dot(r, r)
+    for _ in range(iters):
+        if rr < residual_tol:
+            break
+        Mp = fvp(p)
+        pMp = torch.dot(p, Mp)
+        if not pMp > 0:  # no curvature along p (M singular there): keep the current x
+            break
+        alpha = rr / pMp  # minimizer of 1/2 x^T M x - b^T x along p
+        x = x + alpha * p
+        r = r - alpha * Mp
+        rr_new = torch.dot(r, r)
+        p = r + (rr_new / rr) * p  # next direction, M-conjugate to the previous ones
+        rr = rr_new
+    return x
+
+
+def cg_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
+    """AC-CG: x ~= (F + delta I)^-1 g with --cg-iters CG iterations on Fisher-vector products; theta <- theta + eta x.
+    With --cg-max-kl kappa > 0 the update is instead TRPO's full step (no line search), put on the
+    KL radius of the quadratic model: theta <- theta + beta x, beta = sqrt(2 kappa / x^T (F + delta I) x)."""
+    params = list(actor.parameters())
+    g = clip_norm(flat_grad(policy_objective(actor, batch, args), params), args.max_grad_norm)
+    fvp = fisher_vector_product(actor, batch["obs"])
+    damped = lambda v: fvp(v) + args.cg_damping * v  # (F + delta I) v
+    x = conjugate_gradient(damped, g, args.cg_iters)
+    step = x
+    if args.cg_max_kl > 0:
+        xMx = torch.dot(x, damped(x)).clamp_min(1e-30)
+        step = x * (torch.sqrt(2 * args.cg_max_kl / xMx) / args.learning_rate)  # eta * step = beta x
+    apply_step_(params, step, args.learning_rate)
+    return {"g": g, "step": step}
+
+
+def sample_actions(actor: Actor, out: torch.Tensor) -> torch.Tensor:
+    """Fresh actions a~ ~ pi(.|s) from the network output (torch's RNG), detached."""
+    with torch.no_grad():
+        if actor.discrete:
+            return torch.multinomial(torch.softmax(out, dim=-1), 1).squeeze(-1)
+        return out + torch.exp(actor.log_std) * torch.randn_like(out)
+
+
+def kfac_factor_stats(xs: list, gs: list) -> list:
+    """One batch's Kronecker factors per Linear layer z = W x + b (Martens & Grosse 2015):
+
+        A = (1/B) sum_i a_i a_i^T,  a_i = [x_i, 1]              (layer input with a bias column)
+        G = (1/B) sum_i g_i g_i^T,  g_i = d log pi(a~_i|s_i) / d z_i,  a~_i ~ pi(.|s_i)
+
+    so that the Fisher block of [W b] (column-stacked) is approximated by A (x) G."""
+    stats = []
+    for x, g in zip(xs, gs):
+        a = torch.cat([x, torch.ones_like(x[:, :1])], dim=1)
+        stats.append((a.T @ a / x.shape[0], g.T @ g / x.shape[0]))
+    return stats
+
+
+def kfac_precondition(grad: torch.Tensor, eig_a, eig_g, damping: float) -> torch.Tensor:
+    """(A (x) G + damping I)^-1 vec(grad) for grad = [grad_W grad_b] of shape (out, in + 1), with
+    A = Q_a diag(d_a) Q_a^T and G = Q_g diag(d_g) Q_g^T (ACKTR's damping convention):
+
+        G^-1 grad A^-1  ->  Q_g [ (Q_g^T grad Q_a) / (d_g d_a^T + damping) ] Q_a^T      (elementwise /)"""
+    (d_a, q_a), (d_g, q_g) = eig_a, eig_g
+    return q_g @ ((q_g.T @ grad @ q_a) / (d_g[:, None] * d_a[None, :] + damping)) @ q_a.T
+
+
+def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
+    """AC-KFAC: ACKTR's K-FAC natural gradient for the actor (no momentum, no critic curvature).
+
+    Per Linear layer: EMA factors A, G (kfac_factor_stats) with --kfac-decay, eigendecompositions
+    every --kfac-update-freq updates, step_[W b] = (A (x) G + lambda I)^-1 vec(g_[W b]). The Gaussian
+    log_std uses its exact Fisher block, 2 I (no cross terms with the mean): step = g / (2 + lambda).
+    KL clip (ACKTR): step *= nu = min(1, sqrt(kl_clip / (eta^2 g^T step))); off with --kfac-kl-clip 0.
+    state: kfac_A, kfac_G (factor lists), kfac_eig_A, kfac_eig_G ((eigenvalues, eigenvectors) lists), kfac_updates."""
+    params = list(actor.parameters())
+    xs, zs, out = actor_layer_io(actor, batch["obs"])
+    # output gradients of log-probabilities of actions SAMPLED from the policy (true Fisher, as ACKTR)
+    gs = torch.autograd.grad(actor.log_prob_from_output(out, sample_actions(actor, out)).sum(), zs,
+                             retain_graph=True)
+    objective = reduce_batch(actor.log_prob_from_output(out, batch["actions"]) * batch["advantages"], args)
+    if args.ent_coef > 0:  # policy_objective, from the same forward pass
+        objective = objective + args.ent_coef * reduce_batch(actor.entropy(batch["obs"]), args)
+    g = clip_norm(flat_grad(objective, params), args.max_grad_norm)
+
+    with torch.no_grad():
+        for key in ("kfac_A", "kfac_G", "kfac_eig_A", "kfac_eig_G"):  # after a resume onto another device
+            if key in state:
+                state[key] = [tuple(t.to(g.device) for t in v) if isinstance(v, (tuple, list)) else v.to(g.device)
+                              for v in state[key]]
+        stats = kfac_factor_stats(xs, gs)
+        if "kfac_A" not in state:  # first update: the factors start at the first batch's statistics (ACKTR)
+            state["kfac_A"], state["kfac_G"] = [a for a, _ in stats], [gg for _, gg in stats]
+            state["kfac_updates"] = 0
+        else:  # exponential moving averages: A <- decay A + (1 - decay) A_batch, same for G
+            d = args.kfac_decay
+            state["kfac_A"] = [d * A + (1 - d) * a for A, (a, _) in zip(state["kfac_A"], stats)]
+            state["kfac_G"] = [d * G + (1 - d) * gg for G, (_, gg) in zip(state["kfac_G"], stats)]
+        if state["kfac_updates"] % args.kfac_update_freq == 0:  # eigenbases, clamped to PSD as ACKTR does
+            eig = lambda M: tuple(t.contiguous() for t in torch.linalg.eigh(M))
+            state["kfac_eig_A"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_A"])]
+            state["kfac_eig_G"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_G"])]
+        state["kfac_updates"] += 1
+
+        grads = dict(zip(params, g.split([p.numel() for p in params])))  # views of g per parameter
+        out_parts = {}
+        for linear, eig_a, eig_g in zip(actor.linears, state["kfac_eig_A"], state["kfac_eig_G"]):
+            grad_wb = torch.cat([grads[linear.weight].view_as(linear.weight), grads[linear.bias][:, None]], dim=1)
+            v = kfac_precondition(grad_wb, eig_a, eig_g, args.kfac_damping)
+            out_parts[linear.weight], out_parts[linear.bias] = v[:, :-1].reshape(-1), v[:, -1]
+        if not actor.discrete:  # log_std: exact Fisher block 2 I
+            out_parts[actor.log_std] = grads[actor.log_std] / (2.0 + args.kfac_damping)
+        step = torch.cat([out_parts[p] for p in params])  # in actor.parameters() order, like g
+        nu = 1.0
+        if args.kfac_kl_clip > 0:  # eta^2 g^T F^-1 g ~= 2 KL of the update (ACKTR code: no factor 2)
+            vg = args.learning_rate ** 2 * torch.dot(g, step).item()
+            nu = min(1.0, math.sqrt(args.kfac_kl_clip / vg)) if vg > 0 else 1.0
+        step = step * nu
+    apply_step_(params, step, args.learning_rate)
+    return {"g": g, "step": step, "kl_clip_scale": nu}
+
+
+# ====================================================================================
+# SMAC's ablation modes (the paper's ablation section; off by default):
+#   --fisher per-sample-parallel   Algorithm 1's per-sample steps at one theta, summed
+#   --prev-ef-beta                 previous-EF mixing, kept at rank r, solved by Woodbury
+#   --step-normalization           the SMAC direction rescaled to |g|
+# ====================================================================================
+def per_sample_score_sq_norms(xs, deltas, dlog_std) -> torch.Tensor:
+    """|l_i|^2 for every sample, shape (B,): |delta_i x_i^T|_F^2 = |delta_i|^2 |x_i|^2, so
+    |l_i|^2 = sum_layers |delta_i|^2 (|x_i|^2 + 1) + |d log pi_i / d log_std|^2.   O(B * widths)."""
+    sq = 0.0
+    for x, delta in zip(xs, deltas):
+        sq = sq + delta.pow(2).sum(1) * (x.pow(2).sum(1) + 1.0)
+    if dlog_std is not None:
+        sq = sq + dlog_std.pow(2).sum(1)
+    return sq
+
+
+def weighted_score_sums(xs, deltas, dlog_std, weights: torch.Tensor) -> torch.Tensor:
+    """sum_i weights[i, k] l_i for each column k of weights (B, K): shape (K, d), laid out like
+    torch.cat of actor.parameters() (log_std first). Per layer one matmul (c (.) delta)^T x: O(K d) memory."""
+    K = weights.shape[1]
+    parts = []
+    if dlog_std is not None:
+        parts.append(weights.T @ dlog_std)  # (K, act_dim)
+    for x, delta in zip(xs, deltas):
+        wd = (weights[:, :, None] * delta[:, None, :]).reshape(delta.shape[0], -1)  # (B, K * n_out)
+        parts += [(wd.T @ x).reshape(K, -1), weights.T @ delta]  # sum_i c_i delta_i x_i^T, sum_i c_i delta_i
+    return torch.cat(parts, dim=1)
+
+
+def smac_per_sample_parallel_step(actor: Actor, batch: dict, args: Args, params) -> dict:
+    """Algorithm 1's per-sample steps, all at the same theta, summed (one backward, no per-sample loop):
+
+        theta <- theta + eta * sum_i c_i l_i,   c_i = A_i s_i / (lambda + |l_i|^2)
+
+    since (lambda I + l_i l_i^T)^-1 l_i A_i = l_i A_i / (lambda + |l_i|^2) (l_i is an eigenvector). The SUM,
+    not the mean: Algorithm 1 moves theta by eta sum_i F_i^-1 g_i + O(eta^2), so the two agree to first
+    order in eta at the same --learning-rate. s_i = min(1, max_grad_norm / |l_i A_i|) clips each g_i as
+    per-sample does; no entropy bonus (as per-sample). |l_i|^2 and sum_i c_i l_i come from the per-layer
+    factors (per_sample_score_sq_norms, weighted_score_sums): O(d + B * widths) memory.
+    Diagnostics, as per-sample: g = mean_i g_i, step = mean_i F_i^-1 g_i (theta moves by eta * B * step)."""
+    if type(actor) is not Actor:
+        raise TypeError("--fisher per-sample-parallel needs the trainer's Actor MLP (per-layer score factors)")
+    obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
+    xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
+    with torch.no_grad():
+        sq = per_sample_score_sq_norms(xs, deltas, dlog_std)
+        a = adv
+        if args.max_grad_norm > 0:  # clip_norm of each g_i = A_i l_i, |g_i| = |A_i| |l_i|
+            a = adv * torch.clamp(args.max_grad_norm / (adv.abs() * sq.sqrt() + 1e-12), max=1.0)
+        g_sum, step_sum = weighted_score_sums(xs, deltas, dlog_std, torch.stack([a, a / (args.damping + sq)], 1))
+        if args.step_normalization:
+            step_sum = normalize_step(step_sum, g_sum)
+        apply_step_(params, step_sum, args.learning_rate)
+        n = obs.shape[0]
+        return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": sq.mean()}
+
+
+def woodbury_direction(g: torch.Tensor, U: torch.Tensor, w: torch.Tensor, damping: float,
+                       gram: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """F^-1 g for F = damping*I + U^T diag(w) U, U of shape (m, d) holding l_j as rows, w > 0:
+
+        F^-1 g = (1/lambda) * (g - U^T (lambda diag(1/w) + U U^T)^-1 U g)        (Woodbury)
+
+    O(d m) for U g and U^T y, O(m^3) for the m x m solve (in float64); gram = U U^T if already known.
+    m = 1, w = 1 is sherman_morrison_direction."""
+    if U.shape[0] == 0:
+        return g / damping
+    gram = U @ U.T if gram is None else gram
+    M = gram.double() + torch.diag(damping / w.double())
+    y = torch.linalg.solve(M, (U @ g).double())
+    return (g - U.T @ y.to(g.dtype)) / damping
+
+
+def prev_ef_push_(state: dict, ell: torch.Tensor, beta: float, rank: int, damping: float, mode: str) -> None:
+    """Advance F_{k-1} -> F_k = beta F_{k-1} + (1-beta) l_k l_k^T in state (prev_ef_U (m, d) rows l_j,
+    prev_ef_w (m,) weights (1-beta) beta^(k-j), prev_ef_gram = U U^T (float64), prev_ef_damping = lambda_k).
+    fixed: lambda_k = lambda (recursion on the undamped EF from F_0 = 0; equivalently on the damped
+    one-sample Fishers lambda I + l l^T from lambda I). decay: lambda_k = beta lambda_{k-1}, lambda_0 = lambda
+    (recursion on the damped matrix from F_0 = lambda I), floored at 1e-30. Keeps the `rank` newest terms,
+    dropping earlier any with w_j |l_j|^2 <= 1e-12 lambda_k (changes F by < 1e-12 relative). O(d m) time."""
+    with torch.no_grad():
+        if "prev_ef_U" in state:  # .to: after a resume onto another device
+            U = state["prev_ef_U"].to(ell.device, ell.dtype)
+            w, gram = state["prev_ef_w"].to(ell.device), state["prev_ef_gram"].to(ell.device)
+            lam = float(state["prev_ef_damping"])
+        else:
+            U, lam = ell.new_zeros((0, ell.numel())), damping
+            w = torch.zeros(0, dtype=torch.float64, device=ell.device)
+            gram = torch.zeros(0, 0, dtype=torch.float64, device=ell.device)
+        lam = max(beta * lam, 1e-30) if mode == "decay" else damping
+        cross = (U @ ell).double()  # l_j^T l_k for the kept terms: O(d m), keeps U U^T current without recomputing it
+        m = U.shape[0]
+        new_gram = gram.new_empty(m + 1, m + 1)
+        new_gram[:m, :m], new_gram[:m, m], new_gram[m, :m] = gram, cross, cross
+        new_gram[m, m] = torch.dot(ell, ell).double()
+        U = torch.cat([U, ell.detach()[None]])
+        w = torch.cat([w * beta, w.new_tensor([1.0 - beta])])
+        keep = torch.nonzero(w * torch.diagonal(new_gram) > 1e-12 * lam).flatten()[-rank:]
+        state["prev_ef_U"], state["prev_ef_w"] = U[keep].contiguous(), w[keep]
+        state["prev_ef_gram"], state["prev_ef_damping"] = new_gram[keep][:, keep], lam
+
+
+def normalize_step(step: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """--step-normalization: step * |g| / |step| (unchanged when step = 0)."""
+    n = step.norm()
+    return step * (g.norm() / n) if n > 0 else step
+
+
+ACTOR_STEPS = {"smac": smac_step, "sgd": sgd_step, "adam": adam_step, "cg": cg_step, "kfac": kfac_step}
+LAB_STEPS = {name: actor_update for name in ACTOR_STEPS}  # what smac_a2c.train gets: minibatches around each
+
+
+# ====================================================================================
+# Run management: run directories, locks, checkpoints, resume, evaluation, plots
+# ====================================================================================
+def create_run_dir(args: Args) -> str:
+    """runs/{env_id}__{exp_name}__{seed}__{unix_time}, created exclusively: a run never writes into a
+    directory another run owns (runs started in the same second get suffixes -2, -3, ...)."""
+    base = os.path.join(args.runs_dir, f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}")
+    try:
+        os.makedirs(args.runs_dir, exist_ok=True)
+        for k in range(1, 10_000):
+            path = base if k == 1 else f"{base}-{k}"
+            try:
+                os.mkdir(path)
+                return path
+            except FileExistsError:
+                continue
+    except OSError as e:
+        raise ConfigError(f"--runs-dir {args.runs_dir!r}: cannot create a run directory there ({e.strerror})") from None
+    raise ConfigError(f"--runs-dir {args.runs_dir!r}: too many runs named {os.path.basename(base)}")
+
+
+class RunLock:
+    """An exclusive lock on a run directory (flock on run_dir/.lock, holding the owner's pid): a second
+    trainer on the same directory is refused with exit 2. The kernel releases the lock when its owner
+    exits or dies, so a lock is never stale."""
+
+    def __init__(self, run_dir: str):
+        self.path, self.file = os.path.join(run_dir, ".lock"), None
+
+    def __enter__(self):
+        import fcntl
+        self.file = open(self.path, "a+")
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.file.seek(0)
+            owner = self.file.read().strip() or "?"
+            self.file.close()
+            raise ConfigError(f"run directory {os.path.dirname(self.path)!r} is in use by another trainer "
+                              f"(pid {owner}); wait for it to finish or stop it") from None
+        self.file.seek(0)
+        self.file.truncate()
+        self.file.write(str(os.getpid()))
+        self.file.flush()
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()  # closing releases the flock
+
+
+def run_dir_locked(run_dir: str) -> bool:
+    """Whether a live trainer holds run_dir's lock (for sweep.py)."""
+    try:
+        with RunLock(run_dir):
+            return False
+    except ConfigError:
+        return True
+
+
+def truncate_logs_to(run_dir: str, global_step: int, update: int) -> None:
+    """Cut episodes.csv / updates.csv back to a checkpoint (rows after it, and a torn last line, are
+    dropped), so a resumed run appends after exactly the state it restored: after a hard kill the logs
+    run ahead of the last periodic checkpoint. Atomic (tmp + rename)."""
+    for name, column, limit in (("episodes.csv", "global_step", global_step), ("updates.csv", "update", update)):
+        path = os.path.join(run_dir, name)
+        if not os.path.isfile(path):
+            continue
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+        if not rows:
+            continue
+        header, i = rows[0], rows[0].index(column)
+        keep = [r for r in rows[1:] if len(r) == len(header) and _as_int(r[i]) is not None and _as_int(r[i]) <= limit]
+        if len(keep) != len(rows) - 1:
+            with open(path + ".tmp", "w", newline="") as f:
+                csv.writer(f).writerows([header] + keep)
+            os.replace(path + ".tmp", path)
+
+
+def _as_int(x: str) -> Optional[int]:
+    try:
+        return int(float(x))
+    except ValueError:
+        return None
+
+
+CHECKPOINT_KEYS = {"args", "global_step", "update", "actor", "critic", "critic_opt", "actor_state", "normalizer", "rng"}
+
+
+def load_checkpoint(path: str) -> dict:
+    """Load a checkpoint without executing code: torch.load(weights_only=True) accepts only tensors and
+    plain Python containers (numpy arrays of checkpoints written before that rule are allowed too)."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "checkpoint.pt")
+    if not os.path.isfile(path):
+        raise ConfigError(f"checkpoint {path!r} does not exist")
+    try:
+        with torch.serialization.safe_globals(_numpy_array_globals()):
+            ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise ConfigError(f"checkpoint {path!r} is corrupt, not a smac_a2c checkpoint, or holds objects that "
+                          f"could run code ({type(e).__name__}); it was not loaded") from None
+    missing = CHECKPOINT_KEYS - set(ckpt) if isinstance(ckpt, dict) else CHECKPOINT_KEYS
+    if missing:
+        raise ConfigError(f"checkpoint {path!r} is not a complete smac_a2c checkpoint (missing: {', '.join(sorted(missing))})")
+    ckpt["path"] = path
+    return ckpt
+
+
+def _numpy_array_globals() -> list:
+    """What an older checkpoint's numpy arrays unpickle through (data only, no code)."""
+    out = [np.ndarray, np.dtype, type(np.dtype(np.float64))]
+    for mod in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        try:
+            out.append(getattr(__import__(mod, fromlist=["_reconstruct"]), "_reconstruct"))
+        except (ImportError, AttributeError):
+            pass
+    return out
+
+
+def args_from_checkpoint(saved: dict) -> Args:
+    known = {f.name for f in fields(Args)}
+    try:
+        saved = {k: v for k, v in dict(saved).items() if k in known}
+        saved["hidden_sizes"] = tuple(saved["hidden_sizes"])
+        return Args(**saved)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"checkpoint flags are unreadable ({type(e).__name__}: {e})") from None
+
+
+def evaluate(ckpt: dict, episodes: int, seed: int, capture_video: bool = False) -> tuple[float, float]:
+    """Mean and std of undiscounted returns of the deterministic policy (mean action / argmax);
+    with capture_video every episode is recorded into RUN/videos/eval/."""
+    args = args_from_checkpoint(ckpt["args"])
+    obs_space, act_space = check_env_id(args.env_id)
+    discrete = isinstance(act_space, gym.spaces.Discrete)
+    actor = Actor(obs_space.shape[0], act_space.n if discrete else act_space.shape[0], discrete,
+                  args.hidden_sizes, args.log_std_init, args.activation)
+    normalizer = Normalizer(obs_space.shape[0], args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
+    try:
+        actor.load_state_dict(ckpt["actor"])
+        normalizer.load_state_dict(ckpt["normalizer"])
+    except (RuntimeError, KeyError, ValueError, TypeError) as e:
+        raise ConfigError(f"checkpoint {ckpt['path']!r} does not fit its own environment or networks "
+                          f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
+    if capture_video:
+        sa.check_env(args.env_id, capture_video=True)
+    video_dir = os.path.join(os.path.dirname(ckpt["path"]), "videos", "eval") if capture_video else None
+    policy, env, returns = RolloutPolicy(actor), make_env(args.env_id, video_dir, 1), []
+    for ep in range(episodes):
+        obs, _ = env.reset(seed=seed + ep)
+        done, total = False, 0.0
+        while not done:
+            out = policy.forward(normalizer.obs(obs[None]))[0]  # the mean action, or the most likely one
+            action = np.argmax(out) if discrete else out
+            if not discrete:
+                action = np.clip(action, act_space.low, act_space.high)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total += float(reward)
+            done = terminated or truncated
+        returns.append(total)
+    env.close()
+    return float(np.mean(returns)), float(np.std(returns))
+
+
+def read_run_csv(path: str) -> dict:
+    """Columns of episodes.csv / updates.csv as float arrays (a torn last line is skipped)."""
+    import pandas as pd
+    return {k: v.to_numpy(dtype=float) for k, v in pd.read_csv(path, on_bad_lines="skip").items()}
+
+
+def plot_runs(run_dirs: tuple, out: str) -> str:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    runs = []
+    for d in run_dirs:
+        d = os.path.dirname(d) if os.path.isfile(d) else d
+        if not os.path.isfile(os.path.join(d, "episodes.csv")):
+            raise ConfigError(f"--plot: {d!r} is not a run directory (no episodes.csv)")
+        cfg = json.load(open(os.path.join(d, "config.json")))["args"] if os.path.isfile(
+            os.path.join(d, "config.json")) else {}
+        runs.append((d, cfg, read_run_csv(os.path.join(d, "episodes.csv")), read_run_csv(os.path.join(d, "updates.csv"))))
+    smac = [r for r in runs if r[1].get("optimizer", "smac") == "smac" and np.isfinite(r[3].get("ell_sq", [np.nan])).any()]
+    fig, axes = plt.subplots(1, 3 if smac else 1, figsize=(15 if smac else 6.5, 4.2), squeeze=False)
+    axes = axes[0]
+    for i, (d, cfg, ep, up) in enumerate(runs):
+        color = f"C{i % 10}"
+        label = f"{cfg.get('env_id', '?')} {cfg.get('optimizer', '?')} seed {cfg.get('seed', '?')} ({os.path.basename(d)[-10:]})"
+        if ep.get("global_step", np.array([])).size:
+            axes[0].plot(ep["global_step"], ep["episodic_return"], color=color, alpha=0.25, lw=0.7)
+            budget = int(cfg.get("total_timesteps", ep["global_step"].max()))  # 100 bins over the budget
+            curve = protocol.smoothed_curve(ep["global_step"], ep["episodic_return"], budget,
+                                            last_step=int(ep["global_step"].max()))
+            axes[0].plot(np.arange(1, protocol.N_BINS + 1) * budget / protocol.N_BINS, curve, color=color, lw=2,
+                         label=label)
+        if (d, cfg, ep, up) in smac and up["global_step"].size:
+            axes[1].plot(up["global_step"], up["ell_sq"] / float(cfg.get("damping", 1.0)), color=color, lw=1)
+            axes[2].plot(up["global_step"], up["cos_g_step"], color=color, lw=1)
+    axes[0].set(xlabel="environment steps", ylabel="episodic return",
+                title="return: raw (faint) and the paper's protocol, benchmark/protocol.py (bold)")
+    axes[0].legend(fontsize=7)
+    if smac:
+        axes[1].set(xlabel="environment steps", ylabel="|l_bar|^2 / lambda", yscale="log",
+                    title="SMAC: rank-1 term relative to damping")
+        axes[2].set(xlabel="environment steps", ylabel="cos(g, step)", title="SMAC: cos(policy gradient, step)")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())
+    if smac:
+        axes[2].ticklabel_format(axis="y", useOffset=False)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+# flags that may differ on --resume (everything else continues as the run was started)
+RESUME_MAY_CHANGE = ("total_timesteps", "checkpoint_every", "tensorboard", "torch_threads", "cuda", "capture_video",
+                     "video_every", "track", "wandb_project_name", "wandb_entity", "resume")
+
+
+def flags_given(argv: list[str]) -> set[str]:
+    """Field names of the flags written on the command line (--x, --x=v, --no-x)."""
+    names = {f.name for f in fields(Args)}
+    out = set()
+    for tok in argv:
+        if tok.startswith("--"):
+            name = tok[2:].split("=", 1)[0].replace("-", "_")
+            name = name[3:] if name.startswith("no_") and name[3:] in names else name
+            if name in names:
+                out.add(name)
+    return out
+
+
+def resume_args(args: Args, argv: list[str], resume: dict) -> Args:
+    """The resumed run's flags: the saved ones, with only RESUME_MAY_CHANGE taken from the command line.
+    A flag that cannot change on resume and is given with another value is refused (exit 2)."""
+    saved = args_from_checkpoint(resume["args"])
+    given = flags_given(argv)
+    refused = sorted(f for f in given - set(RESUME_MAY_CHANGE) if getattr(args, f) != getattr(saved, f))
+    if refused:
+        raise ConfigError(f"--resume continues the run as it was started; {', '.join('--' + f.replace('_', '-') for f in refused)} "
+                          f"cannot change (saved: {', '.join(f'{getattr(saved, f)!r}' for f in refused)}); only "
+                          f"{', '.join('--' + f.replace('_', '-') for f in RESUME_MAY_CHANGE[:-1])} may")
+    for f in given & set(RESUME_MAY_CHANGE):
+        setattr(saved, f, getattr(args, f))
+    saved.resume = args.resume
+    return saved
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = tyro.cli(LabArgs, args=argv)
+    try:
+        check_args(args)
+        torch.set_num_threads(args.torch_threads)
+        if args.plot:
+            out = args.plot_out or (os.path.join(args.plot[0], "plot.png") if len(args.plot) == 1
+                                    else os.path.join(args.runs_dir, f"plot_{int(time.time())}.png"))
+            print(f"wrote {plot_runs(args.plot, out)}")
+            return 0
+        if args.eval_checkpoint:
+            ckpt = load_checkpoint(args.eval_checkpoint)
+            mean, std = evaluate(ckpt, args.eval_episodes, args.seed, args.capture_video)
+            print(f"eval {ckpt['args']['env_id']}: {mean:.2f} +- {std:.2f} over {args.eval_episodes} episodes "
+                  f"(deterministic policy, {ckpt['path']})")
+            return 0
+        resume = None
+        if args.resume:
+            resume = load_checkpoint(args.resume)
+            args = resume_args(args, argv, resume)
+            check_args(args)
+        check_env_id(args.env_id)  # bad input is refused before a run directory exists
+        sa.check_env(args.env_id, args.capture_video)
+        if args.track and sa.importlib.util.find_spec("wandb") is None:
+            raise ConfigError("--track needs wandb (pip install -r requirements.txt)")
+        run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
+        with RunLock(run_dir):
+            if resume is not None and resume["global_step"] >= args.total_timesteps:
+                print(f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps")
+                return 0
+            if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):
+                os.remove(os.path.join(run_dir, "checkpoint.pt.tmp"))  # a kill during a save; checkpoint.pt is intact
+            if resume is not None:
+                truncate_logs_to(run_dir, int(resume["global_step"]), int(resume["update"]))
+            env = functools.partial(make_env, video_every=args.video_every,
+                                    bootstrap_truncation=args.bootstrap_truncation)
+            run_dir, status = sa.train(args, LAB_STEPS, env, lab_networks, critic_step, run_dir, resume)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if status == "interrupted":
+        with open(os.path.join(run_dir, "summary.json")) as f:
+            return 143 if json.load(f).get("signal") == "SIGTERM" else 130
+    return {"finished": 0, "diverged": 3}[status]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -110,7 +110,7 @@ def check_args(args: Args) -> None:
 # ======== Environment: plain gymnasium envs, stepped in the loop; episode statistics, normalization and action
 # clipping are done there, once per rollout (per-step wrappers cost more than a MuJoCo step)
 def make_env(env_id: str, video_dir: Optional[str] = None) -> gym.Env:
-    env = gym.make(env_id, disable_env_checker=True, render_mode="rgb_array" if video_dir else None)
+    env = gym.make(env_id, disable_env_checker=True, **({"render_mode": "rgb_array"} if video_dir else {}))
     return gym.wrappers.RecordVideo(env, video_dir, disable_logger=True) if video_dir else env
 
 

@@ -36,7 +36,7 @@ sys.path.insert(0, ROOT)
 
 import torch  # noqa: E402
 
-import smac_a2c as S  # noqa: E402
+from benchmark import trainer as S  # noqa: E402
 
 OBS_DIM, ACT_DIM = 11, 3  # Hopper
 

@@ -44,12 +44,12 @@ def final_return(run_dir: str, total: int) -> float:
 def run(job, runs_dir):
     setting, env_id, algo, seed, total = job
     eta, alpha, lam = ROWS[env_id][algo]
-    cmd = [sys.executable, os.path.join(ROOT, "smac_a2c.py"), "--env-id", env_id, "--optimizer", algo,
+    cmd = [sys.executable, "-m", "benchmark.trainer", "--env-id", env_id, "--optimizer", algo,
            "--learning-rate", str(eta), "--critic-learning-rate", str(alpha), "--seed", str(seed),
-           "--total-timesteps", str(total), "--no-tensorboard", "--no-progress",
+           "--total-timesteps", str(total), "--no-tensorboard",
            "--exp-name", f"{setting}-{algo}", "--runs-dir", os.path.join(runs_dir, f"{setting}-{env_id}-{algo}-{seed}"),
            *SETTINGS[setting]] + (["--damping", str(lam)] if lam else [])
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     sub = os.path.join(runs_dir, f"{setting}-{env_id}-{algo}-{seed}")
     run_dir = os.path.join(sub, os.listdir(sub)[0])
     status = json.load(open(os.path.join(run_dir, "summary.json")))["status"]

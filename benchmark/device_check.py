@@ -16,7 +16,7 @@ import warnings
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import smac_a2c as sa  # noqa: E402
+from benchmark import trainer as sa  # noqa: E402
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
@@ -48,7 +48,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for cuda in ([False, True] if len(devices) > 1 else [False]):
             args = sa.Args(env_id="Hopper-v4", total_timesteps=30_000, cuda=cuda, tensorboard=False,
-                           progress=False, runs_dir=tmp)
+                           runs_dir=tmp)
             sa.train(sa.Args(**{**args.__dict__, "total_timesteps": 2000}))  # warm-up
             start = time.perf_counter()
             sa.train(args)

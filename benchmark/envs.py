@@ -3,9 +3,9 @@
 "In all environments, episodes have a horizon of 1000 timesteps" (paper, Experimental Setup).
 Acrobot-v1 and CartPole-v1 register 500 steps, Pendulum-v1 200 and Pusher-v5 100. Importing this
 module registers copies of them with a 1000-step TimeLimit, e.g. ``CartPole_T1000-v1``, and
-smac_a2c.py (which we do not change) reaches them through gymnasium's ``module:id`` syntax:
+the trainers reach them through gymnasium's ``module:id`` syntax:
 
-    python smac_a2c.py --env-id benchmark.envs:CartPole_T1000-v1 ...
+    python -m benchmark.trainer --env-id benchmark.envs:CartPole_T1000-v1 ...
 
 Only ``max_episode_steps`` differs from the original registration (same entry point and kwargs).
 """

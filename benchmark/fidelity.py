@@ -240,11 +240,11 @@ def adam_check(budget: int = 111_000, seed: int = 1) -> dict:
 
     import torch
 
-    import smac_a2c as sa
+    from benchmark import trainer as sa
     flags = hparams.lookup("CartPole", "adam")
     with tempfile.TemporaryDirectory() as tmp:
         argv = flags + ["--total-timesteps", str(budget), "--seed", str(seed), "--runs-dir", tmp,
-                        "--save-model", "--no-tensorboard", "--no-progress"]
+                        "--no-tensorboard"]
         assert sa.main(argv) == 0
         run = os.path.join(tmp, os.listdir(tmp)[0])
         ckpt = sa.load_checkpoint(run)  # weights_only: loading runs no code

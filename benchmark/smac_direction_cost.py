@@ -23,12 +23,12 @@ sys.path.insert(0, ROOT)
 
 import torch  # noqa: E402
 
-import smac_a2c as S  # noqa: E402
+from benchmark import trainer as S  # noqa: E402
 from benchmark.update_cost import generic_smac_step, setup, two_backward_smac_step  # noqa: E402
 
 def batched_smac_step(actor, batch, args, state):
-    direction = S.smac_direction(actor, actor.log_prob(batch["obs"], batch["actions"]), batch["advantages"],
-                                 args.damping, batched=True)
+    direction = S.smac_direction_batched(actor, actor.log_prob(batch["obs"], batch["actions"]),
+                                         batch["advantages"], args.damping)
     S.apply_step_(actor, direction, args.learning_rate)
     return {}
 

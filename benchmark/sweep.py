@@ -1,4 +1,4 @@
-"""Run the paper's grid (task x algorithm x seed) with smac_a2c.py, locally or on Ray; resumable.
+"""Run the paper's grid (task x algorithm x seed) with the lab trainer (python -m benchmark.trainer), locally or on Ray; resumable.
 
     python benchmark/sweep.py                                   # 9 tasks x 6 algorithms x seeds 1-3
     python benchmark/sweep.py --budget classic=500000,mujoco=1000000 --workers 2
@@ -13,10 +13,10 @@ State of a job, decided from that run directory (`inspect_job`):
   done      summary.json says finished with global_step >= the requested budget: skipped
   diverged  summary.json says diverged: skipped (a result, not an error; REPORT lists it)
   resume    a checkpoint.pt exists (interrupted, hard-killed, or finished at a smaller budget):
-            the logs are cut back to the checkpoint's step, then `smac_a2c.py --resume`
+            the logs are cut back to the checkpoint's step, then `python -m benchmark.trainer --resume`
   fresh     nothing usable (no run dir, or one without a checkpoint, which is deleted); with
             --extend-from, a finished smaller-budget run of the same job there is copied and resumed
-Every run gets --save-model (so a finished run can be extended to a larger budget) and
+Every run ends with a checkpoint (so a finished run can be extended to a larger budget) and gets
 --checkpoint-every K updates (so a hard kill loses at most K updates).
 
 Ctrl-C: the trainers run in their own sessions, so the sweep sends each exactly one SIGINT; each
@@ -46,7 +46,7 @@ if REPO not in sys.path:
 
 from benchmark import compact, hparams  # noqa: E402
 
-TRAINER = os.path.join(REPO, "smac_a2c.py")
+TRAINER = ["-m", "benchmark.trainer"]  # the lab trainer, run from the repository root (PYTHONPATH)
 DEFAULT_RUNS = os.path.join(REPO, "benchmark", "runs")
 DEFAULT_LOGS = os.path.join(REPO, "benchmark", "results", "logs")
 DEFAULT_BUDGET = "classic=500000,mujoco=1000000"
@@ -159,10 +159,10 @@ def find_run_dir(seed_dir: str) -> Optional[str]:
     dirs = sorted(d for d in os.listdir(seed_dir)
                   if os.path.isdir(os.path.join(seed_dir, d)) and not d.startswith("."))
     if len(dirs) > 1:
-        import smac_a2c
+        from benchmark import trainer
         for d in list(dirs):
             path = os.path.join(seed_dir, d)
-            if not os.path.isfile(os.path.join(path, "checkpoint.pt")) and not smac_a2c.run_dir_locked(path):
+            if not os.path.isfile(os.path.join(path, "checkpoint.pt")) and not trainer.run_dir_locked(path):
                 print(f"[sweep] {seed_dir}: removing stale run directory {d} (no checkpoint, no live trainer)",
                       flush=True)
                 shutil.rmtree(path, ignore_errors=True)
@@ -210,8 +210,8 @@ def inspect_job(job: Job) -> tuple[str, Optional[str]]:
 
 def checkpoint_position(run_dir: str) -> tuple[int, int]:
     """(global_step, update) saved in run_dir/checkpoint.pt."""
-    import smac_a2c
-    ckpt = smac_a2c.load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))  # weights_only: loads no code
+    from benchmark import trainer
+    ckpt = trainer.load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))  # weights_only: loads no code
     return int(ckpt["global_step"]), int(ckpt["update"])
 
 
@@ -275,8 +275,8 @@ def extension_source(job: Job) -> Optional[str]:
     if not (src and summary and summary.get("status") == "finished" and summary.get("global_step", 0) <= job.budget
             and os.path.isfile(os.path.join(src, "checkpoint.pt"))):
         return None
-    import smac_a2c
-    if smac_a2c.run_dir_locked(src):  # a live trainer is extending it itself
+    from benchmark import trainer
+    if trainer.run_dir_locked(src):  # a live trainer is extending it itself
         return None
     try:
         with open(os.path.join(src_seed, "job.json")) as f:
@@ -289,14 +289,14 @@ def extension_source(job: Job) -> Optional[str]:
 
 
 def command(job: Job, state: str, run_dir: Optional[str]) -> list[str]:
-    """The smac_a2c.py command line for a job in state fresh / resume."""
-    base = [job.python, TRAINER]
+    """The trainer command line for a job in state fresh / resume."""
+    base = [job.python, *TRAINER]
     if state == "resume":
         return base + ["--resume", run_dir, "--total-timesteps", str(job.budget),
-                       "--checkpoint-every", str(job.checkpoint_every), "--no-progress"]
+                       "--checkpoint-every", str(job.checkpoint_every)]
     return base + job.flags + job.extra_flags + ["--seed", str(job.seed), "--exp-name", job.algo, "--runs-dir", job.seed_dir,
                                "--total-timesteps", str(job.budget), "--checkpoint-every",
-                               str(job.checkpoint_every), "--save-model", "--no-progress", "--no-tensorboard"]
+                               str(job.checkpoint_every), "--no-tensorboard"]
 
 
 def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
@@ -304,8 +304,8 @@ def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
     state, run_dir, src = plan(job)
     if state in ("done", "diverged"):
         return state, None
-    import smac_a2c
-    if run_dir is not None and smac_a2c.run_dir_locked(run_dir):
+    from benchmark import trainer
+    if run_dir is not None and trainer.run_dir_locked(run_dir):
         print(f"[sweep] {job.name}: a live trainer holds {run_dir} (another sweep?); skipped", flush=True)
         return "busy", None
     if state in ("fresh", "extend") and run_dir is not None:

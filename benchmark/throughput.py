@@ -3,16 +3,20 @@
     python benchmark/throughput.py                 # Hopper-v4, 1 env, 30k steps per measurement
     python benchmark/throughput.py --steps 100000  # longer, less noisy
 
-Prints, in one process so the ratios share the machine's state:
-  raw env steps/s (random actions), the trainer's vector env vs gymnasium's plain one, smac and sgd training steps/s (updates included),
-  SB3 A2C steps/s (n_steps=1000, same env) when stable-baselines3 is installed,
-  and the time of one actor update (T=1000) for smac batch-mean vs sgd.
-Targets (issue 3): training >= 0.7x raw env; SMAC batch-mean update <= 1.3x SGD update.
+Prints, in one process so the ratios share the machine's state: the real limit of a 1-env trainer (env.step
+with actions drawn before the clock starts) and the older baseline (action_space.sample() in the loop), the
+reference trainer's smac and sgd training steps/s (updates and logs included), SB3 A2C steps/s (n_steps=1000)
+when stable-baselines3 is installed, and the time of one actor update (T=1000): smac vs sgd inside training,
+and interleaved (the reference's smac_direction step, the lab's one-backward fast path, sgd).
+Targets (issue 25): training >= 0.80x the limit on Hopper-v4; SMAC update <= 1.3x SGD's inside training.
 """
 
 import argparse
+import contextlib
+import io
 import json
 import os
+import platform
 import statistics
 import sys
 import tempfile
@@ -24,45 +28,37 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import smac_a2c as sa  # noqa: E402
+from benchmark import trainer as lab  # noqa: E402
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 
-def raw_env_sps(env_id: str, steps: int) -> float:
-    env = gym.make(env_id)
+def env_limit_sps(env_id: str, steps: int, sample_each_step: bool) -> float:
+    """Random-action env.step()s per second. sample_each_step=False: the actions are drawn before the clock
+    starts, so this is the real limit of a 1-env trainer (env.step and resets only). True: the older baseline,
+    action_space.sample() inside the loop (about a quarter of a Hopper step)."""
+    env = gym.make(env_id, disable_env_checker=True)
     env.reset(seed=0)
     env.action_space.seed(0)
+    actions = [env.action_space.sample() for _ in range(steps)] if not sample_each_step else None
     start = time.perf_counter()
-    for _ in range(steps):
-        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+    for i in range(steps):
+        _, _, terminated, truncated, _ = env.step(actions[i] if actions else env.action_space.sample())
         if terminated or truncated:
             env.reset()
     return steps / (time.perf_counter() - start)
 
 
-def vector_env_sps(env_id: str, steps: int, trainer: bool) -> float:
-    """Random-action steps/s through the trainer's vector env (sa.make_vector_env: copy=False, per-step info
-    dropped) or through gymnasium's plain SyncVectorEnv (copy=True, info stacked) in the same SAME_STEP mode."""
-    envs = sa.make_vector_env(env_id, 1) if trainer else gym.vector.SyncVectorEnv(
-        [lambda: gym.make(env_id)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
-    envs.reset(seed=0)
-    envs.action_space.seed(0)
-    actions = [envs.action_space.sample() for _ in range(steps)]
-    start = time.perf_counter()
-    for a in actions:
-        envs.step(a)
-    sps = steps / (time.perf_counter() - start)
-    envs.close()
-    return sps
-
-
 def trainer_sps(env_id: str, steps: int, optimizer: str, runs_dir: str) -> tuple[float, float]:
-    """Training steps/s of smac_a2c.py (rollout + GAE + critic + actor updates) and the median actor update ms."""
+    """Training steps/s of the reference smac_a2c.train (rollout + GAE + critic + actor updates, logs
+    included) and the median actor update ms inside training."""
     args = sa.Args(env_id=env_id, optimizer=optimizer, total_timesteps=steps, tensorboard=False,
-                   progress=False, runs_dir=runs_dir, exp_name=f"throughput-{optimizer}")
-    start = time.perf_counter()
-    run_dir, status = sa.train(args)
-    elapsed = time.perf_counter() - start  # includes env construction, like SB3's timing below
+                   exp_name=f"throughput-{optimizer}")
+    run_dir = tempfile.mkdtemp(dir=runs_dir)
+    with contextlib.redirect_stdout(io.StringIO()):  # the progress lines
+        start = time.perf_counter()
+        sa.train(args, run_dir=run_dir)
+        elapsed = time.perf_counter() - start  # includes env construction, like SB3's timing below
     with open(os.path.join(run_dir, "updates.csv")) as f:
         rows = f.read().splitlines()[1:]
     ms = statistics.median(float(r.split(",")[11]) for r in rows)
@@ -83,16 +79,18 @@ def sb3_sps(env_id: str, steps: int):
 
 
 def update_ms(obs_dim=11, act_dim=3, T=1000, repeats=200) -> dict:
-    """Median time of one actor update on a random batch, smac batch-mean vs sgd, interleaved."""
+    """Median time of one actor update on a random batch, interleaved: the reference's SMAC step
+    (smac_direction's two backward passes), the lab's one-backward fast path, and SGD."""
     torch.set_num_threads(1)
     actor = sa.Actor(obs_dim, act_dim, False)
     batch = {"obs": torch.randn(T, obs_dim), "actions": torch.randn(T, act_dim), "advantages": torch.randn(T)}
-    times = {"smac": [], "sgd": []}
-    args = sa.Args(learning_rate=1e-6)
+    steps = {"smac": sa.smac_step, "smac fast path": lab.smac_step, "sgd": sa.sgd_step}
+    times = {name: [] for name in steps}
+    args = lab.Args(learning_rate=1e-6)
     for i in range(repeats + 20):
-        for name in ("smac", "sgd"):
+        for name, step in steps.items():
             start = time.perf_counter()
-            sa.ACTOR_STEPS[name](actor, batch, args, {})
+            step(actor, batch, args, {})
             if i >= 20:
                 times[name].append((time.perf_counter() - start) * 1e3)
     return {k: statistics.median(v) for k, v in times.items()}
@@ -107,12 +105,8 @@ def main():
     opts = parser.parse_args()
     torch.set_num_threads(1)
 
-    raw = raw_env_sps(opts.env_id, opts.steps)
-    vec = {"trainer": [], "plain": []}
-    for _ in range(3):  # interleaved, median of 3
-        for kind in vec:
-            vec[kind].append(vector_env_sps(opts.env_id, opts.steps // 3, kind == "trainer"))
-    vec = {k: statistics.median(v) for k, v in vec.items()}
+    limit = env_limit_sps(opts.env_id, opts.steps, sample_each_step=False)
+    raw = env_limit_sps(opts.env_id, opts.steps, sample_each_step=True)
     with tempfile.TemporaryDirectory() as tmp:
         for optimizer in ("smac", "sgd"):  # warm-up: first-call costs (imports, allocator) out of the timing
             trainer_sps(opts.env_id, 2000, optimizer, tmp)
@@ -121,27 +115,28 @@ def main():
     sb3 = None if opts.no_sb3 else sb3_sps(opts.env_id, opts.steps)
     micro = update_ms()
 
-    print(f"{opts.env_id}, 1 env, {opts.steps} steps per measurement, torch threads 1")
-    print(f"  raw env (random actions)  {raw:8.0f} steps/s")
-    print(f"  vector env, trainer's     {vec['trainer']:8.0f} steps/s  = {vec['trainer'] / vec['plain']:.2f}x gymnasium's "
-          f"plain SyncVectorEnv ({vec['plain']:.0f} steps/s; copy=False + per-step info dropped)")
-    print(f"  smac_a2c --optimizer smac {smac:8.0f} steps/s  = {smac / raw:.2f}x raw   (target >= 0.70x)")
-    print(f"  smac_a2c --optimizer sgd  {sgd:8.0f} steps/s  = {sgd / raw:.2f}x raw")
+    print(f"{opts.env_id}, 1 env, {opts.steps} steps per measurement, torch threads 1, "
+          f"{time.strftime('%Y-%m-%d')}, {platform.node()} ({os.cpu_count()} cores)")
+    print(f"  env.step limit (actions drawn beforehand) {limit:8.0f} steps/s = 1.00")
+    print(f"  env.step + action_space.sample() (old baseline) {raw:8.0f} steps/s = {raw / limit:.2f}x limit")
+    print(f"  smac_a2c.py --optimizer smac {smac:8.0f} steps/s = {smac / limit:.2f}x limit (target >= 0.80x), "
+          f"{smac / raw:.2f}x old baseline")
+    print(f"  smac_a2c.py --optimizer sgd  {sgd:8.0f} steps/s = {sgd / limit:.2f}x limit, {sgd / raw:.2f}x old baseline")
     if sb3 is not None:
-        print(f"  SB3 A2C (n_steps=1000)    {sb3:8.0f} steps/s  = {sb3 / raw:.2f}x raw   "
+        print(f"  SB3 A2C (n_steps=1000)       {sb3:8.0f} steps/s = {sb3 / limit:.2f}x limit "
               f"(smac_a2c smac is {smac / sb3:.1f}x SB3)")
     else:
         print("  SB3 A2C: stable-baselines3 not installed (pip install stable-baselines3), skipped")
     print(f"  actor update, T=1000, in training: smac {smac_ms:.2f} ms, sgd {sgd_ms:.2f} ms "
-          f"= {smac_ms / sgd_ms:.2f}x")
-    print(f"  actor update, T=1000, interleaved microbenchmark: smac {micro['smac']:.2f} ms, "
-          f"sgd {micro['sgd']:.2f} ms = {micro['smac'] / micro['sgd']:.2f}x   (target <= 1.30x)")
+          f"= {smac_ms / sgd_ms:.2f}x   (target <= 1.30x)")
+    print(f"  actor update, T=1000, interleaved microbenchmark: smac (smac_direction) {micro['smac']:.2f} ms, "
+          f"lab fast path {micro['smac fast path']:.2f} ms, sgd {micro['sgd']:.2f} ms = "
+          f"{micro['smac'] / micro['sgd']:.2f}x / {micro['smac fast path'] / micro['sgd']:.2f}x")
     if opts.json:
         with open(opts.json, "w") as f:
-            json.dump({"env_id": opts.env_id, "steps": opts.steps, "raw_sps": raw, "vector_env_sps": vec["trainer"],
-                       "plain_vector_env_sps": vec["plain"], "smac_sps": smac, "sgd_sps": sgd,
-                       "sb3_sps": sb3, "smac_update_ms": smac_ms, "sgd_update_ms": sgd_ms,
-                       "micro_smac_ms": micro["smac"], "micro_sgd_ms": micro["sgd"]}, f, indent=2)
+            json.dump({"env_id": opts.env_id, "steps": opts.steps, "limit_sps": limit, "raw_sps": raw,
+                       "smac_sps": smac, "sgd_sps": sgd, "sb3_sps": sb3, "smac_update_ms": smac_ms,
+                       "sgd_update_ms": sgd_ms, "micro_ms": micro}, f, indent=2)
 
 
 if __name__ == "__main__":

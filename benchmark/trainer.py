@@ -194,7 +194,7 @@ class TruncationAsTermination(gym.Wrapper):
 
 
 def make_env(env_id: str, video_dir: Optional[str] = None, video_every: int = 0, bootstrap_truncation: bool = True):
-    env = gym.make(env_id, disable_env_checker=True, render_mode="rgb_array" if video_dir else None)
+    env = gym.make(env_id, disable_env_checker=True, **({"render_mode": "rgb_array"} if video_dir else {}))
     if video_dir:
         trigger = (lambda episode: episode % video_every == 0) if video_every > 0 else None
         env = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=trigger, disable_logger=True)
@@ -234,6 +234,18 @@ def check_env_id(env_id: str, note: bool = True) -> tuple[gym.Space, gym.Space]:
 # ====================================================================================
 # Actor steps (moved from the pre-split smac_a2c.py). One signature: step(actor, batch, args, state) -> diagnostics.
 # ====================================================================================
+def smac_direction_batched(params, log_probs: torch.Tensor, advantages: torch.Tensor, damping: float):
+    """smac_a2c.smac_direction with l_bar and g from ONE vmapped vector-Jacobian product instead of two
+    backward passes (same numbers; measured no faster on the CPU: benchmark/smac_direction_cost.py)."""
+    params = trainable_parameters(params)
+    B = log_probs.shape[0]
+    weights = torch.stack([torch.full_like(log_probs, 1.0 / B), advantages.detach().to(log_probs.dtype) / B])
+    grads = torch.autograd.grad(log_probs, params, grad_outputs=weights, is_grads_batched=True, allow_unused=True)
+    flat = torch.cat([torch.zeros(2, p.numel(), dtype=p.dtype, device=p.device) if gr is None
+                      else gr.reshape(2, -1) for p, gr in zip(params, grads)], dim=1)
+    return sherman_morrison_direction(flat[1], flat[0], damping)
+
+
 def clip_norm(v: torch.Tensor, max_norm: float) -> torch.Tensor:
     if max_norm <= 0:
         return v
@@ -851,6 +863,14 @@ def read_run_csv(path: str) -> dict:
     return {k: v.to_numpy(dtype=float) for k, v in pd.read_csv(path, on_bad_lines="skip").items()}
 
 
+def plot_curve(steps: np.ndarray, returns: np.ndarray, budget: Optional[int] = None) -> tuple:
+    """(bin ends, curve) of the paper's protocol exactly as the report computes it (benchmark/protocol.py:
+    100 bins over the run's budget, EWM 0.1); budget defaults to the last episode's step."""
+    budget = int(budget or steps.max())
+    curve = protocol.smoothed_curve(steps, returns, budget, last_step=min(int(steps.max()), budget))
+    return np.arange(1, protocol.N_BINS + 1) * budget / protocol.N_BINS, curve
+
+
 def plot_runs(run_dirs: tuple, out: str) -> str:
     import matplotlib
     matplotlib.use("Agg")
@@ -872,11 +892,8 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
         label = f"{cfg.get('env_id', '?')} {cfg.get('optimizer', '?')} seed {cfg.get('seed', '?')} ({os.path.basename(d)[-10:]})"
         if ep.get("global_step", np.array([])).size:
             axes[0].plot(ep["global_step"], ep["episodic_return"], color=color, alpha=0.25, lw=0.7)
-            budget = int(cfg.get("total_timesteps", ep["global_step"].max()))  # 100 bins over the budget
-            curve = protocol.smoothed_curve(ep["global_step"], ep["episodic_return"], budget,
-                                            last_step=int(ep["global_step"].max()))
-            axes[0].plot(np.arange(1, protocol.N_BINS + 1) * budget / protocol.N_BINS, curve, color=color, lw=2,
-                         label=label)
+            axes[0].plot(*plot_curve(ep["global_step"], ep["episodic_return"], cfg.get("total_timesteps")),
+                         color=color, lw=2, label=label)
         if (d, cfg, ep, up) in smac and up["global_step"].size:
             axes[1].plot(up["global_step"], up["ell_sq"] / float(cfg.get("damping", 1.0)), color=color, lw=1)
             axes[2].plot(up["global_step"], up["cos_g_step"], color=color, lw=1)
@@ -933,6 +950,45 @@ def resume_args(args: Args, argv: list[str], resume: dict) -> Args:
     return saved
 
 
+def check_fits(args: LabArgs, ckpt: dict) -> None:
+    """Refuse (exit 2) a checkpoint whose networks, optimizer or statistics do not fit its own flags."""
+    obs_space, act_space = check_env_id(args.env_id, note=False)
+    discrete = isinstance(act_space, gym.spaces.Discrete)
+    actor, critic = lab_networks(args, obs_space.shape[0], act_space.n if discrete else act_space.shape[0], discrete)
+    try:
+        actor.load_state_dict(ckpt["actor"])
+        critic.load_state_dict(ckpt["critic"])
+        torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate).load_state_dict(ckpt["critic_opt"])
+        Normalizer(obs_space.shape[0], args.num_envs, args.gamma, False, False).load_state_dict(ckpt["normalizer"])
+    except (RuntimeError, KeyError, ValueError, TypeError) as e:
+        raise ConfigError(f"checkpoint {ckpt['path']!r} does not fit this run's networks or environment "
+                          f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
+
+
+def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
+    """smac_a2c.train with the lab's actor steps, environments, networks and critic step, in a run directory
+    of its own under --runs-dir (or the resumed checkpoint's), locked for the run. Returns (run_dir, status)."""
+    check_env_id(args.env_id)  # bad input is refused before a run directory exists
+    sa.check_env(args.env_id, args.capture_video)
+    if args.track:
+        try:
+            import wandb  # noqa: F401
+        except ImportError:
+            raise ConfigError("--track needs wandb (pip install -r requirements.txt)") from None
+    run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
+    with RunLock(run_dir):
+        if resume is not None and resume["global_step"] >= args.total_timesteps:
+            print(f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps")
+            return run_dir, "finished"
+        if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):
+            os.remove(os.path.join(run_dir, "checkpoint.pt.tmp"))  # a kill during a save; checkpoint.pt is intact
+        if resume is not None:
+            check_fits(args, resume)
+            truncate_logs_to(run_dir, int(resume["global_step"]), int(resume["update"]))
+        env = functools.partial(make_env, video_every=args.video_every, bootstrap_truncation=args.bootstrap_truncation)
+        return sa.train(args, LAB_STEPS, env, lab_networks, critic_step, run_dir, resume)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = tyro.cli(LabArgs, args=argv)
@@ -955,22 +1011,7 @@ def main(argv=None) -> int:
             resume = load_checkpoint(args.resume)
             args = resume_args(args, argv, resume)
             check_args(args)
-        check_env_id(args.env_id)  # bad input is refused before a run directory exists
-        sa.check_env(args.env_id, args.capture_video)
-        if args.track and sa.importlib.util.find_spec("wandb") is None:
-            raise ConfigError("--track needs wandb (pip install -r requirements.txt)")
-        run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
-        with RunLock(run_dir):
-            if resume is not None and resume["global_step"] >= args.total_timesteps:
-                print(f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps")
-                return 0
-            if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):
-                os.remove(os.path.join(run_dir, "checkpoint.pt.tmp"))  # a kill during a save; checkpoint.pt is intact
-            if resume is not None:
-                truncate_logs_to(run_dir, int(resume["global_step"]), int(resume["update"]))
-            env = functools.partial(make_env, video_every=args.video_every,
-                                    bootstrap_truncation=args.bootstrap_truncation)
-            run_dir, status = sa.train(args, LAB_STEPS, env, lab_networks, critic_step, run_dir, resume)
+        run_dir, status = train(args, resume)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

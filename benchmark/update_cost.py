@@ -48,7 +48,7 @@ sys.path.insert(0, ROOT)
 
 import torch  # noqa: E402
 
-import smac_a2c as S  # noqa: E402
+from benchmark import trainer as S  # noqa: E402
 
 OBS_DIM, ACT_DIM = 11, 3  # Hopper
 METHODS = ["sgd", "adam", "smac", "smac-generic", "smac-2bw", "smac-ps", "cg", "kfac"]
@@ -69,7 +69,7 @@ def two_backward_smac_step(actor, batch, args, state):
     ell = S.flat_grad(log_probs.mean(), params, retain_graph=True)
     g = S.flat_grad((log_probs * batch["advantages"]).mean(), params)
     direction = S.sherman_morrison_direction(g, ell, args.damping)
-    S.add_to_params_(params, direction, args.learning_rate)
+    S.apply_step_(params, direction, args.learning_rate)
     return {"g": g, "step": direction}
 
 

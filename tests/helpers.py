@@ -2,7 +2,7 @@
 
 import torch
 
-import smac_a2c as sa
+from benchmark import trainer as sa
 
 
 def tiny_actor(discrete, obs_dim=5, act_dim=3, seed=0):

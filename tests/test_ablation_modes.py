@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import helpers
-import smac_a2c as sa
+from benchmark import compact
+from benchmark import trainer as sa
 from helpers import per_sample_grads, tiny_actor
 
 
@@ -204,7 +205,7 @@ def test_step_normalization_with_per_sample_parallel_moves_theta_by_eta_times_su
 # the trainer: bad flag combinations, smoke runs for every mode
 # ------------------------------------------------------------------------------------
 def run_main(tmp_path, *argv):
-    return sa.main(["--runs-dir", str(tmp_path), "--no-tensorboard", "--no-progress", *argv])
+    return sa.main(["--runs-dir", str(tmp_path), "--no-tensorboard", *argv])
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -233,13 +234,12 @@ MODES = {
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 @pytest.mark.parametrize("mode", list(MODES))
 def test_smoke_ablation_modes(tmp_path, env_id, mode):
-    assert run_main(tmp_path, "--env-id", env_id, "--num-steps", "64", "--total-timesteps", "128",
-                    "--save-model", *MODES[mode]) == 0
+    assert run_main(tmp_path, "--env-id", env_id, "--num-steps", "64", "--total-timesteps", "128", *MODES[mode]) == 0
     (run,) = [os.path.join(tmp_path, d) for d in os.listdir(tmp_path)]
     summary = json.load(open(os.path.join(run, "summary.json")))
     assert summary["status"] == "finished" and summary["global_step"] == 128
     rows = open(os.path.join(run, "updates.csv")).read().splitlines()
-    assert rows[0].split(",") == sa.RunLogger.UPDATE_FIELDS and len(rows) == 3
+    assert rows[0].split(",") == compact.UPDATE_COLS and len(rows) == 3
     assert all(np.isfinite(float(x)) for row in rows[1:] for x in row.split(",")[2:9])
     ckpt = sa.load_checkpoint(run)
     if "prev-ef" in mode:

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-import smac_a2c as S
+from benchmark import trainer as S
 
 DT = torch.float64
 
@@ -321,7 +321,7 @@ def test_bad_baseline_flags_are_config_errors(flag, value, tmp_path, capsys):
 
 
 def run(tmp_path, *extra):
-    argv = ["--runs-dir", str(tmp_path), "--no-tensorboard", "--no-progress", *extra]
+    argv = ["--runs-dir", str(tmp_path), "--no-tensorboard", *extra]
     code = S.main(argv)
     (run_dir,) = [os.path.join(tmp_path, d) for d in os.listdir(tmp_path)]
     with open(os.path.join(run_dir, "summary.json")) as f:
@@ -340,7 +340,7 @@ def test_smoke(optimizer, env_id, tmp_path):
 def test_cartpole_short_run_does_not_diverge(optimizer, lr, tmp_path):
     code, summary, run_dir = run(tmp_path, "--env-id", "CartPole-v1", "--optimizer", optimizer,
                                  "--learning-rate", lr, "--critic-learning-rate", "1e-3",
-                                 "--num-steps", "500", "--total-timesteps", "10000", "--save-model")
+                                 "--num-steps", "500", "--total-timesteps", "10000")
     assert code == 0 and summary["status"] == "finished" and summary["updates"] == 20
     returns = np.loadtxt(os.path.join(run_dir, "episodes.csv"), delimiter=",", skiprows=1, ndmin=2)[:, 1]
     updates = np.loadtxt(os.path.join(run_dir, "updates.csv"), delimiter=",", skiprows=1, ndmin=2)
@@ -349,6 +349,6 @@ def test_cartpole_short_run_does_not_diverge(optimizer, lr, tmp_path):
     ckpt = S.load_checkpoint(run_dir)
     if optimizer == "kfac":
         assert ckpt["actor_state"]["kfac_updates"] == 20 and len(ckpt["actor_state"]["kfac_A"]) == 3
-    assert S.main(["--resume", run_dir, "--total-timesteps", "11000", "--no-progress"]) == 0
+    assert S.main(["--resume", run_dir, "--total-timesteps", "11000"]) == 0
     with open(os.path.join(run_dir, "summary.json")) as f:
         assert json.load(f)["updates"] == 22

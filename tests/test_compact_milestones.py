@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-import smac_a2c as sa
+from benchmark import trainer as sa
 from benchmark import compact, fidelity, milestones, sweep
 
 BUDGET = 100_000
@@ -153,7 +153,7 @@ def test_fidelity_choice_rule():
 
 def test_pack_load_round_trip_and_sweep_skips_committed_runs(tmp_path):
     assert sa.main(["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "300", "--runs-dir",
-                    str(tmp_path / "runs"), "--no-tensorboard", "--no-progress"]) == 0
+                    str(tmp_path / "runs"), "--no-tensorboard"]) == 0
     run_dir = os.path.join(tmp_path / "runs", os.listdir(tmp_path / "runs")[0])
     logs = tmp_path / "logs"
     path = compact.pack(run_dir, compact.log_path(str(logs), "CartPole", "smac", 1), "CartPole", "smac", 1, 300)

@@ -9,13 +9,13 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-import smac_a2c as sa
+from benchmark import trainer as sa
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def trainer(*argv, **kw):
-    return subprocess.run([sys.executable, os.path.join(ROOT, "smac_a2c.py"), "--no-tensorboard", *argv],
+    return subprocess.run([sys.executable, "-m", "benchmark.trainer", "--no-tensorboard", *argv],
                           capture_output=True, text=True, timeout=300, **kw)
 
 
@@ -37,7 +37,7 @@ def test_no_progress_output_when_stdout_is_not_a_terminal(tmp_path):
 def test_plot_two_runs(tmp_path, capsys):
     for opt in ("smac", "sgd"):
         assert sa.main(["--env-id", "CartPole-v1", "--optimizer", opt, "--num-steps", "200", "--total-timesteps",
-                        "4000", "--runs-dir", str(tmp_path / "runs"), "--no-tensorboard", "--no-progress"]) == 0
+                        "4000", "--runs-dir", str(tmp_path / "runs"), "--no-tensorboard"]) == 0
     runs = sorted(str(tmp_path / "runs" / d) for d in os.listdir(tmp_path / "runs"))
     out = str(tmp_path / "both.png")
     assert sa.main(["--plot", *runs, "--plot-out", out]) == 0
@@ -52,12 +52,18 @@ def test_plot_two_runs(tmp_path, capsys):
     assert "not a run directory" in capsys.readouterr().err
 
 
-def test_protocol_curve_by_hand():
-    steps = np.arange(1, 101, dtype=float) * 10      # one episode per bin of 10 steps
+def test_plot_curve_is_the_reports_protocol():
+    """--plot bins over the run's budget as benchmark/protocol.py does (the removed protocol_curve binned over
+    the last episode's step, so a run that stopped early disagreed with the report)."""
+    from benchmark import protocol
+    steps = np.arange(1, 101, dtype=float) * 10      # one episode per 10 steps, up to step 1000
     values = np.where(steps <= 500, 0.0, 100.0)
-    ends, curve = sa.protocol_curve(steps, values)
+    ends, curve = sa.plot_curve(steps, values)       # budget = the last step: one episode per bin
     assert ends[-1] == 1000 and curve[49] == 0.0
     assert curve[50] == pytest.approx(10.0) and curve[51] == pytest.approx(19.0)   # EWM 0.1: 0.1*100, 0.1*100 + 0.9*10
+    ends, curve = sa.plot_curve(steps, values, budget=2000)   # a run stopped at half its budget
+    np.testing.assert_array_equal(curve, protocol.smoothed_curve(steps, values, 2000, last_step=1000))
+    assert ends[-1] == 2000 and np.isnan(curve[50:]).all() and curve[49] == pytest.approx(100 * (1 - 0.9 ** 25))
 
 
 @pytest.mark.parametrize("env_id,size", [("CartPole-v1", (400, 600)), ("Hopper-v4", (480, 480))])
@@ -66,8 +72,7 @@ def test_capture_video_training_and_evaluation(tmp_path, env_id, size):
 
     import imageio.v3 as iio
     env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY")}
-    p = trainer("--env-id", env_id, "--num-steps", "100", "--total-timesteps", "200", "--capture-video",
-                "--save-model", "--runs-dir", str(tmp_path), env=env)
+    p = trainer("--env-id", env_id, "--num-steps", "100", "--total-timesteps", "200", "--capture-video", "--runs-dir", str(tmp_path), env=env)
     assert p.returncode == 0, p.stderr
     run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
     first = next(csv.DictReader(open(os.path.join(run, "episodes.csv"))))

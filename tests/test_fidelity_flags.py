@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-import smac_a2c as sa
+from benchmark import trainer as sa
 from helpers import per_sample_grads, tiny_actor, tiny_batch
 
 
@@ -129,7 +129,7 @@ def test_relu_actor_one_backward_path_equals_autograd_and_numpy_copy(discrete):
 
 
 def run_main(tmp_path, *argv):
-    return sa.main(["--runs-dir", str(tmp_path), "--no-tensorboard", "--no-progress", *argv])
+    return sa.main(["--runs-dir", str(tmp_path), "--no-tensorboard", *argv])
 
 
 @pytest.mark.parametrize("opt", ["smac", "sgd", "adam", "cg", "kfac"])

@@ -71,7 +71,7 @@ def test_every_task_and_algorithm_resolves_to_valid_trainer_flags():
     import gymnasium as gym
     import tyro
 
-    import smac_a2c
+    from benchmark import trainer as smac_a2c
     assert len(hparams.tasks()) == 9
     for task in hparams.tasks():
         for horizon in ("paper", "gym"):

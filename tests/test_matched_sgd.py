@@ -3,7 +3,7 @@
 - `sgd-matched` resolves to AC-SGD with eta = eta_SMAC / lambda, everything else as SMAC's row, for every task.
 - The split of the SMAC step along l_bar / orthogonal to it sums back to the step (float64), and its two parts
   are g_par/(lambda + |l_bar|^2) and g_perp/lambda.
-- The diagnostics the trainer writes (smac_a2c.update_row on smac_step's diag) equal their definitions
+- The diagnostics the trainer writes (smac_a2c.step_diagnostics on smac_step's diag) equal their definitions
   recomputed from a saved batch with explicit per-sample gradients and an explicit d x d solve; the
   "fraction removed" formula of benchmark/aggregate.py equals |g/lambda - step| / |g/lambda|.
 - The statistics used by the report (Student-t without scipy, Welch, exact bootstrap, permutation) against
@@ -21,7 +21,7 @@ import torch
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-import smac_a2c as sa  # noqa: E402
+from benchmark import trainer as sa  # noqa: E402
 from benchmark import aggregate as agg  # noqa: E402
 from benchmark import hparams  # noqa: E402
 
@@ -89,7 +89,7 @@ def test_trainer_diagnostics_equal_definitions_from_saved_batch(tmp_path, discre
     before = torch.cat([p.detach().reshape(-1).clone() for p in actor.parameters()])
     diag = sa.smac_step(actor, batch, args, {})
     after = torch.cat([p.detach().reshape(-1) for p in actor.parameters()])
-    row = sa.update_row(diag, 1, 1000, 0.0, 0.0, 0.0, 0.0, 0.0)
+    row = sa.step_diagnostics(diag)
 
     # recompute everything from the saved batch and the saved (pre-step) parameters
     saved = torch.load(path)
@@ -135,7 +135,7 @@ def test_step_decomposition_sums_back_to_the_step(discrete):
     par_vec = torch.dot(u, step) * u
     perp_vec = step - par_vec
     torch.testing.assert_close(par_vec + perp_vec, step, rtol=0, atol=1e-15)
-    row = sa.update_row(diag, 1, 1, 0.0, 0.0, 0.0, 0.0, 0.0)
+    row = sa.step_diagnostics(diag)
     assert row["step_par_norm"] ** 2 + row["step_perp_norm"] ** 2 == pytest.approx(step.norm().item() ** 2, rel=1e-12)
     assert row["step_par_norm"] == pytest.approx(par_vec.norm().item(), rel=1e-12)
     assert row["step_perp_norm"] == pytest.approx(perp_vec.norm().item(), rel=1e-9)

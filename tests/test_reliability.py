@@ -11,11 +11,11 @@ import time
 import pytest
 import torch
 
-import smac_a2c as sa
+from benchmark import trainer as sa
 from benchmark import sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FAST = ["--env-id", "CartPole-v1", "--num-steps", "100", "--no-tensorboard", "--no-progress"]
+FAST = ["--env-id", "CartPole-v1", "--num-steps", "100", "--no-tensorboard"]
 
 
 def run_main(runs, *argv):
@@ -34,7 +34,7 @@ def rows(path):
 
 
 def start_trainer(runs, *argv):
-    return subprocess.Popen([sys.executable, os.path.join(ROOT, "smac_a2c.py"), "--runs-dir", str(runs), *FAST,
+    return subprocess.Popen([sys.executable, "-m", "benchmark.trainer", "--runs-dir", str(runs), *FAST,
                              "--total-timesteps", "100000000", *argv],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -80,7 +80,7 @@ def test_bare_resume_keeps_budget_and_checkpointing_and_refuses_other_changes(tm
     ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
     ckpt["args"]["total_timesteps"] = 600
     torch.save(ckpt, os.path.join(run, "checkpoint.pt"))
-    assert sa.main(["--resume", run, "--no-progress"]) == 0  # bare: budget 600 and checkpoint-every 1 kept
+    assert sa.main(["--resume", run]) == 0  # bare: budget 600 and checkpoint-every 1 kept
     summary = json.load(open(os.path.join(run, "summary.json")))
     assert summary["global_step"] == 600 and sa.load_checkpoint(run)["update"] == 6
     assert json.load(open(os.path.join(run, "config.json")))["args"]["checkpoint_every"] == 1
@@ -88,7 +88,7 @@ def test_bare_resume_keeps_budget_and_checkpointing_and_refuses_other_changes(tm
     assert sa.main(["--resume", run, "--total-timesteps", "800", "--learning-rate", "0.5", "--env-id", "Acrobot-v1"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--learning-rate" in err and "--env-id" in err
-    assert sa.main(["--resume", run, "--total-timesteps", "800", "--learning-rate", "0.02", "--no-progress"]) == 0
+    assert sa.main(["--resume", run, "--total-timesteps", "800", "--learning-rate", "0.02"]) == 0
     assert json.load(open(os.path.join(run, "summary.json")))["global_step"] == 800
 
 
@@ -104,7 +104,7 @@ def test_resume_after_sigkill_leaves_strictly_increasing_logs(tmp_path):
     saved = sa.load_checkpoint(run)["update"]
     assert logged > saved  # the logs ran ahead of the last periodic checkpoint
     budget = (logged + 3) * 1000
-    assert sa.main(["--resume", run, "--total-timesteps", str(budget), "--no-progress"]) == 0
+    assert sa.main(["--resume", run, "--total-timesteps", str(budget)]) == 0
     up = rows(os.path.join(run, "updates.csv"))
     assert [int(r["update"]) for r in up] == list(range(1, budget // 1000 + 1))
     steps = [int(r["global_step"]) for r in up]
@@ -115,7 +115,7 @@ def test_resume_after_sigkill_leaves_strictly_increasing_logs(tmp_path):
 
 # 5. concurrent writers -----------------------------------------------------------------------------------
 def test_second_trainer_on_a_live_run_directory_is_refused(tmp_path, capsys):
-    assert run_main(tmp_path, "--total-timesteps", "200", "--save-model") == 0
+    assert run_main(tmp_path, "--total-timesteps", "200") == 0
     run = only_run_dir(tmp_path)
     before = open(os.path.join(run, "updates.csv")).read()
     capsys.readouterr()
@@ -126,7 +126,7 @@ def test_second_trainer_on_a_live_run_directory_is_refused(tmp_path, capsys):
         assert sweep.find_run_dir(str(tmp_path)) == run and sa.run_dir_locked(run)
     assert open(os.path.join(run, "updates.csv")).read() == before
     assert not sa.run_dir_locked(run)  # released with its owner
-    assert sa.main(["--resume", run, "--total-timesteps", "400", "--no-progress"]) == 0
+    assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 0
 
 
 # 6. untrusted checkpoints ------------------------------------------------------------------------------
@@ -192,16 +192,16 @@ def test_final_checkpoint_is_the_final_state_and_a_finished_resume_changes_nothi
     assert sa.load_checkpoint(run)["update"] == 5  # not 4, the last periodic one
     summary = open(os.path.join(run, "summary.json")).read()
     open(os.path.join(run, "checkpoint.pt.tmp"), "w").write("half-written")
-    assert sa.main(["--resume", run, "--no-progress"]) == 0
+    assert sa.main(["--resume", run]) == 0
     assert open(os.path.join(run, "summary.json")).read() == summary
-    assert sa.main(["--resume", run, "--total-timesteps", "600", "--no-progress"]) == 0
+    assert sa.main(["--resume", run, "--total-timesteps", "600"]) == 0
     assert not os.path.exists(os.path.join(run, "checkpoint.pt.tmp"))
 
 
 # 9. the sweep --------------------------------------------------------------------------------------------
 def test_sweep_recovers_from_a_stale_extra_directory_and_spares_a_live_one(tmp_path, capsys):
     seed_dir = tmp_path / "CartPole" / "sgd" / "seed1"
-    assert run_main(seed_dir, "--total-timesteps", "200", "--save-model") == 0
+    assert run_main(seed_dir, "--total-timesteps", "200") == 0
     good = only_run_dir(seed_dir)
     stale = seed_dir / "CartPole-v1__sgd__1__1"
     stale.mkdir()
@@ -217,7 +217,7 @@ def test_sweep_recovers_from_a_stale_extra_directory_and_spares_a_live_one(tmp_p
 
 # 10. files: missing keys, another env's networks, valid JSON summary ---------------------------------------
 def test_incomplete_or_mismatched_checkpoints_are_bad_input(tmp_path, capsys):
-    assert run_main(tmp_path / "runs", "--total-timesteps", "100", "--save-model") == 0
+    assert run_main(tmp_path / "runs", "--total-timesteps", "100") == 0
     run = only_run_dir(tmp_path / "runs")
     ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
     partial = tmp_path / "partial.pt"
@@ -243,7 +243,7 @@ def test_summary_is_strict_json_after_divergence(tmp_path):
 def test_trainer_of_a_dead_sweep_does_not_start(tmp_path):
     """A sweep killed while its trainers start: the child finds its parent gone and exits before training."""
     import functools
-    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "smac_a2c.py"), "--runs-dir", str(tmp_path), *FAST,
+    proc = subprocess.Popen([sys.executable, "-m", "benchmark.trainer", "--runs-dir", str(tmp_path), *FAST,
                              "--total-timesteps", "1000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=functools.partial(sweep._child_preexec, os.getpid() + 10**6))  # not our pid
     proc.communicate(timeout=60)
@@ -252,7 +252,7 @@ def test_trainer_of_a_dead_sweep_does_not_start(tmp_path):
 
 def test_sweep_skips_a_job_whose_run_directory_is_live(tmp_path):
     job = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 400}, str(tmp_path), num_steps=100)[0]
-    assert run_main(job.seed_dir, "--total-timesteps", "200", "--save-model") == 0   # resumable
+    assert run_main(job.seed_dir, "--total-timesteps", "200") == 0   # resumable
     run = only_run_dir(job.seed_dir)
     with sa.RunLock(run):
         assert sweep.prepare(job) == ("busy", None)

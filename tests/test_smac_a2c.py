@@ -1,5 +1,7 @@
 """Tests for smac_a2c.py: the math against explicit computations, then the trainer's behaviour."""
 
+import csv
+import functools
 import json
 import os
 import signal
@@ -12,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-import smac_a2c as sa
+from benchmark import trainer as sa
 from helpers import per_sample_grads, tiny_actor, tiny_batch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -213,38 +215,62 @@ gym.register("CounterTerminate-v0", entry_point=lambda: CounterEnv(5, True))
 gym.register("CounterTruncate-v0", entry_point=lambda: CounterEnv(5, False), max_episode_steps=4)
 
 
-@pytest.mark.parametrize("env_id,ep_len,terminated", [("CounterTerminate-v0", 5, True),
-                                                      ("CounterTruncate-v0", 4, False)])
-def test_autoreset_transitions(env_id, ep_len, terminated):
-    """Every stored transition is real: next_obs[t] is the step after obs[t] in the same
-    episode (the final observation when it ended), never the next episode's reset obs; and
-    the step after a done starts the new episode at step 0."""
-    envs = sa.make_vector_env(env_id, 2)   # the trainer's envs (copy=False: obs is stored before each step)
-    obs, _ = envs.reset(seed=0)
-    actor = tiny_actor(True, obs_dim=2, act_dim=2).float()
-    roll = sa.Rollout(23, 2, 2, ())
-    normalizer = sa.Normalizer(2, 2, 0.99, False, False)
-    obs, episodes = roll.collect(envs, obs, sa.RolloutPolicy(actor), normalizer, np.random.default_rng(0))
-    assert np.all(roll.next_obs[..., 0] == roll.obs[..., 0])  # same episode id: no reset transitions
-    assert np.all(roll.next_obs[..., 1] == roll.obs[..., 1] + 1)
-    assert np.all((roll.dones == 1) == (roll.next_obs[..., 1] == ep_len))
-    assert np.all(roll.terminations == (roll.dones if terminated else 0))
-    after_done = roll.obs[1:][roll.dones[:-1] == 1]
+class RecordingCritic(torch.nn.Module):
+    """V(s) = s[..., 1], the step within the episode; records every batch of states it is asked about."""
+
+    def __init__(self):
+        super().__init__()
+        self.w, self.inputs = torch.nn.Parameter(torch.zeros(())), []
+
+    def forward(self, obs):
+        self.inputs.append(obs.detach().clone())
+        return obs[..., 1] + 0.0 * self.w
+
+
+@pytest.mark.parametrize("env_id,ep_len,terminated,bootstrap", [("CounterTerminate-v0", 5, True, True),
+                                                                ("CounterTruncate-v0", 4, False, True),
+                                                                ("CounterTruncate-v0", 4, False, False)])
+def test_autoreset_transitions(tmp_path, env_id, ep_len, terminated, bootstrap):
+    """The reference loop (smac_a2c.train) on 2 envs x 23 steps: every stored transition is real (next_obs[t]
+    is the step after obs[t] in the same episode, the final observation when it ended, never the next
+    episode's reset observation), the step after a done starts the new episode at step 0, a termination
+    zeroes the bootstrap and a truncation bootstraps from V(final observation) (unless the lab's
+    --no-bootstrap-truncation). Checked on what the critic is asked about and on the advantages (lambda_GAE = 0)."""
+    import smac_a2c
+    critic, batches = RecordingCritic(), []
+
+    def networks(args, obs_dim, act_dim, discrete):
+        return smac_a2c.Actor(obs_dim, act_dim, discrete, args.hidden_sizes), critic
+
+    def record_step(actor, batch, args, state):
+        batches.append(batch)
+        return smac_a2c.sgd_step(actor, batch, args, state)
+
+    args = sa.Args(env_id=env_id, num_envs=2, num_steps=23, total_timesteps=46, gae_lambda=0.0, gamma=0.9,
+                   learning_rate=1e-9, tensorboard=False, bootstrap_truncation=bootstrap)
+    env = functools.partial(sa.make_env, bootstrap_truncation=bootstrap)
+    run_dir, status = smac_a2c.train(args, {"smac": record_step}, env, networks, run_dir=str(tmp_path))
+    assert status == "finished"
+    obs, next_obs = critic.inputs[0].reshape(23, 2, 2).numpy(), critic.inputs[1].numpy()
+    assert np.all(next_obs[..., 0] == obs[..., 0])  # same episode id: no reset transitions
+    assert np.all(next_obs[..., 1] == obs[..., 1] + 1)
+    dones = next_obs[..., 1] == ep_len
+    after_done = obs[1:][dones[:-1]]
     assert len(after_done) > 0 and np.all(after_done[:, 1] == 0)
-    assert len(episodes) == 2 * (23 // ep_len) and all(ret == ep_len == n for _, ret, n in episodes)
-    # with --no-bootstrap-truncation a truncation counts as a termination
-    roll2 = sa.Rollout(23, 2, 2, ())
-    envs.reset(seed=0)
-    roll2.collect(envs, envs.reset(seed=0)[0], sa.RolloutPolicy(actor), normalizer, np.random.default_rng(0),
-                  bootstrap_truncation=False)
-    assert np.array_equal(roll2.terminations, roll2.dones)
+    adv = batches[0]["advantages"].reshape(23, 2).numpy()   # A_t = 1 + gamma V(s') (1 - term) - V(s)
+    bootstraps = not terminated and bootstrap
+    expected = 1 + 0.9 * next_obs[..., 1] * np.where(dones, float(bootstraps), 1.0) - obs[..., 1]
+    np.testing.assert_allclose(adv, expected, rtol=1e-6)
+    rows = list(csv.DictReader(open(os.path.join(run_dir, "episodes.csv"))))
+    assert len(rows) == 2 * (23 // ep_len) and all(float(r["episodic_return"]) == ep_len
+                                                   == int(r["episodic_length"]) for r in rows)
 
 
 # ------------------------------------------------------------------------------------
 # The trainer end to end
 # ------------------------------------------------------------------------------------
 def run_main(tmp_path, *argv):
-    return sa.main(["--runs-dir", str(tmp_path), "--no-tensorboard", "--no-progress", *argv])
+    return sa.main(["--runs-dir", str(tmp_path), "--no-tensorboard", *argv])
 
 
 def only_run_dir(tmp_path):
@@ -298,7 +324,7 @@ def test_checkpoint_resume_and_evaluate(tmp_path, capsys):
     ckpt = sa.load_checkpoint(run)
     assert ckpt["global_step"] == 300 and ckpt["update"] == 3 and "adam" in ckpt["actor_state"]
     # resume to 500 steps: same run dir, logs appended, actor restored exactly before continuing
-    assert sa.main(["--resume", run, "--total-timesteps", "500", "--no-progress"]) == 0
+    assert sa.main(["--resume", run, "--total-timesteps", "500"]) == 0
     updates = open(os.path.join(run, "updates.csv")).read().splitlines()
     assert [int(r.split(",")[0]) for r in updates[1:]] == [1, 2, 3, 4, 5]
     assert json.load(open(os.path.join(run, "summary.json")))["global_step"] == 500
@@ -312,8 +338,7 @@ def test_checkpoint_resume_and_evaluate(tmp_path, capsys):
 
 def test_resume_restores_state_exactly(tmp_path):
     """Parameters, optimizer state and normalizer statistics survive a save/load round trip."""
-    assert run_main(tmp_path, "--env-id", "Pendulum-v1", "--num-steps", "100", "--total-timesteps", "200",
-                    "--save-model") == 0
+    assert run_main(tmp_path, "--env-id", "Pendulum-v1", "--num-steps", "100", "--total-timesteps", "200") == 0
     ckpt = sa.load_checkpoint(only_run_dir(tmp_path))
     actor = sa.Actor(3, 1, False)
     actor.load_state_dict(ckpt["actor"])
@@ -335,7 +360,7 @@ def test_divergence_stops_with_status_and_keeps_last_good_checkpoint(tmp_path):
 
 
 def test_ctrl_c_writes_interrupted_status_and_checkpoint(tmp_path):
-    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "smac_a2c.py"), "--env-id", "CartPole-v1",
+    proc = subprocess.Popen([sys.executable, "-m", "benchmark.trainer", "--env-id", "CartPole-v1",
                              "--total-timesteps", "100000000", "--num-steps", "200", "--no-tensorboard",
                              "--runs-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 60
@@ -381,42 +406,26 @@ def test_bad_input_one_line_exit_2(tmp_path, capsys, argv, needle):
 
 
 def test_bad_input_from_the_command_line_has_no_traceback():
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "smac_a2c.py"), "--damping", "0"],
+    proc = subprocess.run([sys.executable, "-m", "benchmark.trainer", "--damping", "0"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "--damping" in proc.stderr
 
 
 def test_help_documents_every_flag():
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "smac_a2c.py"), "--help"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0
     import dataclasses
-    for field in dataclasses.fields(sa.Args):
-        flag = "--" + field.name.replace("_", "-")
-        assert flag in proc.stdout, flag
-    # every field has a docstring: tyro shows "(default: ...)" after the help text; check the source
-    source = open(os.path.join(ROOT, "smac_a2c.py")).read()
-    for field in dataclasses.fields(sa.Args):
-        decl = source.index(f"    {field.name}: ")
-        assert source[decl:].splitlines()[1].strip().startswith('"""'), field.name
 
-
-@pytest.mark.parametrize("env_id", ["Pendulum-v1", "CounterTerminate-v0"])
-def test_trainer_envs_step_like_gymnasiums_plain_vector_env(env_id):
-    """make_vector_env (copy=False, per-step info dropped) returns the same observations, rewards,
-    dones and final observations as gymnasium's default SyncVectorEnv for the same actions."""
-    ours = sa.make_vector_env(env_id, 2)
-    plain = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(2)],
-                                     autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
-    o1, o2 = ours.reset(seed=3)[0].copy(), plain.reset(seed=3)[0]
-    np.testing.assert_array_equal(o1, o2)
-    ours.action_space.seed(0)
-    for _ in range(240):
-        a = ours.action_space.sample()
-        s1, s2 = ours.step(a), plain.step(a)
-        for x, y in zip(s1[:4], s2[:4]):
-            np.testing.assert_array_equal(x, y)
-        if "final_obs" in s2[4]:
-            for i in np.flatnonzero(s2[4]["_final_obs"]):
-                np.testing.assert_array_equal(s1[4]["final_obs"][i], s2[4]["final_obs"][i])
-    assert s1[4].keys() <= {"final_obs", "_final_obs", "final_info", "_final_info"}
+    import smac_a2c
+    for entry, args_class, path in ((["smac_a2c.py"], smac_a2c.Args, "smac_a2c.py"),
+                                    (["-m", "benchmark.trainer"], sa.Args, os.path.join("benchmark", "trainer.py"))):
+        proc = subprocess.run([sys.executable, *entry, "--help"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert proc.returncode == 0
+        for field in dataclasses.fields(args_class):
+            flag = "--" + field.name.replace("_", "-")
+            assert flag in proc.stdout, flag
+        # every field has a docstring where it is declared (the reference's file, or the lab's for its own)
+        for field in dataclasses.fields(args_class):
+            source = open(os.path.join(ROOT, path)).read()
+            if f"    {field.name}: " not in source:
+                source = open(os.path.join(ROOT, "smac_a2c.py")).read()
+            decl = source.index(f"    {field.name}: ")
+            assert source[decl:].splitlines()[1].strip().startswith('"""'), field.name

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-import smac_a2c as sa
+from benchmark import trainer as sa
 from helpers import tiny_batch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -130,7 +130,7 @@ def test_smac_direction_equals_explicit_solve(arch):
     adv = torch.randn(B, generator=torch.Generator().manual_seed(2), dtype=DT)
     expected = explicit(plist, log_prob_i, adv, 0.05)
     params2, log_probs2, _, _ = case(arch)  # the same network again, for the vmapped path
-    batched = sa.smac_direction(params2, log_probs2, adv, damping=0.05, batched=True)
+    batched = sa.smac_direction_batched(params2, log_probs2, adv, damping=0.05)
     direction = sa.smac_direction(params, log_probs, adv, damping=0.05)
     assert direction.shape == expected.shape
     assert torch.allclose(direction, expected, rtol=1e-9, atol=1e-11)

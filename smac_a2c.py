@@ -1,22 +1,17 @@
 """SMAC: Sherman-Morrison Actor-Critic, the reference implementation in one file (A2C + GAE + rank-1 NPG).
 
 Paper: "Rank-1 Approximation of Inverse Fisher for Natural Policy Gradients in Deep Reinforcement Learning"
-(Huo, Dash, Stoican, Kaski, Sun; TMLR 2026). The actor step preconditions the policy gradient g with a damped
-rank-1 empirical Fisher F = lambda I + l l^T, inverted in closed form (Sherman-Morrison), O(d):
-    F^-1 g = (1/lambda) (g - l (l^T g) / (lambda + l^T l))
-
+(Huo et al., TMLR 2026). The actor step preconditions the policy gradient g with a damped rank-1 empirical
+Fisher inverted in closed form: (lambda I + l l^T)^-1 g = (1/lambda) (g - l (l^T g) / (lambda + l^T l)), O(d).
     python smac_a2c.py --env-id Hopper-v4 --damping 1.0     # train: runs/<run>/, `tensorboard --logdir runs`
-
 Read top to bottom: Args -> environment -> networks -> the SMAC math -> GAE -> logs -> train() -> main.
-In your own loop, with any policy network, copy the four functions of the drop-in step and call
+In your own loop, with any policy network: copy the four drop-in functions, then
     apply_step_(policy, smac_direction(policy, log_probs, advantages, damping), lr)
 AC-CG, AC-KFAC, SMAC's ablations, resume and evaluation are the lab's: `python -m benchmark.trainer --help`.
 """
-from __future__ import annotations
-
 import copy
 import csv
-import importlib.util
+import glob
 import json
 import math
 import os
@@ -26,6 +21,7 @@ import sys
 import time
 import warnings
 from dataclasses import asdict, dataclass
+from importlib.util import find_spec
 from typing import Literal, Optional
 
 import gymnasium as gym
@@ -36,6 +32,7 @@ import tyro
 from tqdm import tqdm
 
 warnings.filterwarnings("once", message=".*is out of date.*")  # gymnasium's -v4 note: once per run
+os.environ.setdefault("MUJOCO_GL", "egl")  # MuJoCo renders headless (--capture-video) through EGL
 
 
 @dataclass
@@ -58,7 +55,6 @@ class Args:
     """write TensorBoard scalars into the run directory"""
     checkpoint_every: int = 0
     """also save RUN/checkpoint.pt every N updates (always saved at the end, on Ctrl-C and on divergence)"""
-
     env_id: str = "Hopper-v4"
     """gymnasium environment id (1-D Box observations; Discrete or 1-D Box actions)"""
     total_timesteps: int = 1_000_000
@@ -96,19 +92,20 @@ class ConfigError(Exception):
 
 
 def check_args(args: Args) -> None:
-    rules = [(n, "a finite number > 0", lambda v: v > 0 and math.isfinite(v)) for n in (
-        "learning_rate", "damping", "critic_learning_rate", "total_timesteps", "num_envs", "num_steps")]
-    rules += [("gamma", "in [0, 1]", lambda v: 0 <= v <= 1), ("gae_lambda", "in [0, 1]", lambda v: 0 <= v <= 1),
-              ("checkpoint_every", ">= 0", lambda v: v >= 0), ("seed", "in [0, 2**32)", lambda v: 0 <= v < 2**32),
-              ("hidden_sizes", "one or more positive widths", lambda v: len(v) > 0 and min(v) > 0),
-              ("exp_name", "a plain name (no '/', no leading '.')", lambda v: v and "/" not in v and v[0] != ".")]
+    positive = "learning_rate", "damping", "critic_learning_rate", "total_timesteps", "num_envs", "num_steps"
+    rules = [(name, "a finite number > 0", lambda v: v > 0 and math.isfinite(v)) for name in positive] + [
+        ("gamma", "in [0, 1]", lambda v: 0 <= v <= 1), ("gae_lambda", "in [0, 1]", lambda v: 0 <= v <= 1),
+        ("checkpoint_every", ">= 0", lambda v: v >= 0), ("seed", "in [0, 2**32)", lambda v: 0 <= v < 2**32),
+        ("hidden_sizes", "one or more positive widths", lambda v: len(v) > 0 and min(v) > 0),
+        ("exp_name", "a plain name (no '/', no leading '.')", lambda v: v and "/" not in v and v[0] != "."),
+        ("track", "off without wandb installed (requirements.txt)", lambda v: not v or find_spec("wandb"))]
     for name, allowed, ok in rules:
         if not ok(getattr(args, name)):
             raise ConfigError(f"--{name.replace('_', '-')} must be {allowed}, got {getattr(args, name)!r}")
 
 
-# ======== Environment: plain gymnasium envs, stepped in the loop; episode statistics, normalization and action
-# clipping are done there, once per rollout (per-step wrappers cost more than a MuJoCo step)
+# ======== Environment: plain gymnasium envs, stepped in the loop; episode statistics, normalization
+# and action clipping are done there, once per rollout (per-step wrappers cost more than a MuJoCo step)
 def make_env(env_id: str, video_dir: Optional[str] = None) -> gym.Env:
     env = gym.make(env_id, disable_env_checker=True, **({"render_mode": "rgb_array"} if video_dir else {}))
     return gym.wrappers.RecordVideo(env, video_dir, disable_logger=True) if video_dir else env
@@ -116,8 +113,6 @@ def make_env(env_id: str, video_dir: Optional[str] = None) -> gym.Env:
 
 def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.Space]:
     """(observation space, action space), or ConfigError with a hint."""
-    if capture_video and not os.environ.get("DISPLAY"):
-        os.environ.setdefault("MUJOCO_GL", "egl")  # MuJoCo renders headless through EGL
     try:
         env = make_env(env_id)
         if capture_video:  # moviepy and one frame now: a machine that cannot record fails with one line
@@ -127,7 +122,7 @@ def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.
             assert env.render() is not None
     except Exception as e:
         hint = " Use Pusher-v5: Pusher-v4 needs mujoco < 3." if env_id.startswith("Pusher-v4") else ""
-        raise ConfigError(f"--env-id {env_id!r} cannot be built{' or rendered' if capture_video else ''} here "
+        raise ConfigError(f"--env-id {env_id!r} cannot be built (or rendered, --capture-video) here "
                           f"({type(e).__name__}: {str(e)[:150]}).{hint}".replace("\n", " ")) from None
     obs_space, act_space = env.observation_space, env.action_space
     env.close()
@@ -147,9 +142,8 @@ class RunningMeanStd:
     def update(self, x: np.ndarray) -> None:
         batch_mean, batch_var, n = x.mean(axis=0), x.var(axis=0), x.shape[0]
         delta, total = batch_mean - self.mean, self.count + n
-        self.mean = self.mean + delta * n / total
         self.var = (self.var * self.count + batch_var * n + delta**2 * self.count * n / total) / total
-        self.count = total
+        self.mean, self.count = self.mean + delta * n / total, total
 
 
 class Normalizer:
@@ -179,18 +173,19 @@ class Normalizer:
         return np.clip(rewards / np.sqrt(self.ret_rms.var + 1e-8), -10.0, 10.0)
 
     def state_dict(self) -> dict:  # plain Python, so checkpoints load with torch.load(weights_only=True)
-        return {"discounted_return": self.discounted_return.tolist(), **{k: {"mean": np.asarray(r.mean).tolist(),
-                "var": np.asarray(r.var).tolist(), "count": r.count} for k, r in (("obs_rms", self.obs_rms),
-                                                                                   ("ret_rms", self.ret_rms))}}
+        rms = {"obs_rms": self.obs_rms, "ret_rms": self.ret_rms}
+        return {"discounted_return": self.discounted_return.tolist(), **{
+            k: {"mean": np.asarray(r.mean).tolist(), "var": np.asarray(r.var).tolist(), "count": r.count}
+            for k, r in rms.items()}}
 
     def load_state_dict(self, d: dict) -> None:
         for rms, saved in ((self.obs_rms, d["obs_rms"]), (self.ret_rms, d["ret_rms"])):
-            rms.mean, rms.var, rms.count = np.asarray(saved["mean"]), np.asarray(saved["var"]), float(saved["count"])
+            rms.mean, rms.var, rms.count = np.asarray(saved["mean"]), np.asarray(saved["var"]), saved["count"]
         self.discounted_return = np.asarray(d["discounted_return"])
 
 
 # ======== Networks: separate actor and critic MLPs (CleanRL: 64-64 tanh, orthogonal init)
-ACTIVATIONS = {"tanh": (torch.tanh, np.tanh), "relu": (torch.relu, lambda x: np.maximum(x, 0.0))}  # torch, numpy
+ACTIVATIONS = {"tanh": (torch.tanh, np.tanh), "relu": (torch.relu, lambda x: np.maximum(x, 0.0))}  # torch, np
 
 
 def layer_init(layer: nn.Linear, std: float = math.sqrt(2)) -> nn.Linear:
@@ -207,18 +202,17 @@ class Actor(nn.Module):
                  log_std_init: float = 0.0, activation: str = "tanh"):
         super().__init__()
         sizes, self.discrete, self.activation = [obs_dim, *hidden_sizes, act_dim], discrete, activation
-        self.linears = nn.ModuleList(layer_init(nn.Linear(n_in, n_out), 0.01 if i == len(sizes) - 2 else 2**0.5)
-                                     for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])))
+        self.linears = nn.ModuleList(layer_init(nn.Linear(i, o)) for i, o in zip(sizes, sizes[1:-1]))
+        self.linears.append(layer_init(nn.Linear(sizes[-2], act_dim), std=0.01))  # near-uniform first policy
         if not discrete:
             self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std_init)))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Logits (Discrete) or action means (Box), shape (B, act_dim)."""
         h = obs
-        for i, linear in enumerate(self.linears):
-            h = linear(h)
-            h = ACTIVATIONS[self.activation][0](h) if i < len(self.linears) - 1 else h
-        return h
+        for linear in self.linears[:-1]:
+            h = ACTIVATIONS[self.activation][0](linear(h))
+        return self.linears[-1](h)
 
     def log_prob_from_output(self, out: torch.Tensor, actions: torch.Tensor, log_std=None) -> torch.Tensor:
         """log pi(a|s) per row, shape (B,), from the network output."""
@@ -249,9 +243,8 @@ def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, activa
 
 
 class RolloutPolicy:
-    """A numpy copy of the actor that acts in the rollout, refreshed after every update: a batch-1 numpy
-    forward costs a third of torch's, and the rollout, not the update, sets the speed. The update
-    recomputes the log-probabilities in torch from the stored actions."""
+    """A numpy copy of the actor that acts in the rollout (a batch-1 numpy forward costs a third of torch's);
+    refreshed after every update, which recomputes log-probabilities in torch from the stored actions."""
 
     def __init__(self, actor: Actor):
         self.layers = [(m.weight.detach().cpu().double().numpy(), m.bias.detach().cpu().double().numpy())
@@ -261,10 +254,9 @@ class RolloutPolicy:
 
     def forward(self, obs: np.ndarray) -> np.ndarray:
         h = obs
-        for i, (w, b) in enumerate(self.layers):
-            h = h @ w.T + b
-            h = self.act(h) if i < len(self.layers) - 1 else h
-        return h
+        for w, b in self.layers[:-1]:
+            h = self.act(h @ w.T + b)
+        return h @ self.layers[-1][0].T + self.layers[-1][1]
 
     def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         out = self.forward(obs)
@@ -295,18 +287,16 @@ def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages: torch.T
         raise ValueError(f"log_probs and advantages must both have shape (B,), got {tuple(log_probs.shape)} "
                          f"and {tuple(advantages.shape)}")
     weights = (torch.full_like(log_probs, 1.0 / len(log_probs)), advantages.detach() / len(log_probs))
-    flat = []
-    for i, w in enumerate(weights):
-        grads = torch.autograd.grad(log_probs, params, grad_outputs=w, retain_graph=i == 0, allow_unused=True)
-        flat.append(torch.cat([torch.zeros_like(p).reshape(-1) if gr is None else gr.reshape(-1)
-                               for p, gr in zip(params, grads)]))
-    return flat[0], flat[1]
+    grads = [torch.autograd.grad(log_probs, params, grad_outputs=w, retain_graph=i == 0, allow_unused=True)
+             for i, w in enumerate(weights)]  # two backward passes through the same graph
+    ell, g = (torch.cat([torch.zeros_like(p).reshape(-1) if gr is None else gr.reshape(-1)
+                         for p, gr in zip(params, gs)]) for gs in grads)
+    return ell, g
 
 
 def smac_direction(params, log_probs: torch.Tensor, advantages: torch.Tensor, damping: float) -> torch.Tensor:
-    """The batch-mean SMAC direction F~^-1 g, F~ = damping I + l_bar l_bar^T, for any differentiable policy.
-    params: an nn.Module or parameters; log_probs (B,) WITH their graph; advantages (B,). Returns a flat
-    (d,) tensor laid out like torch.cat of the trainable parameters; ascend with apply_step_."""
+    """F~^-1 g, F~ = damping I + l_bar l_bar^T, for any policy. params: an nn.Module or parameters;
+    log_probs (B,) WITH their graph; advantages (B,). Flat (d,), laid out as the parameters (apply_step_)."""
     ell, g = mean_score_and_gradient(params, log_probs, advantages)
     return sherman_morrison_direction(g, ell, damping)
 
@@ -340,8 +330,8 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
             apply_step_(params, step, args.learning_rate)
             g_sum, step_sum, ell_sq = g_sum + ell * adv[i], step_sum + step, ell_sq + torch.dot(ell, ell)
         return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq / n}
-    ell, g = mean_score_and_gradient(actor, actor.log_prob(obs, actions), adv)  # smac_direction, in two halves
-    step = sherman_morrison_direction(g, ell, args.damping)  # F~^-1 g, Practical Method  (kept for the logs)
+    ell, g = mean_score_and_gradient(actor, actor.log_prob(obs, actions), adv)  # smac_direction, in two
+    step = sherman_morrison_direction(g, ell, args.damping)  # halves to log l_bar: F~^-1 g, Practical Method
     apply_step_(actor, step, args.learning_rate)  # theta <- theta + eta F~^-1 g
     return {"g": g, "step": step, "ell": ell}
 
@@ -355,14 +345,18 @@ def sgd_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
 
 
 def adam_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
-    """AC-Adam: one Adam step (learning rate eta) ascending the same objective."""
+    """AC-Adam: one Adam step (learning rate eta) ascending the same objective. state["adam"] keeps Adam's
+    state_dict (plain tensors: checkpoints and rollbacks are deep copies of the state)."""
     params = list(actor.parameters())
-    state.setdefault("adam", torch.optim.Adam(params, lr=args.learning_rate, maximize=True))
+    optimizer = torch.optim.Adam(params, lr=args.learning_rate, maximize=True)
+    if "adam" in state:
+        optimizer.load_state_dict(state["adam"])
     g = flat_grad((actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"]).mean(), params)
     before = nn.utils.parameters_to_vector(params).detach()
     for p, gp in zip(params, g.split([p.numel() for p in params])):
         p.grad = gp.view_as(p).clone()
-    state["adam"].step()
+    optimizer.step()
+    state["adam"] = optimizer.state_dict()
     return {"g": g, "step": (nn.utils.parameters_to_vector(params).detach() - before) / args.learning_rate}
 
 
@@ -384,10 +378,9 @@ def step_diagnostics(diag: dict) -> dict:
 
 
 def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
-    """GAE (paper, SM-ActorCritic), arrays (T, N):  delta_t = r_t + gamma V(s_{t+1}) - V(s_t),
-    A_t = sum_l (gamma lambda_GAE)^l delta_{t+l} (cut at episode ends),  R_t = A_t + V(s_t) (critic target).
-    next_values[t] = V(state after step t), the final observation when an episode ended at t; terminations
-    zero the bootstrap, dones (terminated or truncated) cut the sum: a time-limit truncation bootstraps."""
+    """GAE (paper, SM-ActorCritic), arrays (T, N): delta_t = r_t + gamma V(s_{t+1}) - V(s_t), A_t = sum_l
+    (gamma lambda_GAE)^l delta_{t+l}, R_t = A_t + V(s_t) (critic target). next_values[t] = V(state after
+    t), the final observation if an episode ended at t; terminations zero the bootstrap, dones cut the sum."""
     advantages, last = np.zeros_like(rewards), np.zeros_like(rewards[0])
     for t in reversed(range(rewards.shape[0])):
         delta = rewards[t] + gamma * next_values[t] * (1.0 - terminations[t]) - values[t]
@@ -405,77 +398,20 @@ def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, return
     return loss.item()
 
 
-# --- Checkpoints hold tensors and plain Python only: torch.load(weights_only=True) loads them, no code ---
-def actor_state_dict(state: dict) -> dict:
-    return copy.deepcopy({k: v.state_dict() if hasattr(v, "state_dict") else v for k, v in state.items()})
-
-
-def load_actor_state(saved: dict, actor: Actor, args: Args) -> dict:
-    state = copy.deepcopy(saved)
-    if "adam" in state:
-        state["adam"] = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, maximize=True)
-        state["adam"].load_state_dict(saved["adam"])
-    return state
-
-
 def atomic_write(path: str, obj: dict, json_file: bool = True) -> None:
-    """JSON (or with json_file=False a torch checkpoint) via a temporary file: a kill never leaves a torn one."""
+    """JSON, or a checkpoint (json_file=False: tensors and plain Python only, which
+    torch.load(weights_only=True) loads without running code), via a temporary file: never a torn one."""
     with open(path + ".tmp", "w" if json_file else "wb") as f:
         json.dump(obj, f, indent=2, allow_nan=False) if json_file else torch.save(obj, f)
     os.replace(path + ".tmp", path)
 
 
-# ======== Logs: episodes.csv, updates.csv, TensorBoard, W&B
-class RunLog:
-    """episodes.csv and updates.csv (each starts with its header), TensorBoard and W&B (--track): the same
-    scalar names, against global_step. A resumed run appends, and continues the same W&B run."""
-
-    def __init__(self, args: Args, run_dir: str):
-        self.run_dir, self.writer, self.wandb, self.videos_seen = run_dir, None, None, set()
-        if args.tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
-            self.writer = SummaryWriter(run_dir)
-        if args.track:
-            import hashlib
-
-            import wandb
-            self.wandb = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, dir=run_dir,
-                                    config=asdict(args), name=os.path.basename(run_dir), resume="allow",
-                                    id=hashlib.sha1(os.path.abspath(run_dir).encode()).hexdigest()[:16])
-            self.wandb.define_metric("*", step_metric="global_step")
-
-    def write(self, name: str, row: dict) -> None:
-        path = os.path.join(self.run_dir, f"{name}.csv")
-        new = not os.path.isfile(path) or os.path.getsize(path) == 0
-        with open(path, "a", newline="") as f:
-            csv.writer(f).writerows(([list(row)] if new else []) + [list(row.values())])
-        scalars = {f"{'losses' if name == 'updates' and k != 'sps' else 'charts'}/{k}": v for k, v in row.items()
-                   if k not in ("update", "global_step")}
-        for k, v in scalars.items() if self.writer else ():
-            self.writer.add_scalar(k, v, row["global_step"])
-        if self.wandb:
-            import wandb  # with --capture-video, also the videos recorded since the last row
-            videos = os.path.join(self.run_dir, "videos")
-            for video in sorted(set(os.listdir(videos) if os.path.isdir(videos) else ()) - self.videos_seen):
-                self.videos_seen.add(video)
-                scalars["videos"] = wandb.Video(os.path.join(videos, video))
-            self.wandb.log({**scalars, "global_step": row["global_step"]})
-
-    def close(self) -> None:
-        if self.writer:
-            self.writer.close()
-        if self.wandb:
-            self.wandb.finish()
-
-
 # ======== Training
 def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_networks=make_networks,
           critic_step=critic_step, run_dir: Optional[str] = None, resume: Optional[dict] = None):
-    """Train; returns (run directory, status: finished / interrupted / diverged). The keywords are the lab's
-    way in (benchmark/trainer.py: the other algorithms, ablations, resume); the reference uses the defaults."""
+    """Train; returns (run directory, finished / diverged / the signal that stopped it). The keywords are the
+    lab's way in (benchmark/trainer.py: other algorithms, ablations, resume); the reference uses defaults."""
     obs_space, act_space = check_env(args.env_id, args.capture_video)
-    if args.track and importlib.util.find_spec("wandb") is None:
-        raise ConfigError("--track needs wandb (pip install -r requirements.txt)")
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -488,20 +424,20 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
     critic_opt, actor_state = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate), {}
     normalizer = Normalizer(obs_dim, N, args.gamma, args.norm_obs, args.norm_reward)
     global_step = update = 0
+    stateful = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "normalizer": normalizer}
 
     def snapshot() -> dict:  # all the training state: a checkpoint, or the rollback point of an update
-        return copy.deepcopy({
-            "args": asdict(args), "global_step": global_step, "update": update, "actor": actor.state_dict(),
-            "critic": critic.state_dict(), "critic_opt": critic_opt.state_dict(), "normalizer": normalizer.state_dict(),
-            "actor_state": actor_state_dict(actor_state),
-            "rng": {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state(), "python": random.getstate()}})
+        rngs = {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state(), "python": random.getstate()}
+        return copy.deepcopy({"args": asdict(args), "global_step": global_step, "update": update, "rng": rngs,
+                              "actor_state": actor_state, **{k: v.state_dict() for k, v in stateful.items()}})
 
     def restore(state: dict) -> None:
         nonlocal global_step, update, actor_state
-        for module, key in ((actor, "actor"), (critic, "critic"), (critic_opt, "critic_opt"), (normalizer, "normalizer")):
+        for key, module in stateful.items():
             module.load_state_dict(state[key])
-        actor_state = load_actor_state(state["actor_state"], actor, args)
-        global_step, update, rng.bit_generator.state = int(state["global_step"]), int(state["update"]), state["rng"]["numpy"]
+        actor_state = copy.deepcopy(state["actor_state"])
+        global_step, update = state["global_step"], state["update"]
+        rng.bit_generator.state = state["rng"]["numpy"]
         torch.set_rng_state(state["rng"]["torch"])
         random.setstate(state["rng"]["python"])
 
@@ -513,7 +449,30 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
     atomic_write(os.path.join(run_dir, "config.json"), {
         "args": asdict(args), "device": str(device), "torch": torch.__version__, "gymnasium": gym.__version__,
         "numpy": np.__version__, "python": sys.version.split()[0], "resumed_from_step": global_step})
-    log, ckpt_path = RunLog(args, run_dir), os.path.join(run_dir, "checkpoint.pt")
+    ckpt_path, writer, wandb_run = os.path.join(run_dir, "checkpoint.pt"), None, None
+    if args.tensorboard:
+        from torch.utils.tensorboard import SummaryWriter
+        writer = SummaryWriter(run_dir)
+    if args.track:  # a resumed run continues the same W&B run: its id comes from the run directory
+        import hashlib
+
+        import wandb
+        wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, dir=run_dir,
+                               config=asdict(args), name=os.path.basename(run_dir), resume="allow",
+                               id=hashlib.sha1(os.path.abspath(run_dir).encode()).hexdigest()[:16])
+        wandb_run.define_metric("*", step_metric="global_step")
+
+    def log(name: str, row: dict) -> None:  # RUN/{name}.csv (with its header), TensorBoard, W&B
+        path = os.path.join(run_dir, f"{name}.csv")
+        header = [list(row)] if not os.path.isfile(path) or os.path.getsize(path) == 0 else []
+        with open(path, "a", newline="") as f:
+            csv.writer(f).writerows(header + [list(row.values())])
+        scalars = {f"{'losses' if name == 'updates' and k != 'sps' else 'charts'}/{k}": v
+                   for k, v in row.items() if k not in ("update", "global_step")}
+        for k, v in scalars.items() if writer else ():
+            writer.add_scalar(k, v, row["global_step"])
+        if wandb_run:
+            wandb_run.log({**scalars, "global_step": row["global_step"]})
 
     # environments seeded as gymnasium's vector envs seed them (env i: seed + i), rollout buffers (T, N, ...)
     video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
@@ -543,8 +502,8 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
                 buf_next_obs[t, i] = next_obs  # s_{t+1}: the final observation if the episode ends here
                 ep_return[i], ep_length[i] = ep_return[i] + buf_rewards[t, i], ep_length[i] + 1
                 if terminated or truncated:
-                    log.write("episodes", {"global_step": global_step + (t + 1) * N, "episodic_return":
-                                           float(ep_return[i]), "episodic_length": int(ep_length[i])})
+                    log("episodes", {"global_step": global_step + (t + 1) * N, "episodic_return":
+                                     float(ep_return[i]), "episodic_length": int(ep_length[i])})
                     recent_returns = (recent_returns + [float(ep_return[i])])[-10:]
                     ep_return[i], ep_length[i] = 0.0, 0
                     next_obs, _ = env.reset()
@@ -584,10 +543,10 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
             entropy = actor.entropy(batch["obs"]).mean().item()
         steps = [step_diagnostics(d) for d in (diags if isinstance(diags, list) else [diags])]
         sps = (global_step - start_step) / max(time.time() - start_time, 1e-9)
-        log.write("updates", {"update": update, "global_step": global_step, "value_loss": value_loss,
-                              "mean_logprob": logp, "entropy": entropy,
-                              **{k: float(np.mean([s[k] for s in steps])) for k in steps[0]},
-                              "actor_update_ms": actor_ms, "sps": sps})
+        log("updates", {"update": update, "global_step": global_step, "value_loss": value_loss,
+                        "mean_logprob": logp, "entropy": entropy,
+                        **{k: float(np.mean([s[k] for s in steps])) for k in steps[0]},
+                        "actor_update_ms": actor_ms, "sps": sps})
         if args.checkpoint_every and update % args.checkpoint_every == 0:
             atomic_write(ckpt_path, snapshot(), json_file=False)
         ret10 = f"{np.mean(recent_returns):.1f}" if recent_returns else "-"
@@ -603,12 +562,15 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
     atomic_write(ckpt_path, snapshot(), json_file=False)  # always: at the end, on Ctrl-C, on divergence
     for sig, handler in handlers.items():
         signal.signal(sig, handler)
-    for env in envs:
-        env.close()
-    log.close()
+    for closable in envs + ([writer] if writer else []):
+        closable.close()
+    if wandb_run:  # with --capture-video, the run's videos too
+        for video in sorted(glob.glob(os.path.join(run_dir, "videos", "*.mp4"))):
+            wandb_run.log({"videos": wandb.Video(video)})
+        wandb_run.finish()
     elapsed, mean10 = time.time() - start_time, float(np.mean(recent_returns)) if recent_returns else math.nan
     summary = {"status": status, "signal": stop[0] if stop else None, "global_step": global_step,
-               "updates": update, "wall_time_s": elapsed, "sps": (global_step - start_step) / max(elapsed, 1e-9),
+               "updates": update, "wall_time_s": elapsed, "sps": (global_step - start_step) / elapsed,
                "mean_return_last10": mean10 if math.isfinite(mean10) else None, "run_dir": run_dir}
     atomic_write(os.path.join(run_dir, "summary.json"), summary)
     if status == "diverged":
@@ -616,7 +578,10 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
               f"it is saved in {ckpt_path}", file=sys.stderr)
     print(f"{status}: {global_step} steps in {elapsed:.1f}s ({summary['sps']:.0f} SPS), mean return of the "
           f"last 10 episodes {mean10:.2f}; run dir {run_dir}")
-    return run_dir, status
+    return run_dir, stop[0] if status == "interrupted" else status
+
+
+EXIT_CODES = {"finished": 0, "diverged": 3, "SIGINT": 130, "SIGTERM": 143}
 
 
 def main(argv=None) -> int:
@@ -624,14 +589,10 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)  # fastest for these small networks, and deterministic
     try:
         check_args(args)
-        run_dir, status = train(args)
+        return EXIT_CODES[train(args)[1]]
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if status == "interrupted":
-        with open(os.path.join(run_dir, "summary.json")) as f:
-            return 143 if json.load(f)["signal"] == "SIGTERM" else 130
-    return 3 if status == "diverged" else 0
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ is not copied. What lives here, moved from the pre-split smac_a2c.py with its be
 """
 from __future__ import annotations
 
+import copy
 import csv
 import functools
 import json
@@ -43,8 +44,8 @@ import tyro  # noqa: E402
 
 import smac_a2c as sa  # noqa: E402
 from benchmark import protocol  # noqa: E402
-from smac_a2c import (ACTIVATIONS, Actor, ConfigError, Normalizer, RolloutPolicy, actor_state_dict,  # noqa: E402,F401
-                      apply_step_, compute_gae, flat_grad, load_actor_state, make_networks as _ref_networks,
+from smac_a2c import (ACTIVATIONS, Actor, ConfigError, Normalizer, RolloutPolicy,  # noqa: E402,F401
+                      apply_step_, compute_gae, flat_grad, make_networks as _ref_networks,
                       mean_score_and_gradient, sherman_morrison_direction, smac_direction, step_diagnostics,
                       trainable_parameters)
 
@@ -234,6 +235,16 @@ def check_env_id(env_id: str, note: bool = True) -> tuple[gym.Space, gym.Space]:
 # ====================================================================================
 # Actor steps (moved from the pre-split smac_a2c.py). One signature: step(actor, batch, args, state) -> diagnostics.
 # ====================================================================================
+def actor_state_dict(state: dict) -> dict:
+    """An actor step's persistent state as a checkpoint holds it: plain tensors and containers (Adam keeps its
+    optimizer's state_dict), so a deep copy; loads with torch.load(weights_only=True)."""
+    return copy.deepcopy(state)
+
+
+def load_actor_state(saved: dict, actor: Actor, args: LabArgs) -> dict:
+    return copy.deepcopy(saved)
+
+
 def smac_direction_batched(params, log_probs: torch.Tensor, advantages: torch.Tensor, damping: float):
     """smac_a2c.smac_direction with l_bar and g from ONE vmapped vector-Jacobian product instead of two
     backward passes (same numbers; measured no faster on the CPU: benchmark/smac_direction_cost.py)."""
@@ -407,17 +418,20 @@ def sgd_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
 
 
 def adam_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
-    """AC-Adam: one Adam step (learning rate eta) ascending the same objective."""
+    """AC-Adam: one Adam step (learning rate eta) ascending the same objective. state["adam"] holds the
+    optimizer's state_dict (plain tensors, so checkpoints and rollbacks are deep copies)."""
     params = list(actor.parameters())
-    if "adam" not in state:
-        state["adam"] = torch.optim.Adam(params, lr=args.learning_rate, maximize=True)
+    optimizer = torch.optim.Adam(params, lr=args.learning_rate, maximize=True)
+    if "adam" in state:
+        optimizer.load_state_dict(state["adam"])
     g = clip_norm(flat_grad(policy_objective(actor, batch, args), params), args.max_grad_norm)
     before = torch.cat([p.detach().reshape(-1) for p in params])
     offset = 0
     for p in params:
         p.grad = g[offset:offset + p.numel()].view_as(p).clone()
         offset += p.numel()
-    state["adam"].step()
+    optimizer.step()
+    state["adam"] = optimizer.state_dict()
     after = torch.cat([p.detach().reshape(-1) for p in params])
     return {"g": g, "step": (after - before) / args.learning_rate}
 
@@ -967,7 +981,8 @@ def check_fits(args: LabArgs, ckpt: dict) -> None:
 
 def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
     """smac_a2c.train with the lab's actor steps, environments, networks and critic step, in a run directory
-    of its own under --runs-dir (or the resumed checkpoint's), locked for the run. Returns (run_dir, status)."""
+    of its own under --runs-dir (or the resumed checkpoint's), locked for the run. Returns (run_dir, outcome):
+    finished, diverged, or the signal that interrupted it (SIGINT / SIGTERM)."""
     check_env_id(args.env_id)  # bad input is refused before a run directory exists
     sa.check_env(args.env_id, args.capture_video)
     if args.track:
@@ -1015,10 +1030,7 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if status == "interrupted":
-        with open(os.path.join(run_dir, "summary.json")) as f:
-            return 143 if json.load(f).get("signal") == "SIGTERM" else 130
-    return {"finished": 0, "diverged": 3}[status]
+    return sa.EXIT_CODES[status]
 
 
 if __name__ == "__main__":

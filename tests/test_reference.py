@@ -1,0 +1,138 @@
+"""The reference file itself (issue 25): standalone, within its budgets, and its own run behaviour
+(checkpoint at the end, exit codes, progress lines when nobody watches), independent of the lab."""
+import ast
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tokenize
+
+import pytest
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REFERENCE = os.path.join(ROOT, "smac_a2c.py")
+
+
+def standalone(tmp_path, *argv, **kw):
+    """Run smac_a2c.py copied ALONE into an empty directory, with nothing of this repository importable."""
+    if not os.path.exists(tmp_path / "smac_a2c.py"):
+        shutil.copy(REFERENCE, tmp_path / "smac_a2c.py")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.Popen([sys.executable, *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def only_run(tmp_path):
+    (run,) = [os.path.join(tmp_path, "runs", d) for d in os.listdir(tmp_path / "runs")]
+    return run
+
+
+def test_budgets():
+    source = open(REFERENCE).read()
+    lines = source.splitlines()
+    assert len(lines) <= 600 and max(len(line) for line in lines) <= 110
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    assert not [t for t in tokens if t.type == tokenize.OP and t.string == ";"]  # no joined statements
+    imports = [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    names = {a.name.split(".")[0] for n in imports for a in n.names} | {n.module.split(".")[0] for n in imports
+                                                                         if isinstance(n, ast.ImportFrom) and n.module}
+    assert not names & {"benchmark", "smac_numpy", "tests"}  # imports nothing from this repository
+    import smac_a2c
+    help_text = subprocess.run([sys.executable, REFERENCE, "--help"], capture_output=True, text=True).stdout
+    flags = {line.strip("│ ").split()[0].rstrip(",") for line in help_text.splitlines()
+             if line.strip("│ ").startswith("-")}  # the first word of each option's line: -h, --exp-name, ...
+    assert len(flags) <= 25 and len(flags) == len(__import__("dataclasses").fields(smac_a2c.Args)) + 1
+
+
+def test_copied_alone_it_trains_and_leaves_a_checkpoint(tmp_path):
+    proc = standalone(tmp_path, "smac_a2c.py", "--env-id", "CartPole-v1", "--total-timesteps", "3000",
+                      "--num-steps", "500", "--learning-rate", "5e-3", "--damping", "0.1")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    run = only_run(tmp_path)
+    summary = json.load(open(os.path.join(run, "summary.json")))
+    assert summary["status"] == "finished" and summary["global_step"] == 3000 and summary["updates"] == 6
+    ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)  # by default, loads no code
+    assert ckpt["global_step"] == 3000 and ckpt["args"]["env_id"] == "CartPole-v1"
+    rows = open(os.path.join(run, "updates.csv")).read().splitlines()
+    assert len(rows) == 7 and rows[0].startswith("update,global_step,value_loss")
+    # not a terminal: plain progress lines (every 10 updates or 30 s; this run: the clock), no tqdm bar
+    assert "\r" not in out and "it/s" not in out + err and out.strip().splitlines()[-1].startswith("finished: 3000")
+    # the drop-in functions import from the copy alone
+    proc = standalone(tmp_path, "-c", "from smac_a2c import smac_direction, apply_step_; print('ok')")
+    assert proc.communicate(timeout=120)[0].strip() == "ok" and proc.returncode == 0
+
+
+def test_progress_line_every_10_updates_when_not_a_terminal(tmp_path):
+    proc = standalone(tmp_path, "smac_a2c.py", "--env-id", "CartPole-v1", "--total-timesteps", "3000",
+                      "--num-steps", "100", "--no-tensorboard")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    lines = [line for line in out.splitlines() if line.startswith("step ")]
+    assert [line.split(" | ")[1] for line in lines] == ["update 10", "update 20", "update 30"]
+    assert all("SPS" in line and "mean return of the last 10 episodes" in line for line in lines)
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_checkpoints_and_exits(tmp_path, sig, code):
+    proc = standalone(tmp_path, "smac_a2c.py", "--env-id", "CartPole-v1", "--total-timesteps", "100000000",
+                      "--num-steps", "200", "--no-tensorboard")
+    deadline = time.time() + 120
+    while time.time() < deadline:  # wait until a few updates are logged
+        runs = os.listdir(tmp_path / "runs") if os.path.isdir(tmp_path / "runs") else []
+        path = os.path.join(tmp_path, "runs", runs[0], "updates.csv") if runs else None
+        if path and os.path.exists(path) and len(open(path).read().splitlines()) > 3:
+            break
+        time.sleep(0.2)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code and "Traceback" not in err, err
+    run = only_run(tmp_path)
+    summary = json.load(open(os.path.join(run, "summary.json")))
+    assert summary["status"] == "interrupted" and summary["signal"] == signal.Signals(sig).name
+    ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
+    updates = open(os.path.join(run, "updates.csv")).read().splitlines()
+    assert ckpt["update"] == summary["updates"] == len(updates) - 1 and ckpt["global_step"] == summary["global_step"]
+
+
+def test_divergence_exits_3_with_the_last_good_state(tmp_path):
+    proc = standalone(tmp_path, "smac_a2c.py", "--env-id", "Pendulum-v1", "--num-steps", "100",
+                      "--total-timesteps", "2000", "--optimizer", "sgd", "--learning-rate", "1e30", "--no-tensorboard")
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 3 and "diverged at update" in err and "Traceback" not in err
+    run = only_run(tmp_path)
+    assert json.load(open(os.path.join(run, "summary.json")))["status"] == "diverged"
+    ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
+    assert all(torch.isfinite(v).all() for v in ckpt["actor"].values())
+    assert ckpt["update"] == len(open(os.path.join(run, "updates.csv")).read().splitlines()) - 1
+
+
+@pytest.mark.parametrize("argv,needle", [(["--damping", "0"], "--damping"), (["--env-id", "NoSuchEnv-v0"], "--env-id"),
+                                         (["--hidden-sizes", "0"], "--hidden-sizes")])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, argv, needle):
+    proc = standalone(tmp_path, "smac_a2c.py", *argv)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and len(err.strip().splitlines()) == 1 and needle in err
+    assert not os.path.exists(tmp_path / "runs")
+
+
+def test_reference_and_lab_runs_are_identical(tmp_path):
+    """The lab (python -m benchmark.trainer) runs the reference's loop: at the lab's defaults the same flags give
+    the same episodes and updates, bitwise on the CPU. (AC-SGD here: the lab's SMAC step is its one-backward
+    fast path, equal to smac_direction to float32 rounding, test_smac_direction.py, so SMAC runs drift apart.)"""
+    argv = ["--env-id", "Pendulum-v1", "--num-steps", "200", "--total-timesteps", "2000", "--seed", "3",
+            "--optimizer", "sgd", "--learning-rate", "5e-2", "--norm-obs", "--norm-reward", "--no-tensorboard"]
+    os.makedirs(tmp_path / "ref")
+    assert standalone(tmp_path / "ref", "smac_a2c.py", *argv).wait(timeout=300) == 0
+    lab = subprocess.run([sys.executable, "-m", "benchmark.trainer", *argv, "--runs-dir", str(tmp_path / "lab")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert lab.returncode == 0, lab.stderr
+    a, b = only_run(tmp_path / "ref"), os.path.join(tmp_path / "lab", os.listdir(tmp_path / "lab")[0])
+    assert open(os.path.join(a, "episodes.csv")).read() == open(os.path.join(b, "episodes.csv")).read()
+    cols = lambda run: [line.split(",")[:11] for line in open(os.path.join(run, "updates.csv"))]  # noqa: E731
+    assert cols(a) == cols(b) and len(cols(a)) == 11

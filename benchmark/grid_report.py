@@ -218,12 +218,13 @@ def plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figures_d
 
 
 def aggregates(cells: dict, min_seeds: int, results_dir: str, figures_dir: str, reps: int) -> Optional[dict]:
-    """rliable aggregates over the tasks where all five algorithms have `use` finished or diverged runs
+    """rliable aggregates over the tasks where all the algorithms run (the paper's five and sgd-matched) have `use` finished or diverged runs
     (scored_runs), `use` in 2..min_seeds chosen for the most tasks, then the most runs.
     Writes aggregates.csv, improvement.csv and the three figures; None (and no stale CSVs) if no task
     qualifies."""
     empty = {"finished": [], "diverged": []}
-    per_task = [min(len(scored_runs(cells.get((t, a), empty))) for a in hparams.PAPER_ALGOS) for t in hparams.tasks()]
+    algos = [a for a in hparams.ALGOS if any((t, a) in cells for t in hparams.tasks())]  # sgd-matched too (issue 27)
+    per_task = [min(len(scored_runs(cells.get((t, a), empty))) for a in algos) for t in hparams.tasks()]
     # runs per task: the most tasks first (a 3-seed grid over nine tasks says more than 5 seeds on two), then
     # the most runs; at least 2
     use = max(range(2, min_seeds + 1), key=lambda n: (sum(s >= n for s in per_task), n))
@@ -233,10 +234,9 @@ def aggregates(cells: dict, min_seeds: int, results_dir: str, figures_dir: str, 
             if os.path.isfile(os.path.join(results_dir, name)):
                 os.remove(os.path.join(results_dir, name))
         return None
-    scores, tasks, curves = normalized(cells, use)
+    scores, tasks, curves = normalized(cells, use, algos)
     agg = stats.aggregate_intervals(scores, reps=reps)
-    imp = {b: stats.improvement_probability(scores["smac"], scores[b], reps=reps)
-           for b in hparams.PAPER_ALGOS if b != "smac"}
+    imp = {b: stats.improvement_probability(scores["smac"], scores[b], reps=reps) for b in algos if b != "smac"}
     eff = stats.iqm_over_steps(curves, reps=reps)
     taus = np.linspace(-0.5, 1.5, 81)
     profile = stats.performance_profile(scores, taus)

@@ -15,6 +15,7 @@ import math
 import os
 import sys
 import tomllib
+from typing import Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -114,7 +115,7 @@ def power(reg: dict) -> dict:
 # ------------------------------------------------------------------------------------------------------
 # The pre-registered analysis: exactly the tests and decision rules of preregistration.toml
 # ------------------------------------------------------------------------------------------------------
-def _scores(logs_dirs: list[str], budget: int) -> dict:
+def _scores(logs_dirs: list[str], budget: Optional[int] = None) -> dict:
     """{(task, algo): {seed: normalized final}} over compact logs (a diverged run scores 0, the toml's rule),
     with the raw finals under key (task, algo, "raw"), and the runs under (task, algo, "runs")."""
     import numpy as np  # noqa: F401
@@ -125,7 +126,7 @@ def _scores(logs_dirs: list[str], budget: int) -> dict:
         if not os.path.isdir(d):
             continue
         runs = compact.discover_logs(d)
-        cells = grid_report.load_cells(runs, budgets={r["task"]: budget for r in runs})
+        cells = grid_report.load_cells(runs, budgets={r["task"]: budget for r in runs} if budget else None)
         for (task, algo), cell in cells.items():
             best = max(hparams.paper_result(task, a)[0] for a in hparams.PAPER_ALGOS)
             for seed, final, _ in grid_report.scored_runs(cell):
@@ -206,9 +207,9 @@ def analyze(reg: dict, root: str = REPO) -> dict:
     for r, p_adj in zip(rows, holm([r["p"] for r in rows])):
         r["p_holm"] = p_adj
         r["complete"] = r["n"] == len(seeds)
-        r["verdict"] = ("equivalent at +-%g" % margin if r["equivalent"] else
+        r["verdict"] = ("equivalent at ±%g" % margin if r["equivalent"] else
                         "different (Holm p %.3g)" % p_adj if p_adj < alpha else
-                        "inconclusive (equivalence only at +-%.2f)" % r["reach"])
+                        "inconclusive (equivalence only at ±%.2f)" % r["reach"])
     out["equivalence"] = rows
     # block 2
     b2 = reg["blocks"]["lambda"]
@@ -268,6 +269,57 @@ def analyze(reg: dict, root: str = REPO) -> dict:
                        "the literal reading does not rescue the headline")
     out["literal_5M"] = res3
     return out
+
+
+def fmt_ci(ci) -> str:
+    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
+def markdown(reg: dict, res: dict) -> list[str]:
+    """The pre-registered study in full (benchmark/report/prereg.md), rules applied as written."""
+    from benchmark.tables import fmt, table
+    eq, lam, lit = res["equivalence"], res["lambda"], res["literal_5M"]
+    L = ["# The pre-registered study (issue 27)\n",
+         "Rules, seeds and budgets: [`benchmark/preregistration.toml`](../preregistration.toml), committed before the "
+         "first of these runs; `python -m benchmark.prereg analyze` prints these numbers. Scores are normalized "
+         "(random policy 0, the best of the paper's table 1); d = SMAC − `sgd-matched` per seed; CI = paired 90 % "
+         "t-interval (TOST at margin m: the CI inside ±m).\n",
+         "## Block 1: SMAC vs SGD with step η/λ where the rank-1 term is largest (λ = 0.01, 1M steps, `norm`)\n"]
+    L += table(eq, [("Task", lambda r: r["task"]), ("paired seeds", lambda r: str(r["n"])),
+                    ("mean d", lambda r: f"{r['mean']:+.3f}"), ("90 % CI", lambda r: fmt_ci(r["ci"])),
+                    ("paired t p (Holm)", lambda r: f"{r['p']:.3g} ({r['p_holm']:.3g})"),
+                    ("Welch p", lambda r: f"{r['p_welch']:.3g}"),
+                    ("reachable margin (power 0.8)", lambda r: f"±{r['reach_margin']:.2f}: "
+                     + ("equivalent" if r["equivalent_reach"] else "not shown")),
+                    ("verdict (margin ±0.1)", lambda r: r["verdict"] + ("" if r["complete"] else " — runs not all in"))])
+    L += ["", "## Block 2: dose-response in λ (HalfCheetah, η = 0.08 λ, 1M steps, `norm`, seeds 1-10)\n",
+          "Per λ: d against the one `sgd-matched` cell (step 0.08); the rank-1 term's share of the step, from every "
+          "update's ‖ℓ̄‖² (the fraction of the step's ℓ̄-component removed, ‖ℓ̄‖²/(λ + ‖ℓ̄‖²), median over updates, "
+          "mean [range] over seeds), and what that does to the whole step: cos(g, step) and the relative change "
+          "‖g/λ − step‖ / ‖g/λ‖ (medians over updates, means over seeds).\n"]
+    rows = [{"lam": k, **v, **lam["fractions"][k]} for k, v in lam["per_lambda"].items()]
+    L += table(rows, [("λ", lambda r: f"{r['lam']:g}"), ("seeds", lambda r: str(r["n"])),
+                      ("mean d", lambda r: f"{r['mean']:+.3f}"), ("90 % CI", lambda r: fmt_ci(r["ci"])),
+                      ("TOST ±0.1", lambda r: "equivalent" if r["equivalent"] else "not shown"),
+                      ("paired t p", lambda r: f"{r['p']:.2g}"),
+                      ("ℓ̄-component removed", lambda r: f"{r['removed'][0]:.3f} [{r['removed'][1]:.3f}, {r['removed'][2]:.3f}]"),
+                      ("cos(g, step)", lambda r: f"{r['cos']:.4f}"), ("step change", lambda r: f"{r['change']:.3f}")])
+    sl = lam["slope"]
+    L += ["", f"Primary test (per-seed OLS slope of d on log10 λ, {sl['n']} seeds with all four λ): "
+          + (sl.get("verdict", "too few seeds") + (f" (p {sl['p']:.2g})" if "p" in sl else ""))
+          + ("" if sl["complete"] else " — runs not all in") + ".\n",
+          "## Block 3: the headline under the paper-literal reading (HalfCheetah, 5M steps, no normalization)\n"]
+    rows3 = [{"algo": a, **lit[a]} for a in ("smac", "cg")]
+    L += table(rows3, [("Algorithm", lambda r: hparams.algo_label(r["algo"])), ("seeds", lambda r: str(r["n"])),
+                       ("final at 5M, mean ± std", lambda r: f"{fmt(r['mean'])} ± {fmt(r['std'])}"),
+                       ("95 % CI", lambda r: f"[{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]"),
+                       ("paper", lambda r: f"{fmt(r['paper'][0])} ± {fmt(r['paper'][1])}"),
+                       ("same algorithm under `norm` (Welch p)", lambda r: f"{fmt(r['norm_mean'])} ("
+                        + (f"{r['vs_norm']['p']:.2g}" if r["vs_norm"] else "–") + ")")])
+    w = lit["smac_vs_cg"]
+    L += ["", ("SMAC − AC-CG: " + (f"{fmt(w['diff'])} (Welch p {w['p']:.2g}); " if w else "–; ")
+               + f"the paper's table: {fmt(lit['smac']['paper'][0] - lit['cg']['paper'][0])}. Verdict: **{lit['verdict']}**.\n")]
+    return L
 
 
 def main(argv=None) -> int:

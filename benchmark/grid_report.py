@@ -275,11 +275,10 @@ def lines(c: dict) -> list[str]:
     seeds = sorted({len(x["finished"]) + len(x["diverged"]) for x in c["cells"].values()}) or [0]
     seed_range = f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]}–{seeds[-1]}"
     L = ["## Stage-1 grid: final returns, ours vs the paper\n",
-         f"Reading `{reading}` (`hyperparams.toml` `[meta]`), 5 seeds per cell when complete (now "
-         f"{seed_range}: n in each cell), budgets: {budgets_text()} "
-         f"steps (the paper: 5M for MuJoCo, inferred from its HalfCheetah text). {n_runs} of 9 × 6 × 5 = 270 runs "
-         "so far" + (f" (and {n_short} more that stopped short of the budget or logged no episode; not counted)"
-                    if n_short else "") + ". Each cell: "
+         f"Reading `{reading}` (`hyperparams.toml` `[meta]`), {seed_range} seeds per cell (n in each cell), budgets: "
+         f"{budgets_text()} steps (the paper: 5M for MuJoCo, inferred from its HalfCheetah text); {n_runs} of "
+         "9 × 6 × 5 = 270 runs" + (f" (and {n_short} more that stopped short of the budget or logged no episode; not "
+                                   "counted)" if n_short else "") + ". Each cell: "
          "**mean ± std** (ddof = 1) of the seeds' finals [95 % percentile bootstrap CI of the mean, "
          f"`scipy.stats.bootstrap`] (n finished seeds, + diverged; no CI below {MIN_CI_SEEDS} seeds) / the paper's "
          "mean ± std, ✓ where the paper's mean lies inside our CI, ✗ where it does not; then Welch p, the test of "

@@ -128,12 +128,39 @@ def fmt_step(s) -> str:
     return f"{s / 1e6:.2f}M" if s >= 1e6 else f"{s / 1e3:.1f}".rstrip("0").rstrip(".") + "k"
 
 
+def _per_seed(cells, task, algo, thr) -> list:
+    span, curves, _ = cells[(task, algo)]
+    return [first_crossing(c, thr, span) for c in curves]
+
+
 def _cross(cells, task, algo, thr):
     span, curves, _ = cells[(task, algo)]
     mean = across_seeds(curves)[0]
-    per_seed = [first_crossing(c, thr, span) for c in curves]
+    per_seed = _per_seed(cells, task, algo, thr)
     spread = ", ".join(fmt_step(s) for s in sorted(per_seed, key=lambda s: float("inf") if s is None else s))
     return first_crossing(mean, thr, span), spread
+
+
+STRICT = {  # issue 27's names for the verdict of a "slower" / "faster" claim that holds on its direction
+    "held": "the measured ratio within a factor 1.25 of the paper's, and the per-seed crossings separate (every seed "
+            "of the faster algorithm crosses before every seed of the slower one)",
+    "direction only": "the order is the paper's, but the ratio is not within 1.25x of the paper's or the seeds overlap",
+    "baseline never reaches it": "the paper says the slower algorithm reaches the threshold later; ours never does",
+}
+
+
+def strict_verdict(verdict: str, t, t_ref, fast_seeds: list, slow_seeds: list, paper_ratio) -> str:
+    """The stricter verdict of a slower / faster claim (STRICT): t is the slower algorithm's crossing, t_ref the
+    faster one's; *_seeds their per-seed crossings (None: never)."""
+    if verdict != "held":
+        return verdict
+    if t is None:
+        return "baseline never reaches it"
+    inf = float("inf")
+    separate = max((s if s is not None else inf) for s in fast_seeds) < min((s if s is not None else inf)
+                                                                           for s in slow_seeds)
+    size_ok = paper_ratio is None or (paper_ratio / TOL <= t / t_ref <= paper_ratio * TOL)
+    return "held" if separate and size_ok else "direction only"
 
 
 def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict] = None) -> list[dict]:
@@ -177,6 +204,12 @@ def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict
                 held = t_ref is not None and (t is None or t > t_ref)
             else:
                 held = t is not None and (t_ref is None or t < t_ref)
+            slow, fast = (t, t_ref) if kind == "slower" else (t_ref, t)
+            seeds_algo = _per_seed(cells, c["task"], c["algo"], c["threshold"])
+            seeds_ref = _per_seed(cells, c["task"], c["ref"], c["threshold"])
+            slow_seeds, fast_seeds = (seeds_algo, seeds_ref) if kind == "slower" else (seeds_ref, seeds_algo)
+            row["strict"] = strict_verdict("held" if held else "not held", slow, fast, fast_seeds, slow_seeds,
+                                           c.get("ratio"))
             ratio = f"{t / t_ref:.2f}x" if t and t_ref else "n/a"
             paper = f", paper {c['ratio']:.2f}x" if "ratio" in c else ""
             row.update(measured=f"{c['algo']} {fmt_step(t)} vs {c['ref']} {fmt_step(t_ref)}: {ratio}{paper}",
@@ -197,8 +230,23 @@ def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict
             row.update(measured=f"mean({c['algo']} - {c['ref']}) over the first {fmt_step(c['step'])}: {diff:.1f}")
         else:
             raise ValueError(f"unknown claim kind {kind!r}")
-        rows.append({**row, "verdict": "held" if held else "not held"})
+        verdict = "held" if held else "not held"
+        rows.append({**row, "verdict": verdict, "strict": row.get("strict") or verdict})
     return rows
+
+
+ORDER = ("held", "direction only", "baseline never reaches it", "not held")
+
+
+def combined(row: dict) -> str:
+    """The claim's verdict over both readings (our bins, and the paper's bin width in row["other"]): the less
+    favourable of the two; a reading that cannot judge it (beyond budget, no runs) does not count."""
+    mine = row.get("strict") or row["verdict"]
+    other = row.get("other")
+    theirs = (other.get("strict") or other["verdict"]) if other else None
+    if mine not in ORDER or theirs not in ORDER:
+        return mine
+    return max(mine, theirs, key=ORDER.index)
 
 
 COLUMNS = [("Task", lambda r: r["task"]), ("Claim (paper, section Results; [ ]: ours)", lambda r: r["claim"]),

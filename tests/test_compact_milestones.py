@@ -182,3 +182,25 @@ def test_sweep_packs_a_finished_run(tmp_path):
                        "--extra-flags", "--num-minibatches 2"]) == 0
     rec = compact.load(compact.log_path(str(logs), "CartPole", "sgd", 1))
     assert rec["status"] == "finished" and rec["cfg"]["num_minibatches"] == 2 and rec["job_budget"] == 400
+
+
+def test_strict_verdict_names_by_hand():
+    """Issue 27's names for a slower claim that holds on its direction: held only when the ratio is within 1.25x
+    of the paper's and the per-seed crossings separate; 'baseline never reaches it' when it never crosses."""
+    smac = [fake_run("CartPole", "smac", s, 50_000) for s in (1, 2)]       # both seeds cross at 64k
+    late = [fake_run("CartPole", "cg", s, j) for s, j in ((1, 60_000), (2, 62_000))]   # 74k, 76k: 1.16x-1.19x
+    mixed = [fake_run("CartPole", "sgd", s, j) for s, j in ((1, 60_000), (2, 45_000))]  # 74k and 59k: overlap
+    never = [fake_run("CartPole", "adam", 1, 10**9)]
+    claims = [milestones._slower("size-ok", "CartPole", "cg", 750, 1.15, 60_000, "cg 15% more"),
+              milestones._slower("size-off", "CartPole", "cg", 750, 2.0, 40_000, "cg 100% more"),
+              milestones._slower("overlap", "CartPole", "sgd", 750, 1.05, 60_000, "sgd 5% more"),
+              milestones._slower("never", "CartPole", "adam", 750, 1.3, 60_000, "adam 30% more")]
+    rows = {r["id"]: r for r in milestones.evaluate(smac + late + mixed + never, claims=claims)}
+    assert rows["size-ok"]["verdict"] == "held" and rows["size-ok"]["strict"] == "held"
+    assert rows["size-off"]["strict"] == "direction only"            # 1.17x against the paper's 2.0x
+    assert rows["overlap"]["verdict"] == "held" and rows["overlap"]["strict"] == "direction only"  # seeds overlap
+    assert rows["never"]["verdict"] == "held" and rows["never"]["strict"] == "baseline never reaches it"
+    # the final verdict is the less favourable reading; a reading that cannot judge does not count
+    row = {**rows["size-ok"], "other": {**rows["size-off"]}}
+    assert milestones.combined(row) == "direction only"
+    assert milestones.combined({**rows["size-ok"], "other": {"verdict": "beyond budget"}}) == "held"

@@ -1,4 +1,4 @@
-"""Tests of the paper's two-state toy MDP in smac_numpy.py ("A Toy Problem" + appendix).
+"""Tests of the paper's two-state toy MDP in smac_numpy.py (and benchmark/toy_study.py) ("A Toy Problem" + appendix).
 
 Every printed closed form is checked against finite differences and against brute-force
 enumeration of the MDP's trajectories; where the printed formula and the MDP disagree, a
@@ -11,6 +11,75 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import smac_numpy as sn
+from benchmark import toy_study
+
+# ---- brute force over the MDP's trajectories, and the paper's printed SM expansion (moved here from
+# ---- smac_numpy.py, issue 28: they exist only to check the printed formulas)
+
+
+def toy_enumerate(theta: np.ndarray, lam_p: float, horizon: int = 2, terminal_self_loop: bool = True):
+    """Brute force: every trajectory from x=0 of at most `horizon` steps.
+
+    Returns a list of (prob, undiscounted return, [(x_t, a_t), ...]).  With
+    terminal_self_loop=True the self-loop at x=0 ends the episode (the MDP whose
+    return is the paper's printed J); with False it is the drawn MDP run for
+    exactly `horizon` steps.
+    """
+    out = []
+
+    def rec(x, t, prob, ret, path):
+        if t == horizon:
+            out.append((prob, ret, path))
+            return
+        for a in (0, 1):
+            p = prob * sn.toy_prob(theta, lam_p, x, a)
+            r = (1.0 if x == 0 else 2.0) if a == 0 else 0.0
+            nxt = x if a == 0 else 1 - x
+            if terminal_self_loop and x == 0 and a == 0:
+                out.append((p, ret + r, path + [(x, a)]))
+            else:
+                rec(nxt, t + 1, p, ret + r, path + [(x, a)])
+
+    rec(0, 0, 1.0, 0.0, [])
+    return out
+
+
+def toy_bruteforce(theta: np.ndarray, lam_p: float, horizon: int = 2, terminal_self_loop: bool = True) -> dict:
+    """From the enumeration: J, grad J (likelihood ratio), trajectory Fisher, visit counts.
+
+    J        = sum_tau P(tau) R(tau)
+    grad_J   = sum_tau P(tau) R(tau) sum_t ell(x_t, a_t)
+    F_traj   = sum_tau P(tau) (sum_t ell_t)(sum_t ell_t)^T   (Fisher of the trajectory law)
+    visits   = D(x) = expected number of visits to x per episode
+    """
+    J, grad, F, visits = 0.0, np.zeros(2), np.zeros((2, 2)), np.zeros(2)
+    for p, ret, path in toy_enumerate(theta, lam_p, horizon, terminal_self_loop):
+        s = sum(sn.toy_score(theta, lam_p, x, a) for x, a in path)
+        J += p * ret
+        grad += p * ret * s
+        F += p * np.outer(s, s)
+        for x, _ in path:
+            visits[x] += p
+    return {"J": J, "grad_J": grad, "F_traj": F, "visits": visits}
+
+
+
+def toy_sm_printed_components(theta: np.ndarray, lam_p: float, damping: float) -> np.ndarray:
+    """The paper's component-wise expansion of the SM direction, copied term by term.
+
+    It does NOT equal `toy_sm_printed`: the second term of each component carries
+    the wrong sign (-F_ii * gradJ_i / (...) with gradJ_i < 0 should give '+').
+    Kept only so a test can pin the discrepancy.
+    """
+    pi0, pi1 = sn.toy_pi(theta, lam_p)
+    lam = damping
+    den = lam**2 + lam * (lam_p**2 * pi0 * (1 - pi0) + pi1 * (1 - pi1))
+    c0 = (1 / lam) * (-lam_p * pi0 * (1 - pi0) * (1 - 2 * pi1)) - lam_p**3 * pi0**2 * (1 - pi0) ** 2 * (1 - 2 * pi1) / den
+    c1 = (1 / lam) * (-2 * (1 - pi0) * pi1 * (1 - pi1)) - 2 * pi1**2 * (1 - pi1) ** 2 * (1 - pi0) / den
+    return np.array([c0, c1])
+
+
+
 
 LAM_PS = (0.75, 1.0, 2.0)
 PROP = settings(max_examples=60, deadline=None)
@@ -21,9 +90,9 @@ lam_ps = st.sampled_from(LAM_PS + (0.3, 3.0))
 @PROP
 @given(thetas, lam_ps)
 def test_printed_J_is_the_terminal_self_loop_H2_return(theta, lam_p):
-    bf = sn.toy_bruteforce(theta, lam_p, horizon=2, terminal_self_loop=True)
+    bf = toy_bruteforce(theta, lam_p, horizon=2, terminal_self_loop=True)
     assert abs(bf["J"] - sn.toy_J(theta, lam_p)) < 1e-14
-    probs = [p for p, _, _ in sn.toy_enumerate(theta, lam_p)]
+    probs = [p for p, _, _ in toy_enumerate(theta, lam_p)]
     assert abs(sum(probs) - 1.0) < 1e-14
 
 
@@ -32,7 +101,7 @@ def test_printed_J_is_the_terminal_self_loop_H2_return(theta, lam_p):
 def test_discrepancy_printed_J_is_not_the_plain_H2_return(theta, lam_p):
     """Running the drawn MDP for 2 steps gives pi0 + pi0^2 + 2(1-pi0)pi1, not the printed J."""
     pi0, pi1 = sn.toy_pi(theta, lam_p)
-    plain = sn.toy_bruteforce(theta, lam_p, horizon=2, terminal_self_loop=False)["J"]
+    plain = toy_bruteforce(theta, lam_p, horizon=2, terminal_self_loop=False)["J"]
     assert abs(plain - (pi0 + pi0**2 + 2 * (1 - pi0) * pi1)) < 1e-14
     assert abs(plain - sn.toy_J(theta, lam_p) - pi0**2) < 1e-14
 
@@ -44,7 +113,7 @@ def test_grad_J_matches_finite_differences_and_likelihood_ratio(theta, lam_p):
     h = 1e-6
     fd = np.array([(sn.toy_J(theta + h * e, lam_p) - sn.toy_J(theta - h * e, lam_p)) / (2 * h) for e in np.eye(2)])
     np.testing.assert_allclose(gJ, fd, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(gJ, sn.toy_bruteforce(theta, lam_p)["grad_J"], rtol=0, atol=1e-14)
+    np.testing.assert_allclose(gJ, toy_bruteforce(theta, lam_p)["grad_J"], rtol=0, atol=1e-14)
 
 
 @PROP
@@ -62,7 +131,7 @@ def test_score_matches_finite_differences(theta, lam_p):
 @given(thetas, lam_ps)
 def test_policy_gradient_theorem_with_exact_advantages(theta, lam_p):
     """sum_x D(x) sum_a pi(a|x) ell(x,a) A(x,a) = grad J, with D = expected visits (1, 1-pi0)."""
-    D = sn.toy_bruteforce(theta, lam_p)["visits"]
+    D = toy_bruteforce(theta, lam_p)["visits"]
     pi0, _ = sn.toy_pi(theta, lam_p)
     np.testing.assert_allclose(D, [1.0, 1.0 - pi0], atol=1e-15)
     pg = sum(D[x] * sn.toy_prob(theta, lam_p, x, a) * sn.toy_score(theta, lam_p, x, a) * sn.toy_advantage(theta, lam_p, x, a)
@@ -84,7 +153,7 @@ def test_discrepancy_fisher_of_the_trajectory_law_is_visitation_weighted(theta, 
     """E_tau[(sum_t ell_t)(sum_t ell_t)^T] = diag(F00, (1-pi0) F11) = (2-pi0) * F_rho: the
     x=1 block carries the visit probability 1-pi0 that the printed FIM omits."""
     pi0, pi1 = sn.toy_pi(theta, lam_p)
-    F_traj = sn.toy_bruteforce(theta, lam_p)["F_traj"]
+    F_traj = toy_bruteforce(theta, lam_p)["F_traj"]
     Fp = sn.toy_fisher_printed(theta, lam_p)
     np.testing.assert_allclose(F_traj, np.diag([Fp[0, 0], (1 - pi0) * Fp[1, 1]]), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(F_traj, (2 - pi0) * sn.toy_fisher_weighted(theta, lam_p), rtol=1e-12, atol=1e-15)
@@ -134,7 +203,7 @@ def test_discrepancy_printed_sm_components_have_the_wrong_sign(theta, lam_p, dam
     gJ = sn.toy_grad_J(theta, lam_p)
     den = damping + np.trace(F)
     m = sn.toy_sm_printed(theta, lam_p, damping)
-    c = sn.toy_sm_printed_components(theta, lam_p, damping)
+    c = toy_sm_printed_components(theta, lam_p, damping)
     np.testing.assert_allclose(m, gJ * (1 - np.diag(F) / den) / damping, rtol=1e-12, atol=1e-300)
     np.testing.assert_allclose(c, gJ * (1 + np.diag(F) / den) / damping, rtol=1e-12, atol=1e-300)
     np.testing.assert_allclose(m + c, 2 * gJ / damping, rtol=1e-12, atol=1e-300)
@@ -173,7 +242,7 @@ def test_expected_per_sample_sm_tends_to_printed_npg():
     for lp in LAM_PS:
         th = sn.toy_theta_from_pi(0.9, 0.2, lp)
         pi0, _ = sn.toy_pi(th, lp)
-        np.testing.assert_allclose(sn.toy_sm_expected(th, lp, 1e-10), sn.toy_npg_printed(th, lp) / (2 - pi0), rtol=1e-7)
+        np.testing.assert_allclose(toy_study.toy_sm_expected(th, lp, 1e-10), sn.toy_npg_printed(th, lp) / (2 - pi0), rtol=1e-7)
 
 
 def test_sampled_sm_converges_to_its_expectation():
@@ -183,7 +252,7 @@ def test_sampled_sm_converges_to_its_expectation():
     L, A = sn.toy_sample_scores(th, 1.0, n, rng)
     per = sn.sherman_morrison_direction_batched(L * A[:, None], L, 0.1)
     se = per.std(0) / np.sqrt(n)
-    np.testing.assert_array_less(np.abs(per.mean(0) - sn.toy_sm_expected(th, 1.0, 0.1)), 5 * se)
+    np.testing.assert_array_less(np.abs(per.mean(0) - toy_study.toy_sm_expected(th, 1.0, 0.1)), 5 * se)
 
 
 @pytest.mark.parametrize("lam_p", LAM_PS)
@@ -210,7 +279,14 @@ def test_measured_trap_of_printed_npg_from_the_stated_start():
 
 def test_toy_cli_writes_figure(tmp_path, capsys):
     out = tmp_path / "toy.png"
-    sn.run_toy_cli(sn.ToyMDP(iters=20, damping_sweep=(0.1,), out=out))
+    sn.run_toy(iters=20, out=out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = capsys.readouterr().out
     assert "cos(NPG)" in text and "wrote" in text
+
+
+def test_toy_study_grid_cosines_of_npg_to_itself_are_one():
+    c = toy_study.toy_grid_cosines("NPG", 1.0, 0.1, 10, 0, reference="NPG", n=5)
+    np.testing.assert_allclose(c, 1.0, rtol=1e-12)
+    c = toy_study.toy_grid_cosines("SM-expected", 1.0, 1e-10, 10, 0, reference="NPG", n=5)
+    np.testing.assert_allclose(c, 1.0, rtol=1e-6)  # SM-expected -> NPG / (2 - pi0): parallel

@@ -337,7 +337,9 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     else:  # any other network (a subclass may change the forward): the generic path of smac_direction
         ell, g = mean_score_and_gradient(params, actor.log_prob(batch["obs"], batch["actions"]), batch["advantages"])
     if args.ent_coef > 0:
-        g = g + args.ent_coef * flat_grad(actor.entropy(batch["obs"]).mean(), params)
+        # a Gaussian's entropy depends on log_std alone: the other parameters' gradients are zeros, not an error
+        grads = torch.autograd.grad(actor.entropy(batch["obs"]).mean(), params, allow_unused=True, materialize_grads=True)
+        g = g + args.ent_coef * torch.cat([gr.reshape(-1) for gr in grads])
     if args.loss_reduction == "sum":  # sums over the batch instead of means: B l_bar, B g
         ell, g = ell * batch["obs"].shape[0], g * batch["obs"].shape[0]
     g = clip_norm(g, args.max_grad_norm)

@@ -155,3 +155,19 @@ def test_bad_minibatch_flags_exit_2(tmp_path, capsys, argv, needle):
     assert run_main(tmp_path, *argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and needle in err
+
+
+def test_smac_with_an_entropy_bonus_on_a_gaussian_policy(tmp_path):
+    """The pre-split trainer raised "differentiated Tensor ... not used in the graph" here: the entropy of a
+    state-independent Gaussian depends on log_std only. Now its gradient is log_std's (1/2 log(2 pi e) + log_std
+    summed: d/d log_std = 1 each), zeros elsewhere."""
+    actor = sa.Actor(3, 2, False, (5,))
+    batch = {"obs": torch.randn(16, 3), "actions": torch.randn(16, 2), "advantages": torch.zeros(16)}
+    args = sa.Args(ent_coef=0.5, damping=1.0)
+    diag = sa.smac_step(actor, batch, args, {})
+    g = diag["g"]
+    n_log_std = 2
+    torch.testing.assert_close(g[:n_log_std], torch.full((2,), 0.5))   # log_std comes first in parameters()
+    assert torch.count_nonzero(g[n_log_std:]) == 0                      # zero advantages: nothing else
+    assert sa.main(["--env-id", "Pendulum-v1", "--num-steps", "50", "--total-timesteps", "100", "--ent-coef", "0.01",
+                    "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 0

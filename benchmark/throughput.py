@@ -24,6 +24,7 @@ import time
 import warnings
 
 import gymnasium as gym
+import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -63,6 +64,28 @@ def trainer_sps(env_id: str, steps: int, optimizer: str, runs_dir: str) -> tuple
         rows = f.read().splitlines()[1:]
     ms = statistics.median(float(r.split(",")[11]) for r in rows)
     return steps / elapsed, ms
+
+
+def policy_sample_us(obs_dim=11, act_dim=3, repeats=20_000) -> dict:
+    """Microseconds per batch-1 action, interleaved: the reference's numpy copy of the actor (RolloutPolicy.sample)
+    against the torch actor under inference_mode (forward + Gaussian noise), 64-64."""
+    torch.set_num_threads(1)
+    actor = sa.Actor(obs_dim, act_dim, False)
+    policy, rng = sa.RolloutPolicy(actor), np.random.default_rng(0)
+    obs_np, obs_t = np.zeros((1, obs_dim)), torch.zeros(1, obs_dim)
+    times = {"numpy": [], "torch": []}
+    with torch.inference_mode():
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(repeats // 5):
+                policy.sample(obs_np, rng)
+            times["numpy"].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            for _ in range(repeats // 5):
+                mu = actor(obs_t)
+                (mu + torch.exp(actor.log_std) * torch.randn_like(mu)).numpy()
+            times["torch"].append(time.perf_counter() - start)
+    return {k: statistics.median(v) / (repeats // 5) * 1e6 for k, v in times.items()}
 
 
 def sb3_sps(env_id: str, steps: int):
@@ -114,6 +137,7 @@ def main():
         sgd, sgd_ms = trainer_sps(opts.env_id, opts.steps, "sgd", tmp)
     sb3 = None if opts.no_sb3 else sb3_sps(opts.env_id, opts.steps)
     micro = update_ms()
+    sample = policy_sample_us()
 
     print(f"{opts.env_id}, 1 env, {opts.steps} steps per measurement, torch threads 1, "
           f"{time.strftime('%Y-%m-%d')}, {platform.node()} ({os.cpu_count()} cores)")
@@ -132,6 +156,9 @@ def main():
     print(f"  actor update, T=1000, interleaved microbenchmark: smac (smac_direction) {micro['smac']:.2f} ms, "
           f"lab fast path {micro['smac fast path']:.2f} ms, sgd {micro['sgd']:.2f} ms = "
           f"{micro['smac'] / micro['sgd']:.2f}x / {micro['smac fast path'] / micro['sgd']:.2f}x")
+    print(f"  per step: limit {1e6 / limit:.0f} us, trainer {1e6 / smac:.0f} us (the rest of the loop: "
+          f"{1e6 / smac - 1e6 / limit:.0f} us); choosing the action: numpy copy {sample['numpy']:.1f} us, torch "
+          f"actor {sample['torch']:.1f} us")
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump({"env_id": opts.env_id, "steps": opts.steps, "limit_sps": limit, "raw_sps": raw,

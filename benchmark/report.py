@@ -213,7 +213,10 @@ def summary_section(d: Data) -> list[str]:
                  "task weighs the same): IQM normalized score "
                  + ", ".join(f"{hparams.algo_label(a)} {estimate(*v['IQM'])}" for a, v in iqm)
                  + "; P(SMAC > baseline): "
-                 + ", ".join(f"{hparams.algo_label(b)} {estimate(*v)}" for b, v in g["imp"].items()) + ".")
+                 + ", ".join(f"{hparams.algo_label(b)} {estimate(*v)}" for b, v in g["imp"].items())
+                 + f" (SMAC's effective step η/λ is {min(map(step_ratio, hparams.tasks())):.2g}–"
+                 f"{max(map(step_ratio, hparams.tasks())):.3g}× the paper's AC-SGD η on the same task, so P(SMAC > AC-SGD) "
+                 "compares step sizes as much as curvature; SGD with step η/λ is the comparison without that confound).")
     if d.matched:
         cnt = Counter(r["verdict"] or "too few seeds" for r in d.matched)
         L.append("- **SMAC vs SGD with step η/λ (`sgd-matched`; seeds SMAC / sgd-matched):** " + "; ".join(

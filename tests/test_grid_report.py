@@ -259,6 +259,6 @@ def test_grid_section_counts_finished_and_diverged_seeds_and_leaves_short_runs_o
     write_log(logs, "CartPole", "sgd", 1, 500.0, last_step=1000)                 # stopped short of its budget
     c = grid_report.compute(str(logs), results_dir=str(tmp_path / "res"), figures_dir=str(tmp_path / "fig"), reps=50)
     head = grid_report.lines(c)[1]
-    assert "(now 0–5: n in each cell)" in head       # CartPole AC-SGD: its only run is short
+    assert "0–5 seeds per cell (n in each cell)" in head       # CartPole AC-SGD: its only run is short
     assert "8 of 9 × 6 × 5 = 270 runs (and 1 more that stopped short of the budget" in head
     assert f"budgets: {grid_report.budgets_text()} steps" in head and "MuJoCo" in grid_report.budgets_text()

@@ -252,6 +252,8 @@ def test_pipeline_on_synthetic_runs(tmp_path):
     assert compact.main(["pack", runs, "--logs", logs]) == 0
     text = report.write_report(str(tmp_path / "REPORT.md"), logs_dir=logs, headline_dir=str(tmp_path / "none"),
                                results_dir=res, figures_dir=figs, reps=100)
+    assert text.startswith("# Reproduction report") and "## Verdict" in text and len(text) <= 15_000
+    text += open(tmp_path / "report" / "grid.md").read()  # the long sections live beside REPORT.md
     rows = list(__import__("csv").DictReader(open(os.path.join(res, "smac_vs_matched.csv"))))
     assert [r["task"] for r in rows] == ["Humanoid"]
     r = rows[0]

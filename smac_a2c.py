@@ -32,7 +32,7 @@ import tyro
 from tqdm import tqdm
 
 warnings.filterwarnings("once", message=".*is out of date.*")  # gymnasium's -v4 note: once per run
-os.environ.setdefault("MUJOCO_GL", "egl")  # MuJoCo renders headless (--capture-video) through EGL
+os.environ.setdefault("MUJOCO_GL", "glfw" if os.environ.get("DISPLAY") else "egl")  # headless: EGL
 
 
 @dataclass
@@ -305,10 +305,10 @@ def smac_direction(params, log_probs: torch.Tensor, advantages: torch.Tensor, da
 def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
     """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout."""
     params = trainable_parameters(params)
-    if direction.numel() != sum(p.numel() for p in params):
-        raise ValueError(f"direction has {direction.numel()} entries, the trainable parameters "
-                         f"{sum(p.numel() for p in params)}")
-    for p, d in zip(params, direction.split([p.numel() for p in params])):
+    sizes = [p.numel() for p in params]
+    if direction.numel() != sum(sizes):
+        raise ValueError(f"direction has {direction.numel()} entries, the trainable parameters {sum(sizes)}")
+    for p, d in zip(params, direction.split(sizes)):
         p.add_(d.view_as(p), alpha=lr)
 
 
@@ -448,7 +448,8 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
         os.makedirs(run_dir)
     atomic_write(os.path.join(run_dir, "config.json"), {
         "args": asdict(args), "device": str(device), "torch": torch.__version__, "gymnasium": gym.__version__,
-        "numpy": np.__version__, "python": sys.version.split()[0], "resumed_from_step": global_step})
+        "numpy": np.__version__, "python": sys.version.split()[0], "resumed_from_step": global_step,
+        "mujoco": getattr(sys.modules.get("mujoco"), "__version__", None)})  # None: a run without MuJoCo
     ckpt_path, writer, wandb_run = os.path.join(run_dir, "checkpoint.pt"), None, None
     if args.tensorboard:
         from torch.utils.tensorboard import SummaryWriter
@@ -489,7 +490,7 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
                 for sig in (signal.SIGINT, signal.SIGTERM)}
     status, start_time, start_step, last_line = "finished", time.time(), global_step, time.time()
     bar = tqdm(total=args.total_timesteps, initial=global_step, unit="step", unit_scale=True,
-               dynamic_ncols=True, disable=not sys.stdout.isatty())
+               dynamic_ncols=True, disable=not sys.stdout.isatty(), file=sys.stdout)
     while global_step < args.total_timesteps and not stop:
         # 1. rollout: T steps in every env, acting with the numpy copy of the current policy
         for t in range(T):
@@ -560,23 +561,23 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
         status = "interrupted"
     bar.close()
     atomic_write(ckpt_path, snapshot(), json_file=False)  # always: at the end, on Ctrl-C, on divergence
-    for sig, handler in handlers.items():
-        signal.signal(sig, handler)
     for closable in envs + ([writer] if writer else []):
         closable.close()
     if wandb_run:  # with --capture-video, the run's videos too
         for video in sorted(glob.glob(os.path.join(run_dir, "videos", "*.mp4"))):
             wandb_run.log({"videos": wandb.Video(video)})
         wandb_run.finish()
-    elapsed, mean10 = time.time() - start_time, float(np.mean(recent_returns)) if recent_returns else math.nan
-    summary = {"status": status, "signal": stop[0] if stop else None, "global_step": global_step,
-               "updates": update, "wall_time_s": elapsed, "sps": (global_step - start_step) / elapsed,
+    wall, mean10 = time.time() - start_time, float(np.mean(recent_returns)) if recent_returns else math.nan
+    summary = {"status": status, "signal": stop[0] if status == "interrupted" else None, "updates": update,
+               "global_step": global_step, "wall_time_s": wall, "sps": (global_step - start_step) / wall,
                "mean_return_last10": mean10 if math.isfinite(mean10) else None, "run_dir": run_dir}
     atomic_write(os.path.join(run_dir, "summary.json"), summary)
+    for sig, handler in handlers.items():  # the signal handlers go last: a second Ctrl-C still ends cleanly
+        signal.signal(sig, handler)
     if status == "diverged":
         print(f"diverged at update {update + 1} (NaN/Inf in the value loss or the actor); the state before "
               f"it is saved in {ckpt_path}", file=sys.stderr)
-    print(f"{status}: {global_step} steps in {elapsed:.1f}s ({summary['sps']:.0f} SPS), mean return of the "
+    print(f"{status}: {global_step} steps in {wall:.1f}s ({summary['sps']:.0f} SPS), mean return of the "
           f"last 10 episodes {mean10:.2f}; run dir {run_dir}")
     return run_dir, stop[0] if status == "interrupted" else status
 

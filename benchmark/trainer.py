@@ -813,6 +813,9 @@ def load_checkpoint(path: str) -> dict:
     missing = CHECKPOINT_KEYS - set(ckpt) if isinstance(ckpt, dict) else CHECKPOINT_KEYS
     if missing:
         raise ConfigError(f"checkpoint {path!r} is not a complete smac_a2c checkpoint (missing: {', '.join(sorted(missing))})")
+    critic = ckpt["critic"]
+    if isinstance(critic, dict) and any(str(k).startswith("net.") for k in critic):  # pre-split: Critic.net.*
+        ckpt["critic"] = {k[4:] if k.startswith("net.") else k: v for k, v in critic.items()}
     ckpt["path"] = path
     return ckpt
 

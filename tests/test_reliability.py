@@ -257,3 +257,19 @@ def test_sweep_skips_a_job_whose_run_directory_is_live(tmp_path):
     with sa.RunLock(run):
         assert sweep.prepare(job) == ("busy", None)
     assert sweep.prepare(job)[0] == "resume"
+
+
+def test_a_pre_split_checkpoint_resumes(tmp_path):
+    """Checkpoints written before the trainer split name the critic's parameters net.0.weight, ... (a Critic module
+    around an nn.Sequential); the lab loads them into today's critic (0.weight, ...) and resumes."""
+    import torch
+    assert sa.main(["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "200",
+                    "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 0
+    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    path = os.path.join(run, "checkpoint.pt")
+    ckpt = torch.load(path, weights_only=True)
+    ckpt["critic"] = {f"net.{k}": v for k, v in ckpt["critic"].items()}
+    torch.save(ckpt, path)
+    assert sa.load_checkpoint(run)["critic"].keys() == {k[4:] for k in ckpt["critic"]}
+    assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 0
+    assert json.load(open(os.path.join(run, "summary.json")))["global_step"] == 400

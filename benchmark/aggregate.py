@@ -39,7 +39,8 @@ from benchmark.protocol import (ALPHA, DDOF, N_BINS, across_seeds, bin_index, bi
                                 bin_quantiles, ewm, smoothed_curve)
 from benchmark.stats import bootstrap_diff_ci, permutation_test, welch_test  # noqa: E402
 from benchmark.tables import write_csv  # noqa: E402
-from benchmark.sweep import DEFAULT_RUNS, find_run_dir, parse_budget, read_summary  # noqa: E402
+from benchmark.compact import DEFAULT_RUNS, discover, find_run_dir, read_csv_columns, read_summary  # noqa: E402,F401
+from benchmark.hparams import parse_budget  # noqa: E402
 
 DEFAULT_RESULTS = os.path.join(REPO, "benchmark", "results", "stage1")
 
@@ -144,55 +145,6 @@ def compare_matched(final_rows: list[dict], diag_summary: list[dict], same_start
 # ------------------------------------------------------------------------------------------
 # Reading runs
 # ------------------------------------------------------------------------------------------
-def read_csv_columns(path: str, columns: list[str]) -> dict:
-    out = {c: [] for c in columns}
-    if not os.path.isfile(path):
-        return {c: np.array([]) for c in columns}
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            try:
-                vals = [float(row[c]) if row[c] not in ("", None) else math.nan for c in columns]
-            except (ValueError, KeyError, TypeError):
-                continue  # torn last line of a killed run
-            for c, v in zip(columns, vals):
-                out[c].append(v)
-    return {c: np.asarray(v, dtype=np.float64) for c, v in out.items()}
-
-
-def discover(runs_dir: str) -> list[dict]:
-    """Every {task}/{algo}/seed{n}/ with a run directory."""
-    runs = []
-    for seed_dir in sorted(glob.glob(os.path.join(runs_dir, "*", "*", "seed*"))):
-        task, algo = seed_dir.split(os.sep)[-3:-1]
-        try:
-            run_dir = find_run_dir(seed_dir)
-        except RuntimeError as e:
-            print(f"warning: {e}", file=sys.stderr)
-            continue
-        if run_dir is None:
-            continue
-        job = {}
-        if os.path.isfile(os.path.join(seed_dir, "job.json")):
-            with open(os.path.join(seed_dir, "job.json")) as f:
-                job = json.load(f)
-        cfg = {}
-        if os.path.isfile(os.path.join(run_dir, "config.json")):
-            with open(os.path.join(run_dir, "config.json")) as f:
-                cfg = json.load(f).get("args", {})
-        summary = read_summary(run_dir) or {}
-        ep = read_csv_columns(os.path.join(run_dir, "episodes.csv"), ["global_step", "episodic_return"])
-        up = read_csv_columns(os.path.join(run_dir, "updates.csv"),
-                              ["global_step", "mean_logprob", "ell_sq", "g_norm", "step_norm", "cos_g_step",
-                               "step_par_norm", "value_loss"])
-        last = int(max(summary.get("global_step", 0),
-                       up["global_step"].max() if up["global_step"].size else 0))
-        runs.append({"task": task, "algo": algo, "seed": int(seed_dir.rsplit("seed", 1)[1]), "seed_dir": seed_dir,
-                     "run_dir": run_dir, "job_budget": job.get("budget"), "status": summary.get("status", "running?"),
-                     "last_step": last, "damping": cfg.get("damping"), "num_steps": cfg.get("num_steps"),
-                     "episodes": ep, "updates": up, "cfg": cfg})
-    return runs
-
-
 # ------------------------------------------------------------------------------------------
 # Aggregation
 # ------------------------------------------------------------------------------------------

@@ -14,11 +14,13 @@ as a finished run, so a grid continues across sessions where the last one stoppe
 from __future__ import annotations
 
 import argparse
+import csv
 import glob
 import gzip
 import json
 import math
 import os
+import shutil
 import sys
 from typing import Optional
 
@@ -34,6 +36,99 @@ UPDATE_COLS = ["update", "global_step", "value_loss", "mean_logprob", "entropy",
 FORMAT = 1
 
 
+DEFAULT_RUNS = os.path.join(REPO, "benchmark", "runs")  # the literal reading's sweep runs root
+
+
+# ------------------------------------------------------------------------------------------
+# Raw run directories (a sweep's {runs}/{task}/{algo}/seed{n}/RUN) and their CSVs: the harness's leaf I/O
+# ------------------------------------------------------------------------------------------
+def find_run_dir(seed_dir: str) -> Optional[str]:
+    """The trainer's run directory inside seed_dir (the only subdirectory), or None. Extra directories
+    that never reached a checkpoint and hold no live trainer (left by a sweep killed while its trainers
+    were starting) are removed with a message; a live or checkpointed extra one is an error."""
+    if not os.path.isdir(seed_dir):
+        return None
+    dirs = sorted(d for d in os.listdir(seed_dir)
+                  if os.path.isdir(os.path.join(seed_dir, d)) and not d.startswith("."))
+    if len(dirs) > 1:
+        from benchmark import trainer  # a leaf: it imports only smac_a2c and benchmark.protocol
+        for d in list(dirs):
+            path = os.path.join(seed_dir, d)
+            if not os.path.isfile(os.path.join(path, "checkpoint.pt")) and not trainer.run_dir_locked(path):
+                print(f"[sweep] {seed_dir}: removing stale run directory {d} (no checkpoint, no live trainer)",
+                      flush=True)
+                shutil.rmtree(path, ignore_errors=True)
+                dirs.remove(d)
+                if len(dirs) == 1:
+                    break
+    if len(dirs) > 1:
+        raise RuntimeError(f"{seed_dir} holds {len(dirs)} run directories {dirs}; expected one. "
+                           f"Keep the one you want and delete the others.")
+    return os.path.join(seed_dir, dirs[0]) if dirs else None
+
+
+def read_summary(run_dir: Optional[str]) -> Optional[dict]:
+    if not run_dir:
+        return None
+    try:
+        with open(os.path.join(run_dir, "summary.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def read_csv_columns(path: str, columns: list[str]) -> dict:
+    out = {c: [] for c in columns}
+    if not os.path.isfile(path):
+        return {c: np.array([]) for c in columns}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            try:
+                vals = [float(row[c]) if row[c] not in ("", None) else math.nan for c in columns]
+            except (ValueError, KeyError, TypeError):
+                continue  # torn last line of a killed run
+            for c, v in zip(columns, vals):
+                out[c].append(v)
+    return {c: np.asarray(v, dtype=np.float64) for c, v in out.items()}
+
+
+def discover(runs_dir: str) -> list[dict]:
+    """Every {task}/{algo}/seed{n}/ with a run directory."""
+    runs = []
+    for seed_dir in sorted(glob.glob(os.path.join(runs_dir, "*", "*", "seed*"))):
+        task, algo = seed_dir.split(os.sep)[-3:-1]
+        try:
+            run_dir = find_run_dir(seed_dir)
+        except RuntimeError as e:
+            print(f"warning: {e}", file=sys.stderr)
+            continue
+        if run_dir is None:
+            continue
+        job = {}
+        if os.path.isfile(os.path.join(seed_dir, "job.json")):
+            with open(os.path.join(seed_dir, "job.json")) as f:
+                job = json.load(f)
+        cfg = {}
+        if os.path.isfile(os.path.join(run_dir, "config.json")):
+            with open(os.path.join(run_dir, "config.json")) as f:
+                cfg = json.load(f).get("args", {})
+        summary = read_summary(run_dir) or {}
+        ep = read_csv_columns(os.path.join(run_dir, "episodes.csv"), ["global_step", "episodic_return"])
+        up = read_csv_columns(os.path.join(run_dir, "updates.csv"),
+                              ["global_step", "mean_logprob", "ell_sq", "g_norm", "step_norm", "cos_g_step",
+                               "step_par_norm", "value_loss"])
+        last = int(max(summary.get("global_step", 0),
+                       up["global_step"].max() if up["global_step"].size else 0))
+        runs.append({"task": task, "algo": algo, "seed": int(seed_dir.rsplit("seed", 1)[1]), "seed_dir": seed_dir,
+                     "run_dir": run_dir, "job_budget": job.get("budget"), "status": summary.get("status", "running?"),
+                     "last_step": last, "damping": cfg.get("damping"), "num_steps": cfg.get("num_steps"),
+                     "episodes": ep, "updates": up, "cfg": cfg})
+    return runs
+
+
+# ------------------------------------------------------------------------------------------
+# Compact logs
+# ------------------------------------------------------------------------------------------
 def log_path(logs_dir: str, task: str, algo: str, seed: int) -> str:
     return os.path.join(logs_dir, task, algo, f"seed{seed}.json.gz")
 
@@ -45,7 +140,6 @@ def _num(x: float):
 
 
 def _columns(path: str, cols: list[str]) -> dict:
-    from benchmark.aggregate import read_csv_columns  # drops torn lines of a killed run
     data = read_csv_columns(path, cols)
     return {c: [_num(v) for v in data[c].tolist()] for c in cols}
 
@@ -109,7 +203,6 @@ def main(argv=None) -> int:
     p.add_argument("runs_dir", help="a sweep runs directory ({task}/{algo}/seed{n}/)")
     p.add_argument("--logs", required=True, help="output root of {task}/{algo}/seed{n}.json.gz")
     a = p.parse_args(argv)
-    from benchmark.sweep import find_run_dir, read_summary
     n = 0
     for seed_dir in sorted(glob.glob(os.path.join(a.runs_dir, "*", "*", "seed*"))):
         task, algo = seed_dir.split(os.sep)[-3:-1]

@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 
 from benchmark import compact, hparams, milestones, sweep  # noqa: E402
 from benchmark.aggregate import stage1_budgets  # noqa: E402
+from benchmark.hparams import READINGS, reading_flags  # noqa: E402,F401
 from benchmark.protocol import across_seeds  # noqa: E402
 from benchmark.tables import fmt, steps, table  # noqa: E402
 
@@ -41,22 +42,6 @@ SEEDS = "1-3"
 BUDGET = 150_000  # the latest classic-control claim needs 40k * 3.35 = 134k (Acrobot, AC-KFAC)
 
 # name -> (trainer flags, number of paper-silent choices changed from the paper-literal reading, description)
-READINGS = {
-    "literal": ([], 0, "paper-literal: one full-batch actor step per rollout of T = 1000, mean over the batch, "
-                       "no normalization, 64-64 tanh, 1 env"),
-    "minibatch-10": (["--num-minibatches", "10"], 1,
-                     "10 actor steps per rollout on consecutive minibatches of 100 (Algorithm 1's loop over chunks)"),
-    "minibatch-100": (["--num-minibatches", "100"], 1,
-                      "100 actor steps per rollout on consecutive minibatches of 10"),
-    "sum": (["--loss-reduction", "sum"], 1, "sum over the batch instead of the mean (g and l_bar x 1000)"),
-    "ppo-epochs": (["--num-minibatches", "4", "--update-epochs", "4", "--shuffle-minibatches"], 1,
-                   "CleanRL ppo.py's 4 epochs x 4 shuffled minibatches (16 actor steps per rollout), no clipping"),
-    "norm": (["--norm-obs", "--norm-reward", "--norm-adv"], 1,
-             "observation, reward and advantage normalization (CleanRL's continuous-control defaults)"),
-    "envs-8": (["--num-envs", "8", "--num-steps", "125"], 1, "8 parallel envs x 125 steps (1000 transitions per update)"),
-    "relu": (["--activation", "relu"], 1, "ReLU instead of tanh"),
-    "wide": (["--hidden-sizes", "256", "256"], 1, "256-256 instead of 64-64"),
-}
 
 # Written before any fidelity run; the runs and the score follow it, not the other way round.
 RULE = """\
@@ -69,14 +54,6 @@ the union of the two best (ties by fewer actor steps per rollout) is run as one 
 The chosen reading is the highest score; ties go to fewer changes from `literal`, then to fewer actor
 steps per rollout (cheaper), then to the order of READINGS. If nothing scores above `literal`, the
 harness keeps `literal` and the report says that no reading reproduced the claims."""
-
-
-def reading_flags(name: str) -> list[str]:
-    if name in READINGS:
-        return list(READINGS[name][0])
-    if "+" in name:  # round 2: a union of two readings
-        return [f for part in name.split("+") for f in READINGS[part][0]]
-    raise KeyError(f"unknown reading {name!r}; known: {', '.join(READINGS)} (or a+b)")
 
 
 def make_jobs(readings, seeds, budget=BUDGET, runs_dir=RUNS, logs_dir=LOGS, tasks=TASKS, algos=ALGOS):

@@ -146,3 +146,74 @@ if __name__ == "__main__":  # print the whole table as flags
         for a in ALGOS:
             s = settings(t, a)
             print(f"{t:12s} {a:12s} {s['source']:8s} " + " ".join(lookup(t, a)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Budgets, seeds and readings as data (the sweep's --budget / --seeds syntax; the fidelity study's readings)
+# ---------------------------------------------------------------------------------------------
+def parse_budget(spec: str, tasks: Optional[list] = None) -> dict:
+    """'5000' -> every task; 'classic=500000,mujoco=1000000,Pendulum=2000000' -> per group/task.
+    A task key wins over its group. Returns {task: steps} for `tasks` (default: all nine)."""
+    spec = spec.strip()
+    per_group, per_task, default = {}, {}, None
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        if "=" not in part:
+            default = int(float(part))
+            continue
+        key, value = (s.strip() for s in part.split("=", 1))
+        steps = int(float(value))
+        if key.lower() in ("classic", "mujoco"):
+            per_group[key.lower()] = steps
+        elif key.lower() in ("all", "*"):
+            default = steps
+        else:
+            per_task[resolve_task(key)] = steps
+    out = {}
+    for task in (tasks or list(load()["tasks"])):  # `tasks` is the argument here; every task in the toml's order
+        steps = per_task.get(task, per_group.get(group(task), default))
+        if steps is None:
+            raise ValueError(f"--budget {spec!r} gives no budget for {task}")
+        if steps <= 0:
+            raise ValueError(f"--budget: {task} needs a positive step count, got {steps}")
+        out[task] = steps
+    return out
+
+
+def parse_seeds(spec: str) -> list[int]:
+    """'1-3' -> [1, 2, 3]; '1,4,7' -> [1, 4, 7]; '2' -> [2]."""
+    seeds = []
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        if "-" in part:
+            lo, hi = (int(x) for x in part.split("-", 1))
+            seeds += list(range(lo, hi + 1))
+        else:
+            seeds.append(int(part))
+    return sorted(set(seeds))
+
+
+# The readings of what the paper leaves unsaid (issue 11's fidelity study; benchmark/fidelity.py runs and scores
+# them): name -> (trainer flags, changes from the literal reading, description).
+READINGS = {
+    "literal": ([], 0, "paper-literal: one full-batch actor step per rollout of T = 1000, mean over the batch, "
+                       "no normalization, 64-64 tanh, 1 env"),
+    "minibatch-10": (["--num-minibatches", "10"], 1,
+                     "10 actor steps per rollout on consecutive minibatches of 100 (Algorithm 1's loop over chunks)"),
+    "minibatch-100": (["--num-minibatches", "100"], 1,
+                      "100 actor steps per rollout on consecutive minibatches of 10"),
+    "sum": (["--loss-reduction", "sum"], 1, "sum over the batch instead of the mean (g and l_bar x 1000)"),
+    "ppo-epochs": (["--num-minibatches", "4", "--update-epochs", "4", "--shuffle-minibatches"], 1,
+                   "CleanRL ppo.py's 4 epochs x 4 shuffled minibatches (16 actor steps per rollout), no clipping"),
+    "norm": (["--norm-obs", "--norm-reward", "--norm-adv"], 1,
+             "observation, reward and advantage normalization (CleanRL's continuous-control defaults)"),
+    "envs-8": (["--num-envs", "8", "--num-steps", "125"], 1, "8 parallel envs x 125 steps (1000 transitions per update)"),
+    "relu": (["--activation", "relu"], 1, "ReLU instead of tanh"),
+    "wide": (["--hidden-sizes", "256", "256"], 1, "256-256 instead of 64-64"),
+}
+
+
+def reading_flags(name: str) -> list[str]:
+    if name in READINGS:
+        return list(READINGS[name][0])
+    if "+" in name:  # round 2: a union of two readings
+        return [f for part in name.split("+") for f in READINGS[part][0]]
+    raise KeyError(f"unknown reading {name!r}; known: {', '.join(READINGS)} (or a+b)")

@@ -264,7 +264,7 @@ def main(argv=None) -> int:
     p.add_argument("--raw", action="store_true", help="source is a sweep runs directory")
     a = p.parse_args(argv)
     if a.raw:
-        from benchmark.aggregate import discover
+        from benchmark.compact import discover
         runs = discover(a.source)
     else:
         from benchmark.compact import discover_logs

@@ -45,9 +45,10 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import compact, hparams  # noqa: E402
+from benchmark.compact import DEFAULT_RUNS, find_run_dir, read_summary  # noqa: E402,F401
+from benchmark.hparams import parse_budget, parse_seeds  # noqa: E402,F401
 
 TRAINER = ["-m", "benchmark.trainer"]  # the lab trainer, run from the repository root (PYTHONPATH)
-DEFAULT_RUNS = os.path.join(REPO, "benchmark", "runs")
 DEFAULT_LOGS = os.path.join(REPO, "benchmark", "results", "logs")
 DEFAULT_BUDGET = "classic=500000,mujoco=1000000"
 DEFAULT_SEEDS = "1-3"
@@ -76,46 +77,6 @@ class Job:
     @property
     def name(self) -> str:
         return f"{self.tag + '/' if self.tag else ''}{self.task}/{self.algo}/seed{self.seed}"
-
-
-def parse_budget(spec: str, tasks: Optional[list] = None) -> dict:
-    """'5000' -> every task; 'classic=500000,mujoco=1000000,Pendulum=2000000' -> per group/task.
-    A task key wins over its group. Returns {task: steps} for `tasks` (default: all nine)."""
-    spec = spec.strip()
-    per_group, per_task, default = {}, {}, None
-    for part in filter(None, (p.strip() for p in spec.split(","))):
-        if "=" not in part:
-            default = int(float(part))
-            continue
-        key, value = (s.strip() for s in part.split("=", 1))
-        steps = int(float(value))
-        if key.lower() in ("classic", "mujoco"):
-            per_group[key.lower()] = steps
-        elif key.lower() in ("all", "*"):
-            default = steps
-        else:
-            per_task[hparams.resolve_task(key)] = steps
-    out = {}
-    for task in (tasks or hparams.tasks()):
-        steps = per_task.get(task, per_group.get(hparams.group(task), default))
-        if steps is None:
-            raise ValueError(f"--budget {spec!r} gives no budget for {task}")
-        if steps <= 0:
-            raise ValueError(f"--budget: {task} needs a positive step count, got {steps}")
-        out[task] = steps
-    return out
-
-
-def parse_seeds(spec: str) -> list[int]:
-    """'1-3' -> [1, 2, 3]; '1,4,7' -> [1, 4, 7]; '2' -> [2]."""
-    seeds = []
-    for part in filter(None, (p.strip() for p in spec.split(","))):
-        if "-" in part:
-            lo, hi = (int(x) for x in part.split("-", 1))
-            seeds += list(range(lo, hi + 1))
-        else:
-            seeds.append(int(part))
-    return sorted(set(seeds))
 
 
 def make_jobs(tasks, algos, seeds, budgets, runs_dir, checkpoint_every=10, horizon="paper", num_steps=None,
@@ -150,41 +111,6 @@ def save_compact_log(job: Job) -> Optional[str]:
 # ------------------------------------------------------------------------------------------
 # Run directories: find, inspect, repair
 # ------------------------------------------------------------------------------------------
-def find_run_dir(seed_dir: str) -> Optional[str]:
-    """The trainer's run directory inside seed_dir (the only subdirectory), or None. Extra directories
-    that never reached a checkpoint and hold no live trainer (left by a sweep killed while its trainers
-    were starting) are removed with a message; a live or checkpointed extra one is an error."""
-    if not os.path.isdir(seed_dir):
-        return None
-    dirs = sorted(d for d in os.listdir(seed_dir)
-                  if os.path.isdir(os.path.join(seed_dir, d)) and not d.startswith("."))
-    if len(dirs) > 1:
-        from benchmark import trainer
-        for d in list(dirs):
-            path = os.path.join(seed_dir, d)
-            if not os.path.isfile(os.path.join(path, "checkpoint.pt")) and not trainer.run_dir_locked(path):
-                print(f"[sweep] {seed_dir}: removing stale run directory {d} (no checkpoint, no live trainer)",
-                      flush=True)
-                shutil.rmtree(path, ignore_errors=True)
-                dirs.remove(d)
-                if len(dirs) == 1:
-                    break
-    if len(dirs) > 1:
-        raise RuntimeError(f"{seed_dir} holds {len(dirs)} run directories {dirs}; expected one. "
-                           f"Keep the one you want and delete the others.")
-    return os.path.join(seed_dir, dirs[0]) if dirs else None
-
-
-def read_summary(run_dir: Optional[str]) -> Optional[dict]:
-    if not run_dir:
-        return None
-    try:
-        with open(os.path.join(run_dir, "summary.json")) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
 def inspect_job(job: Job) -> tuple[str, Optional[str]]:
     """(state, run_dir) with state one of done / diverged / resume / fresh (module docstring).
     A compact log in job.logs_dir (committed by an earlier session) that finished the budget or
@@ -623,9 +549,8 @@ def _main(argv=None) -> int:
     if args.workers < 1:
         print("error: --workers must be >= 1", file=sys.stderr)
         return 2
-    from benchmark import fidelity
     try:
-        reading_flags = fidelity.reading_flags(args.reading)
+        reading_flags = hparams.reading_flags(args.reading)
     except KeyError as e:
         print(f"error: --reading: {e.args[0]}", file=sys.stderr)
         return 2

@@ -249,3 +249,37 @@ def test_extend_from_continues_a_copy_of_the_smaller_grids_finished_run(tmp_path
     lower = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 800}, str(tmp_path / "x"), num_steps=200,
                             extend_from=small)[0]
     assert sweep.extension_source(lower) is None
+
+
+def test_benchmark_imports_have_no_cycle():
+    """Imports in benchmark/ go one way (issue 29): walk every module with ast, counting imports inside functions
+    too, and fail on any cycle. (A module importing itself by name, sweep.py's Ray hook, is not a cycle.)"""
+    import ast
+    import glob
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmark")
+    mods = {os.path.basename(p)[:-3]: p for p in glob.glob(os.path.join(root, "*.py"))}
+    graph = {}
+    for name, path in mods.items():
+        deps = set()
+        for node in ast.walk(ast.parse(open(path).read())):
+            if isinstance(node, ast.ImportFrom) and node.module == "benchmark":
+                deps |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("benchmark."):
+                deps.add(node.module.split(".")[1])
+            elif isinstance(node, ast.Import):
+                deps |= {a.name.split(".")[1] for a in node.names if a.name.startswith("benchmark.")}
+        graph[name] = (deps & set(mods)) - {name}
+    state = {}
+
+    def visit(m, path):
+        state[m] = "open"
+        for d in sorted(graph[m]):
+            assert state.get(d) != "open", "import cycle: " + " -> ".join(path + [d])
+            if d not in state:
+                visit(d, path + [d])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert graph["compact"] <= {"trainer"} and "sweep" not in graph["aggregate"]  # the leaves stay leaves

@@ -788,6 +788,13 @@ def main(argv=None) -> int:
     if args.action in ("costs", "all"):
         print(run_costs(args.results_dir))
     if args.action in ("report", "all"):
+        found = [c for c in all_cells(sections) for seed in seeds
+                 if load_run(c.seed_dir(seed, args.runs_dir, args.grid_dir)) is not None]
+        if not found:  # a fresh clone: the raw runs are not in git; never replace committed results with emptiness
+            print(f"error: no ablation runs under {args.runs_dir} or {args.grid_dir} (raw runs are not committed); "
+                  f"run `python benchmark/ablations.py run` first; {args.report_path} and its CSVs and figures are "
+                  "left as they are", file=sys.stderr)
+            return 2
         stats, refs = aggregate_all(seeds, args.runs_dir, args.grid_dir, args.results_dir, args.budget)
         costs, header = read_costs(args.results_dir)
         os.makedirs(args.figures_dir, exist_ok=True)

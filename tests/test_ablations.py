@@ -271,3 +271,16 @@ def test_ablation_figures_draw_each_variant_with_data_and_save_through_plots_sav
     assert saved[-1][:2] == (path, None) and saved[-1][2][1] == [
         "prev-EF β = 0.5, median", "prev-EF, min", "batch-mean, median", "batch-mean, min"]
     assert os.path.isfile(path)
+
+
+def test_report_without_raw_runs_refuses_and_keeps_the_committed_report(tmp_path, capsys):
+    """On a fresh clone the ablation runs are not there: `report` used to overwrite ABLATIONS.md, its CSVs and
+    figures with empty tables and exit 0. It now refuses in one line, exit 2, and writes nothing."""
+    report = tmp_path / "ABLATIONS.md"
+    report.write_text("committed\n")
+    code = A.main(["report", "--runs-dir", str(tmp_path / "none"), "--grid-dir", str(tmp_path / "none2"),
+                           "--results-dir", str(tmp_path / "res"), "--figures-dir", str(tmp_path / "figs"),
+                           "--report-path", str(report)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: no ablation runs")
+    assert report.read_text() == "committed\n" and not (tmp_path / "res").exists() and not (tmp_path / "figs").exists()

@@ -485,9 +485,9 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
     ep_return, ep_length, recent_returns = np.zeros(N), np.zeros(N, dtype=np.int64), []
     policy = RolloutPolicy(actor)
     tensor = lambda x: torch.as_tensor(x, dtype=torch.float32, device=device)  # noqa: E731
-    stop = []  # Ctrl-C / SIGTERM: finish the current update, then checkpoint and exit 130 / 143
+    stop = []  # Ctrl-C / SIGTERM / SIGHUP: finish the current update, checkpoint, exit 130 / 143 / 129
     handlers = {sig: signal.signal(sig, lambda signum, frame: stop.append(signal.Signals(signum).name))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     status, start_time, start_step, last_line = "finished", time.time(), global_step, time.time()
     bar = tqdm(total=args.total_timesteps, initial=global_step, unit="step", unit_scale=True,
                dynamic_ncols=True, disable=not sys.stdout.isatty(), file=sys.stdout)
@@ -582,7 +582,7 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
     return run_dir, stop[0] if status == "interrupted" else status
 
 
-EXIT_CODES = {"finished": 0, "diverged": 3, "SIGINT": 130, "SIGTERM": 143}
+EXIT_CODES = {"finished": 0, "diverged": 3, "SIGINT": 130, "SIGTERM": 143, "SIGHUP": 129}
 
 
 def main(argv=None) -> int:

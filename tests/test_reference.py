@@ -78,7 +78,7 @@ def test_progress_line_every_10_updates_when_not_a_terminal(tmp_path):
     assert all("SPS" in line and "mean return of the last 10 episodes" in line for line in lines)
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
 def test_signal_checkpoints_and_exits(tmp_path, sig, code):
     proc = standalone(tmp_path, "smac_a2c.py", "--env-id", "CartPole-v1", "--total-timesteps", "100000000",
                       "--num-steps", "200", "--no-tensorboard")
@@ -136,3 +136,40 @@ def test_reference_and_lab_runs_are_identical(tmp_path):
     assert open(os.path.join(a, "episodes.csv")).read() == open(os.path.join(b, "episodes.csv")).read()
     cols = lambda run: [line.split(",")[:11] for line in open(os.path.join(run, "updates.csv"))]  # noqa: E731
     assert cols(a) == cols(b) and len(cols(a)) == 11
+
+
+def _train_with_a_signal_in_the_update(tmp_path, total, diverge):
+    """smac_a2c.train in this process, with an actor step that sends this process SIGTERM during the 2nd update
+    (and, with diverge, also makes the actor NaN there)."""
+    import smac_a2c
+    calls = []
+
+    def step(actor, batch, args, state):
+        calls.append(1)
+        diag = smac_a2c.sgd_step(actor, batch, args, state)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+            if diverge:
+                with torch.no_grad():
+                    actor.linears[0].weight.fill_(float("nan"))
+        return diag
+
+    args = smac_a2c.Args(env_id="CartPole-v1", num_steps=100, total_timesteps=total, tensorboard=False)
+    run_dir, outcome = smac_a2c.train(args, {"smac": step}, run_dir=str(tmp_path))
+    return run_dir, outcome, json.load(open(os.path.join(run_dir, "summary.json")))
+
+
+def test_a_signal_during_the_last_update_leaves_a_finished_run(tmp_path):
+    """Issue 26 #1: `interrupted` implies global_step < budget. A SIGTERM during the last update of the budget
+    used to leave status interrupted at the full budget (and exit 143)."""
+    _, outcome, summary = _train_with_a_signal_in_the_update(tmp_path, 200, diverge=False)
+    assert outcome == "finished" and summary["status"] == "finished" and summary["global_step"] == 200
+    assert summary["signal"] is None
+
+
+def test_divergence_wins_over_a_signal_in_the_same_update(tmp_path):
+    """Issue 26 #7: the update that diverges while a SIGTERM arrives ends as diverged (exit 3), not interrupted."""
+    run_dir, outcome, summary = _train_with_a_signal_in_the_update(tmp_path, 1000, diverge=True)
+    assert outcome == "diverged" and summary["status"] == "diverged" and summary["updates"] == 1
+    ckpt = torch.load(os.path.join(run_dir, "checkpoint.pt"), weights_only=True)
+    assert all(torch.isfinite(v).all() for v in ckpt["actor"].values())

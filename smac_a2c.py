@@ -495,7 +495,7 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
         # 1. rollout: T steps in every env, acting with the numpy copy of the current policy
         for t in range(T):
             action = policy.sample(normalizer.obs(obs), rng)
-            env_action = action if discrete else np.clip(action, act_space.low, act_space.high)
+            env_action = action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
             buf_obs[t], buf_actions[t] = obs, action
             for i, env in enumerate(envs):
                 next_obs, buf_rewards[t, i], terminated, truncated, _ = env.step(env_action[i])

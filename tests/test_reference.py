@@ -11,6 +11,7 @@ import sys
 import time
 import tokenize
 
+import numpy as np
 import pytest
 import torch
 
@@ -173,3 +174,37 @@ def test_divergence_wins_over_a_signal_in_the_same_update(tmp_path):
     assert outcome == "diverged" and summary["status"] == "diverged" and summary["updates"] == 1
     ckpt = torch.load(os.path.join(run_dir, "checkpoint.pt"), weights_only=True)
     assert all(torch.isfinite(v).all() for v in ckpt["actor"].values())
+
+
+class OffsetActions(__import__("gymnasium").Env):
+    """Discrete(2, start=5): the only valid actions are 5 and 6 (anything else raises)."""
+
+    def __init__(self):
+        import gymnasium as gym
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float64)
+        self.action_space, self.t = gym.spaces.Discrete(2, start=5), 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(3), {}
+
+    def step(self, action):
+        if not self.action_space.contains(action):
+            raise ValueError(f"action {action} outside {self.action_space}")
+        self.t += 1
+        return np.full(3, 0.1 * (action - 5)), float(action == 6), False, self.t >= 10, {}
+
+
+def test_discrete_actions_with_an_offset_reach_the_environment_shifted(tmp_path):
+    """Issue 26 #6: a Discrete(n, start=k) space got actions 0..n-1 (outside the space); the policy's index is
+    now shifted by k on the way to the environment (and stays an index for the log-probabilities)."""
+    import gymnasium as gym
+
+    import smac_a2c
+    gym.register("OffsetActions-v0", entry_point=OffsetActions)
+    args = smac_a2c.Args(env_id="OffsetActions-v0", num_steps=50, total_timesteps=200, tensorboard=False)
+    _, outcome = smac_a2c.train(args, run_dir=str(tmp_path))
+    assert outcome == "finished"
+    rows = open(os.path.join(tmp_path, "episodes.csv")).read().splitlines()
+    assert len(rows) == 1 + 20  # 200 steps of 10-step episodes, every action accepted by the space

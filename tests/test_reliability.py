@@ -273,3 +273,17 @@ def test_a_pre_split_checkpoint_resumes(tmp_path):
     assert sa.load_checkpoint(run)["critic"].keys() == {k[4:] for k in ckpt["critic"]}
     assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 0
     assert json.load(open(os.path.join(run, "summary.json")))["global_step"] == 400
+
+
+def test_resume_after_the_logs_were_deleted_or_emptied_writes_their_headers(tmp_path):
+    """Issue 26 #4 (part): a resumed run whose episodes.csv was deleted and whose updates.csv was emptied writes
+    each file's header before its first row (they were header-less before)."""
+    assert sa.main(["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "200",
+                    "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 0
+    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    os.remove(os.path.join(run, "episodes.csv"))
+    open(os.path.join(run, "updates.csv"), "w").close()
+    assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 0
+    assert open(os.path.join(run, "episodes.csv")).readline().startswith("global_step,episodic_return")
+    lines = open(os.path.join(run, "updates.csv")).read().splitlines()
+    assert lines[0].startswith("update,global_step,value_loss") and len(lines) == 3  # header + 2 new updates

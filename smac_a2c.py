@@ -444,7 +444,8 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
     if resume is not None:  # the lab's --resume: continue exactly where the checkpoint stopped
         restore(resume)
     if run_dir is None:
-        run_dir = os.path.join("runs", f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}")
+        name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        run_dir = os.path.join("runs", name.replace("/", "-"))  # a namespaced id (ALE/Pong-v5): one level
         os.makedirs(run_dir)
     atomic_write(os.path.join(run_dir, "config.json"), {
         "args": asdict(args), "device": str(device), "torch": torch.__version__, "gymnasium": gym.__version__,
@@ -483,8 +484,7 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
     buf_actions = np.zeros((T, N) if discrete else (T, N, act_dim))
     buf_rewards, buf_terminations, buf_dones = np.zeros((T, N)), np.zeros((T, N)), np.zeros((T, N))
     ep_return, ep_length, recent_returns = np.zeros(N), np.zeros(N, dtype=np.int64), []
-    policy = RolloutPolicy(actor)
-    tensor = lambda x: torch.as_tensor(x, dtype=torch.float32, device=device)  # noqa: E731
+    policy, tensor = RolloutPolicy(actor), lambda x: torch.as_tensor(x, dtype=torch.float32, device=device)
     stop = []  # Ctrl-C / SIGTERM / SIGHUP: finish the current update, checkpoint, exit 130 / 143 / 129
     handlers = {sig: signal.signal(sig, lambda signum, frame: stop.append(signal.Signals(signum).name))
                 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}

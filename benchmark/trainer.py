@@ -714,7 +714,8 @@ LAB_STEPS = {name: actor_update for name in ACTOR_STEPS}  # what smac_a2c.train 
 def create_run_dir(args: Args) -> str:
     """runs/{env_id}__{exp_name}__{seed}__{unix_time}, created exclusively: a run never writes into a
     directory another run owns (runs started in the same second get suffixes -2, -3, ...)."""
-    base = os.path.join(args.runs_dir, f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}")
+    name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")  # ALE/Pong-v5
+    base = os.path.join(args.runs_dir, name)
     try:
         os.makedirs(args.runs_dir, exist_ok=True)
         for k in range(1, 10_000):

@@ -208,3 +208,22 @@ def test_discrete_actions_with_an_offset_reach_the_environment_shifted(tmp_path)
     assert outcome == "finished"
     rows = open(os.path.join(tmp_path, "episodes.csv")).read().splitlines()
     assert len(rows) == 1 + 20  # 200 steps of 10-step episodes, every action accepted by the space
+
+
+def test_a_namespaced_environment_id_trains_in_one_run_directory(tmp_path, monkeypatch):
+    """Issue 26 #5: `ns/Env-v0` (and so ALE/...) used to nest the run directory (runs/ns/Env-v0__...) and fail
+    with an error blaming --runs-dir. Both trainers now name the directory ns-Env-v0__..."""
+    import gymnasium as gym
+
+    import smac_a2c
+    from benchmark import trainer
+    gym.register("testns/Offset-v0", entry_point=OffsetActions)
+    monkeypatch.chdir(tmp_path)
+    assert smac_a2c.main(["--env-id", "testns/Offset-v0", "--num-steps", "50", "--total-timesteps", "100",
+                          "--no-tensorboard"]) == 0
+    (run,) = os.listdir(tmp_path / "runs")
+    assert run.startswith("testns-Offset-v0__") and os.path.isfile(tmp_path / "runs" / run / "checkpoint.pt")
+    assert trainer.main(["--env-id", "testns/Offset-v0", "--num-steps", "50", "--total-timesteps", "100",
+                         "--no-tensorboard", "--runs-dir", str(tmp_path / "lab")]) == 0
+    (run,) = os.listdir(tmp_path / "lab")
+    assert run.startswith("testns-Offset-v0__")

@@ -64,6 +64,8 @@ class LabArgs(sa.Args):
     """evaluate this checkpoint with the deterministic policy and exit (no training)"""
     eval_episodes: int = 10
     """number of episodes for --eval-checkpoint"""
+    eval_max_steps: int = 27_000
+    """--eval-checkpoint: end an episode after this many steps (an environment without a time limit; 27,000 as the Atari convention)"""
     video_every: int = 0
     """with --capture-video: record every N-th episode (0: gymnasium's default schedule, as CleanRL: episodes 0, 1, 8, 27, ..., k^3 up to 1000, then every 1000th)"""
     plot: tuple[str, ...] = ()
@@ -127,7 +129,7 @@ def check_args(args: LabArgs) -> None:
     positive = {"--learning-rate": args.learning_rate, "--critic-learning-rate": args.critic_learning_rate,
                 "--damping": args.damping, "--total-timesteps": args.total_timesteps,
                 "--num-steps": args.num_steps, "--num-envs": args.num_envs,
-                "--critic-updates": args.critic_updates, "--eval-episodes": args.eval_episodes,
+                "--critic-updates": args.critic_updates, "--eval-episodes": args.eval_episodes, "--eval-max-steps": args.eval_max_steps,
                 "--torch-threads": args.torch_threads}
     for flag, value in positive.items():
         if not (value > 0 and math.isfinite(value)):
@@ -219,6 +221,9 @@ def check_env_id(env_id: str, note: bool = True) -> tuple[gym.Space, gym.Space]:
                   f"{env_id.rsplit('-v', 1)[0]}-v5)", file=sys.stderr)
     except gym.error.Error as e:
         raise ConfigError(f"--env-id {env_id!r} is not a registered gymnasium environment ({type(e).__name__}: {e})") from None
+    except (TypeError, ValueError, AttributeError, RuntimeError) as e:  # the environment's constructor raised
+        raise ConfigError(f"--env-id {env_id!r}: its constructor raised {type(e).__name__}: "
+                          f"{str(e).splitlines()[0][:200] if str(e) else ''}") from None
     except ImportError as e:  # e.g. Pusher-v4 needs mujoco < 3
         hint = " Use Pusher-v5: Pusher-v4 needs mujoco < 3." if env_id.startswith("Pusher-v4") else ""
         raise ConfigError(f"--env-id {env_id!r} cannot be built with the installed packages ({e}).{hint}") from None
@@ -842,7 +847,8 @@ def args_from_checkpoint(saved: dict) -> Args:
         raise ConfigError(f"checkpoint flags are unreadable ({type(e).__name__}: {e})") from None
 
 
-def evaluate(ckpt: dict, episodes: int, seed: int, capture_video: bool = False) -> tuple[float, float]:
+def evaluate(ckpt: dict, episodes: int, seed: int, capture_video: bool = False,
+             max_steps: int = 27_000) -> tuple[float, float]:
     """Mean and std of undiscounted returns of the deterministic policy (mean action / argmax);
     with capture_video every episode is recorded into RUN/videos/eval/."""
     args = args_from_checkpoint(ckpt["args"])
@@ -863,8 +869,9 @@ def evaluate(ckpt: dict, episodes: int, seed: int, capture_video: bool = False) 
     policy, env, returns = RolloutPolicy(actor), make_env(args.env_id, video_dir, 1), []
     for ep in range(episodes):
         obs, _ = env.reset(seed=seed + ep)
-        done, total = False, 0.0
-        while not done:
+        done, total, t = False, 0.0, 0
+        while not done and t < max_steps:  # an environment without a time limit still ends
+            t += 1
             out = policy.forward(normalizer.obs(obs[None]))[0]  # the mean action, or the most likely one
             action = np.argmax(out) if discrete else out
             if not discrete:
@@ -1023,7 +1030,10 @@ def main(argv=None) -> int:
             return 0
         if args.eval_checkpoint:
             ckpt = load_checkpoint(args.eval_checkpoint)
-            mean, std = evaluate(ckpt, args.eval_episodes, args.seed, args.capture_video)
+            if "env_id" in flags_given(argv) and args.env_id != ckpt["args"]["env_id"]:
+                raise ConfigError(f"--eval-checkpoint evaluates on the checkpoint's own environment "
+                                  f"{ckpt['args']['env_id']!r}; --env-id {args.env_id!r} does not match")
+            mean, std = evaluate(ckpt, args.eval_episodes, args.seed, args.capture_video, args.eval_max_steps)
             print(f"eval {ckpt['args']['env_id']}: {mean:.2f} +- {std:.2f} over {args.eval_episodes} episodes "
                   f"(deterministic policy, {ckpt['path']})")
             return 0
@@ -1036,6 +1046,9 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C before training started or during --eval-checkpoint: nothing to save
+        print("interrupted (Ctrl-C) before training; nothing was written", file=sys.stderr)
+        return 130
     return sa.EXIT_CODES[status]
 
 

@@ -113,3 +113,57 @@ def test_track_without_wandb_is_one_line(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--track needs wandb" in err
     assert not os.listdir(tmp_path)  # refused before a run directory was made
+
+
+class Endless(__import__("gymnasium").Env):
+    """No time limit and no termination: an evaluation must end it."""
+
+    def __init__(self):
+        import gymnasium as gym
+        self.observation_space, self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float64), gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2), {}
+
+    def step(self, action):
+        return np.zeros(2), 1.0, False, False, {}
+
+
+class Broken(__import__("gymnasium").Env):
+    def __init__(self):
+        raise TypeError("needs an argument")
+
+
+def test_evaluation_ends_an_endless_episode_and_refuses_another_env(tmp_path, capsys):
+    """Issue 26 #11 and #13 (parts): --eval-checkpoint never returned on an environment without a time limit; it
+    now stops each episode at --eval-max-steps. An explicit --env-id other than the checkpoint's is refused in one
+    line (it evaluated the checkpoint's own environment silently). An environment constructor raising TypeError is
+    one line, exit 2 (it was a traceback)."""
+    import gymnasium as gym
+    gym.register("EndlessTest-v0", entry_point=Endless)
+    gym.register("BrokenTest-v0", entry_point=Broken)
+    assert sa.main(["--env-id", "EndlessTest-v0", "--num-steps", "50", "--total-timesteps", "100", "--runs-dir",
+                    str(tmp_path), "--no-tensorboard"]) == 0
+    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    capsys.readouterr()
+    assert sa.main(["--eval-checkpoint", run, "--eval-episodes", "2", "--eval-max-steps", "300"]) == 0
+    assert "300.00 +- 0.00 over 2 episodes" in capsys.readouterr().out  # reward 1 per step, 300 steps each
+    assert sa.main(["--eval-checkpoint", run, "--env-id", "CartPole-v1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "does not match" in err
+    assert sa.main(["--env-id", "BrokenTest-v0", "--runs-dir", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "TypeError" in err and not os.path.exists(tmp_path / "b")
+
+
+def test_ctrl_c_during_evaluation_is_one_line_and_130(tmp_path, capsys, monkeypatch):
+    """Issue 26 #11 (part): Ctrl-C during --eval-checkpoint (or before training starts) was a traceback."""
+    assert sa.main(["--env-id", "CartPole-v1", "--num-steps", "50", "--total-timesteps", "50", "--runs-dir",
+                    str(tmp_path), "--no-tensorboard"]) == 0
+    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    monkeypatch.setattr(sa, "evaluate", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    capsys.readouterr()
+    assert sa.main(["--eval-checkpoint", run]) == 130
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "interrupted" in err

@@ -884,10 +884,19 @@ def evaluate(ckpt: dict, episodes: int, seed: int, capture_video: bool = False,
     return float(np.mean(returns)), float(np.std(returns))
 
 
-def read_run_csv(path: str) -> dict:
-    """Columns of episodes.csv / updates.csv as float arrays (a torn last line is skipped)."""
+def read_run_csv(path: str, required: tuple = ()) -> dict:
+    """Columns of episodes.csv / updates.csv as float arrays (a torn last line is skipped); a missing or empty
+    file reads as no rows; ConfigError when a `required` column is missing (a header-less or garbled file)."""
     import pandas as pd
-    return {k: v.to_numpy(dtype=float) for k, v in pd.read_csv(path, on_bad_lines="skip").items()}
+    try:
+        data = {k: pd.to_numeric(v, errors="coerce").to_numpy(dtype=float)
+                for k, v in pd.read_csv(path, on_bad_lines="skip").items()}
+    except (FileNotFoundError, pd.errors.EmptyDataError):
+        data = {}
+    missing = [c for c in required if c not in data]
+    if missing and data:
+        raise ConfigError(f"--plot: {path!r} has no column {missing[0]!r} (header-less or garbled)")
+    return data or {c: np.array([]) for c in required}
 
 
 def plot_curve(steps: np.ndarray, returns: np.ndarray, budget: Optional[int] = None) -> tuple:
@@ -908,9 +917,15 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
         d = os.path.dirname(d) if os.path.isfile(d) else d
         if not os.path.isfile(os.path.join(d, "episodes.csv")):
             raise ConfigError(f"--plot: {d!r} is not a run directory (no episodes.csv)")
-        cfg = json.load(open(os.path.join(d, "config.json")))["args"] if os.path.isfile(
-            os.path.join(d, "config.json")) else {}
-        runs.append((d, cfg, read_run_csv(os.path.join(d, "episodes.csv")), read_run_csv(os.path.join(d, "updates.csv"))))
+        try:
+            with open(os.path.join(d, "config.json")) as f:
+                cfg = dict(json.load(f)["args"])
+        except (OSError, ValueError, KeyError, TypeError):
+            cfg = {}  # a missing or unreadable config.json: the run is still plotted, unlabelled
+        runs.append((d, cfg, read_run_csv(os.path.join(d, "episodes.csv"), ("global_step", "episodic_return")),
+                     read_run_csv(os.path.join(d, "updates.csv"), ("global_step", "ell_sq", "cos_g_step"))))
+    if not any(ep["global_step"].size for _, _, ep, _ in runs):
+        raise ConfigError("--plot: no finished episode in " + ", ".join(repr(r[0]) for r in runs) + "; nothing to plot")
     smac = [r for r in runs if r[1].get("optimizer", "smac") == "smac" and np.isfinite(r[3].get("ell_sq", [np.nan])).any()]
     fig, axes = plt.subplots(1, 3 if smac else 1, figsize=(15 if smac else 6.5, 4.2), squeeze=False)
     axes = axes[0]
@@ -937,9 +952,13 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
     if smac:
         axes[2].ticklabel_format(axis="y", useOffset=False)
     fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        fig.savefig(out, dpi=110)
+    except OSError as e:
+        raise ConfigError(f"--plot-out {out!r}: cannot write there ({e.strerror or e})") from None
+    finally:
+        plt.close(fig)
     return out
 
 

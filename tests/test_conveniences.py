@@ -167,3 +167,25 @@ def test_ctrl_c_during_evaluation_is_one_line_and_130(tmp_path, capsys, monkeypa
     assert sa.main(["--eval-checkpoint", run]) == 130
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "interrupted" in err
+
+
+def test_plot_of_damaged_runs_is_one_line_or_still_a_figure(tmp_path, capsys):
+    """Issue 26 #10: --plot crashed on an empty CSV, a missing updates.csv, a bad config.json and an unwritable
+    --plot-out, and drew an empty figure with exit 0 for header-less CSVs."""
+    assert sa.main(["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "300", "--runs-dir",
+                    str(tmp_path / "runs"), "--no-tensorboard"]) == 0
+    run = os.path.join(tmp_path / "runs", os.listdir(tmp_path / "runs")[0])
+    os.remove(os.path.join(run, "updates.csv"))
+    open(os.path.join(run, "config.json"), "w").write("{not json")
+    assert sa.main(["--plot", run, "--plot-out", str(tmp_path / "ok.png")]) == 0  # still plotted, unlabelled
+    assert (tmp_path / "ok.png").stat().st_size > 1000
+    capsys.readouterr()
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    assert sa.main(["--plot", run, "--plot-out", str(blocked / "x.png")]) == 2  # a file where a directory is needed
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    for content, needle in (("", "nothing to plot"), ("1,2,3\n4,5,6\n", "header-less")):
+        open(os.path.join(run, "episodes.csv"), "w").write(content)
+        assert sa.main(["--plot", run, "--plot-out", str(tmp_path / "x.png")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and needle in err, err

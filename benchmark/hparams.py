@@ -158,10 +158,17 @@ def parse_budget(spec: str, tasks: Optional[list] = None) -> dict:
     per_group, per_task, default = {}, {}, None
     for part in filter(None, (p.strip() for p in spec.split(","))):
         if "=" not in part:
-            default = int(float(part))
+            try:
+                default = int(float(part))
+            except ValueError:
+                raise ValueError(f"--budget {spec!r}: {part!r} is not a step count (e.g. 1000000, or "
+                                 "classic=500000,mujoco=1000000)") from None
             continue
         key, value = (s.strip() for s in part.split("=", 1))
-        steps = int(float(value))
+        try:
+            steps = int(float(value))
+        except ValueError:
+            raise ValueError(f"--budget {spec!r}: {value!r} is not a step count") from None
         if key.lower() in ("classic", "mujoco"):
             per_group[key.lower()] = steps
         elif key.lower() in ("all", "*"):
@@ -180,14 +187,22 @@ def parse_budget(spec: str, tasks: Optional[list] = None) -> dict:
 
 
 def parse_seeds(spec: str) -> list[int]:
-    """'1-3' -> [1, 2, 3]; '1,4,7' -> [1, 4, 7]; '2' -> [2]."""
+    """'1-3' -> [1, 2, 3]; '1,4,7' -> [1, 4, 7]; '2' -> [2]. ValueError naming --seeds for anything else
+    (a reversed range such as 3-1 used to give no seeds, and so no runs, silently)."""
     seeds = []
-    for part in filter(None, (p.strip() for p in spec.split(","))):
-        if "-" in part:
-            lo, hi = (int(x) for x in part.split("-", 1))
-            seeds += list(range(lo, hi + 1))
-        else:
-            seeds.append(int(part))
+    try:
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-", 1))
+                if hi < lo:
+                    raise ValueError
+                seeds += list(range(lo, hi + 1))
+            else:
+                seeds.append(int(part))
+    except ValueError:
+        raise ValueError(f"--seeds {spec!r}: give seeds like 1-5 or 1,3,7 (a range low-high with low <= high)") from None
+    if not seeds:
+        raise ValueError(f"--seeds {spec!r} names no seed")
     return sorted(set(seeds))
 
 

@@ -546,8 +546,8 @@ def _main(argv=None) -> int:
     except (KeyError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.workers < 1:
-        print("error: --workers must be >= 1", file=sys.stderr)
+    if args.workers < 1 or (args.num_steps is not None and args.num_steps < 1) or args.checkpoint_every < 1:
+        print("error: --workers, --num-steps and --checkpoint-every must be >= 1", file=sys.stderr)
         return 2
     try:
         reading_flags = hparams.reading_flags(args.reading)

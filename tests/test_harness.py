@@ -283,3 +283,14 @@ def test_benchmark_imports_have_no_cycle():
         if m not in state:
             visit(m, [m])
     assert graph["compact"] <= {"trainer"} and "sweep" not in graph["aggregate"]  # the leaves stay leaves
+
+
+@pytest.mark.parametrize("argv,needle", [(["--seeds", "3-1"], "--seeds"), (["--seeds", "a"], "--seeds"),
+                                         (["--budget", "abc"], "--budget"), (["--budget", "mujoco=x"], "--budget"),
+                                         (["--num-steps", "0"], "--num-steps")])
+def test_sweep_bad_flags_are_one_line_exit_2_even_with_dry_run(argv, needle, capsys):
+    """Issue 26 #14 (part): `--seeds 3-1` made no runs and exited 0, `--budget abc` did not name the flag,
+    `--num-steps 0` passed --dry-run."""
+    assert sweep.main([*argv, "--dry-run", "--tasks", "CartPole", "--algos", "smac"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error:") and needle in err, err

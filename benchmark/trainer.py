@@ -996,6 +996,25 @@ def resume_args(args: Args, argv: list[str], resume: dict) -> Args:
     return saved
 
 
+def repair_summary(run_dir: str, ckpt: dict) -> None:
+    """A run whose checkpoint reached its budget is finished: a missing summary.json, or one left `interrupted`
+    (a kill between the final checkpoint and the summary; a signal handled by an older trainer), is rewritten
+    as finished at the checkpoint's step, so the sweep packs the run instead of resuming it forever."""
+    path = os.path.join(run_dir, "summary.json")
+    try:
+        with open(path) as f:
+            summary = json.load(f)
+    except (OSError, ValueError):
+        summary = {}
+    if summary.get("status") == "finished" and summary.get("global_step") == ckpt["global_step"]:
+        return
+    summary.update(status="finished", signal=None, global_step=int(ckpt["global_step"]), updates=int(ckpt["update"]),
+                   repaired=f"status {summary.get('status', 'missing')!r} -> finished on resume at the budget")
+    summary.setdefault("run_dir", run_dir)
+    sa.atomic_write(path, summary)
+    print(f"repaired {path}: {summary['repaired']}", file=sys.stderr)
+
+
 def check_fits(args: LabArgs, ckpt: dict) -> None:
     """Refuse (exit 2) a checkpoint whose networks, optimizer or statistics do not fit its own flags."""
     obs_space, act_space = check_env_id(args.env_id, note=False)
@@ -1025,6 +1044,7 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
     run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
     with RunLock(run_dir):
         if resume is not None and resume["global_step"] >= args.total_timesteps:
+            repair_summary(run_dir, resume)
             print(f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps")
             return run_dir, "finished"
         if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):

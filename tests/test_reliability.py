@@ -287,3 +287,23 @@ def test_resume_after_the_logs_were_deleted_or_emptied_writes_their_headers(tmp_
     assert open(os.path.join(run, "episodes.csv")).readline().startswith("global_step,episodic_return")
     lines = open(os.path.join(run, "updates.csv")).read().splitlines()
     assert lines[0].startswith("update,global_step,value_loss") and len(lines) == 3  # header + 2 new updates
+
+
+@pytest.mark.parametrize("damage", ["interrupted", "missing"])
+def test_resuming_a_run_at_its_budget_repairs_its_summary(tmp_path, damage):
+    """Issue 26 #1: a run whose checkpoint reached the budget but whose summary says `interrupted` (or is gone)
+    was resumed by every sweep launch, 'nothing to do', exit 0, and never packed. The resume now rewrites the
+    summary as finished at the checkpoint's step."""
+    assert sa.main(["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "200",
+                    "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 0
+    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    path = os.path.join(run, "summary.json")
+    if damage == "missing":
+        os.remove(path)
+    else:
+        summary = json.load(open(path))
+        json.dump({**summary, "status": "interrupted", "signal": "SIGTERM"}, open(path, "w"))
+    assert sa.main(["--resume", run]) == 0
+    summary = json.load(open(path))
+    assert summary["status"] == "finished" and summary["global_step"] == 200 and summary["signal"] is None
+    assert damage in summary["repaired"] or "interrupted" in summary["repaired"]

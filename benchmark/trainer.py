@@ -785,6 +785,9 @@ def truncate_logs_to(run_dir: str, global_step: int, update: int) -> None:
             rows = list(csv.reader(f))
         if not rows:
             continue
+        if column not in rows[0]:  # a garbled or missing header: refuse rather than guess which rows to keep
+            raise ConfigError(f"{path} has no {column!r} column in its first line (garbled header); repair the "
+                              "header or remove the file (a fresh one is written on resume)")
         header, i = rows[0], rows[0].index(column)
         keep = [r for r in rows[1:] if len(r) == len(header) and _as_int(r[i]) is not None and _as_int(r[i]) <= limit]
         if len(keep) != len(rows) - 1:
@@ -1042,6 +1045,10 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
         except ImportError:
             raise ConfigError("--track needs wandb (pip install -r requirements.txt)") from None
     run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
+    if resume is not None and not os.path.isfile(os.path.join(run_dir, "config.json")):
+        run_dir = create_run_dir(args)  # a checkpoint copied out of its run: continue it in a run directory of its own
+        print(f"note: {resume['path']} is not inside a run directory; the resumed run goes to {run_dir}",
+              file=sys.stderr)
     with RunLock(run_dir):
         if resume is not None and resume["global_step"] >= args.total_timesteps:
             repair_summary(run_dir, resume)

@@ -307,3 +307,25 @@ def test_resuming_a_run_at_its_budget_repairs_its_summary(tmp_path, damage):
     summary = json.load(open(path))
     assert summary["status"] == "finished" and summary["global_step"] == 200 and summary["signal"] is None
     assert damage in summary["repaired"] or "interrupted" in summary["repaired"]
+
+
+def test_a_checkpoint_outside_its_run_resumes_into_a_new_run_and_a_garbled_header_is_refused(tmp_path, capsys):
+    """Issue 26 #4: `--resume best/my.pt` turned best/ into a run with header-less CSVs; a garbled header crashed
+    the log truncation with a traceback."""
+    import shutil
+    assert sa.main(["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "200",
+                    "--runs-dir", str(tmp_path / "runs"), "--no-tensorboard"]) == 0
+    run = os.path.join(tmp_path / "runs", os.listdir(tmp_path / "runs")[0])
+    os.makedirs(tmp_path / "best")
+    shutil.copy(os.path.join(run, "checkpoint.pt"), tmp_path / "best" / "my.pt")
+    assert sa.main(["--resume", str(tmp_path / "best" / "my.pt"), "--total-timesteps", "300"]) == 0
+    assert os.listdir(tmp_path / "best") == ["my.pt"]  # best/ did not become a run
+    new = [d for d in os.listdir(tmp_path / "runs") if os.path.join(tmp_path / "runs", d) != run]
+    assert len(new) == 1
+    lines = open(os.path.join(tmp_path / "runs", new[0], "updates.csv")).read().splitlines()
+    assert lines[0].startswith("update,global_step") and len(lines) == 2  # its header, then update 3
+    capsys.readouterr()
+    open(os.path.join(run, "updates.csv"), "w").write("garbage,here\n1,2\n")
+    assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "garbled header" in err

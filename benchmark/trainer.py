@@ -822,6 +822,9 @@ def load_checkpoint(path: str) -> dict:
     missing = CHECKPOINT_KEYS - set(ckpt) if isinstance(ckpt, dict) else CHECKPOINT_KEYS
     if missing:
         raise ConfigError(f"checkpoint {path!r} is not a complete smac_a2c checkpoint (missing: {', '.join(sorted(missing))})")
+    if not all(isinstance(ckpt[k], int) and not isinstance(ckpt[k], bool) and ckpt[k] >= 0 for k in ("global_step", "update")):
+        raise ConfigError(f"checkpoint {path!r} does not fit a run: its global_step / update are not counts "
+                          f"({ckpt['global_step']!r}, {ckpt['update']!r})")
     critic = ckpt["critic"]
     if isinstance(critic, dict) and any(str(k).startswith("net.") for k in critic):  # pre-split: Critic.net.*
         ckpt["critic"] = {k[4:] if k.startswith("net.") else k: v for k, v in critic.items()}
@@ -1019,7 +1022,8 @@ def repair_summary(run_dir: str, ckpt: dict) -> None:
 
 
 def check_fits(args: LabArgs, ckpt: dict) -> None:
-    """Refuse (exit 2) a checkpoint whose networks, optimizer or statistics do not fit its own flags."""
+    """Refuse (exit 2) a checkpoint whose networks, optimizer, statistics, counters or RNG states do not fit its
+    own flags (loaded into throwaway objects first, so nothing half-restored is trained on)."""
     obs_space, act_space = check_env_id(args.env_id, note=False)
     discrete = isinstance(act_space, gym.spaces.Discrete)
     actor, critic = lab_networks(args, obs_space.shape[0], act_space.n if discrete else act_space.shape[0], discrete)
@@ -1027,7 +1031,14 @@ def check_fits(args: LabArgs, ckpt: dict) -> None:
         actor.load_state_dict(ckpt["actor"])
         critic.load_state_dict(ckpt["critic"])
         torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate).load_state_dict(ckpt["critic_opt"])
-        Normalizer(obs_space.shape[0], args.num_envs, args.gamma, False, False).load_state_dict(ckpt["normalizer"])
+        norm = Normalizer(obs_space.shape[0], args.num_envs, args.gamma, False, False)
+        norm.load_state_dict(ckpt["normalizer"])
+        if norm.obs_rms.mean.shape != (obs_space.shape[0],) or norm.discounted_return.shape != (args.num_envs,):
+            raise ValueError(f"normalizer statistics of shape {norm.obs_rms.mean.shape}, "
+                             f"{norm.discounted_return.shape}")
+        np.random.default_rng().bit_generator.state = ckpt["rng"]["numpy"]  # the three RNG states, on throwaways
+        torch.Generator().set_state(ckpt["rng"]["torch"])
+        __import__("random").Random().setstate(ckpt["rng"]["python"])
     except (RuntimeError, KeyError, ValueError, TypeError) as e:
         raise ConfigError(f"checkpoint {ckpt['path']!r} does not fit this run's networks or environment "
                           f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
@@ -1044,6 +1055,8 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
             import wandb  # noqa: F401
         except ImportError:
             raise ConfigError("--track needs wandb (pip install -r requirements.txt)") from None
+    if resume is not None:
+        check_fits(args, resume)  # before anything is created or cut
     run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
     if resume is not None and not os.path.isfile(os.path.join(run_dir, "config.json")):
         run_dir = create_run_dir(args)  # a checkpoint copied out of its run: continue it in a run directory of its own
@@ -1057,7 +1070,6 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
         if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):
             os.remove(os.path.join(run_dir, "checkpoint.pt.tmp"))  # a kill during a save; checkpoint.pt is intact
         if resume is not None:
-            check_fits(args, resume)
             truncate_logs_to(run_dir, int(resume["global_step"]), int(resume["update"]))
         env = functools.partial(make_env, video_every=args.video_every, bootstrap_truncation=args.bootstrap_truncation)
         return sa.train(args, LAB_STEPS, env, lab_networks, critic_step, run_dir, resume)

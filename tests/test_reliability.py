@@ -329,3 +329,27 @@ def test_a_checkpoint_outside_its_run_resumes_into_a_new_run_and_a_garbled_heade
     assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "garbled header" in err
+
+
+@pytest.mark.parametrize("damage", ["rng_torch", "rng_numpy", "global_step_str", "normalizer_shape"])
+def test_checkpoints_with_bad_contents_are_one_line_exit_2(tmp_path, capsys, damage):
+    """Issue 26 #9 (part): checkpoints that load but hold bad contents crashed with exit 1 and a traceback."""
+    import torch
+    assert sa.main(["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "200",
+                    "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 0
+    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    path = os.path.join(run, "checkpoint.pt")
+    ckpt = torch.load(path, weights_only=True)
+    if damage == "rng_torch":
+        ckpt["rng"]["torch"] = torch.zeros(3, dtype=torch.uint8)
+    elif damage == "rng_numpy":
+        ckpt["rng"]["numpy"] = {"bit_generator": "PCG64", "state": "nonsense"}
+    elif damage == "global_step_str":
+        ckpt["global_step"] = "200"
+    else:
+        ckpt["normalizer"]["obs_rms"]["mean"] = [0.0] * 7
+    torch.save(ckpt, path)
+    capsys.readouterr()
+    assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "does not fit" in err, err

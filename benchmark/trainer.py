@@ -1075,9 +1075,34 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
         return sa.train(args, LAB_STEPS, env, lab_networks, critic_step, run_dir, resume)
 
 
+def parse_args(argv: list[str]) -> LabArgs:
+    """tyro's parser, with its multi-line error box reduced to one line (ConfigError: exit 2)."""
+    import contextlib
+    import io
+    box = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(box):
+            return tyro.cli(LabArgs, args=argv)
+    except SystemExit as e:
+        if e.code in (0, None):  # --help went to stdout
+            sys.stderr.write(box.getvalue())
+            raise
+        message = []  # the box's first paragraph, its wrapped lines joined (the title line and the rest dropped)
+        for line in box.getvalue().splitlines()[1:]:
+            text = line.strip(" │\t")
+            if not text or set(text) <= set("─╰╯"):
+                break
+            message.append(text)
+        raise ConfigError(" ".join(message or ["invalid arguments"]) + " (see: python -m benchmark.trainer --help)") from None
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = tyro.cli(LabArgs, args=argv)
+    try:
+        args = parse_args(argv)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     try:
         check_args(args)
         torch.set_num_threads(args.torch_threads)

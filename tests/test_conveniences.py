@@ -189,3 +189,13 @@ def test_plot_of_damaged_runs_is_one_line_or_still_a_figure(tmp_path, capsys):
         assert sa.main(["--plot", run, "--plot-out", str(tmp_path / "x.png")]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and needle in err, err
+
+
+@pytest.mark.parametrize("argv,needle", [(["--learning-rate", "abc"], "--learning-rate"),
+                                         (["--optimizer", "foo"], "'sgd', 'adam', 'cg', 'kfac'"),
+                                         (["--no-such-flag", "1"], "--no-such-flag"), (["--seed"], "--seed")])
+def test_lab_argument_errors_are_one_line_exit_2(argv, needle):
+    """Issue 26 #12 (the lab's half): tyro's 5-9 line error box became one line naming the flag."""
+    p = subprocess.run([sys.executable, "-m", "benchmark.trainer", *argv], capture_output=True, text=True, cwd=ROOT)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], p.stderr

@@ -26,6 +26,7 @@ import functools
 import json
 import math
 import os
+import signal
 import sys
 import time
 import warnings
@@ -1072,7 +1073,47 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
         if resume is not None:
             truncate_logs_to(run_dir, int(resume["global_step"]), int(resume["update"]))
         env = functools.partial(make_env, video_every=args.video_every, bootstrap_truncation=args.bootstrap_truncation)
-        return sa.train(args, LAB_STEPS, env, lab_networks, critic_step, run_dir, resume)
+        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        try:
+            return sa.train(args, LAB_STEPS, env, lab_networks, critic_step, run_dir, resume)
+        except (ConfigError, KeyboardInterrupt):
+            raise
+        except Exception as e:  # an environment raising mid-episode, a full disk, out of memory, ...
+            for sig, handler in handlers.items():  # the reference's handlers must not outlive its run
+                signal.signal(sig, handler)
+            raise Crashed(record_crash(run_dir, e, fresh=resume is None)) from None
+
+
+class Crashed(Exception):
+    """A run that raised after its run directory existed: one line on stderr, exit 1."""
+
+
+def record_crash(run_dir: str, error: BaseException, fresh: bool) -> str:
+    """Keep the run consistent after an unexpected exception: the traceback in RUN/traceback.txt, summary.json
+    with status `crashed` and the error's one line, no checkpoint.pt.tmp left (the last good checkpoint.pt is
+    kept). A fresh run that died before it logged anything (no checkpoint, no episode, no update; e.g. networks
+    too large to allocate) is removed instead. Returns the one-line message."""
+    import shutil
+    import traceback
+    line = f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"
+    tmp = os.path.join(run_dir, "checkpoint.pt.tmp")
+    if os.path.exists(tmp):
+        os.remove(tmp)
+    logged = any(os.path.exists(os.path.join(run_dir, n)) for n in ("checkpoint.pt", "episodes.csv", "updates.csv"))
+    if fresh and not logged:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return f"{line} (before the run logged anything; its directory {run_dir} was removed)"
+    with open(os.path.join(run_dir, "traceback.txt"), "w") as f:
+        f.write("".join(traceback.format_exception(error)))
+    path = os.path.join(run_dir, "summary.json")
+    try:
+        with open(path) as f:
+            summary = json.load(f)
+    except (OSError, ValueError):
+        summary = {}
+    summary.update(status="crashed", error=line, run_dir=run_dir)
+    sa.atomic_write(path, summary)
+    return f"{line} (traceback in {os.path.join(run_dir, 'traceback.txt')}; status crashed in summary.json)"
 
 
 def parse_args(argv: list[str]) -> LabArgs:
@@ -1129,6 +1170,9 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except Crashed as e:
+        print(f"crashed: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:  # Ctrl-C before training started or during --eval-checkpoint: nothing to save
         print("interrupted (Ctrl-C) before training; nothing was written", file=sys.stderr)
         return 130

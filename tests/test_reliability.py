@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -353,3 +354,53 @@ def test_checkpoints_with_bad_contents_are_one_line_exit_2(tmp_path, capsys, dam
     assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "does not fit" in err, err
+
+
+class RaisesMidRun(__import__("gymnasium").Env):
+    """Raises on its 250th step (after two updates of 100 steps were logged)."""
+
+    def __init__(self):
+        import gymnasium as gym
+        self.observation_space, self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float64), gym.spaces.Discrete(2)
+        self.steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2), {}
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 250:
+            raise RuntimeError("the simulator fell over")
+        return np.zeros(2), 1.0, False, self.steps % 20 == 0, {}
+
+
+def test_an_exception_mid_run_leaves_a_crashed_summary_and_a_traceback(tmp_path, capsys):
+    """Issue 26 #3 (the lab's half): an unexpected exception after the run directory existed lost the run's tail
+    (no status, a traceback on stderr, handlers left installed). Now: summary.json status crashed with the
+    error's line, RUN/traceback.txt, the last good checkpoint kept, no .tmp, one stderr line, exit 1."""
+    import signal as sig
+    import gymnasium as gym
+    gym.register("RaisesMidRun-v0", entry_point=RaisesMidRun)
+    before = sig.getsignal(sig.SIGINT)
+    code = sa.main(["--env-id", "RaisesMidRun-v0", "--num-steps", "100", "--total-timesteps", "1000",
+                    "--checkpoint-every", "1", "--runs-dir", str(tmp_path), "--no-tensorboard"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "the simulator fell over" in err[0] and "traceback" in err[0]
+    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    summary = json.load(open(os.path.join(run, "summary.json")))
+    assert summary["status"] == "crashed" and "RuntimeError" in summary["error"]
+    assert "the simulator fell over" in open(os.path.join(run, "traceback.txt")).read()
+    assert sa.load_checkpoint(run)["update"] == 2 and not os.path.exists(os.path.join(run, "checkpoint.pt.tmp"))
+    assert sig.getsignal(sig.SIGINT) is before  # Ctrl-C works again in this process
+
+
+def test_a_run_that_dies_before_logging_anything_leaves_no_directory(tmp_path, capsys, monkeypatch):
+    """Issue 26 #3: `--hidden-sizes 100000 100000` (an allocation failure) left a run directory holding only .lock."""
+    def too_big(*a, **k):
+        raise MemoryError("cannot allocate 40 GB")
+    monkeypatch.setattr(sa, "lab_networks", too_big)
+    assert sa.main(["--env-id", "CartPole-v1", "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "MemoryError" in err[0] and "removed" in err[0]
+    assert os.listdir(tmp_path) == []

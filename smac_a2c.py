@@ -12,6 +12,7 @@ AC-CG, AC-KFAC, SMAC's ablations, resume and evaluation are the lab's: `python -
 import copy
 import csv
 import glob
+import hashlib
 import json
 import math
 import os
@@ -456,12 +457,11 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
         from torch.utils.tensorboard import SummaryWriter
         writer = SummaryWriter(run_dir)
     if args.track:  # a resumed run continues the same W&B run: its id comes from the run directory
-        import hashlib
-
         import wandb
         wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, dir=run_dir,
                                config=asdict(args), name=os.path.basename(run_dir), resume="allow",
-                               id=hashlib.sha1(os.path.abspath(run_dir).encode()).hexdigest()[:16])
+                               id=hashlib.sha1(os.path.abspath(run_dir).encode()).hexdigest()[:16],
+                               settings=wandb.Settings(init_timeout=60))  # a bounded wait without network
         wandb_run.define_metric("*", step_metric="global_step")
 
     def log(name: str, row: dict) -> None:  # RUN/{name}.csv (with its header), TensorBoard, W&B

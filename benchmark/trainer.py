@@ -1022,6 +1022,21 @@ def repair_summary(run_dir: str, ckpt: dict) -> None:
     print(f"repaired {path}: {summary['repaired']}", file=sys.stderr)
 
 
+def wandb_can_log() -> bool:
+    """Whether W&B can log without asking anything: offline / disabled mode, an API key in the environment, or a
+    login stored in ~/.netrc for its host. Decided before a run directory exists, so --track never blocks on
+    W&B's interactive prompt or fails after the run started."""
+    import netrc
+    from urllib.parse import urlparse
+    if os.environ.get("WANDB_MODE", "").lower() in ("offline", "disabled", "dryrun") or os.environ.get("WANDB_API_KEY"):
+        return True
+    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
+    try:
+        return netrc.netrc(os.environ.get("NETRC")).authenticators(host) is not None
+    except (OSError, netrc.NetrcParseError):
+        return False
+
+
 def check_fits(args: LabArgs, ckpt: dict) -> None:
     """Refuse (exit 2) a checkpoint whose networks, optimizer, statistics, counters or RNG states do not fit its
     own flags (loaded into throwaway objects first, so nothing half-restored is trained on)."""
@@ -1056,6 +1071,9 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
             import wandb  # noqa: F401
         except ImportError:
             raise ConfigError("--track needs wandb (pip install -r requirements.txt)") from None
+        if not wandb_can_log():
+            raise ConfigError("--track: W&B is not logged in here; run `wandb login`, or set WANDB_MODE=offline "
+                              "(and `wandb sync RUN/wandb/offline-run-*` later)")
     if resume is not None:
         check_fits(args, resume)  # before anything is created or cut
     run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))

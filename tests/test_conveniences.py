@@ -199,3 +199,22 @@ def test_lab_argument_errors_are_one_line_exit_2(argv, needle):
     p = subprocess.run([sys.executable, "-m", "benchmark.trainer", *argv], capture_output=True, text=True, cwd=ROOT)
     lines = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], p.stderr
+
+
+def test_track_without_a_wandb_login_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatch):
+    """Issue 26 #2: --track without a W&B login blocked on W&B's interactive prompt (on a terminal) or raised
+    UsageError after the run directory existed. It is now refused before: one line naming `wandb login` and
+    WANDB_MODE=offline, exit 2, no run directory; an API key or offline mode passes the check."""
+    for var in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    assert sa.main(["--env-id", "CartPole-v1", "--track", "--runs-dir", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "wandb login" in err and "WANDB_MODE=offline" in err
+    assert not os.path.exists(tmp_path / "runs")
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    assert sa.wandb_can_log()
+    monkeypatch.delenv("WANDB_API_KEY")
+    (tmp_path / "netrc").write_text("machine api.wandb.ai\n  login user\n  password " + "y" * 40 + "\n")
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+    assert sa.wandb_can_log()

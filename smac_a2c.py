@@ -575,10 +575,10 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
     for sig, handler in handlers.items():  # the signal handlers go last: a second Ctrl-C still ends cleanly
         signal.signal(sig, handler)
     if status == "diverged":
-        print(f"diverged at update {update + 1} (NaN/Inf in the value loss or the actor); the state before "
-              f"it is saved in {ckpt_path}", file=sys.stderr)
-    print(f"{status}: {global_step} steps in {wall:.1f}s ({summary['sps']:.0f} SPS), mean return of the "
-          f"last 10 episodes {mean10:.2f}; run dir {run_dir}")
+        print(f"diverged at update {update + 1} (NaN/Inf); the state before it: {ckpt_path}", file=sys.stderr)
+    steps, sps = global_step - start_step, summary["sps"]
+    print(f"{status}: {global_step} steps ({steps} in {wall:.1f}s, {sps:.0f} SPS), mean return of the last "
+          f"10 episodes {mean10:.2f}; run dir {run_dir}")
     return run_dir, stop[0] if status == "interrupted" else status
 
 

@@ -220,6 +220,8 @@ def check_env_id(env_id: str, note: bool = True) -> tuple[gym.Space, gym.Space]:
             print(f"note: {env_id} is out of date for gymnasium; the MuJoCo -v4 ids are this project's default "
                   f"because they are the paper's era, and the -v5 ids work too (e.g. --env-id "
                   f"{env_id.rsplit('-v', 1)[0]}-v5)", file=sys.stderr)
+    except gym.error.DependencyNotInstalled as e:  # e.g. CarRacing without Box2D: registered, a package missing
+        raise ConfigError(f"--env-id {env_id!r} needs a package that is not installed: {str(e).splitlines()[0]}") from None
     except gym.error.Error as e:
         raise ConfigError(f"--env-id {env_id!r} is not a registered gymnasium environment ({type(e).__name__}: {e})") from None
     except (TypeError, ValueError, AttributeError, RuntimeError) as e:  # the environment's constructor raised

@@ -218,3 +218,13 @@ def test_track_without_a_wandb_login_is_one_line_and_leaves_nothing(tmp_path, ca
     (tmp_path / "netrc").write_text("machine api.wandb.ai\n  login user\n  password " + "y" * 40 + "\n")
     monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
     assert sa.wandb_can_log()
+
+
+def test_a_missing_package_is_named_not_called_an_unregistered_id(capsys):
+    """Issue 26 #12: CarRacing without Box2D was reported as "not a registered gymnasium environment"."""
+    pytest.importorskip("gymnasium")
+    if __import__("importlib").util.find_spec("Box2D") is not None:
+        pytest.skip("Box2D is installed here")
+    assert sa.main(["--env-id", "CarRacing-v3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not installed" in err and "not a registered" not in err

@@ -382,11 +382,11 @@ def compute_gae(rewards, values, next_values, terminations, dones, gamma: float,
     """GAE (paper, SM-ActorCritic), arrays (T, N): delta_t = r_t + gamma V(s_{t+1}) - V(s_t), A_t = sum_l
     (gamma lambda_GAE)^l delta_{t+l}, R_t = A_t + V(s_t) (critic target). next_values[t] = V(state after
     t), the final observation if an episode ended at t; terminations zero the bootstrap, dones cut the sum."""
+    deltas = rewards + gamma * next_values * (1.0 - terminations) - values  # every delta_t at once
+    decay = gamma * gae_lambda * (1.0 - dones)
     advantages, last = np.zeros_like(rewards), np.zeros_like(rewards[0])
-    for t in reversed(range(rewards.shape[0])):
-        delta = rewards[t] + gamma * next_values[t] * (1.0 - terminations[t]) - values[t]
-        last = delta + gamma * gae_lambda * (1.0 - dones[t]) * last
-        advantages[t] = last
+    for t in reversed(range(rewards.shape[0])):  # A_t = delta_t + gamma lambda_GAE A_{t+1}, cut where done
+        last = advantages[t] = deltas[t] + decay[t] * last
     return advantages, advantages + values
 
 

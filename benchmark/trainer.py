@@ -1005,16 +1005,20 @@ def resume_args(args: Args, argv: list[str], resume: dict) -> Args:
     return saved
 
 
+def read_summary(run_dir: str) -> dict:
+    """RUN/summary.json, or {} when it is missing or unreadable."""
+    try:
+        with open(os.path.join(run_dir, "summary.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
 def repair_summary(run_dir: str, ckpt: dict) -> None:
     """A run whose checkpoint reached its budget is finished: a missing summary.json, or one left `interrupted`
     (a kill between the final checkpoint and the summary; a signal handled by an older trainer), is rewritten
     as finished at the checkpoint's step, so the sweep packs the run instead of resuming it forever."""
-    path = os.path.join(run_dir, "summary.json")
-    try:
-        with open(path) as f:
-            summary = json.load(f)
-    except (OSError, ValueError):
-        summary = {}
+    path, summary = os.path.join(run_dir, "summary.json"), read_summary(run_dir)
     if summary.get("status") == "finished" and summary.get("global_step") == ckpt["global_step"]:
         return
     summary.update(status="finished", signal=None, global_step=int(ckpt["global_step"]), updates=int(ckpt["update"]),
@@ -1125,14 +1129,9 @@ def record_crash(run_dir: str, error: BaseException, fresh: bool) -> str:
         return f"{line} (before the run logged anything; its directory {run_dir} was removed)"
     with open(os.path.join(run_dir, "traceback.txt"), "w") as f:
         f.write("".join(traceback.format_exception(error)))
-    path = os.path.join(run_dir, "summary.json")
-    try:
-        with open(path) as f:
-            summary = json.load(f)
-    except (OSError, ValueError):
-        summary = {}
+    summary = read_summary(run_dir)
     summary.update(status="crashed", error=line, run_dir=run_dir)
-    sa.atomic_write(path, summary)
+    sa.atomic_write(os.path.join(run_dir, "summary.json"), summary)
     return f"{line} (traceback in {os.path.join(run_dir, 'traceback.txt')}; status crashed in summary.json)"
 
 

@@ -54,6 +54,8 @@ GRID_RUNS = sweep.DEFAULT_RUNS
 RESULTS = os.path.join(REPO, "benchmark", "results", "ablations")
 FIGURES = os.path.join(REPO, "docs", "figures")
 REPORT = os.path.join(REPO, "benchmark", "ABLATIONS.md")
+LOGS = os.path.join(REPO, "benchmark", "results", "logs", "ablations")
+REF_TASKS = ["HalfCheetah", "Hopper", "Swimmer", "Walker2d"]  # AC-SGD from the same runs, for reference
 BUDGET = 300_000
 SEEDS = "1-3"
 EARLY_BIN = 24          # smoothed return at 25% of the budget ("early improvement")
@@ -145,20 +147,21 @@ def all_cells(sections=None) -> list[Cell]:
 
 
 def make_jobs(sections=None, seeds=(1, 2, 3), runs_dir: str = DEFAULT_RUNS, budget: int = BUDGET,
-              checkpoint_every: int = 10) -> list[sweep.Job]:
-    """sweep.Job for every non-grid cell and seed, seed-major (all sections' seed 1, then seed 2, ...),
-    deduplicated by run directory; the trainer's --exp-name is the variant."""
+              checkpoint_every: int = 10, logs_dir: str = LOGS) -> list[sweep.Job]:
+    """sweep.Job for every cell and seed, seed-major (all sections' seed 1, then seed 2, ...): the paper's
+    SMAC row once per task (variant `batch-mean`), every other variant, and AC-SGD (`sgd`) for reference,
+    deduplicated by run directory; compact logs land in logs_dir/{task}/{variant}/seed{n}.json.gz."""
     jobs, seen = [], set()
     for seed in sorted(seeds):
-        for cell in all_cells(sections):
-            if cell.source == "grid":
-                continue
-            seed_dir = cell.seed_dir(seed, runs_dir)
+        cells = [(c.task, "batch-mean" if c.source == "grid" else c.variant, c.flags) for c in all_cells(sections)]
+        cells += [(t, "sgd", hparams.lookup(t, "sgd")) for t in REF_TASKS]
+        for task, variant, flags in cells:
+            seed_dir = os.path.join(os.path.abspath(runs_dir), task, variant, f"seed{seed}")
             if seed_dir in seen:
                 continue
             seen.add(seed_dir)
-            jobs.append(sweep.Job(cell.task, cell.variant, seed, budget, seed_dir, list(cell.flags),
-                                  checkpoint_every, "paper", None, sys.executable))
+            jobs.append(sweep.Job(task, variant, seed, budget, seed_dir, list(flags), checkpoint_every,
+                                  logs_dir=os.path.abspath(logs_dir), tag="ablations"))
     return jobs
 
 
@@ -751,6 +754,7 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=int, default=BUDGET)
     p.add_argument("--runs-dir", default=DEFAULT_RUNS)
     p.add_argument("--grid-dir", default=GRID_RUNS, help="the main grid (baseline cells)")
+    p.add_argument("--logs-dir", default=LOGS, help="compact logs (committed; a log there counts as done)")
     p.add_argument("--results-dir", default=RESULTS)
     p.add_argument("--figures-dir", default=FIGURES)
     p.add_argument("--report-path", default=REPORT)
@@ -769,7 +773,7 @@ def main(argv=None) -> int:
                     run = load_run(sd)
                     print(f"{cell.section:10s} {cell.task}/{cell.variant}/seed{seed:<3d} grid     "
                           f"{run['status'] if run else 'missing'} {sd}")
-        for job in make_jobs(sections, seeds, args.runs_dir, args.budget):
+        for job in make_jobs(sections, seeds, args.runs_dir, args.budget, logs_dir=args.logs_dir):
             state, run_dir = sweep.inspect_job(job)
             print(f"{'':10s} {job.name:36s} {state:8s} " + " ".join(job.flags))
         return 0
@@ -779,7 +783,7 @@ def main(argv=None) -> int:
                   f"waiting 60 s", flush=True)
             time.sleep(60)
     if args.action in ("run", "all"):
-        jobs = make_jobs(sections, seeds, args.runs_dir, args.budget)
+        jobs = make_jobs(sections, seeds, args.runs_dir, args.budget, logs_dir=args.logs_dir)
         print(f"[ablations] {len(jobs)} jobs, sections {','.join(sections)}, seeds {args.seeds}, "
               f"budget {args.budget:,}, workers {args.workers}, runs in {os.path.abspath(args.runs_dir)}", flush=True)
         out = sweep.run_local(jobs, args.workers, args.progress_interval)

@@ -38,7 +38,7 @@ from benchmark import hparams  # noqa: E402
 from benchmark.protocol import (ALPHA, DDOF, N_BINS, across_seeds, bin_index, bin_means,  # noqa: E402,F401
                                 bin_quantiles, ewm, smoothed_curve)
 from benchmark.stats import bootstrap_diff_ci, permutation_test, welch_test  # noqa: E402
-from benchmark.tables import write_csv  # noqa: E402
+from benchmark.stats import write_csv  # noqa: E402
 from benchmark.compact import DEFAULT_RUNS, discover, find_run_dir, read_csv_columns, read_summary  # noqa: E402,F401
 from benchmark.hparams import parse_budget  # noqa: E402
 

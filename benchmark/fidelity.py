@@ -31,7 +31,7 @@ from benchmark import compact, hparams, milestones, sweep  # noqa: E402
 from benchmark.aggregate import stage1_budgets  # noqa: E402
 from benchmark.hparams import READINGS, reading_flags  # noqa: E402,F401
 from benchmark.protocol import across_seeds  # noqa: E402
-from benchmark.tables import fmt, steps, table  # noqa: E402
+from benchmark.stats import fmt, steps, table  # noqa: E402
 
 RUNS = os.path.join(REPO, "benchmark", "runs_fidelity")
 RESULTS = os.path.join(REPO, "benchmark", "results", "fidelity")

@@ -33,7 +33,7 @@ if REPO not in sys.path:
 from benchmark import compact, hparams, random_scores, stats  # noqa: E402
 from benchmark.aggregate import stage1_budgets, stage1_logs  # noqa: E402
 from benchmark.protocol import N_BINS, smoothed_curve  # noqa: E402
-from benchmark.tables import estimate, interval, mean_std, steps, table, write_csv  # noqa: E402
+from benchmark.stats import estimate, interval, mean_std, steps, table, write_csv  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmark", "results", "stage1")
 FIGURES = os.path.join(REPO, "docs", "figures")

@@ -28,7 +28,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark.protocol import N_BINS, across_seeds, smoothed_curve  # noqa: E402
-from benchmark.tables import table  # noqa: E402
+from benchmark.stats import table  # noqa: E402
 
 TOL = 1.25  # reach_by: within 25 % of the paper's step (or earlier)
 RULES = {  # kind of claim -> when it holds; the report quotes these

@@ -34,7 +34,7 @@ if REPO not in sys.path:
 
 from benchmark import hparams  # noqa: E402
 from benchmark.aggregate import DEFAULT_RESULTS, discover  # noqa: E402
-from benchmark.tables import read_csv as read  # noqa: E402,F401  (plots.read: rows of a results CSV)
+from benchmark.stats import read_csv as read  # noqa: E402,F401  (plots.read: rows of a results CSV)
 
 DEFAULT_FIGURES = os.path.join(REPO, "docs", "figures")
 COLORS = {"smac": "tab:red", "sgd": "tab:blue", "adam": "tab:green", "cg": "tab:purple", "kfac": "tab:orange",

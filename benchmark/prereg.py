@@ -277,7 +277,7 @@ def fmt_ci(ci) -> str:
 
 def markdown(reg: dict, res: dict) -> list[str]:
     """The pre-registered study in full (benchmark/report/prereg.md), rules applied as written."""
-    from benchmark.tables import fmt, table
+    from benchmark.stats import fmt, table
     eq, lam, lit = res["equivalence"], res["lambda"], res["literal_5M"]
     L = ["# The pre-registered study (issue 27)\n",
          "Rules, seeds and budgets: [`benchmark/preregistration.toml`](../preregistration.toml), committed before the "

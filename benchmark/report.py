@@ -10,7 +10,7 @@ study and the earlier 3-seed x 300k literal grid (benchmark/results/grid_300k/*.
 Every number in the report comes from those files or from the paper's table (benchmark/hyperparams.toml).
 
 Layout: each section is a function returning markdown lines; tables are row specifications
-(benchmark/tables.py: columns = (header, function of a row)); numbers print through tables.fmt.
+(benchmark/stats.py: columns = (header, function of a row)); numbers print through stats.fmt.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import aggregate, compact, fidelity, grid_report, hparams, milestones, plots, stats  # noqa: E402
-from benchmark.tables import estimate, fmt, interval, mean_std, num, pct, read_csv, steps, table  # noqa: E402
+from benchmark.stats import estimate, fmt, interval, mean_std, num, pct, read_csv, steps, table  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmark", "results")
 STAGE1 = os.path.join(RESULTS, "stage1")

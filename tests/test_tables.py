@@ -1,8 +1,8 @@
-"""The report's table builder and its one number formatter (benchmark/tables.py)."""
+"""The report's table builder and its one number formatter (benchmark/stats.py)."""
 
 import math
 
-from benchmark.tables import estimate, fmt, interval, mean_std, num, pct, steps, table
+from benchmark.stats import estimate, fmt, interval, mean_std, num, pct, steps, table
 
 
 def test_fmt_by_hand():

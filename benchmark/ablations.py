@@ -1,42 +1,30 @@
-"""The paper's SMAC ablations (issue 7): runs, aggregation, figures and benchmark/ABLATIONS.md.
+"""The paper's SMAC ablations (issue 7) from their committed compact logs: CSVs, figures and benchmark/ABLATIONS.md.
 
-    python benchmark/ablations.py --dry-run             # every job: grid/fresh/resume/done and its flags
-    python benchmark/ablations.py --wait-for-grid run   # wait for benchmark/sweep.py to finish, then run
-    python benchmark/ablations.py run --seeds 1-2       # seeds 1-2 of every section first ...
-    python benchmark/ablations.py run                   # ... then the same command adds seed 3 (resumable)
-    python benchmark/ablations.py costs                 # benchmark/ablation_costs.py -> results/ablations/
-    python benchmark/ablations.py report                # CSVs, docs/figures/ablation_*.png, ABLATIONS.md
+    python benchmark/sweep.py --study ablations --workers 2   # the runs (resumable; committed logs count as done)
+    python benchmark/costs.py ablation-costs                 # isolated update costs -> results/ablations/
+    python benchmark/report.py                               # REPORT.md and ABLATIONS.md (this module's write_all)
 
-Sections (every run: the paper's SMAC row of its task, 300,000 steps, seeds 1-3, one flag changed):
-  fisher      HalfCheetah, Hopper: --fisher batch-mean (grid) | per-sample (Algorithm 1) | per-sample-parallel
-              (sections 1 and 2 of the issue share these cells; AC-SGD from the grid for reference)
-  damping     Hopper, Swimmer, Walker2d: --damping 0.1 | 1 (= the paper's row: grid) | 10,
-              and --damping 0.1 --step-normalization
-  prev_ef     Swimmer, Hopper, Walker2d: plain SMAC (grid) | --prev-ef-beta 0.5 --prev-ef-rank 8
-              --prev-ef-damping fixed
-  batch_size  Hopper, HalfCheetah: --num-steps 250 | 500 | 1000 (grid) | 2000
-A cell whose flags equal the paper's SMAC row is not run again: it maps to the main grid's
-benchmark/runs/{task}/smac/seed{n}. Every other cell runs in {runs}/{task}/{variant}/seed{n}/ through
-benchmark/sweep.py's job machinery (same layout, job.json, sweep.log, checkpoints, resume rule: a run
-whose summary.json says finished with >= the requested steps is skipped; diverged runs are kept).
+Sections (hparams.SECTIONS; every run: the paper's SMAC row of its task, 300,000 steps, seeds 1-3, one flag changed):
+  fisher      HalfCheetah, Hopper: --fisher batch-mean (the row) | per-sample (Algorithm 1) | per-sample-parallel,
+              and AC-SGD at its own row for reference
+  damping     Hopper, Swimmer, Walker2d: --damping 0.1 | 1 (= the row) | 10, and --damping 0.1 --step-normalization
+  prev_ef     Swimmer, Hopper, Walker2d: the row | --prev-ef-beta 0.5 --prev-ef-rank 8 --prev-ef-damping fixed
+  batch_size  Hopper, HalfCheetah: --num-steps 250 | 500 | 1000 (= the row) | 2000
+A cell equal to the paper's row is run once per task, logged as `batch-mean`:
+benchmark/results/logs/ablations/{task}/{batch-mean | variant | sgd}/seed{n}.json.gz.
 
-Aggregation uses benchmark/aggregate.py's protocol (100 bins, carry-forward, EWM 0.1, mean and ddof-1
-std over seeds; final = last smoothed bin of runs that reached the budget).
-Actor-update share of a run = sum(updates.csv actor_update_ms) / summary.json wall_time_s, over the
-trainer's last session (updates after config.json's resumed_from_step; wall_time_s is per session).
+Protocol of benchmark/protocol.py (100 bins, carry-forward, EWM 0.1, mean and ddof-1 std over seeds; final = last
+smoothed bin of runs that reached the budget). Actor-update share of a run = sum(actor_update_ms) / wall_time_s.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import re
 import subprocess
 import sys
-import time
 import warnings
-from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -45,48 +33,19 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark.stats import welch_test  # noqa: E402
-from benchmark import aggregate as agg  # noqa: E402
-from benchmark import hparams, sweep  # noqa: E402
+from benchmark import compact, hparams  # noqa: E402
+from benchmark.aggregate import classify  # noqa: E402
+from benchmark.hparams import SECTIONS, VARIANTS, Cell, all_cells  # noqa: E402
+from benchmark.protocol import N_BINS, across_seeds, smoothed_curve  # noqa: E402
+from benchmark.stats import save, welch_test, write_csv  # noqa: E402
 
-DEFAULT_RUNS = os.path.join(REPO, "benchmark", "runs_ablations")
-GRID_RUNS = sweep.DEFAULT_RUNS
 RESULTS = os.path.join(REPO, "benchmark", "results", "ablations")
 FIGURES = os.path.join(REPO, "docs", "figures")
 REPORT = os.path.join(REPO, "benchmark", "ABLATIONS.md")
-LOGS = os.path.join(REPO, "benchmark", "results", "logs", "ablations")
-REF_TASKS = ["HalfCheetah", "Hopper", "Swimmer", "Walker2d"]  # AC-SGD from the same runs, for reference
-BUDGET = 300_000
-SEEDS = "1-3"
+LOGS = hparams.ABLATION_LOGS
+BUDGET = hparams.ABLATION_BUDGET
+SEEDS = hparams.ABLATION_SEEDS
 EARLY_BIN = 24          # smoothed return at 25% of the budget ("early improvement")
-PREV_EF = ["--prev-ef-beta", "0.5", "--prev-ef-rank", "8", "--prev-ef-damping", "fixed"]
-
-# variant -> (flag overrides of the paper's SMAC row, extra flags, label)
-VARIANTS = {
-    "batch-mean": ({}, [], "batch-mean (paper's row)"),
-    "per-sample": ({}, ["--fisher", "per-sample"], "per-sample (Algorithm 1)"),
-    "per-sample-parallel": ({}, ["--fisher", "per-sample-parallel"], "per-sample-parallel"),
-    "lambda0.1": ({"--damping": 0.1}, [], "λ = 0.1"),
-    "lambda1": ({"--damping": 1.0}, [], "λ = 1"),
-    "lambda10": ({"--damping": 10.0}, [], "λ = 10"),
-    "lambda0.1-norm": ({"--damping": 0.1}, ["--step-normalization"], "λ = 0.1 + step normalization"),
-    "prev-ef0.5": ({}, PREV_EF, "prev-EF β = 0.5, r = 8, fixed λ"),
-    "T250": ({"--num-steps": 250}, [], "T = 250"),
-    "T500": ({"--num-steps": 500}, [], "T = 500"),
-    "T1000": ({"--num-steps": 1000}, [], "T = 1000"),
-    "T2000": ({"--num-steps": 2000}, [], "T = 2000"),
-}
-SECTIONS = {
-    "fisher": {"tasks": ["HalfCheetah", "Hopper"], "variants": ["batch-mean", "per-sample", "per-sample-parallel"],
-               "title": "1–2. Per-sample (Algorithm 1) vs batch-mean vs per-sample-parallel"},
-    "damping": {"tasks": ["Hopper", "Swimmer", "Walker2d"],
-                "variants": ["lambda0.1", "lambda1", "lambda10", "lambda0.1-norm"],
-                "title": "3. Damping λ ∈ {0.1, 1, 10} and step normalization"},
-    "prev_ef": {"tasks": ["Swimmer", "Hopper", "Walker2d"], "variants": ["batch-mean", "prev-ef0.5"],
-                "title": "4. Previous-EF mixing, β = 0.5"},
-    "batch_size": {"tasks": ["Hopper", "HalfCheetah"], "variants": ["T250", "T500", "T1000", "T2000"],
-                   "title": "5. Batch size T"},
-}
 COLORS = {"batch-mean": "tab:red", "per-sample": "tab:blue", "per-sample-parallel": "tab:green",
           "lambda0.1": "tab:blue", "lambda1": "tab:red", "lambda10": "tab:green", "lambda0.1-norm": "tab:purple",
           "prev-ef0.5": "tab:blue", "T250": "tab:blue", "T500": "tab:green", "T1000": "tab:red",
@@ -94,123 +53,26 @@ COLORS = {"batch-mean": "tab:red", "per-sample": "tab:blue", "per-sample-paralle
 
 
 # ------------------------------------------------------------------------------------------
-# Cells and jobs
-# ------------------------------------------------------------------------------------------
-def _canon(flags: list) -> list:
-    """Flags with numeric values as floats, so '1.0' == '1' == 1."""
-    out = []
-    for tok in flags:
-        try:
-            out.append(float(tok))
-        except (TypeError, ValueError):
-            out.append(tok)
-    return out
-
-
-def variant_flags(task: str, variant: str) -> list[str]:
-    """The paper's SMAC row of `task` (hparams.lookup) with the variant's overrides and extra flags."""
-    overrides, extra, _ = VARIANTS[variant]
-    flags = list(hparams.lookup(task, "smac"))
-    for flag, value in overrides.items():
-        i = flags.index(flag)  # every override replaces a flag the row sets
-        flags[i + 1] = repr(float(value)) if flag == "--damping" else str(value)
-    return flags + list(extra)
-
-
-@dataclass
-class Cell:
-    section: str
-    task: str
-    variant: str
-    flags: list
-    source: str            # "grid" (the paper's SMAC row: benchmark/runs/{task}/smac) or "ablation"
-
-    def seed_dir(self, seed: int, runs_dir: str = DEFAULT_RUNS, grid_dir: str = GRID_RUNS) -> str:
-        if self.source == "grid":
-            return os.path.join(os.path.abspath(grid_dir), self.task, "smac", f"seed{seed}")
-        return os.path.join(os.path.abspath(runs_dir), self.task, self.variant, f"seed{seed}")
-
-
-def section_cells(section: str) -> list[Cell]:
-    spec = SECTIONS[section]
-    cells = []
-    for task in spec["tasks"]:
-        base = _canon(hparams.lookup(task, "smac"))
-        for variant in spec["variants"]:
-            flags = variant_flags(task, variant)
-            cells.append(Cell(section, task, variant, flags, "grid" if _canon(flags) == base else "ablation"))
-    return cells
-
-
-def all_cells(sections=None) -> list[Cell]:
-    return [c for s in (sections or SECTIONS) for c in section_cells(s)]
-
-
-def make_jobs(sections=None, seeds=(1, 2, 3), runs_dir: str = DEFAULT_RUNS, budget: int = BUDGET,
-              checkpoint_every: int = 10, logs_dir: str = LOGS) -> list[sweep.Job]:
-    """sweep.Job for every cell and seed, seed-major (all sections' seed 1, then seed 2, ...): the paper's
-    SMAC row once per task (variant `batch-mean`), every other variant, and AC-SGD (`sgd`) for reference,
-    deduplicated by run directory; compact logs land in logs_dir/{task}/{variant}/seed{n}.json.gz."""
-    jobs, seen = [], set()
-    for seed in sorted(seeds):
-        cells = [(c.task, "batch-mean" if c.source == "grid" else c.variant, c.flags) for c in all_cells(sections)]
-        cells += [(t, "sgd", hparams.lookup(t, "sgd")) for t in REF_TASKS]
-        for task, variant, flags in cells:
-            seed_dir = os.path.join(os.path.abspath(runs_dir), task, variant, f"seed{seed}")
-            if seed_dir in seen:
-                continue
-            seen.add(seed_dir)
-            jobs.append(sweep.Job(task, variant, seed, budget, seed_dir, list(flags), checkpoint_every,
-                                  logs_dir=os.path.abspath(logs_dir), tag="ablations"))
-    return jobs
-
-
-def grid_running() -> bool:
-    """True while a benchmark/sweep.py process (the main grid) is alive."""
-    r = subprocess.run(["pgrep", "-f", "benchmark/sweep.py"], capture_output=True, text=True)
-    return bool(r.stdout.strip())
-
-
-# ------------------------------------------------------------------------------------------
 # One run: returns, timing
 # ------------------------------------------------------------------------------------------
-def load_run(seed_dir: str) -> Optional[dict]:
-    try:
-        run_dir = sweep.find_run_dir(seed_dir)
-    except RuntimeError as e:
-        print(f"warning: {e}", file=sys.stderr)
+def load_run(task: str, variant: str, seed: int, logs_dir: str = LOGS) -> Optional[dict]:
+    """A run's compact log (compact.load) with its timing, or None if there is none."""
+    path = compact.log_path(logs_dir, task, variant, seed)
+    if not os.path.isfile(path):
         return None
-    if run_dir is None:
-        return None
-    summary = sweep.read_summary(run_dir) or {}
-    ep = agg.read_csv_columns(os.path.join(run_dir, "episodes.csv"), ["global_step", "episodic_return"])
-    up = agg.read_csv_columns(os.path.join(run_dir, "updates.csv"),
-                              ["global_step", "actor_update_ms", "cos_g_step", "ell_sq", "step_norm", "g_norm"])
-    last = int(max(summary.get("global_step", 0), up["global_step"].max() if up["global_step"].size else 0))
-    return {"run_dir": run_dir, "summary": summary, "status": summary.get("status", "running?"),
-            "last_step": last, "episodes": ep, "updates": up, "timing": actor_time_share(run_dir)}
+    run = compact.load(path)
+    return {**run, "timing": actor_time_share(run)}
 
 
-def actor_time_share(run_dir: str) -> dict:
-    """Actor-update time of a run's last trainer session vs that session's wall time.
-    actor_s = sum(actor_update_ms of updates after config.json's resumed_from_step) / 1000;
-    share = actor_s / summary.json wall_time_s; per_update_ms = median actor_update_ms; steps = environment
-    steps of that session (summary global_step - resumed_from_step)."""
-    summary = sweep.read_summary(run_dir) or {}
-    start = 0
-    try:
-        with open(os.path.join(run_dir, "config.json")) as f:
-            start = int(json.load(f).get("resumed_from_step") or 0)
-    except (OSError, ValueError):
-        pass
-    up = agg.read_csv_columns(os.path.join(run_dir, "updates.csv"), ["global_step", "actor_update_ms"])
-    sel = up["global_step"] > start
-    ms = up["actor_update_ms"][sel]
+def actor_time_share(run: dict) -> dict:
+    """Actor-update time of a run's last trainer session vs that session's wall time (wall_time_s is per session):
+    actor_s = sum(actor_update_ms of the updates after resumed_from_step) / 1000; share = actor_s / wall_time_s;
+    per_update_ms = median actor_update_ms; steps = environment steps of that session."""
+    start = run.get("resumed_from_step", 0)
+    ms = run["updates"]["actor_update_ms"][run["updates"]["global_step"] > start]
     ms = ms[np.isfinite(ms)]
-    wall = summary.get("wall_time_s")
-    actor_s = float(ms.sum()) / 1e3
-    steps = int(summary.get("global_step") or 0) - start
-    return {"wall_s": float(wall) if wall else math.nan, "actor_s": actor_s, "steps": steps,
+    wall, actor_s = run.get("wall_time_s"), float(ms.sum()) / 1e3
+    return {"wall_s": float(wall) if wall else math.nan, "actor_s": actor_s, "steps": int(run["last_step"]) - start,
             "share": actor_s / float(wall) if wall else math.nan,
             "per_update_ms": float(np.median(ms)) if ms.size else math.nan, "updates": int(ms.size),
             "resumed": start > 0}
@@ -224,22 +86,22 @@ def _ms(x) -> tuple[float, float]:
     return (float(x.mean()) if x.size else math.nan, float(x.std(ddof=1)) if x.size > 1 else math.nan)
 
 
-def cell_stats(cell: Cell, seeds, runs_dir=DEFAULT_RUNS, grid_dir=GRID_RUNS, budget=BUDGET) -> dict:
+def cell_stats(cell: Cell, seeds, logs_dir=LOGS, budget=BUDGET) -> dict:
     curves, finals, early, auc, drawdown, timings, classes, cos, dtheta = [], [], [], [], [], [], {}, [], []
     scale = displacement_scale(cell.flags)
     lam = float(cell.flags[cell.flags.index("--damping") + 1]) if "--damping" in cell.flags else math.nan
     ell_ratio = []
     for seed in seeds:
-        run = load_run(cell.seed_dir(seed, runs_dir, grid_dir))
+        run = load_run(cell.task, cell.run_variant, seed, logs_dir)
         if run is None:
             classes[seed] = "missing"
             continue
-        cls = agg.classify(run, budget)
+        cls = classify(run, budget)
         classes[seed] = cls
         if cls == "incomplete":
             continue
         last = min(run["last_step"], budget) if cls == "diverged" else budget
-        c = agg.smoothed_curve(run["episodes"]["global_step"], run["episodes"]["episodic_return"], budget, last)
+        c = smoothed_curve(run["episodes"]["global_step"], run["episodes"]["episodic_return"], budget, last)
         curves.append(c)
         if np.isfinite(c[EARLY_BIN]):
             early.append(c[EARLY_BIN])
@@ -258,8 +120,8 @@ def cell_stats(cell: Cell, seeds, runs_dir=DEFAULT_RUNS, grid_dir=GRID_RUNS, bud
             ell_ratio.append(float(np.nanmedian(u["ell_sq"])) / lam)
         if u["step_norm"].size and np.isfinite(u["step_norm"]).any():
             dtheta.append(scale * float(np.nanmedian(u["step_norm"])))
-    mean, std, n = (agg.across_seeds(np.array(curves)) if curves else
-                    (np.full(agg.N_BINS, np.nan),) * 3)
+    mean, std, n = (across_seeds(np.array(curves)) if curves else
+                    (np.full(N_BINS, np.nan),) * 3)
     fm, fs = _ms(finals)
     out = {"section": cell.section, "task": cell.task, "variant": cell.variant, "source": cell.source,
            "n": len(finals), "n_diverged": sum(v == "diverged" for v in classes.values()),
@@ -288,23 +150,23 @@ def displacement_scale(flags: list) -> float:
     return eta * (float(val("--num-steps", 1000)) * float(val("--num-envs", 1)) if per_sample else 1.0)
 
 
-def reference_stats(task, algo, seeds, grid_dir=GRID_RUNS, budget=BUDGET) -> dict:
-    """A grid cell other than SMAC (AC-SGD) for reference, through the same code path."""
+def reference_stats(task, algo, seeds, logs_dir=LOGS, budget=BUDGET) -> dict:
+    """Another algorithm's row (AC-SGD) for reference, through the same code path."""
     cell = Cell("ref", task, algo, hparams.lookup(task, algo), "ablation")
-    return cell_stats(cell, seeds, runs_dir=grid_dir, grid_dir=grid_dir, budget=budget)
+    return cell_stats(cell, seeds, logs_dir, budget)
 
 
 # ------------------------------------------------------------------------------------------
-# benchmark/ablation_costs.py
+# Isolated update costs (benchmark/costs.py ablation-costs)
 # ------------------------------------------------------------------------------------------
 def run_costs(results_dir=RESULTS) -> str:
     os.makedirs(results_dir, exist_ok=True)
-    out = subprocess.run([sys.executable, os.path.join(REPO, "benchmark", "ablation_costs.py")],
+    out = subprocess.run([sys.executable, os.path.join(REPO, "benchmark", "costs.py"), "ablation-costs"],
                          capture_output=True, text=True, check=True, cwd=REPO).stdout
     with open(os.path.join(results_dir, "ablation_costs.txt"), "w") as f:
         f.write(out)
     rows = parse_costs(out)
-    agg.write_csv(os.path.join(results_dir, "ablation_costs.csv"), rows)
+    write_csv(os.path.join(results_dir, "ablation_costs.csv"), rows)
     return out
 
 
@@ -373,15 +235,15 @@ def _pm(m, s, nd=1) -> str:
 
 
 def _label(variant):
-    return VARIANTS[variant][2] if variant in VARIANTS else ("AC-SGD (grid)" if variant == "sgd" else variant)
+    return VARIANTS[variant][2] if variant in VARIANTS else ("AC-SGD (its row)" if variant == "sgd" else variant)
 
 
 def plot_section(section, stats, refs, path, budget=BUDGET):
     import matplotlib.ticker
-    from benchmark.plots import plt, save
+    import matplotlib.pyplot as plt
     tasks = SECTIONS[section]["tasks"]
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.6 * len(tasks), 3.5), squeeze=False)
-    x = (np.arange(agg.N_BINS) + 1) * budget / agg.N_BINS
+    x = (np.arange(N_BINS) + 1) * budget / N_BINS
     for ax, task in zip(axes[0], tasks):
         for st in [s for s in stats if s["task"] == task] + [r for r in refs if r["task"] == task]:
             m, s = st["curve_mean"], st["curve_std"]
@@ -402,7 +264,7 @@ def plot_section(section, stats, refs, path, budget=BUDGET):
 
 
 def plot_update_time(stats, costs, path):
-    from benchmark.plots import plt, save
+    import matplotlib.pyplot as plt
     fisher = [s for s in stats if s["section"] == "fisher"]
     prev = [c for c in costs if c["mode"].startswith("prev-EF")]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
@@ -439,11 +301,11 @@ def plot_update_time(stats, costs, path):
     save(fig, path)
 
 
-def aggregate_all(seeds, runs_dir=DEFAULT_RUNS, grid_dir=GRID_RUNS, results_dir=RESULTS, budget=BUDGET):
+def aggregate_all(seeds, logs_dir=LOGS, results_dir=RESULTS, budget=BUDGET):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        stats = [cell_stats(c, seeds, runs_dir, grid_dir, budget) for c in all_cells()]
-        refs = [reference_stats(t, "sgd", seeds, grid_dir, budget) for t in SECTIONS["fisher"]["tasks"]]
+        stats = [cell_stats(c, seeds, logs_dir, budget) for c in all_cells()]
+        refs = [reference_stats(t, "sgd", seeds, logs_dir, budget) for t in SECTIONS["fisher"]["tasks"]]
     os.makedirs(results_dir, exist_ok=True)
     scalar = [k for k in stats[0] if k not in ("curve_mean", "curve_std", "curve_n", "finals")]
     rows = []
@@ -451,22 +313,22 @@ def aggregate_all(seeds, runs_dir=DEFAULT_RUNS, grid_dir=GRID_RUNS, results_dir=
         row = {k: (_num(s[k]) if isinstance(s[k], float) else s[k]) for k in scalar}
         row["finals"] = ";".join(f"{v:.6g}" for v in s["finals"])
         rows.append(row)
-    agg.write_csv(os.path.join(results_dir, "final.csv"), rows)
+    write_csv(os.path.join(results_dir, "final.csv"), rows)
     curve_rows, done = [], set()
     for s in stats + refs:
         if (s["task"], s["variant"]) in done:
             continue
         done.add((s["task"], s["variant"]))
-        for k in range(agg.N_BINS):
+        for k in range(N_BINS):
             curve_rows.append({"task": s["task"], "variant": s["variant"], "source": s["source"], "bin": k,
-                               "step": int(round((k + 1) * budget / agg.N_BINS)), "mean": _num(s["curve_mean"][k]),
+                               "step": int(round((k + 1) * budget / N_BINS)), "mean": _num(s["curve_mean"][k]),
                                "std": _num(s["curve_std"][k]), "n": int(s["curve_n"][k])
                                if np.isfinite(s["curve_n"][k]) else 0})
-    agg.write_csv(os.path.join(results_dir, "curves.csv"), curve_rows)
+    write_csv(os.path.join(results_dir, "curves.csv"), curve_rows)
     run_rows = []
     for c in all_cells():
         for seed in seeds:
-            run = load_run(c.seed_dir(seed, runs_dir, grid_dir))
+            run = load_run(c.task, c.run_variant, seed, logs_dir)
             if run is None or (c.task, c.variant, seed) in {(r["task"], r["variant"], r["seed"]) for r in run_rows}:
                 continue
             t = run["timing"]
@@ -475,7 +337,7 @@ def aggregate_all(seeds, runs_dir=DEFAULT_RUNS, grid_dir=GRID_RUNS, results_dir=
                              "actor_s": _num(t["actor_s"]), "share": _num(t["share"]),
                              "per_update_ms": _num(t["per_update_ms"]), "updates": t["updates"],
                              "resumed": t["resumed"]})
-    agg.write_csv(os.path.join(results_dir, "runs.csv"), run_rows)
+    write_csv(os.path.join(results_dir, "runs.csv"), run_rows)
     return stats, refs
 
 
@@ -492,23 +354,25 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
     L = []
     n_seeds = len(seeds)
     L += ["# SMAC ablations (issue 7)", "",
-          "Generated by `python benchmark/ablations.py report` from the runs under `benchmark/runs_ablations/` "
-          "and the main grid's SMAC/AC-SGD runs (`benchmark/runs/`); every number below is read from those runs "
-          "(CSVs in `benchmark/results/ablations/`). Do not edit by hand.", "",
+          "Generated by `python benchmark/report.py` (or `python benchmark/ablations.py`) from the committed compact "
+          "logs under `benchmark/results/logs/ablations/` (runs: `python benchmark/sweep.py --study ablations`); "
+          "every number below is read from those logs (CSVs in `benchmark/results/ablations/`). Do not edit by "
+          "hand.", "",
           f"**Setup.** Every run is the paper's SMAC row of its task (`benchmark/hyperparams.toml`) with one "
           f"thing changed, {budget:,} environment steps (the paper: 5M for MuJoCo), seeds {', '.join(map(str, seeds))} "
-          f"(the paper: 5), 1000-step episodes. Cells equal to the paper's row are the main grid's SMAC runs "
-          f"(same budget), not rerun. Protocol of `benchmark/aggregate.py`: 100 bins, EWM 0.1, mean ± std "
+          f"(the paper: 5), 1000-step episodes, the paper-literal reading (no normalization). Cells equal to "
+          f"the paper's row are one run per task and seed (`batch-mean`), shared by the sections; AC-SGD at its own "
+          f"row ran beside them for reference. Protocol of `benchmark/protocol.py`: 100 bins, EWM 0.1, mean ± std "
           f"(ddof 1) over seeds; **final** = last smoothed bin; **early** = smoothed bin {EARLY_BIN + 1} "
-          f"({(EARLY_BIN + 1) * budget // agg.N_BINS:,} steps); **AUC** = mean of the smoothed curve over all "
+          f"({(EARLY_BIN + 1) * budget // N_BINS:,} steps); **AUC** = mean of the smoothed curve over all "
           f"bins (speed of learning); **drawdown** = best smoothed bin − final, mean over seeds (instability). "
           f"A difference in final return is called *clear* when Welch's |t| = |Δmean| / √(s₁²/n₁ + s₂²/n₂) > 2, "
           f"else *within noise*; with {n_seeds} seeds this is a rough screen, not a test. **‖Δθ‖ / update** = "
           f"median over a run's updates of the actor's parameter displacement (η·`step_norm`; η·B·`step_norm` "
           f"for the per-sample modes, which move θ by the sum of B per-sample steps), median over seeds.", "",
-          "**Timing.** Runs went 2 at a time on a shared 2-core machine whose load changed between the grid's "
-          "runs and these (see Caveats). *Actor share* = Σ `actor_update_ms` "
-          "(updates.csv) / `wall_time_s` (summary.json), per run, mean over seeds.", ""]
+          "**Timing.** Runs went 2 at a time on a shared 2-core machine, all in one session (see Caveats). "
+          "*Actor share* = Σ `actor_update_ms` (updates.csv) / `wall_time_s` (summary.json), per run, mean over "
+          "seeds.", ""]
 
     # ---------------- section 1-2
     sec = "fisher"
@@ -516,7 +380,7 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
           "Paper (\"Practical Method\"): *\"Using B = 1000 reduces the overall optimization time by roughly 80% "
           "while achieving returns that remain close to the single-sample baseline and clearly outperform the "
           "standard A2C optimized with SGD.\"* Issue: per-sample-parallel should cost ≤ 3× batch-mean per update.",
-          "", "Flags: `--fisher batch-mean` (grid) | `--fisher per-sample` | `--fisher per-sample-parallel`; "
+          "", "Flags: `--fisher batch-mean` (the row) | `--fisher per-sample` | `--fisher per-sample-parallel`; "
           "η, λ, T from the paper's SMAC row (HalfCheetah η = 8e-4, λ = 0.01; Hopper η = 0.01, λ = 1).", "",
           "| task | mode | final | early | AUC | diverged | wall s | actor-update s | actor share | ms / update | ‖Δθ‖ / update |",
           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -528,16 +392,16 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
                      f"{_f(s['actor_s'])} | {_f(100 * s['share'])}% | {_f(s['per_update_ms'], 2)} | "
                      f"{_g(s['dtheta'])} |")
     L += ["", "Time saving of batch-mean over Algorithm 1 (wall and actor times per 300k steps, means over seeds; "
-          "a diverged run's times are scaled from the steps it ran). Three estimates, because the grid's "
-          "batch-mean runs and these runs did not see the same machine load (see Caveats):", "",
+          "a diverged run's times are scaled from the steps it ran). Three estimates, because the runs shared a "
+          "machine whose load varied (see Caveats):", "",
           "- **(a) within-run** = the per-sample runs' own actor share × (1 − r_bm/r_ps), r = ms per update: the "
           "time Algorithm 1's run would save if its actor updates cost what batch-mean's do, everything else "
           "(rollout, critic, logging, same load) unchanged. Load-independent to first order; the verdict uses it.",
           "- **(b) vs per-sample-parallel** = 1 − W_pp/W_ps: the parallel runs ran beside the per-sample ones under "
           "the same load and cost ≈ batch-mean per update, so W_pp is a same-conditions stand-in for W_bm "
           "(slightly high).",
-          "- **(c) vs grid batch-mean** = 1 − W_bm/W_ps, with W_bm from the grid's runs (other load).", "",
-          "| task | (a) within-run | (b) vs per-sample-parallel | (c) vs grid batch-mean | actor-update-time saving "
+          "- **(c) vs batch-mean** = 1 − W_bm/W_ps, with W_bm from the batch-mean runs.", "",
+          "| task | (a) within-run | (b) vs per-sample-parallel | (c) vs batch-mean | actor-update-time saving "
           "| per-update ratio per-sample / batch-mean | per-update ratio parallel / batch-mean | paper |",
           "|---|---:|---:|---:|---:|---:|---:|---|"]
     verdicts = []
@@ -595,7 +459,7 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
           "Paper: *\"too large λ slows learning, too small λ can make the update noisy, and a moderate λ gives the "
           "best stability–speed tradeoff on average … use a small damping coefficient … then apply a "
           "normalization so the update magnitude is preserved.\"* λ = 1 is the paper's row for all three tasks "
-          "(→ grid). `--step-normalization` rescales the SMAC direction to ‖g‖ (docs/ablation_modes.md §3), so "
+          "(→ the row). `--step-normalization` rescales the SMAC direction to ‖g‖ (docs/ablation_modes.md §3), so "
           "with it η alone sets the step length; it is run at λ = 0.1 with the row's η, untuned.", "",
           "| task | λ | final | early | AUC | drawdown | seed std / \\|mean\\| | diverged | median cos(g, step) | ‖Δθ‖ / update |",
           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -639,7 +503,7 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
           "Paper: *\"on Swimmer it gives faster early improvement but remains less stable, while on Hopper and "
           "Walker it learns more slowly with larger variance.\"* Ours: `--prev-ef-beta 0.5 --prev-ef-rank 8 "
           "--prev-ef-damping fixed` (F_k = λI + Σ_j w_j ℓ̄_jℓ̄_jᵀ, the 8 newest terms, Woodbury, O(dr)) vs plain "
-          "SMAC (grid). *faster/slower, larger* below need a difference of more than 10% of the plain-SMAC "
+          "SMAC (the row). *faster/slower, larger* below need a difference of more than 10% of the plain-SMAC "
           "value.", "",
           "| task | variant | final | early | AUC | drawdown | diverged | ms / update | median ‖ℓ̄‖²/λ | median cos(g, step) |",
           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -696,7 +560,7 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
           "the one its text uses for single-sample vs B = 1000 (section 1 above); it names no other B and gives no "
           "numbers, only the choice B = 1000 \"to further balance computational resources and performance\". "
           "Ours: SMAC "
-          "batch-mean with `--num-steps` T ∈ {250, 500, 1000 (grid), 2000}, the same 300k steps (so 1200, 600, "
+          "batch-mean with `--num-steps` T ∈ {250, 500, 1000 (the row), 2000}, the same 300k steps (so 1200, 600, "
           "300, 150 actor updates), η and λ from the paper's row (untuned per T).", "",
           "| task | T | final | early | AUC | diverged | wall s | ms / update | actor share |",
           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -717,22 +581,13 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
                  f"(paper's choice; its figure has no numbers to compare).")
     L += ["", "![batch size](../docs/figures/ablation_batch_size.png)", ""]
 
-    load_lines = []
-    for task in ("Hopper", "Swimmer", "Walker2d"):
-        base = get(stats, "damping", task, "lambda1")["wall_s"]
-        others = [get(stats, "damping", task, v)["wall_s"] for v in ("lambda0.1", "lambda10", "lambda0.1-norm")]
-        others = [x for x in others if np.isfinite(x)]
-        if np.isfinite(base) and others:
-            load_lines.append(f"{task} {_f(base)} s (grid, λ = 1) vs {_f(np.mean(others))} s (λ ∈ {{0.1, 10, 0.1+norm}})")
     L += ["## Caveats", "",
           f"- {budget:,} steps is 6% of the paper's 5M MuJoCo budget: these are early-training comparisons; "
           "rankings at 5M may differ.",
           f"- {n_seeds} seeds: most differences in final return are within seed noise (see the *clear* rule above).",
-          "- Wall times come from a shared 2-core machine. The grid's runs went 2 at a time; during the ablation "
-          "runs a third CPU-bound process (another engineer's `benchmark/sb3_reference.py`) shared the 2 cores "
-          "part of the time. Same-work load indicator, grid batch-mean vs this study's runs of the same task "
-          "at T = 1000 (mean wall s per 300k steps): " + "; ".join(load_lines) + ". Wall times across the two "
-          "sets are therefore not comparable; shares and per-run ratios are (to first order).",
+          "- Wall times come from a shared 2-core machine: the runs went 2 at a time, and tests and report builds "
+          "ran beside them part of the time, so a run's wall time carries that load; shares and per-run ratios "
+          "are comparable to first order, absolute seconds less so.",
           "- Nothing was tuned: every variant uses the paper's η of the task's SMAC row. In particular "
           "Algorithm 1 and per-sample-parallel move θ by up to B per-sample steps per update (sum, not mean), "
           "so the batch-mean-tuned η is not comparable for them (docs/ablation_modes.md §1).", ""]
@@ -740,75 +595,43 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
         f.write("\n".join(L))
 
 
-# ------------------------------------------------------------------------------------------
-# CLI
-# ------------------------------------------------------------------------------------------
+def write_all(seeds=None, logs_dir=LOGS, results_dir=RESULTS, figures_dir=FIGURES, report_path=REPORT,
+              budget=BUDGET) -> Optional[str]:
+    """CSVs, the five figures and ABLATIONS.md from the compact logs; None (and nothing written) without logs."""
+    seeds = hparams.parse_seeds(seeds or SEEDS)
+    if not any(load_run(c.task, c.run_variant, s, logs_dir) for c in all_cells() for s in seeds):
+        return None
+    stats, refs = aggregate_all(seeds, logs_dir, results_dir, budget)
+    costs, header = read_costs(results_dir)
+    os.makedirs(figures_dir, exist_ok=True)
+    for sec in SECTIONS:
+        plot_section(sec, [s for s in stats if s["section"] == sec], refs if sec == "fisher" else [],
+                     os.path.join(figures_dir, f"ablation_{sec}.png"), budget)
+    plot_update_time(stats, costs, os.path.join(figures_dir, "ablation_update_time.png"))
+    write_report(stats, refs, costs, header, seeds, report_path, budget)
+    return report_path
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("action", nargs="?", choices=("run", "costs", "report", "all"), default="all",
-                   help="run: the ablation runs; costs: benchmark/ablation_costs.py; report: CSVs, figures, "
-                        "ABLATIONS.md; all: the three in turn (default)")
-    p.add_argument("--sections", default="all", help=f"comma list of {', '.join(SECTIONS)} or 'all'")
-    p.add_argument("--seeds", default=SEEDS, help="runs to do (run) / to aggregate (report) (default: %(default)s)")
-    p.add_argument("--budget", type=int, default=BUDGET)
-    p.add_argument("--runs-dir", default=DEFAULT_RUNS)
-    p.add_argument("--grid-dir", default=GRID_RUNS, help="the main grid (baseline cells)")
-    p.add_argument("--logs-dir", default=LOGS, help="compact logs (committed; a log there counts as done)")
+    p.add_argument("action", nargs="?", choices=("report", "costs"), default="report",
+                   help="report: CSVs, figures, ABLATIONS.md from the compact logs (default); costs: "
+                        "benchmark/costs.py ablation-costs into the results directory")
+    p.add_argument("--seeds", default=SEEDS, help="seeds to aggregate (default: %(default)s)")
+    p.add_argument("--logs-dir", default=LOGS)
     p.add_argument("--results-dir", default=RESULTS)
     p.add_argument("--figures-dir", default=FIGURES)
     p.add_argument("--report-path", default=REPORT)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--wait-for-grid", action="store_true", help="poll every 60 s until no benchmark/sweep.py runs")
-    p.add_argument("--progress-interval", type=float, default=30.0)
-    p.add_argument("--dry-run", action="store_true", help="list jobs and baseline cells; run nothing")
     args = p.parse_args(argv)
-    sections = list(SECTIONS) if args.sections == "all" else [s.strip() for s in args.sections.split(",")]
-    seeds = sweep.parse_seeds(args.seeds)
-    if args.dry_run:
-        for cell in all_cells(sections):
-            if cell.source == "grid":
-                for seed in seeds:
-                    sd = cell.seed_dir(seed, args.runs_dir, args.grid_dir)
-                    run = load_run(sd)
-                    print(f"{cell.section:10s} {cell.task}/{cell.variant}/seed{seed:<3d} grid     "
-                          f"{run['status'] if run else 'missing'} {sd}")
-        for job in make_jobs(sections, seeds, args.runs_dir, args.budget, logs_dir=args.logs_dir):
-            state, run_dir = sweep.inspect_job(job)
-            print(f"{'':10s} {job.name:36s} {state:8s} " + " ".join(job.flags))
-        return 0
-    if args.wait_for_grid:
-        while grid_running():
-            print(f"[ablations] {time.strftime('%H:%M:%S')} main grid (benchmark/sweep.py) still running; "
-                  f"waiting 60 s", flush=True)
-            time.sleep(60)
-    if args.action in ("run", "all"):
-        jobs = make_jobs(sections, seeds, args.runs_dir, args.budget, logs_dir=args.logs_dir)
-        print(f"[ablations] {len(jobs)} jobs, sections {','.join(sections)}, seeds {args.seeds}, "
-              f"budget {args.budget:,}, workers {args.workers}, runs in {os.path.abspath(args.runs_dir)}", flush=True)
-        out = sweep.run_local(jobs, args.workers, args.progress_interval)
-        if out["interrupted"]:
-            return 130
-    if args.action in ("costs", "all"):
+    if args.action == "costs":
         print(run_costs(args.results_dir))
-    if args.action in ("report", "all"):
-        found = [c for c in all_cells(sections) for seed in seeds
-                 if load_run(c.seed_dir(seed, args.runs_dir, args.grid_dir)) is not None]
-        if not found:  # a fresh clone: the raw runs are not in git; never replace committed results with emptiness
-            print(f"error: no ablation runs under {args.runs_dir} or {args.grid_dir} (raw runs are not committed); "
-                  f"run `python benchmark/ablations.py run` first; {args.report_path} and its CSVs and figures are "
-                  "left as they are", file=sys.stderr)
-            return 2
-        stats, refs = aggregate_all(seeds, args.runs_dir, args.grid_dir, args.results_dir, args.budget)
-        costs, header = read_costs(args.results_dir)
-        os.makedirs(args.figures_dir, exist_ok=True)
-        for sec in SECTIONS:
-            plot_section(sec, [s for s in stats if s["section"] == sec],
-                         refs if sec == "fisher" else [], os.path.join(args.figures_dir, f"ablation_{sec}.png"),
-                         args.budget)
-        plot_update_time(stats, costs, os.path.join(args.figures_dir, "ablation_update_time.png"))
-        write_report(stats, refs, costs, header, seeds, args.report_path, args.budget)
-        print(f"wrote {args.results_dir}/*.csv, {args.figures_dir}/ablation_*.png, {args.report_path}")
+        return 0
+    if write_all(args.seeds, args.logs_dir, args.results_dir, args.figures_dir, args.report_path) is None:
+        print(f"error: no ablation compact logs under {args.logs_dir}; run `python benchmark/sweep.py --study "
+              f"ablations` first; {args.report_path} and its CSVs and figures are left as they are", file=sys.stderr)
+        return 2
+    print(f"wrote {args.results_dir}/*.csv, {args.figures_dir}/ablation_*.png, {args.report_path}")
     return 0
 
 

@@ -155,6 +155,7 @@ def pack(run_dir: str, out_path: str, task: str, algo: str, seed: int, budget: O
     record = {"format": FORMAT, "task": task, "algo": algo, "seed": seed, "budget": budget,
               "status": summary.get("status"), "global_step": summary.get("global_step"),
               "updates_done": summary.get("updates"), "wall_time_s": summary.get("wall_time_s"),
+              "resumed_from_step": cfg.get("resumed_from_step") or 0,  # wall_time_s covers the steps after it
               "args": cfg.get("args", {}), "versions": {k: cfg.get(k) for k in ("torch", "gymnasium", "mujoco",
                                                                                  "numpy", "python", "device")},
               "episodes": _columns(os.path.join(run_dir, "episodes.csv"), EPISODE_COLS),
@@ -176,7 +177,8 @@ def load(path: str) -> dict:
     return {"task": rec["task"], "algo": rec["algo"], "seed": int(rec["seed"]), "seed_dir": None, "run_dir": path,
             "job_budget": rec.get("budget"), "status": rec.get("status") or "running?",
             "last_step": int(rec.get("global_step") or 0), "damping": args.get("damping"),
-            "num_steps": args.get("num_steps"), "cfg": args,
+            "num_steps": args.get("num_steps"), "cfg": args, "wall_time_s": rec.get("wall_time_s"),
+            "resumed_from_step": int(rec.get("resumed_from_step") or 0),
             "episodes": {c: arr(v) for c, v in rec["episodes"].items()},
             "updates": {c: arr(v) for c, v in rec["updates"].items()}}
 
@@ -222,3 +224,12 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+RANDOM_SCORES = os.path.join(REPO, "benchmark", "results", "random_scores.csv")  # `sweep.py --study random`
+
+
+def read_random_scores(path: str = RANDOM_SCORES) -> dict:
+    """{task: score} of the random policy: the 0 of the normalized scores."""
+    with open(path, newline="") as f:
+        return {r["task"]: float(r["score"]) for r in csv.DictReader(f)}

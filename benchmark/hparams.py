@@ -16,10 +16,11 @@ import functools
 import os
 import sys
 import tomllib
+from dataclasses import dataclass
 from typing import Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:  # so `python benchmark/hparams.py` can import benchmark.envs
+if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 TOML_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hyperparams.toml")
@@ -72,15 +73,15 @@ def resolve_algo(name: str) -> str:
 
 def trainer_env_id(task: str, horizon: str = "paper") -> str:
     """The --env-id to pass to smac_a2c.py. horizon='paper': 1000-step episodes everywhere (the
-    paper's protocol), through benchmark/envs.py where the registered limit differs;
-    horizon='gym': the id's registered TimeLimit."""
+    paper's protocol), through a copy registered below where the registered limit differs
+    (`benchmark.hparams:CartPole_T1000-v1`); horizon='gym': the id's registered TimeLimit."""
     if horizon not in HORIZONS:
         raise ValueError(f"horizon must be one of {HORIZONS}, got {horizon!r}")
     info = task_info(task)
     env_id = info["env_id"]
     if horizon == "paper" and info["gym_max_episode_steps"] != load()["meta"]["horizon"]:
-        from benchmark.envs import horizon_id  # noqa: WPS433 (light import; registers the ids)
-        return f"benchmark.envs:{horizon_id(env_id, load()['meta']['horizon'])}"
+        register_horizons(load()["meta"]["horizon"])  # this process may make it (gym.make imports this module once)
+        return f"benchmark.hparams:{horizon_id(env_id, load()['meta']['horizon'])}"
     return env_id
 
 
@@ -232,3 +233,150 @@ def reading_flags(name: str) -> list[str]:
     if "+" in name:  # round 2: a union of two readings
         return [f for part in name.split("+") for f in READINGS[part][0]]
     raise KeyError(f"unknown reading {name!r}; known: {', '.join(READINGS)} (or a+b)")
+
+
+# The fidelity study (issue 11): the readings above on classic control, 3 seeds x 150k steps
+FIDELITY_TASKS = ("Acrobot", "CartPole")
+FIDELITY_BUDGET = 150_000  # the latest classic-control claim needs 40k * 3.35 = 134k (Acrobot, AC-KFAC)
+FIDELITY_SEEDS = "1-3"
+FIDELITY_RESULTS = os.path.join(REPO, "benchmark", "results", "fidelity")
+FIDELITY_LOGS = os.path.join(FIDELITY_RESULTS, "logs")
+
+
+# The pre-registered study (issue 27): its blocks, tests and decision rules
+PREREG = os.path.join(REPO, "benchmark", "preregistration.toml")
+
+
+def load_prereg(path: str = PREREG) -> dict:
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+# The ablations (issue 7): the paper's SMAC row of a task with one thing changed, 3 seeds x 300k steps
+ABLATION_BUDGET = 300_000
+ABLATION_SEEDS = "1-3"
+ABLATION_LOGS = os.path.join(REPO, "benchmark", "results", "logs", "ablations")
+ABLATION_REF_TASKS = ["HalfCheetah", "Hopper", "Swimmer", "Walker2d"]  # AC-SGD beside them, for reference
+PREV_EF = ["--prev-ef-beta", "0.5", "--prev-ef-rank", "8", "--prev-ef-damping", "fixed"]
+
+# variant -> (flag overrides of the paper's SMAC row, extra flags, label)
+VARIANTS = {
+    "batch-mean": ({}, [], "batch-mean (paper's row)"),
+    "per-sample": ({}, ["--fisher", "per-sample"], "per-sample (Algorithm 1)"),
+    "per-sample-parallel": ({}, ["--fisher", "per-sample-parallel"], "per-sample-parallel"),
+    "lambda0.1": ({"--damping": 0.1}, [], "λ = 0.1"),
+    "lambda1": ({"--damping": 1.0}, [], "λ = 1"),
+    "lambda10": ({"--damping": 10.0}, [], "λ = 10"),
+    "lambda0.1-norm": ({"--damping": 0.1}, ["--step-normalization"], "λ = 0.1 + step normalization"),
+    "prev-ef0.5": ({}, PREV_EF, "prev-EF β = 0.5, r = 8, fixed λ"),
+    "T250": ({"--num-steps": 250}, [], "T = 250"),
+    "T500": ({"--num-steps": 500}, [], "T = 500"),
+    "T1000": ({"--num-steps": 1000}, [], "T = 1000"),
+    "T2000": ({"--num-steps": 2000}, [], "T = 2000"),
+}
+SECTIONS = {
+    "fisher": {"tasks": ["HalfCheetah", "Hopper"], "variants": ["batch-mean", "per-sample", "per-sample-parallel"],
+               "title": "1–2. Per-sample (Algorithm 1) vs batch-mean vs per-sample-parallel"},
+    "damping": {"tasks": ["Hopper", "Swimmer", "Walker2d"],
+                "variants": ["lambda0.1", "lambda1", "lambda10", "lambda0.1-norm"],
+                "title": "3. Damping λ ∈ {0.1, 1, 10} and step normalization"},
+    "prev_ef": {"tasks": ["Swimmer", "Hopper", "Walker2d"], "variants": ["batch-mean", "prev-ef0.5"],
+                "title": "4. Previous-EF mixing, β = 0.5"},
+    "batch_size": {"tasks": ["Hopper", "HalfCheetah"], "variants": ["T250", "T500", "T1000", "T2000"],
+                   "title": "5. Batch size T"},
+}
+
+
+def _canon(flags: list) -> list:
+    """Flags with numeric values as floats, so '1.0' == '1' == 1."""
+    out = []
+    for tok in flags:
+        try:
+            out.append(float(tok))
+        except (TypeError, ValueError):
+            out.append(tok)
+    return out
+
+
+def variant_flags(task: str, variant: str) -> list[str]:
+    """The paper's SMAC row of `task` (lookup) with the variant's overrides and extra flags."""
+    overrides, extra, _ = VARIANTS[variant]
+    flags = list(lookup(task, "smac"))
+    for flag, value in overrides.items():
+        i = flags.index(flag)  # every override replaces a flag the row sets
+        flags[i + 1] = repr(float(value)) if flag == "--damping" else str(value)
+    return flags + list(extra)
+
+
+@dataclass
+class Cell:
+    section: str
+    task: str
+    variant: str
+    flags: list
+    source: str            # "grid" (equal to the paper's SMAC row) or "ablation"
+
+    @property
+    def run_variant(self) -> str:
+        """The variant its runs are logged under: the paper's row is run once per task, as `batch-mean`."""
+        return "batch-mean" if self.source == "grid" else self.variant
+
+
+def section_cells(section: str) -> list[Cell]:
+    spec = SECTIONS[section]
+    cells = []
+    for task in spec["tasks"]:
+        base = _canon(lookup(task, "smac"))
+        for variant in spec["variants"]:
+            flags = variant_flags(task, variant)
+            cells.append(Cell(section, task, variant, flags, "grid" if _canon(flags) == base else "ablation"))
+    return cells
+
+
+def all_cells(sections=None) -> list[Cell]:
+    return [c for s in (sections or SECTIONS) for c in section_cells(s)]
+
+
+# The paper-silent normalization defaults (docs/implementation.md): 4 settings x 3 tasks x 3 algorithms x 3 seeds.
+# Rule, fixed before running: the default is the setting with the highest mean, over every task x algorithm cell, of
+# the min-max normalized final return (min and max per task over all settings and algorithms); final return = mean
+# episodic return over the last 10% of training steps, averaged over seeds.
+DEFAULTS_SETTINGS = {
+    "obs+reward": ["--norm-obs", "--norm-reward", "--no-norm-adv"],
+    "obs": ["--norm-obs", "--no-norm-reward", "--no-norm-adv"],
+    "none": ["--no-norm-obs", "--no-norm-reward", "--no-norm-adv"],
+    "obs+reward+adv": ["--norm-obs", "--norm-reward", "--norm-adv"],
+}
+DEFAULTS_ROWS = {  # the paper's rows (eta, alpha, lambda), on the registered (gym) horizons
+    "CartPole-v1": {"smac": (5e-3, 1e-3, 0.1), "sgd": (7e-3, 1e-3, None), "adam": (7e-5, 1e-3, None)},
+    "Pendulum-v1": {"smac": (6e-3, 1e-3, 0.1), "sgd": (5e-2, 1e-3, None), "adam": (7e-4, 1e-3, None)},
+    "Hopper-v4": {"smac": (1e-2, 1e-4, 1.0), "sgd": (1e-3, 1e-4, None), "adam": (1e-4, 1e-4, None)},
+}
+DEFAULTS_STEPS = {"CartPole-v1": 200_000, "Pendulum-v1": 200_000, "Hopper-v4": 500_000}
+DEFAULTS_LOGS = os.path.join(REPO, "benchmark", "results", "logs", "defaults")
+
+
+# The paper's 1000-step horizon ("In all environments, episodes have a horizon of 1000 timesteps") for ids registered
+# shorter (Acrobot-v1 and CartPole-v1 500, Pendulum-v1 200, Pusher-v5 100): copies with a 1000-step TimeLimit, same
+# entry point and kwargs, reached through gymnasium's `module:id` syntax: --env-id benchmark.hparams:CartPole_T1000-v1
+HORIZON_BASE_IDS = ("Acrobot-v1", "CartPole-v1", "Pendulum-v1", "Pusher-v5")
+
+
+def horizon_id(env_id: str, horizon: int = 1000) -> str:
+    """'CartPole-v1' -> 'CartPole_T1000-v1' (the id registered by register_horizons)."""
+    name, version = env_id.rsplit("-v", 1)
+    return f"{name}_T{horizon}-v{version}"
+
+
+def register_horizons(horizon: int = 1000) -> None:
+    import gymnasium as gym
+    for base in HORIZON_BASE_IDS:
+        if horizon_id(base, horizon) not in gym.registry:
+            spec = gym.spec(base)
+            gym.register(id=horizon_id(base, horizon), entry_point=spec.entry_point, kwargs=dict(spec.kwargs),
+                         max_episode_steps=horizon, reward_threshold=spec.reward_threshold,
+                         nondeterministic=spec.nondeterministic)
+
+
+if "gymnasium" in sys.modules:  # imported by gym.make("benchmark.hparams:..."), or by a process that makes envs
+    register_horizons()

@@ -1,11 +1,10 @@
-"""The pre-registered blocks of issue 27 (benchmark/preregistration.toml) as job lists for the sweep's runner.
+"""The pre-registered study of issue 27 (benchmark/preregistration.toml): its power calculation and its analysis.
 
-    python -m benchmark.prereg run --workers 2     # every block, in the pre-registered order; resumable
-    python -m benchmark.prereg run --dry-run       # each job's state and command
-    python -m benchmark.prereg power               # the power calculation written into the toml
+    python benchmark/sweep.py --study prereg --workers 2   # every block's runs, in the pre-registered order
+    python -m benchmark.prereg power                        # the power calculation written into the toml
+    python -m benchmark.prereg analyze                      # the pre-registered tests on the committed logs
 
-Each finished run is packed into its block's compact-logs directory (the toml's `logs`); a committed log there
-counts as done, so the blocks continue across sessions. Raw runs go to benchmark/runs_prereg/ (gitignored).
+The runs' compact logs are committed under each block's `logs` directory; report.py writes report/prereg.md.
 """
 from __future__ import annotations
 
@@ -14,77 +13,16 @@ import json
 import math
 import os
 import sys
-import tomllib
 from typing import Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark import hparams, sweep  # noqa: E402
+from benchmark import aggregate, compact, hparams, stats  # noqa: E402
+from benchmark.hparams import parse_seeds  # noqa: E402
 
-PREREG = os.path.join(REPO, "benchmark", "preregistration.toml")
-RUNS = os.path.join(REPO, "benchmark", "runs_prereg")
-
-
-def load(path: str = PREREG) -> dict:
-    with open(path, "rb") as f:
-        return tomllib.load(f)
-
-
-def _override(flags: list[str], **values) -> list[str]:
-    """flags with each `--name value` pair replaced (name given as python identifier)."""
-    out = list(flags)
-    for name, value in values.items():
-        flag = "--" + name.replace("_", "-")
-        i = out.index(flag)
-        out[i + 1] = f"{value:g}"
-    return out
-
-
-def lambda_tag(lam: float) -> str:
-    return f"lam{lam:g}"
-
-
-def block_jobs(name: str, seeds: list[int], reg: dict, runs_root: str = RUNS,
-               logs_root: str = REPO, checkpoint_every: int = 10) -> list[sweep.Job]:
-    """The jobs of one block for the given seeds (runs that the toml says are reused are not listed)."""
-    b, common = reg["blocks"][name], reg["common"]
-    extra = list(common[f"reading_flags_{b['reading']}"])
-    logs = os.path.join(logs_root, b["logs"])
-    runs = os.path.join(runs_root, name)
-    jobs = []
-    if name == "lambda":
-        reused = {float(x) for x in [1e-2]}  # the paper's row: block 1's runs (toml `reuse`)
-        for lam in b["damping"]:
-            if lam in reused:
-                continue
-            flags = _override(hparams.lookup(b["task"], "smac"), damping=lam, learning_rate=b["eta_over_lambda"] * lam)
-            tag = lambda_tag(lam)
-            for seed in seeds:
-                jobs.append(sweep.Job(b["task"], "smac", seed, b["budget"],
-                                      os.path.join(runs, tag, b["task"], "smac", f"seed{seed}"), flags,
-                                      checkpoint_every, extra_flags=extra, logs_dir=os.path.join(logs, tag), tag=tag))
-        return jobs
-    for task in ([b["task"]] if "task" in b else b["tasks"]):
-        for algo in b["algos"]:
-            for seed in seeds:
-                jobs.append(sweep.Job(task, algo, seed, b["budget"], os.path.join(runs, task, algo, f"seed{seed}"),
-                                      hparams.lookup(task, algo), checkpoint_every, extra_flags=extra,
-                                      logs_dir=logs, tag=name))
-    return jobs
-
-
-def ordered_jobs(reg: dict, runs_root: str = RUNS, logs_root: str = REPO) -> list[sweep.Job]:
-    """Every block's jobs in the toml's [execution] order ("block" or "block:seeds")."""
-    jobs = []
-    for item in reg["execution"]["order"]:
-        name, _, seeds = item.partition(":")
-        seed_list = sweep.parse_seeds(seeds or reg["blocks"][name]["seeds"])
-        if name == "equivalence":
-            seed_list = [s for s in seed_list if s > 5]  # seeds 1-5: the stage-1 runs (toml `reuse`)
-        jobs += block_jobs(name, seed_list, reg, runs_root, logs_root)
-    return jobs
+load = hparams.load_prereg
 
 
 def power(reg: dict) -> dict:
@@ -92,15 +30,14 @@ def power(reg: dict) -> dict:
     import numpy as np
     from scipy import stats as sps
 
-    from benchmark import grid_report, random_scores, stats
     p = reg["power"]
-    cells = grid_report.load_cells(os.path.join(REPO, p["source_logs"]))
-    rand = random_scores.read()
+    cells = aggregate.load_cells(os.path.join(REPO, p["source_logs"]))
+    rand = compact.read_random_scores()
     out = {}
     for task in reg["blocks"]["equivalence"]["tasks"]:
         best = max(hparams.paper_result(task, a)[0] for a in hparams.PAPER_ALGOS)
         score = {a: {s: (0.0 if f is None else stats.normalize(f, rand[task], best))
-                     for s, f, _ in grid_report.scored_runs(cells[(task, a)])} for a in ("smac", "sgd-matched")}
+                     for s, f, _ in aggregate.scored_runs(cells[(task, a)])} for a in ("smac", "sgd-matched")}
         d = np.array([score["smac"][s] - score["sgd-matched"][s] for s in p["source_seeds"]])
         sd = float(d.std(ddof=1))
         z = p["target_power"]
@@ -118,18 +55,15 @@ def power(reg: dict) -> dict:
 def _scores(logs_dirs: list[str], budget: Optional[int] = None) -> dict:
     """{(task, algo): {seed: normalized final}} over compact logs (a diverged run scores 0, the toml's rule),
     with the raw finals under key (task, algo, "raw"), and the runs under (task, algo, "runs")."""
-    import numpy as np  # noqa: F401
-
-    from benchmark import compact, grid_report, random_scores, stats
-    rand, out = random_scores.read(), {}
+    rand, out = compact.read_random_scores(), {}
     for d in logs_dirs:
         if not os.path.isdir(d):
             continue
         runs = compact.discover_logs(d)
-        cells = grid_report.load_cells(runs, budgets={r["task"]: budget for r in runs} if budget else None)
+        cells = aggregate.load_cells(runs, budgets={r["task"]: budget for r in runs} if budget else None)
         for (task, algo), cell in cells.items():
             best = max(hparams.paper_result(task, a)[0] for a in hparams.PAPER_ALGOS)
-            for seed, final, _ in grid_report.scored_runs(cell):
+            for seed, final, _ in aggregate.scored_runs(cell):
                 out.setdefault((task, algo), {})[seed] = 0.0 if final is None else stats.normalize(final, rand[task], best)
                 out.setdefault((task, algo, "raw"), {})[seed] = final
         for r in runs:
@@ -191,13 +125,12 @@ def analyze(reg: dict, root: str = REPO) -> dict:
     import numpy as np
     from scipy import stats as sps
 
-    from benchmark import stats
     common, out = reg["common"], {}
     margin, alpha = common["margin"], common["alpha"]
     # block 1
     b = reg["blocks"]["equivalence"]
     sc = _scores([os.path.join(root, "benchmark/results/logs/norm"), os.path.join(root, b["logs"])], b["budget"])
-    seeds = sweep.parse_seeds(b["seeds"])
+    seeds = parse_seeds(b["seeds"])
     rows = []
     for task in b["tasks"]:
         r = paired(sc.get((task, "smac"), {}), sc.get((task, "sgd-matched"), {}), seeds, margin)
@@ -213,13 +146,13 @@ def analyze(reg: dict, root: str = REPO) -> dict:
     out["equivalence"] = rows
     # block 2
     b2 = reg["blocks"]["lambda"]
-    seeds2 = sweep.parse_seeds(b2["seeds"])
+    seeds2 = parse_seeds(b2["seeds"])
     per_lam, fractions = {}, {}
     for lam in b2["damping"]:
         if lam == 1e-2:
             smac, runs = sc.get(("HalfCheetah", "smac"), {}), sc.get(("HalfCheetah", "smac", "runs"), {})
         else:
-            s2 = _scores([os.path.join(root, b2["logs"], lambda_tag(lam))], b2["budget"])
+            s2 = _scores([os.path.join(root, b2["logs"], f"lam{lam:g}")], b2["budget"])
             smac, runs = s2.get(("HalfCheetah", "smac"), {}), s2.get(("HalfCheetah", "smac", "runs"), {})
         per_lam[lam] = {"smac": smac, **paired(smac, sc.get(("HalfCheetah", "sgd-matched"), {}), seeds2, margin)}
         fr = [step_fraction_removed(runs[s], lam) for s in seeds2 if s in runs]
@@ -259,7 +192,7 @@ def analyze(reg: dict, root: str = REPO) -> dict:
                       "vs_paper": stats.welch_vs_summary(raw, paper[0], paper[1], 5), "paper": paper}
     s, c = res3["smac"], res3["cg"]
     res3["smac_vs_cg"] = stats.welch_test(s["finals"], c["finals"])
-    res3["complete"] = all(res3[a]["n"] == len(sweep.parse_seeds(b3["seeds"])) for a in b3["algos"])
+    res3["complete"] = all(res3[a]["n"] == len(parse_seeds(b3["seeds"])) for a in b3["algos"])
     w, vn = res3["smac_vs_cg"], s["vs_norm"]
     reproduced = bool(w and w["diff"] > 0 and w["p"] < alpha and s["ci"][0] <= s["paper"][0] <= s["ci"][1])
     caused = bool(vn and vn["diff"] > 0 and vn["p"] < alpha)
@@ -324,16 +257,8 @@ def markdown(reg: dict, res: dict) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="run the blocks' jobs (resumable)")
-    r.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    r.add_argument("--blocks", default="all", help="comma list of block names, or all (default)")
-    r.add_argument("--dry-run", action="store_true")
-    r.add_argument("--progress-interval", type=float, default=60.0)
-    r.add_argument("--logs-root", default=REPO, help="checkout whose benchmark/results/logs/prereg/ receives the "
-                   "compact logs (default: this one; another when the runs go from a frozen copy of the code)")
-    sub.add_parser("power", help="print the power calculation")
-    sub.add_parser("analyze", help="print the pre-registered tests on the committed logs")
+    ap.add_argument("cmd", choices=("power", "analyze"), help="power: the power calculation written into the toml; "
+                    "analyze: the pre-registered tests on the committed logs (JSON)")
     args = ap.parse_args(argv)
     reg = load()
     if args.cmd == "power":
@@ -341,21 +266,8 @@ def main(argv=None) -> int:
             print(f"{task}: sd(paired diff) {sd:.3f}; seeds for margin {reg['common']['margin']}: {n}; "
                   f"margin at {reg['power']['seeds_per_side']} seeds: {m:.3f}")
         return 0
-    if args.cmd == "analyze":
-        print(json.dumps(analyze(reg), indent=1, default=lambda o: None))
-        return 0
-    jobs = ordered_jobs(reg, logs_root=os.path.abspath(getattr(args, "logs_root", REPO)))
-    if args.blocks != "all":
-        keep = set(args.blocks.split(","))
-        jobs = [j for j in jobs if j.tag.split("/")[0] in keep or (j.tag.startswith("lam") and "lambda" in keep)]
-    print(f"[prereg] {len(jobs)} jobs", flush=True)
-    if args.dry_run:
-        for job in jobs:
-            state, run_dir, _ = sweep.plan(job)
-            print(f"{job.name:44s} {state}")
-        return 0
-    out = sweep.run_local(jobs, args.workers, args.progress_interval)
-    return 130 if out["interrupted"] else 0
+    print(json.dumps(analyze(reg), indent=1, default=lambda o: None))
+    return 0
 
 
 if __name__ == "__main__":

@@ -283,3 +283,13 @@ def write_csv(path: str, rows: list[dict]) -> None:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
+
+
+def save(fig, path: str, title: Optional[str] = None, dpi: int = 110, rect=None, **title_kw) -> None:
+    """The tail every figure shares: optional suptitle, tight layout (inside `rect`), PNG at `dpi`, close."""
+    import matplotlib.pyplot as plt
+    if title:
+        fig.suptitle(title, **title_kw)
+    fig.tight_layout(**({"rect": rect} if rect else {}))
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import csv
 import functools
+import itertools
 import json
 import os
 import shutil
@@ -47,6 +48,7 @@ if REPO not in sys.path:
 from benchmark import compact, hparams  # noqa: E402
 from benchmark.compact import DEFAULT_RUNS, find_run_dir, read_summary  # noqa: E402,F401
 from benchmark.hparams import parse_budget, parse_seeds  # noqa: E402,F401
+from benchmark.stats import write_csv  # noqa: E402
 
 TRAINER = ["-m", "benchmark.trainer"]  # the lab trainer, run from the repository root (PYTHONPATH)
 DEFAULT_LOGS = os.path.join(REPO, "benchmark", "results", "logs")
@@ -92,6 +94,164 @@ def make_jobs(tasks, algos, seeds, budgets, runs_dir, checkpoint_every=10, horiz
                                 logs_dir=os.path.abspath(logs_dir) if logs_dir else None, tag=tag,
                                 extend_from=os.path.abspath(extend_from) if extend_from else None))
     return jobs
+
+
+def fidelity_jobs(readings, seeds, budget=hparams.FIDELITY_BUDGET, runs_dir=None, logs_dir=hparams.FIDELITY_LOGS,
+                  tasks=hparams.FIDELITY_TASKS, algos=hparams.PAPER_ALGOS) -> list[Job]:
+    """The fidelity study (issue 11): the grid of `tasks` x `algos` once per reading, its flags added."""
+    runs_dir = runs_dir or f"{DEFAULT_RUNS}_fidelity"
+    return [j for r in readings for j in make_jobs(list(tasks), list(algos), seeds, {t: budget for t in tasks},
+                                                   os.path.join(runs_dir, r), extra_flags=hparams.reading_flags(r),
+                                                   logs_dir=os.path.join(logs_dir, r), tag=r)]
+
+
+def ablation_jobs(sections=None, seeds=(1, 2, 3), runs_dir=None, budget=hparams.ABLATION_BUDGET,
+                  logs_dir=hparams.ABLATION_LOGS, checkpoint_every=10) -> list[Job]:
+    """The ablations (issue 7), seed-major (every section's seed 1, then seed 2, ...): the paper's SMAC row once per
+    task (`batch-mean`), every other variant, and AC-SGD (`sgd`) for reference, one job per run directory."""
+    runs_dir = os.path.abspath(runs_dir or f"{DEFAULT_RUNS}_ablations")
+    jobs, seen = [], set()
+    for seed in sorted(seeds):
+        cells = [(c.task, c.run_variant, c.flags) for c in hparams.all_cells(sections)]
+        cells += [(t, "sgd", hparams.lookup(t, "sgd")) for t in hparams.ABLATION_REF_TASKS]
+        for task, variant, flags in cells:
+            seed_dir = os.path.join(runs_dir, task, variant, f"seed{seed}")
+            if seed_dir not in seen:
+                seen.add(seed_dir)
+                jobs.append(Job(task, variant, seed, budget, seed_dir, list(flags), checkpoint_every,
+                                logs_dir=os.path.abspath(logs_dir), tag="ablations"))
+    return jobs
+
+
+def _override(flags: list[str], **values) -> list[str]:
+    """flags with each `--name value` pair replaced (name given as python identifier)."""
+    out = list(flags)
+    for name, value in values.items():
+        i = out.index("--" + name.replace("_", "-"))
+        out[i + 1] = f"{value:g}"
+    return out
+
+
+def prereg_jobs(reg: dict, blocks=None, runs_root=None, logs_root: str = REPO, checkpoint_every=10) -> list[Job]:
+    """The pre-registered study (issue 27): every block's jobs in the toml's [execution] order ("block" or
+    "block:seeds"); the runs the toml says are reused (block 1's seeds 1-5: the grid's; the lambda block's
+    lambda = 0.01: block 1's) are not listed."""
+    runs_root = runs_root or f"{DEFAULT_RUNS}_prereg"
+    jobs, common = [], reg["common"]
+    for item in reg["execution"]["order"]:
+        name, _, seeds = item.partition(":")
+        b = reg["blocks"][name]
+        seeds = parse_seeds(seeds or b["seeds"])
+        if (blocks and name not in blocks) or not seeds:
+            continue
+        extra, logs, runs = (list(common[f"reading_flags_{b['reading']}"]), os.path.join(logs_root, b["logs"]),
+                             os.path.join(runs_root, name))
+        if name == "lambda":
+            for lam in (x for x in b["damping"] if x != 1e-2):
+                flags = _override(hparams.lookup(b["task"], "smac"), damping=lam,
+                                  learning_rate=b["eta_over_lambda"] * lam)
+                tag = f"lam{lam:g}"
+                jobs += [Job(b["task"], "smac", s, b["budget"], os.path.join(runs, tag, b["task"], "smac", f"seed{s}"),
+                             flags, checkpoint_every, extra_flags=extra, logs_dir=os.path.join(logs, tag), tag=tag)
+                         for s in seeds]
+            continue
+        seeds = [s for s in seeds if s > 5] if name == "equivalence" else seeds
+        jobs += [Job(task, algo, s, b["budget"], os.path.join(runs, task, algo, f"seed{s}"), hparams.lookup(task, algo),
+                     checkpoint_every, extra_flags=extra, logs_dir=logs, tag=name)
+                 for task in ([b["task"]] if "task" in b else b["tasks"]) for algo in b["algos"] for s in seeds]
+    return jobs
+
+
+def defaults_jobs(seeds, runs_dir=None, logs_dir=hparams.DEFAULTS_LOGS, checkpoint_every=10) -> list[Job]:
+    """The normalization-defaults sweep (hparams.DEFAULTS_*): every setting x task x algorithm x seed, longest first."""
+    runs_dir = runs_dir or f"{DEFAULT_RUNS}_defaults"
+    jobs = []
+    for setting, env_id, algo, seed in itertools.product(hparams.DEFAULTS_SETTINGS, hparams.DEFAULTS_ROWS,
+                                                         ("smac", "sgd", "adam"), seeds):
+        eta, alpha, lam = hparams.DEFAULTS_ROWS[env_id][algo]
+        flags = ["--env-id", env_id, "--optimizer", algo, "--learning-rate", str(eta), "--critic-learning-rate",
+                 str(alpha)] + (["--damping", str(lam)] if lam else [])
+        task = env_id.split("-v")[0]
+        jobs.append(Job(task, algo, seed, hparams.DEFAULTS_STEPS[env_id],
+                        os.path.join(runs_dir, setting, task, algo, f"seed{seed}"), flags, checkpoint_every,
+                        extra_flags=hparams.DEFAULTS_SETTINGS[setting], logs_dir=os.path.join(logs_dir, setting),
+                        tag=setting))
+    return sorted(jobs, key=lambda j: -j.budget)
+
+
+def sb3_jobs(tasks, seeds, budget, runs_dir=None) -> list[Job]:
+    """Outside reference: Stable-Baselines3 A2C with its own defaults (`pip install stable-baselines3`; n_steps 5,
+    RMSprop 7e-4, ent_coef 0, vf_coef 0.5, max_grad_norm 0.5, gae_lambda 1, 64-64 tanh, shared optimizer) on the
+    harness's environments (1000-step episodes); an unfinished run starts over (not checkpointed)."""
+    runs_dir = os.path.abspath(runs_dir or DEFAULT_RUNS)
+    return [Job(t, "sb3-a2c", s, budget, os.path.join(runs_dir, t, "sb3-a2c", f"seed{s}")) for s in seeds for t in tasks]
+
+
+def sb3_run(task: str, seed: int, budget: int, seed_dir: str) -> int:
+    """One SB3 A2C run, writing the files the harness reads (episodes.csv, summary.json, config.json) to seed_dir/sb3."""
+    import gymnasium as gym
+    import stable_baselines3
+    import torch
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    hparams.register_horizons()
+    torch.set_num_threads(1)
+    env_id, out = hparams.trainer_env_id(task).split(":")[-1], os.path.join(seed_dir, "sb3")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump({"args": {"env_id": env_id, "seed": seed, "total_timesteps": budget, "algo": "sb3-a2c defaults"},
+                   "stable_baselines3": stable_baselines3.__version__}, f, indent=2)
+    with open(os.path.join(out, "episodes.csv"), "w", newline="") as episodes:
+        writer = csv.writer(episodes)
+        writer.writerow(["global_step", "episodic_return", "episodic_length"])
+
+        class LogEpisodes(BaseCallback):
+            def _on_step(self) -> bool:
+                for info in self.locals["infos"]:
+                    if "episode" in info:  # added by SB3's Monitor wrapper when an episode ends
+                        writer.writerow([self.num_timesteps, info["episode"]["r"], info["episode"]["l"]])
+                return True
+
+        start = time.time()
+        model = stable_baselines3.A2C("MlpPolicy", gym.make(env_id), seed=seed, device="cpu", verbose=0)
+        model.learn(total_timesteps=budget, callback=LogEpisodes())
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump({"status": "finished", "global_step": budget, "wall_time_s": time.time() - start,
+                   "sps": budget / (time.time() - start)}, f, indent=2)
+    return 0
+
+
+def random_scores(tasks, steps: int = 50_000, seed: int = 0, out: str = compact.RANDOM_SCORES) -> list[dict]:
+    """The random policy's score per task (the 0 of the normalized scores): uniformly random actions (seeded), the
+    grid's 1000-step horizon, `steps` environment steps; the episodes' returns through the paper's protocol
+    (100 bins over `steps`, EWM 0.1), the last smoothed bin is the score, as for a trained run."""
+    import gymnasium as gym
+    import numpy as np
+
+    hparams.register_horizons()
+    from benchmark.protocol import smoothed_curve
+    rows = []
+    for task in tasks:
+        env = gym.make(hparams.trainer_env_id(task), disable_env_checker=True)
+        env.action_space.seed(seed)
+        env.reset(seed=seed)
+        ends, returns, total = [], [], 0.0
+        for t in range(1, steps + 1):
+            _, r, term, trunc, _ = env.step(env.action_space.sample())
+            total += float(r)
+            if term or trunc:
+                ends.append(t)
+                returns.append(total)
+                total = 0.0
+                env.reset()
+        env.close()
+        curve = smoothed_curve(np.array(ends), np.array(returns), steps)
+        rows.append({"task": task, "env_id": hparams.task_info(task)["env_id"], "steps": steps,
+                     "episodes": len(returns), "score": f"{curve[-1]:.6g}", "mean_return": f"{np.mean(returns):.6g}",
+                     "std_return": f"{np.std(returns, ddof=1):.6g}" if len(returns) > 1 else ""})
+        print(rows[-1], flush=True)
+    write_csv(out, rows)
+    return rows
 
 
 def committed_log(job: Job) -> Optional[str]:
@@ -216,6 +376,8 @@ def extension_source(job: Job) -> Optional[str]:
 
 def command(job: Job, state: str, run_dir: Optional[str]) -> list[str]:
     """The trainer command line for a job in state fresh / resume."""
+    if job.algo == "sb3-a2c":
+        return [job.python, os.path.abspath(__file__), "sb3-run", job.task, str(job.seed), str(job.budget), job.seed_dir]
     base = [job.python, *TRAINER]
     if state == "resume":
         return base + ["--resume", run_dir, "--total-timesteps", str(job.budget),
@@ -466,26 +628,38 @@ def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: floa
 # ------------------------------------------------------------------------------------------
 # CLI
 # ------------------------------------------------------------------------------------------
+STUDIES = ("grid", "fidelity", "ablations", "prereg", "defaults", "sb3", "random")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--study", choices=STUDIES, default="grid", help="which job list: grid (--tasks x --algos x --seeds "
+                   "at --budget), fidelity (--readings), ablations (--sections), prereg (--blocks), defaults, sb3 "
+                   "(SB3 A2C on --tasks), random (the random policy's scores, no trainer) (default: grid)")
     p.add_argument("--tasks", default="all", help="comma list of tasks (short names or env ids) or 'all', "
                    "'classic', 'mujoco' (default: all nine)")
     p.add_argument("--algos", default="all", help=f"comma list of {', '.join(hparams.ALGOS)} or 'all', "
                    "'paper' (the five of the paper) (default: all six)")
-    p.add_argument("--seeds", default=DEFAULT_SEEDS, help="e.g. 1-3, 1,2,5 (default: %(default)s)")
-    p.add_argument("--budget", default=DEFAULT_BUDGET, help="environment steps per run: one number, or "
-                   "classic=N,mujoco=M,<Task>=K (a task key wins over its group) (default: %(default)s)")
-    p.add_argument("--reading", default="literal", help="reading of the paper's silent choices "
-                   "(benchmark/fidelity.py READINGS: literal, minibatch-10, ...); its trainer flags are added to "
+    p.add_argument("--seeds", default=None, help="e.g. 1-3, 1,2,5 (default: the study's; grid 1-3)")
+    p.add_argument("--budget", default=None, help="environment steps per run: one number, or "
+                   f"classic=N,mujoco=M,<Task>=K (a task key wins over its group) (default: the study's; grid "
+                   f"{DEFAULT_BUDGET})")
+    p.add_argument("--reading", default="literal", help="grid: reading of the paper's silent choices "
+                   "(hparams.READINGS: literal, minibatch-10, ...); its trainer flags are added to "
                    "every job (default: literal; hyperparams.toml [meta] grid_readings records what each grid used)")
+    p.add_argument("--readings", default="all", help="fidelity: comma list of readings (a+b for a union) or 'all'")
+    p.add_argument("--sections", default="all", help="ablations: comma list of "
+                   f"{', '.join(hparams.SECTIONS)} or 'all'")
+    p.add_argument("--blocks", default="all", help="prereg: comma list of preregistration.toml's blocks or 'all'")
     p.add_argument("--runs-dir", default=None, help="root of {task}/{algo}/seed{n}/ (default: benchmark/runs for "
-                   "the literal reading, benchmark/runs_<reading> for another)")
+                   "the literal grid, benchmark/runs_<reading or study> otherwise)")
     p.add_argument("--logs-dir", default=None, help="compact logs root ({task}/{algo}/seed{n}.json.gz): each finished "
-                   "run is packed there, and a log there counts as a finished run (default: "
-                   "benchmark/results/logs/<reading> with the default --runs-dir, none otherwise; 'none' disables)")
-    p.add_argument("--extra-flags", default="", help="trainer flags appended to every job's command "
-                   "(a reading of the fidelity study), e.g. '--num-minibatches 10'")
+                   "run is packed there, and a log there counts as a finished run (default: the study's under "
+                   "benchmark/results/; for the grid benchmark/results/logs/<reading> with the default --runs-dir; "
+                   "'none' disables)")
+    p.add_argument("--extra-flags", default="", help="trainer flags appended to every job's command, e.g. "
+                   "'--num-minibatches 10'")
     p.add_argument("--extend-from", default=None, help="runs root of a smaller-budget grid (e.g. benchmark/runs_norm): "
                    "a job with nothing in --runs-dir continues a copy of that grid's finished run of the same task, "
                    "algorithm, seed and flags instead of starting over (default: none)")
@@ -538,34 +712,71 @@ def main(argv=None) -> int:
             signal.signal(sig, handler)
 
 
+def study_jobs(args) -> list[Job]:
+    """The chosen study's job list (raises KeyError / ValueError on bad input)."""
+    split = lambda spec: None if spec == "all" else [x.strip() for x in spec.split(",") if x.strip()]  # noqa: E731
+    seeds = lambda default: parse_seeds(args.seeds or default)  # noqa: E731
+    logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
+    if args.study == "fidelity":
+        readings = split(args.readings) or list(hparams.READINGS)
+        for r in readings:
+            hparams.reading_flags(r)
+        budget = int(args.budget or hparams.FIDELITY_BUDGET)
+        return fidelity_jobs(readings, seeds(hparams.FIDELITY_SEEDS), budget, args.runs_dir,
+                             logs or hparams.FIDELITY_LOGS)
+    if args.study == "ablations":
+        sections = split(args.sections)
+        for sec in sections or ():
+            if sec not in hparams.SECTIONS:
+                raise KeyError(f"--sections: unknown section {sec!r}; known: {', '.join(hparams.SECTIONS)}")
+        return ablation_jobs(sections, seeds(hparams.ABLATION_SEEDS), args.runs_dir,
+                             int(args.budget or hparams.ABLATION_BUDGET), logs or hparams.ABLATION_LOGS,
+                             args.checkpoint_every)
+    if args.study == "prereg":
+        reg = hparams.load_prereg()
+        blocks = split(args.blocks)
+        for b in blocks or ():
+            if b not in reg["blocks"]:
+                raise KeyError(f"--blocks: unknown block {b!r}; known: {', '.join(reg['blocks'])}")
+        return prereg_jobs(reg, blocks, args.runs_dir, os.path.abspath(logs) if logs else REPO, args.checkpoint_every)
+    if args.study == "defaults":
+        return defaults_jobs(seeds("1-3"), args.runs_dir, logs or hparams.DEFAULTS_LOGS, args.checkpoint_every)
+    tasks = select(args.tasks, "task")
+    if args.study == "sb3":
+        return sb3_jobs(tasks if args.tasks != "all" else hparams.tasks("mujoco"), seeds("1-3"),
+                        int(args.budget or 300_000), args.runs_dir)
+    algos, seeds_ = select(args.algos, "algo"), seeds(DEFAULT_SEEDS)
+    budgets = parse_budget(args.budget or DEFAULT_BUDGET, tasks)
+    reading_flags = hparams.reading_flags(args.reading)
+    default_runs = DEFAULT_RUNS if args.reading == "literal" else f"{DEFAULT_RUNS}_{args.reading}"
+    args.runs_dir = args.runs_dir or default_runs
+    if args.logs_dir is None:
+        logs = os.path.join(DEFAULT_LOGS, args.reading) if os.path.abspath(args.runs_dir) == default_runs else None
+    return make_jobs(tasks, algos, seeds_, budgets, args.runs_dir, args.checkpoint_every, args.horizon,
+                     args.num_steps, reading_flags + args.extra_flags.split(), logs, extend_from=args.extend_from)
+
+
 def _main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["sb3-run"]:  # one SB3 job, launched by the runner (command())
+        return sb3_run(argv[1], int(argv[2]), int(argv[3]), argv[4])
     args = build_parser().parse_args(argv)
-    try:
-        tasks, algos = select(args.tasks, "task"), select(args.algos, "algo")
-        seeds, budgets = parse_seeds(args.seeds), parse_budget(args.budget, tasks)
-    except (KeyError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     if args.workers < 1 or (args.num_steps is not None and args.num_steps < 1) or args.checkpoint_every < 1:
         print("error: --workers, --num-steps and --checkpoint-every must be >= 1", file=sys.stderr)
         return 2
     try:
-        reading_flags = hparams.reading_flags(args.reading)
-    except KeyError as e:
-        print(f"error: --reading: {e.args[0]}", file=sys.stderr)
+        if args.study == "random":
+            random_scores(select(args.tasks, "task"), int(args.budget or 50_000))
+            return 0
+        jobs = study_jobs(args)
+    except (KeyError, ValueError) as e:
+        print(f"error: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
         return 2
-    default_runs = DEFAULT_RUNS if args.reading == "literal" else f"{DEFAULT_RUNS}_{args.reading}"
-    args.runs_dir = args.runs_dir or default_runs
-    logs_dir = args.logs_dir
-    if logs_dir is None:
-        logs_dir = os.path.join(DEFAULT_LOGS, args.reading) if os.path.abspath(args.runs_dir) == default_runs else None
-    elif logs_dir.lower() == "none":
-        logs_dir = None
-    jobs = make_jobs(tasks, algos, seeds, budgets, args.runs_dir, args.checkpoint_every, args.horizon,
-                     args.num_steps, reading_flags + args.extra_flags.split(), logs_dir,
-                     extend_from=args.extend_from)
-    print(f"[sweep] {len(tasks)} tasks x {len(algos)} algorithms x {len(seeds)} seeds = {len(jobs)} runs; "
-          f"budgets: " + ", ".join(f"{t}={budgets[t]:,}" for t in tasks) + f"; runs in {os.path.abspath(args.runs_dir)}",
+    budgets = {}
+    for j in jobs:
+        budgets.setdefault(j.task, j.budget)
+    print(f"[sweep] {args.study}: {len(jobs)} runs; budgets: " + ", ".join(f"{t}={b:,}" for t, b in budgets.items())
+          + (f"; runs under {os.path.dirname(os.path.dirname(os.path.dirname(jobs[0].seed_dir)))}" if jobs else ""),
           flush=True)
     if args.dry_run:
         for job in jobs:

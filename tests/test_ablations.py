@@ -1,5 +1,5 @@
-"""Tests for benchmark/ablations.py: each section's job list and flags, the mapping of baseline cells to
-the main grid's SMAC runs, the resume rule, and the actor-update share of wall time (hand-made files).
+"""Tests for benchmark/ablations.py: each section's cells and flags, the job list (sweep.ablation_jobs), the paper's
+row logged once as batch-mean, the resume rule, and the actor-update share of wall time (hand-made compact logs).
 No trainer is started; the file runs in about a second."""
 import csv
 import json
@@ -13,7 +13,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from benchmark import ablations as A  # noqa: E402
-from benchmark import hparams, sweep  # noqa: E402
+from benchmark import compact, hparams, sweep  # noqa: E402
 
 
 def flag(flags, name):
@@ -23,7 +23,7 @@ def flag(flags, name):
 
 
 def cells(section):
-    return {(c.task, c.variant): c for c in A.section_cells(section)}
+    return {(c.task, c.variant): c for c in hparams.section_cells(section)}
 
 
 def without(flags, *names):
@@ -93,27 +93,25 @@ def test_batch_size_section():
         assert [cs[(task, v)].source for v in ("T250", "T500", "T2000")] == ["ablation"] * 3
 
 
-def test_baseline_cells_map_to_grid_smac_runs(tmp_path):
-    grid = str(tmp_path / "grid")
+def test_cells_equal_to_the_paper_row_log_as_batch_mean():
     for c in A.all_cells():
-        d = c.seed_dir(2, runs_dir=str(tmp_path / "abl"), grid_dir=grid)
-        if c.source == "grid":
-            assert d == os.path.join(grid, c.task, "smac", "seed2")
-        else:
-            assert d == os.path.join(str(tmp_path / "abl"), c.task, c.variant, "seed2")
+        assert c.run_variant == ("batch-mean" if c.source == "grid" else c.variant)
+    assert {c.task for c in A.all_cells() if c.source == "grid"} == {"HalfCheetah", "Hopper", "Swimmer", "Walker2d"}
 
 
 def test_make_jobs_counts_order_and_budget(tmp_path):
-    jobs = A.make_jobs(seeds=[1, 2, 3], runs_dir=str(tmp_path))
-    # fisher 2x2, damping 3x3, prev-EF 3, batch size 2x3 = 22 cells x 3 seeds; no grid cell among them
-    assert len(jobs) == 66 and len({j.seed_dir for j in jobs}) == 66
-    assert all(j.algo not in ("batch-mean", "lambda1", "T1000") for j in jobs)
+    jobs = sweep.ablation_jobs(seeds=[1, 2, 3], runs_dir=str(tmp_path), logs_dir=str(tmp_path / "logs"))
+    # fisher 2x2, damping 3x3, prev-EF 3, batch size 2x3 = 22 variant cells, + the paper's row (batch-mean) and AC-SGD
+    # on 4 tasks = 30 runs per seed
+    assert len(jobs) == 90 and len({j.seed_dir for j in jobs}) == 90
+    assert all(j.algo not in ("lambda1", "T1000") for j in jobs)
+    assert sum(j.algo == "batch-mean" for j in jobs) == 12 and sum(j.algo == "sgd" for j in jobs) == 12
     assert [j.seed for j in jobs] == sorted(j.seed for j in jobs)       # seed-major: seed 3 comes last
-    assert all(j.budget == 300_000 for j in jobs)
+    assert all(j.budget == 300_000 and j.logs_dir == str(tmp_path / "logs") for j in jobs)
     cmd = sweep.command(jobs[0], "fresh", None)
     assert cmd[cmd.index("--total-timesteps") + 1] == "300000"
     assert cmd[cmd.index("--exp-name") + 1] == jobs[0].algo
-    assert len(A.make_jobs(["damping"], seeds=[1], runs_dir=str(tmp_path))) == 9
+    assert len(sweep.ablation_jobs(["damping"], seeds=[1], runs_dir=str(tmp_path))) == 16   # 9 + 3 rows + 4 AC-SGD
 
 
 # ------------------------------------------------------------------------------------------
@@ -131,7 +129,8 @@ def _fake_run(seed_dir, summary=None, checkpoint=False):
 
 
 def test_resume_rule(tmp_path):
-    jobs = {j.algo: j for j in A.make_jobs(["damping"], seeds=[1], runs_dir=str(tmp_path)) if j.task == "Hopper"}
+    jobs = {j.algo: j for j in sweep.ablation_jobs(["damping"], seeds=[1], runs_dir=str(tmp_path),
+                                                   logs_dir=str(tmp_path / "logs")) if j.task == "Hopper"}
     done, short, broken = jobs["lambda10"], jobs["lambda0.1"], jobs["lambda0.1-norm"]
     _fake_run(done.seed_dir, {"status": "finished", "global_step": 300_000})
     _fake_run(short.seed_dir, {"status": "finished", "global_step": 100_000}, checkpoint=True)
@@ -167,10 +166,16 @@ def _write_run(run_dir, actor_ms, wall, resumed_from=None):
         json.dump({"args": {}, "resumed_from_step": resumed_from or 0}, f)
 
 
+def _packed(run_dir, logs, task="Hopper", variant="lambda10", seed=1, budget=None):
+    """The run directory as the runner commits it (compact.pack), loaded as ablations.load_run does."""
+    compact.pack(run_dir, compact.log_path(logs, task, variant, seed), task, variant, seed, budget)
+    return A.load_run(task, variant, seed, logs)
+
+
 def test_actor_time_share_hand_example(tmp_path):
     run_dir = str(tmp_path / "run")
     _write_run(run_dir, [200.0, 300.0, 250.0, 250.0], wall=4.0)   # 1.0 s of actor updates in 4 s
-    t = A.actor_time_share(run_dir)
+    t = _packed(run_dir, str(tmp_path / "logs"))["timing"]
     assert t["actor_s"] == pytest.approx(1.0)
     assert t["share"] == pytest.approx(0.25)
     assert t["per_update_ms"] == pytest.approx(250.0)
@@ -181,7 +186,7 @@ def test_actor_time_share_counts_only_the_last_session(tmp_path):
     # resumed at step 2000: wall_time_s covers updates 3-4 only (150 + 50 ms in 0.8 s)
     run_dir = str(tmp_path / "run")
     _write_run(run_dir, [1000.0, 1000.0, 150.0, 50.0], wall=0.8, resumed_from=2000)
-    t = A.actor_time_share(run_dir)
+    t = _packed(run_dir, str(tmp_path / "logs"))["timing"]
     assert t["actor_s"] == pytest.approx(0.2) and t["share"] == pytest.approx(0.25)
     assert t["updates"] == 2 and t["resumed"]
 
@@ -190,13 +195,14 @@ def test_cell_stats_timing_and_returns(tmp_path):
     # two seeds of a 4-update run at budget 4000; returns constant per seed -> final = that constant
     cell = A.Cell("damping", "Hopper", "lambda10", [], "ablation")
     for seed, (ms, wall, ret) in {1: ([100.0] * 4, 2.0, 10.0), 2: ([50.0] * 4, 1.0, 20.0)}.items():
-        run_dir = os.path.join(cell.seed_dir(seed, runs_dir=str(tmp_path)), "Hopper-v4__lambda10__1__1")
+        run_dir = str(tmp_path / f"run{seed}")
         _write_run(run_dir, ms, wall)
         with open(os.path.join(run_dir, "episodes.csv"), "w") as f:
             f.write("global_step,episodic_return,episodic_length\n")
             for step in range(40, 4001, 40):
                 f.write(f"{step},{ret},40\n")
-    s = A.cell_stats(cell, [1, 2], runs_dir=str(tmp_path), budget=4000)
+        _packed(run_dir, str(tmp_path / "logs"), seed=seed, budget=4000)
+    s = A.cell_stats(cell, [1, 2], str(tmp_path / "logs"), budget=4000)
     assert s["n"] == 2 and s["final_mean"] == pytest.approx(15.0)
     assert s["final_std"] == pytest.approx(np.std([10, 20], ddof=1))
     assert s["share"] == pytest.approx(0.2)          # 0.4 s / 2 s and 0.2 s / 1 s
@@ -219,11 +225,12 @@ def test_parse_costs():
 def test_cell_stats_scales_a_diverged_runs_times_to_the_budget(tmp_path):
     cell = A.Cell("fisher", "HalfCheetah", "per-sample", ["--learning-rate", "0.001", "--num-steps", "1000",
                                                           "--fisher", "per-sample"], "ablation")
-    run_dir = os.path.join(cell.seed_dir(1, runs_dir=str(tmp_path)), "HalfCheetah-v4__per-sample__1__1")
+    run_dir = str(tmp_path / "run")
     _write_run(run_dir, [300.0, 300.0], wall=1.0)                  # 2 updates = 2000 steps in 1 s
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
         json.dump({"status": "diverged", "global_step": 2000, "wall_time_s": 1.0}, f)
-    s = A.cell_stats(cell, [1], runs_dir=str(tmp_path), budget=4000)
+    _packed(run_dir, str(tmp_path / "logs"), "HalfCheetah", "per-sample", budget=4000)
+    s = A.cell_stats(cell, [1], str(tmp_path / "logs"), budget=4000)
     assert s["n"] == 0 and s["n_diverged"] == 1                    # no final return ...
     assert s["wall_s"] == pytest.approx(2.0) and s["actor_s"] == pytest.approx(1.2)   # ... but its times count
     assert s["share"] == pytest.approx(0.6)
@@ -243,13 +250,12 @@ def test_more_has_a_tolerance():
 def test_ablation_figures_draw_each_variant_with_data_and_save_through_plots_save(tmp_path, monkeypatch):
     import matplotlib.image
 
-    from benchmark import plots
     saved = []
-    real_save = plots.save
-    monkeypatch.setattr(plots, "save", lambda fig, path, title=None, **kw: (
+    real_save = A.save
+    monkeypatch.setattr(A, "save", lambda fig, path, title=None, **kw: (
         saved.append((path, title, [[ln.get_label() for ln in ax.get_lines()] for ax in fig.axes])),
         real_save(fig, path, title, **kw)))
-    n = A.agg.N_BINS
+    n = A.N_BINS
     curve = lambda v: {"curve_mean": np.full(n, v, float), "curve_std": np.full(n, 1.0),  # noqa: E731
                        "curve_n": np.full(n, 3.0)}
     stats = [{"section": "fisher", "task": "HalfCheetah", "variant": "batch-mean", "per_update_ms": 2.0, **curve(1)},
@@ -262,7 +268,7 @@ def test_ablation_figures_draw_each_variant_with_data_and_save_through_plots_sav
     A.plot_section("fisher", stats, refs, path, budget=1000)
     assert saved[-1] == (path, A.SECTIONS["fisher"]["title"] + " — mean ± std over seeds, 1,000 steps",
                          [["batch-mean (paper's row) (n=3)", "per-sample (Algorithm 1) (n=3)"],
-                          ["AC-SGD (grid) (n=3)"]])               # Hopper's all-NaN per-sample curve is skipped
+                          ["AC-SGD (its row) (n=3)"]])               # Hopper's all-NaN per-sample curve is skipped
     assert matplotlib.image.imread(path).shape[:2] == (round(3.5 * 110), round(4.6 * 2 * 110))
     costs = [{"mode": f"prev-EF r={r}", "median_ms": float(r), "min_ms": r / 2} for r in (1, 4)] + [
         {"mode": "batch-mean", "median_ms": 1.0, "min_ms": 0.5}]
@@ -273,14 +279,14 @@ def test_ablation_figures_draw_each_variant_with_data_and_save_through_plots_sav
     assert os.path.isfile(path)
 
 
-def test_report_without_raw_runs_refuses_and_keeps_the_committed_report(tmp_path, capsys):
+def test_report_without_logs_refuses_and_keeps_the_committed_report(tmp_path, capsys):
     """On a fresh clone the ablation runs are not there: `report` used to overwrite ABLATIONS.md, its CSVs and
     figures with empty tables and exit 0. It now refuses in one line, exit 2, and writes nothing."""
     report = tmp_path / "ABLATIONS.md"
     report.write_text("committed\n")
-    code = A.main(["report", "--runs-dir", str(tmp_path / "none"), "--grid-dir", str(tmp_path / "none2"),
+    code = A.main(["report", "--logs-dir", str(tmp_path / "none"),
                            "--results-dir", str(tmp_path / "res"), "--figures-dir", str(tmp_path / "figs"),
                            "--report-path", str(report)])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: no ablation runs")
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: no ablation compact logs")
     assert report.read_text() == "committed\n" and not (tmp_path / "res").exists() and not (tmp_path / "figs").exists()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchmark import trainer as sa
-from benchmark import compact, fidelity, milestones, sweep
+from benchmark import aggregate, compact, hparams, sweep
 
 BUDGET = 100_000
 
@@ -26,9 +26,9 @@ def test_first_crossing_by_hand():
     # bins of 1000 steps; a jump after bin 49 -> EWM(0.1) s_k = 1000 (1 - 0.9^(k-49)) for k >= 50;
     # >= 750 first when 0.9^m <= 0.25, m = 14 (0.9^13 = 0.254, 0.9^14 = 0.229): bin 63, step 64k
     run = fake_run("CartPole", "smac", 1, 50_000)
-    _, curves, _ = milestones.cell_curves([run])[("CartPole", "smac")]
-    assert milestones.first_crossing(curves[0], 750, BUDGET) == 64_000
-    assert milestones.first_crossing(curves[0], 1001, BUDGET) is None
+    _, curves, _ = aggregate.cell_curves([run])[("CartPole", "smac")]
+    assert aggregate.first_crossing(curves[0], 750, BUDGET) == 64_000
+    assert aggregate.first_crossing(curves[0], 1001, BUDGET) is None
     assert math.isclose(curves[0][63], 1000 * (1 - 0.9 ** 14))
 
 
@@ -37,8 +37,8 @@ CLAIMS = [
      "needs": 60_000, "text": "smac reaches 750 by 60k"},
     {"id": "reach-late", "task": "CartPole", "kind": "reach_by", "algo": "smac", "threshold": 750, "step": 40_000,
      "needs": 40_000, "text": "smac reaches 750 by 40k"},
-    milestones._slower("cg-slower", "CartPole", "cg", 750, 1.1, 60_000, "cg slower"),
-    milestones._slower("sgd-slower", "CartPole", "sgd", 750, 1.6, 60_000, "sgd slower"),
+    aggregate._slower("cg-slower", "CartPole", "cg", 750, 1.1, 60_000, "cg slower"),
+    aggregate._slower("sgd-slower", "CartPole", "sgd", 750, 1.6, 60_000, "sgd slower"),
     {"id": "kfac-low", "task": "CartPole", "kind": "never_above", "algo": "kfac", "threshold": 400, "needs": 90_000,
      "text": "kfac never above 400"},
     {"id": "far", "task": "CartPole", "kind": "reach_by", "algo": "smac", "threshold": 750, "step": 1_500_000,
@@ -53,7 +53,7 @@ def test_claim_verdicts_by_hand():
     runs += [fake_run("CartPole", "cg", 1, 60_000)]            # crosses at 74k: slower than smac -> held
     runs += [fake_run("CartPole", "sgd", 1, 40_000)]           # crosses at 54k: faster -> "sgd slower" not held
     runs += [fake_run("CartPole", "kfac", 1, 0, high=300.0)]   # constant 300: never above 400 -> held
-    rows = {r["id"]: r for r in milestones.evaluate(runs, claims=CLAIMS)}
+    rows = {r["id"]: r for r in aggregate.evaluate(runs, claims=CLAIMS)}
     assert rows["reach"]["verdict"] == "held" and "64k" in rows["reach"]["measured"]
     assert rows["reach-late"]["verdict"] == "not held"         # 64k > 1.25 x 40k
     assert rows["cg-slower"]["verdict"] == "held" and "1.16x" in rows["cg-slower"]["measured"]
@@ -70,34 +70,34 @@ def test_crossing_step_moves_with_the_bin_width():
     ends at 27k."""
     runs = [fake_run("CartPole", "smac", 1, 20_000)]
     for windows, step in ((None, 34_000), ({"CartPole": 200_000}, 48_000), ({"CartPole": 50_000}, 27_000)):
-        span, curves, reach = milestones.cell_curves(runs, windows)[("CartPole", "smac")]
-        assert milestones.first_crossing(curves[0], 750, span) == step
+        span, curves, reach = aggregate.cell_curves(runs, windows)[("CartPole", "smac")]
+        assert aggregate.first_crossing(curves[0], 750, span) == step
         assert reach == min(BUDGET, span)
     reach = {"id": "r", "task": "CartPole", "kind": "reach_by", "algo": "smac", "threshold": 750, "step": 30_000,
              "needs": 30_000, "text": "r"}
     late = {**reach, "id": "late", "step": 120_000, "needs": 120_000}
-    v = {r["id"]: r for r in milestones.evaluate(runs, claims=[reach, late], windows={"CartPole": 50_000})}
+    v = {r["id"]: r for r in aggregate.evaluate(runs, claims=[reach, late], windows={"CartPole": 50_000})}
     assert v["r"]["verdict"] == "held" and "27k" in v["r"]["measured"]       # 27k <= 1.25 x 30k
     assert v["late"]["verdict"] == "beyond budget"                          # the window covers 50k only
-    v = {r["id"]: r for r in milestones.evaluate(runs, claims=[reach])}
+    v = {r["id"]: r for r in aggregate.evaluate(runs, claims=[reach])}
     assert v["r"]["verdict"] == "held"                                      # 34k <= 37.5k
-    v = {r["id"]: r for r in milestones.evaluate(runs, claims=[reach], windows={"CartPole": 200_000})}
+    v = {r["id"]: r for r in aggregate.evaluate(runs, claims=[reach], windows={"CartPole": 200_000})}
     assert v["r"]["verdict"] == "not held" and "48k" in v["r"]["measured"]
 
 
 def test_claims_without_a_paper_step_are_judged_once_either_algorithm_crosses():
     """needs None ("twice as fast", no step in the paper): beyond budget only while neither crosses."""
-    claim = milestones._slower("x", "CartPole", "cg", 750, 2.0, None, "cg twice as slow")
+    claim = aggregate._slower("x", "CartPole", "cg", 750, 2.0, None, "cg twice as slow")
     assert claim["needs"] is None
     flat = [fake_run("CartPole", a, 1, BUDGET) for a in ("smac", "cg")]          # neither ever jumps
-    row = milestones.evaluate(flat, claims=[claim])[0]
+    row = aggregate.evaluate(flat, claims=[claim])[0]
     assert row["verdict"] == "beyond budget" and "neither reaches 750" in row["measured"]
     runs = [fake_run("CartPole", "smac", 1, 20_000), fake_run("CartPole", "cg", 1, BUDGET)]
-    row = milestones.evaluate(runs, claims=[claim])[0]
+    row = aggregate.evaluate(runs, claims=[claim])[0]
     assert row["verdict"] == "held" and row["steps"] == (None, 34_000)          # cg never, smac at 34k
     runs = [fake_run("CartPole", "smac", 1, BUDGET), fake_run("CartPole", "cg", 1, 20_000)]
-    assert milestones.evaluate(runs, claims=[claim])[0]["verdict"] == "not held"
-    row = milestones.evaluate(flat, claims=[CLAIMS[0]])[0]
+    assert aggregate.evaluate(runs, claims=[claim])[0]["verdict"] == "not held"
+    row = aggregate.evaluate(flat, claims=[CLAIMS[0]])[0]
     assert row["verdict"] == "not held" and row["measured"] == "smac does not reach 750 (paper 60k)"
 
 
@@ -107,7 +107,7 @@ def test_every_claim_kind_has_a_written_rule_and_the_report_names_why_a_verdict_
     first 150k at 36k (held): the bin width. CartPole AC-KFAC sits at 300 until 200k, then 900: "never above
     400" fails over 500k and holds over the first 150k: the run length."""
     from benchmark import report
-    assert {c["kind"] for c in milestones.CLAIMS} == set(milestones.RULES)
+    assert {c["kind"] for c in aggregate.CLAIMS} == set(aggregate.RULES)
     runs = [fake_run("Acrobot", "smac", s, 20_000, low=-1000.0, high=-100.0, budget=500_000) for s in (1, 2)]
     runs += [fake_run("CartPole", "kfac", s, 200_000, low=300.0, high=900.0, budget=500_000) for s in (1, 2)]
     d = report.Data(runs=runs, headline=[], final={}, matched=[], diag={})
@@ -128,7 +128,7 @@ def test_every_claim_kind_has_a_written_rule_and_the_report_names_why_a_verdict_
 def test_adam_check_moves_within_adams_bound_and_loads_its_checkpoint_safely():
     """3 Adam steps of the paper's CartPole AC-Adam row: no parameter moves more than 3.2 eta per step
     ((1 - beta1) / sqrt(1 - beta2) = 3.16); the checkpoint is read by the trainer's weights_only loader."""
-    c = fidelity.adam_check(budget=3000)
+    c = aggregate.adam_check(budget=3000)
     assert c["adam_steps"] == 3 and c["seed"] == 1
     assert 0 < c["max_param_change"] <= c["bound"] == pytest.approx(3.2 * c["eta"] * 3)
 
@@ -136,19 +136,19 @@ def test_adam_check_moves_within_adams_bound_and_loads_its_checkpoint_safely():
 def test_fidelity_choice_rule():
     rows = [{"reading": "literal", "held": 2, "changes": 0}, {"reading": "sum", "held": 5, "changes": 1},
             {"reading": "minibatch-100", "held": 5, "changes": 1}, {"reading": "norm", "held": 1, "changes": 1}]
-    assert fidelity.choose(rows) == "sum"          # tie on score and changes: fewer actor steps per rollout
+    assert aggregate.fidelity_choose(rows) == "sum"          # tie on score and changes: fewer actor steps per rollout
     rows[1]["held"] = 4
-    assert fidelity.choose(rows) == "minibatch-100"
-    assert fidelity.choose([{"reading": "literal", "held": 3, "changes": 0},
+    assert aggregate.fidelity_choose(rows) == "minibatch-100"
+    assert aggregate.fidelity_choose([{"reading": "literal", "held": 3, "changes": 0},
                             {"reading": "relu", "held": 3, "changes": 1}]) == "literal"
-    assert fidelity.reading_flags("sum+minibatch-10") == ["--loss-reduction", "sum", "--num-minibatches", "10"]
+    assert hparams.reading_flags("sum+minibatch-10") == ["--loss-reduction", "sum", "--num-minibatches", "10"]
     # rescored without a claim: relu held 2 (one of them the dropped claim), literal 1 -> tie -> literal
     rows = [{"reading": "literal", "held": 1, "changes": 0}, {"reading": "relu", "held": 2, "changes": 1}]
     verdicts = {"literal": {"a": {"verdict": "held"}, "k": {"verdict": "not held"}},
                 "relu": {"a": {"verdict": "held"}, "k": {"verdict": "held"}}}
-    assert fidelity.choose(rows) == "relu"
-    rest = fidelity.rescored(rows, verdicts, {"k"})
-    assert [r["held"] for r in rest] == [1, 1] and fidelity.choose(rest) == "literal"
+    assert aggregate.fidelity_choose(rows) == "relu"
+    rest = aggregate.rescored(rows, verdicts, {"k"})
+    assert [r["held"] for r in rest] == [1, 1] and aggregate.fidelity_choose(rest) == "literal"
 
 
 def test_pack_load_round_trip_and_sweep_skips_committed_runs(tmp_path):
@@ -191,16 +191,16 @@ def test_strict_verdict_names_by_hand():
     late = [fake_run("CartPole", "cg", s, j) for s, j in ((1, 60_000), (2, 62_000))]   # 74k, 76k: 1.16x-1.19x
     mixed = [fake_run("CartPole", "sgd", s, j) for s, j in ((1, 60_000), (2, 45_000))]  # 74k and 59k: overlap
     never = [fake_run("CartPole", "adam", 1, 10**9)]
-    claims = [milestones._slower("size-ok", "CartPole", "cg", 750, 1.15, 60_000, "cg 15% more"),
-              milestones._slower("size-off", "CartPole", "cg", 750, 2.0, 40_000, "cg 100% more"),
-              milestones._slower("overlap", "CartPole", "sgd", 750, 1.05, 60_000, "sgd 5% more"),
-              milestones._slower("never", "CartPole", "adam", 750, 1.3, 60_000, "adam 30% more")]
-    rows = {r["id"]: r for r in milestones.evaluate(smac + late + mixed + never, claims=claims)}
+    claims = [aggregate._slower("size-ok", "CartPole", "cg", 750, 1.15, 60_000, "cg 15% more"),
+              aggregate._slower("size-off", "CartPole", "cg", 750, 2.0, 40_000, "cg 100% more"),
+              aggregate._slower("overlap", "CartPole", "sgd", 750, 1.05, 60_000, "sgd 5% more"),
+              aggregate._slower("never", "CartPole", "adam", 750, 1.3, 60_000, "adam 30% more")]
+    rows = {r["id"]: r for r in aggregate.evaluate(smac + late + mixed + never, claims=claims)}
     assert rows["size-ok"]["verdict"] == "held" and rows["size-ok"]["strict"] == "held"
     assert rows["size-off"]["strict"] == "direction only"            # 1.17x against the paper's 2.0x
     assert rows["overlap"]["verdict"] == "held" and rows["overlap"]["strict"] == "direction only"  # seeds overlap
     assert rows["never"]["verdict"] == "held" and rows["never"]["strict"] == "baseline never reaches it"
     # the final verdict is the less favourable reading; a reading that cannot judge does not count
     row = {**rows["size-ok"], "other": {**rows["size-off"]}}
-    assert milestones.combined(row) == "direction only"
-    assert milestones.combined({**rows["size-ok"], "other": {"verdict": "beyond budget"}}) == "held"
+    assert aggregate.combined(row) == "direction only"
+    assert aggregate.combined({**rows["size-ok"], "other": {"verdict": "beyond budget"}}) == "held"

@@ -7,11 +7,11 @@ import os
 import numpy as np
 import pytest
 
-from benchmark import compact, grid_report, hparams, random_scores
+from benchmark import aggregate, compact, hparams, report
 
 
 def write_log(logs, task, algo, seed, value, status="finished", last_step=None):
-    budget = grid_report.stage1_budget(task)
+    budget = aggregate.stage1_budget(task)
     steps = np.linspace(budget / 200, budget, 200)
     last = last_step or (budget if status == "finished" else budget // 2)
     rec = {"format": 1, "task": task, "algo": algo, "seed": seed, "budget": budget, "status": status,
@@ -26,7 +26,7 @@ def write_log(logs, task, algo, seed, value, status="finished", last_step=None):
 
 def test_grid_section_by_hand(tmp_path):
     logs = tmp_path / "logs"
-    rand = random_scores.read()
+    rand = compact.read_random_scores()
     for task in ("Acrobot", "CartPole"):
         best = max(hparams.paper_result(task, a)[0] for a in hparams.PAPER_ALGOS)
         for algo in hparams.PAPER_ALGOS:
@@ -35,10 +35,10 @@ def test_grid_section_by_hand(tmp_path):
             for seed in (1, 2, 3):
                 write_log(logs, task, algo, seed, target + (seed - 2) * 1e-3)
     write_log(logs, "CartPole", "sgd", 4, 0.0, status="diverged")
-    L = grid_report.section(str(logs), min_seeds=3, results_dir=str(tmp_path / "res"),
+    L = report.section(str(logs), min_seeds=3, results_dir=str(tmp_path / "res"),
                             figures_dir=str(tmp_path / "fig"), reps=200)
     text = "\n".join(L)
-    cells = {(r["task"], r["algo"]): r for r in grid_report.cell_rows(grid_report.load_cells(str(logs)))}
+    cells = {(r["task"], r["algo"]): r for r in aggregate.cell_rows(aggregate.load_cells(str(logs)))}
     smac = cells[("CartPole", "smac")]
     assert smac["n"] == 3 and smac["mean"] == pytest.approx(989.5) and smac["inside"] == "paper below"  # CI ~[989.499, 989.501], paper 973.4
     assert cells[("CartPole", "sgd")]["n_div"] == 1 and "(n=3, +1 diverged)" in text
@@ -55,7 +55,7 @@ def test_grid_section_by_hand(tmp_path):
 
 
 def test_grid_section_without_runs(tmp_path):
-    assert "No stage-1 run has finished yet" in "\n".join(grid_report.section(str(tmp_path / "none")))
+    assert "No stage-1 run has finished yet" in "\n".join(report.section(str(tmp_path / "none")))
 
 
 def test_report_takes_halfcheetah_claims_from_the_5M_block(tmp_path):
@@ -98,11 +98,11 @@ def test_report_takes_halfcheetah_claims_from_the_5M_block(tmp_path):
 
 
 def test_peaks_find_a_run_that_rose_and_fell():
-    """grid_report.peaks: the maximum of each finished seed's smoothed curve, the end step of its bin, the final."""
+    """report.peaks: the maximum of each finished seed's smoothed curve, the end step of its bin, the final."""
     up_down = np.array([0.0, 5.0, 9.0, 4.0, -1.0])      # 5 bins of 200k over 1M: peak 9 in bin 3 (ends at 600k)
     flat = np.array([1.0, 1.0, 1.0, 1.0, 2.0])
     cell = {"finished": [(1, -1.0, up_down), (2, 2.0, flat)], "diverged": [], "short": []}
-    assert grid_report.peaks(cell, 1_000_000) == [(1, 9.0, 600_000, -1.0), (2, 2.0, 1_000_000, 2.0)]
+    assert aggregate.peaks(cell, 1_000_000) == [(1, 9.0, 600_000, -1.0), (2, 2.0, 1_000_000, 2.0)]
 
 
 def test_a_diverged_run_scores_as_the_random_policy_in_the_aggregates(tmp_path):
@@ -115,7 +115,7 @@ def test_a_diverged_run_scores_as_the_random_policy_in_the_aggregates(tmp_path):
                 write_log(logs, "Acrobot", algo, seed, 0.0, status="diverged")
             else:
                 write_log(logs, "Acrobot", algo, seed, best)
-    c = grid_report.compute(str(logs), min_seeds=3, results_dir=str(tmp_path / "res"),
+    c = report.compute(str(logs), min_seeds=3, results_dir=str(tmp_path / "res"),
                             figures_dir=str(tmp_path / "fig"), reps=100)
     out = c["aggregates"]
     assert out["tasks"] == ["Acrobot"] and out["use"] == 3
@@ -123,7 +123,7 @@ def test_a_diverged_run_scores_as_the_random_policy_in_the_aggregates(tmp_path):
     assert out["agg"]["smac"]["Mean"][0] == pytest.approx(1.0, abs=1e-6)
     row = next(r for r in c["rows"] if r["algo"] == "sgd")
     assert row["n"] == 2 and row["n_div"] == 1 and np.isnan(row["lo"])   # no CI below 3 finished seeds
-    assert "1 diverged run(s) count as the random policy" in "\n".join(grid_report.lines(c))
+    assert "1 diverged run(s) count as the random policy" in "\n".join(report.lines(c))
 
 
 def test_aggregates_prefer_more_tasks_over_more_seeds(tmp_path):
@@ -133,18 +133,18 @@ def test_aggregates_prefer_more_tasks_over_more_seeds(tmp_path):
         for algo in hparams.PAPER_ALGOS:
             for seed in range(1, seeds + 1):
                 write_log(logs, task, algo, seed, best)
-    out = grid_report.compute(str(logs), min_seeds=5, results_dir=str(tmp_path / "res"),
+    out = report.compute(str(logs), min_seeds=5, results_dir=str(tmp_path / "res"),
                               figures_dir=str(tmp_path / "fig"), reps=50)["aggregates"]
     assert out["use"] == 3 and out["tasks"] == ["Acrobot", "CartPole"]
     write_log(logs, "CartPole", "smac", 4, 0.0)  # still 3 for the other algorithms: nothing changes
-    out = grid_report.compute(str(logs), min_seeds=5, results_dir=str(tmp_path / "res"),
+    out = report.compute(str(logs), min_seeds=5, results_dir=str(tmp_path / "res"),
                               figures_dir=str(tmp_path / "fig"), reps=50)["aggregates"]
     assert out["use"] == 3
     (tmp_path / "only").mkdir()
     for algo in hparams.PAPER_ALGOS:
         for seed in range(1, 6):
             write_log(tmp_path / "only", "Acrobot", algo, seed, -100.0)
-    out = grid_report.compute(str(tmp_path / "only"), min_seeds=5, results_dir=str(tmp_path / "res2"),
+    out = report.compute(str(tmp_path / "only"), min_seeds=5, results_dir=str(tmp_path / "res2"),
                               figures_dir=str(tmp_path / "fig"), reps=50)["aggregates"]
     assert out["use"] == 5 and out["tasks"] == ["Acrobot"]
 
@@ -198,7 +198,7 @@ def test_plots_save_titles_lays_out_writes_and_closes(tmp_path):
     import matplotlib.image
     import matplotlib.pyplot as plt
 
-    from benchmark import plots
+    from benchmark import stats as plots
     fig, ax = plt.subplots(figsize=(3, 2))
     ax.plot([0, 1], [0, 1])
     path = str(tmp_path / "f.png")
@@ -232,7 +232,7 @@ def test_summary_defines_its_terms_counts_direction_only_claims_and_splits_the_p
     d = report.Data(runs=runs, headline=[], final={}, matched=[], diag={}, claims=claims, cells=cells,
                     readings=(300_000, {}))
     text = "\n".join(report.summary_section(d))
-    mujoco = grid_report.budgets_text(sep=", ").split(", ")[-1]          # e.g. 'MuJoCo 1M'
+    mujoco = report.budgets_text(sep=", ").split(", ")[-1]          # e.g. 'MuJoCo 1M'
     assert "*IQM* — interquartile mean" in text and "*`norm`* —" in text and f"{mujoco} steps; *the 5M block*" in text
     assert ("8 of the 270 stage-1 runs are in (1 diverged; seeds per cell: 1 cell with 5, 1 cell with 3, 1 cell with 0)"
             in text)
@@ -257,8 +257,8 @@ def test_grid_section_counts_finished_and_diverged_seeds_and_leaves_short_runs_o
         write_log(logs, "CartPole", "smac", seed, 500.0)
     write_log(logs, "CartPole", "smac", 5, 0.0, status="diverged")
     write_log(logs, "CartPole", "sgd", 1, 500.0, last_step=1000)                 # stopped short of its budget
-    c = grid_report.compute(str(logs), results_dir=str(tmp_path / "res"), figures_dir=str(tmp_path / "fig"), reps=50)
-    head = grid_report.lines(c)[1]
+    c = report.compute(str(logs), results_dir=str(tmp_path / "res"), figures_dir=str(tmp_path / "fig"), reps=50)
+    head = report.lines(c)[1]
     assert "0–5 seeds per cell (n in each cell)" in head       # CartPole AC-SGD: its only run is short
     assert "8 of 9 × 6 × 5 = 270 runs (and 1 more that stopped short of the budget" in head
-    assert f"budgets: {grid_report.budgets_text()} steps" in head and "MuJoCo" in grid_report.budgets_text()
+    assert f"budgets: {report.budgets_text()} steps" in head and "MuJoCo" in report.budgets_text()

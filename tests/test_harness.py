@@ -16,7 +16,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from benchmark import aggregate as agg  # noqa: E402
-from benchmark import hparams, sweep  # noqa: E402
+from benchmark import hparams, protocol, sweep  # noqa: E402
 
 PY = sys.executable
 SWEEP = os.path.join(REPO, "benchmark", "sweep.py")
@@ -27,22 +27,22 @@ SWEEP = os.path.join(REPO, "benchmark", "sweep.py")
 # ------------------------------------------------------------------------------------------
 def test_bin_index_is_right_closed():
     # bin k = (k B/n, (k+1) B/n]; step 0 -> 0; beyond the budget -> dropped (-1)
-    assert agg.bin_index([0, 1, 10_000, 10_001, 999_999, 1_000_000, 1_000_001], 1_000_000).tolist() == \
+    assert protocol.bin_index([0, 1, 10_000, 10_001, 999_999, 1_000_000, 1_000_001], 1_000_000).tolist() == \
         [0, 0, 0, 1, 99, 99, -1]
 
 
 def test_aggregation_hand_example():
     B, n = 1000, 4   # bins (0,250], (250,500], (500,750], (750,1000]
     # seed A: bin0 = mean(1, 3) = 2; bin1 empty -> carried 2; bin2 = 10; bin3 = 20; step 1200 > B dropped
-    a = agg.bin_means([100, 200, 600, 1000, 1200], [1, 3, 10, 20, 99], B, n)
+    a = protocol.bin_means([100, 200, 600, 1000, 1200], [1, 3, 10, 20, 99], B, n)
     np.testing.assert_allclose(a, [2, 2, 10, 20])
     # EWM 0.1: s0 = 2; s1 = .1*2 + .9*2 = 2; s2 = .1*10 + .9*2 = 2.8; s3 = .1*20 + .9*2.8 = 4.52
-    sa = agg.ewm(a)
+    sa = protocol.ewm(a)
     np.testing.assert_allclose(sa, [2, 2, 2.8, 4.52])
     # seed B: no episode in bin0 (leading NaN, skipped); bin1 = 5; bin2 carried 5; bin3 = 7
-    b = agg.bin_means([300, 800], [5, 7], B, n)
+    b = protocol.bin_means([300, 800], [5, 7], B, n)
     np.testing.assert_allclose(b, [np.nan, 5, 5, 7])
-    sb = agg.ewm(b)   # starts at bin1: 5, 5, .1*7 + .9*5 = 5.2
+    sb = protocol.ewm(b)   # starts at bin1: 5, 5, .1*7 + .9*5 = 5.2
     np.testing.assert_allclose(sb, [np.nan, 5, 5, 5.2])
     mean, std, cnt = agg.across_seeds(np.array([sa, sb]))
     np.testing.assert_allclose(mean, [2, 3.5, 3.9, 4.86])
@@ -51,14 +51,14 @@ def test_aggregation_hand_example():
     assert np.isnan(std[0]) and cnt.tolist() == [1, 2, 2, 2]
     np.testing.assert_allclose(agg.across_seeds(np.array([sa, sb]), ddof=0)[1][3], 0.34)
     # a run that stopped (diverged) at step 400: bins starting at or after 400 stay empty
-    d = agg.bin_means([100, 200], [1, 3], B, n, last_step=400)
+    d = protocol.bin_means([100, 200], [1, 3], B, n, last_step=400)
     np.testing.assert_allclose(d, [2, 2, np.nan, np.nan])
-    assert np.isnan(agg.ewm(d)[2:]).all()
+    assert np.isnan(protocol.ewm(d)[2:]).all()
 
 
 def test_ewm_matches_pandas_recursion():
     x = np.random.default_rng(0).normal(size=50)
-    s, ref = agg.ewm(x), [x[0]]
+    s, ref = protocol.ewm(x), [x[0]]
     for v in x[1:]:
         ref.append(0.1 * v + 0.9 * ref[-1])
     np.testing.assert_allclose(s, ref, rtol=1e-12)

@@ -241,7 +241,7 @@ def _fake_run(runs, task, algo, seed, budget, final_level, ell_sq, lam, T=1000):
 
 def test_pipeline_on_synthetic_runs(tmp_path):
     """raw runs -> compact logs -> `report.write_report` (aggregate, statistics, sections) -> figure."""
-    from benchmark import compact, plots, report
+    from benchmark import compact, report, stats
     runs, logs, res, figs = (str(tmp_path / n) for n in ("runs", "logs", "res", "figs"))
     B = agg.stage1_budgets()["Humanoid"]
     lam = hparams.settings("Humanoid", "smac")["damping"]
@@ -273,8 +273,8 @@ def test_pipeline_on_synthetic_runs(tmp_path):
                                                         in text)
     os.makedirs(figs, exist_ok=True)
     out = os.path.join(figs, "smac_diagnostics.png")
-    assert plots.plot_smac_vs_matched(plots.read(os.path.join(res, "curves_return.csv")),
-                                      plots.read(os.path.join(res, "diagnostics.csv")), out)
+    assert report.plot_smac_vs_matched(stats.read_csv(os.path.join(res, "curves_return.csv")),
+                                      stats.read_csv(os.path.join(res, "diagnostics.csv")), out)
     assert os.path.getsize(out) > 10_000
 
 

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from benchmark import hparams, prereg
+from benchmark import hparams, prereg, sweep
 
 
 def test_job_lists_follow_the_toml():
     reg = prereg.load()
-    jobs = prereg.ordered_jobs(reg, runs_root="/tmp/runs", logs_root="/tmp/repo")
+    jobs = sweep.prereg_jobs(reg, runs_root="/tmp/runs", logs_root="/tmp/repo")
     by_tag = {}
     for j in jobs:
         by_tag.setdefault(j.tag, []).append(j)
@@ -23,11 +23,11 @@ def test_job_lists_follow_the_toml():
     assert eq[0].flags == hparams.lookup(eq[0].task, eq[0].algo)
     assert "lam0.01" not in by_tag  # the paper's row: block 1's runs serve it
     for lam in (1e-3, 1e-1, 1.0):
-        lj = by_tag[prereg.lambda_tag(lam)]
+        lj = by_tag[f"lam{lam:g}"]
         assert len(lj) == 10 and all(j.task == "HalfCheetah" and j.algo == "smac" for j in lj)
         flags = dict(zip(lj[0].flags[::2], lj[0].flags[1::2]))
         assert float(flags["--damping"]) == lam and float(flags["--learning-rate"]) == pytest.approx(0.08 * lam)
-        assert lj[0].logs_dir.endswith(f"prereg/lambda/{prereg.lambda_tag(lam)}")
+        assert lj[0].logs_dir.endswith(f"prereg/lambda/lam{lam:g}")
     lit = by_tag["literal_5M"]
     assert len(lit) == 10 and all(j.extra_flags == [] and j.budget == 5_000_000 for j in lit)
     assert len(jobs) == 60 + 30 + 10

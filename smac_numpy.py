@@ -3,7 +3,7 @@
 1. the damped rank-1 solve F^-1 g, F = lambda I + l l^T (eq. `sm_update` / `matrixfree`), batched, and explicit;
 2. a log-linear softmax policy, its analytic score and its SMAC direction (batch-mean; Algorithm 1's loop);
 3. the paper's two-state toy MDP: exact J, grad J, Fishers, the PG / NPG / SM flows and the figure.
-CLI: python smac_numpy.py toy-mdp [--help]       (the cosine-grid study: python benchmark/toy_study.py)
+CLI: python smac_numpy.py toy-mdp [--help]       (the cosine-grid study: python benchmark/aggregate.py toy)
 """
 import argparse
 import sys

@@ -142,13 +142,6 @@ def algo_label(algo: str) -> str:
     return load()["meta"]["algo_labels"][resolve_algo(algo)]
 
 
-if __name__ == "__main__":  # print the whole table as flags
-    for t in tasks():
-        for a in ALGOS:
-            s = settings(t, a)
-            print(f"{t:12s} {a:12s} {s['source']:8s} " + " ".join(lookup(t, a)))
-
-
 # ---------------------------------------------------------------------------------------------
 # Budgets, seeds and readings as data (the sweep's --budget / --seeds syntax; the fidelity study's readings)
 # ---------------------------------------------------------------------------------------------
@@ -207,8 +200,8 @@ def parse_seeds(spec: str) -> list[int]:
     return sorted(set(seeds))
 
 
-# The readings of what the paper leaves unsaid (issue 11's fidelity study; benchmark/fidelity.py runs and scores
-# them): name -> (trainer flags, changes from the literal reading, description).
+# The readings of what the paper leaves unsaid (issue 11's fidelity study: `sweep.py --study fidelity` runs them,
+# aggregate.py scores them): name -> (trainer flags, changes from the literal reading, description).
 READINGS = {
     "literal": ([], 0, "paper-literal: one full-batch actor step per rollout of T = 1000, mean over the batch, "
                        "no normalization, 64-64 tanh, 1 env"),
@@ -337,7 +330,7 @@ def all_cells(sections=None) -> list[Cell]:
     return [c for s in (sections or SECTIONS) for c in section_cells(s)]
 
 
-# The paper-silent normalization defaults (docs/implementation.md): 4 settings x 3 tasks x 3 algorithms x 3 seeds.
+# The paper-silent normalization defaults (docs/implementation.md): 4 settings x 3 tasks x 3 algorithms x 2 seeds.
 # Rule, fixed before running: the default is the setting with the highest mean, over every task x algorithm cell, of
 # the min-max normalized final return (min and max per task over all settings and algorithms); final return = mean
 # episodic return over the last 10% of training steps, averaged over seeds.
@@ -352,7 +345,7 @@ DEFAULTS_ROWS = {  # the paper's rows (eta, alpha, lambda), on the registered (g
     "Pendulum-v1": {"smac": (6e-3, 1e-3, 0.1), "sgd": (5e-2, 1e-3, None), "adam": (7e-4, 1e-3, None)},
     "Hopper-v4": {"smac": (1e-2, 1e-4, 1.0), "sgd": (1e-3, 1e-4, None), "adam": (1e-4, 1e-4, None)},
 }
-DEFAULTS_STEPS = {"CartPole-v1": 200_000, "Pendulum-v1": 200_000, "Hopper-v4": 500_000}
+DEFAULTS_STEPS = {"CartPole-v1": 200_000, "Pendulum-v1": 200_000, "Hopper-v4": 300_000}  # as run (docs/defaults_sweep.csv)
 DEFAULTS_LOGS = os.path.join(REPO, "benchmark", "results", "logs", "defaults")
 
 
@@ -380,3 +373,10 @@ def register_horizons(horizon: int = 1000) -> None:
 
 if "gymnasium" in sys.modules:  # imported by gym.make("benchmark.hparams:..."), or by a process that makes envs
     register_horizons()
+
+
+if __name__ == "__main__":  # print the whole table as flags
+    for t in tasks():
+        for a in ALGOS:
+            s = settings(t, a)
+            print(f"{t:12s} {a:12s} {s['source']:8s} " + " ".join(lookup(t, a)))

@@ -1,32 +1,19 @@
-"""Run the paper's grid (task x algorithm x seed) with the lab trainer (python -m benchmark.trainer), locally or on Ray; resumable.
+"""Run a study's jobs (the paper's grid: task x algorithm x seed) with the lab trainer, locally or on Ray; resumable.
 
-    python benchmark/sweep.py                                   # 9 tasks x 6 algorithms x seeds 1-3
-    python benchmark/sweep.py --budget classic=500000,mujoco=1000000 --workers 2
-    python benchmark/sweep.py --tasks Hopper,Swimmer --algos smac,sgd-matched --seeds 1-5
-    python benchmark/sweep.py --backend ray --ray-address auto  # an existing Ray cluster
-    python benchmark/sweep.py --dry-run                         # list the commands, run nothing
+    python benchmark/sweep.py --tasks Hopper,Swimmer --algos smac,sgd-matched --seeds 1-5 --workers 2
+    python benchmark/sweep.py --study ablations --backend ray --ray-address auto --dry-run
 
-Layout: {runs}/{task}/{algo}/seed{n}/ holds job.json (what was asked), sweep.log (the trainer's
-stdout/stderr) and the trainer's single run directory {env_id}__{algo}__{n}__{unix_time}/.
-
-State of a job, decided from that run directory (`inspect_job`):
-  done      summary.json says finished with global_step >= the requested budget: skipped
-  diverged  summary.json says diverged: skipped (a result, not an error; REPORT lists it)
-  resume    a checkpoint.pt exists (interrupted, hard-killed, or finished at a smaller budget):
-            the logs are cut back to the checkpoint's step, then `python -m benchmark.trainer --resume`
-  fresh     nothing usable (no run dir, or one without a checkpoint, which is deleted); with
-            --extend-from, a finished smaller-budget run of the same job there is copied and resumed
-Every run ends with a checkpoint (so a finished run can be extended to a larger budget) and gets
---checkpoint-every K updates (so a hard kill loses at most K updates).
-
-Ctrl-C: the trainers run in their own sessions, so the sweep sends each exactly one SIGINT; each
-writes checkpoint.pt and summary.json (status interrupted) and exits 130; the sweep waits for all
-of them and exits 130. If the sweep itself is killed (SIGKILL), its children get SIGINT from the
-kernel (PR_SET_PDEATHSIG, Linux) and stop the same way. Run the same command again to resume.
+{runs}/{task}/{algo}/seed{n}/ holds job.json, sweep.log (the trainer's output) and the trainer's run directory. A job
+is done (finished the budget) or diverged: skipped; resume (a checkpoint.pt exists): logs cut back to it, then
+`--resume`; fresh: started over (a run dir without a checkpoint is deleted), or with --extend-from a copy of a
+finished smaller-budget run of the same job is resumed. Runs checkpoint every K updates and at their end.
+Ctrl-C / SIGTERM: each trainer gets one SIGINT (PR_SET_PDEATHSIG if the sweep is killed), saves and exits 130;
+the sweep waits and exits 130. Run the same command again to resume.
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
 import functools
 import itertools
@@ -56,9 +43,6 @@ DEFAULT_BUDGET = "classic=500000,mujoco=1000000"
 DEFAULT_SEEDS = "1-3"
 
 
-# ------------------------------------------------------------------------------------------
-# Jobs
-# ------------------------------------------------------------------------------------------
 @dataclass
 class Job:
     task: str
@@ -71,7 +55,7 @@ class Job:
     horizon: str = "paper"
     num_steps: Optional[int] = None    # T override (tests only)
     python: str = sys.executable
-    extra_flags: list = field(default_factory=list)  # a reading's trainer flags (benchmark/fidelity.py)
+    extra_flags: list = field(default_factory=list)  # a reading's trainer flags
     logs_dir: Optional[str] = None     # compact logs root: a committed log there counts as a finished run
     tag: str = ""                      # prefix of the name (e.g. a fidelity reading), so names stay unique
     extend_from: Optional[str] = None  # runs root of a smaller-budget grid whose finished runs this one continues
@@ -81,19 +65,22 @@ class Job:
         return f"{self.tag + '/' if self.tag else ''}{self.task}/{self.algo}/seed{self.seed}"
 
 
+def _seed_dir(root: str, task: str, algo: str, seed: int) -> str:
+    return os.path.join(root, task, algo, f"seed{seed}")
+
+
+def _abs(path: Optional[str]) -> Optional[str]:
+    return os.path.abspath(path) if path else None
+
+
 def make_jobs(tasks, algos, seeds, budgets, runs_dir, checkpoint_every=10, horizon="paper", num_steps=None,
-              extra_flags=(), logs_dir=None, tag="", extend_from=None):
-    jobs = []
-    for task in tasks:
-        for algo in algos:
-            for seed in seeds:
-                jobs.append(Job(task, algo, seed, budgets[task],
-                                os.path.join(os.path.abspath(runs_dir), task, algo, f"seed{seed}"),
-                                hparams.lookup(task, algo, horizon=horizon, num_steps=num_steps),
-                                checkpoint_every, horizon, num_steps, extra_flags=list(extra_flags),
-                                logs_dir=os.path.abspath(logs_dir) if logs_dir else None, tag=tag,
-                                extend_from=os.path.abspath(extend_from) if extend_from else None))
-    return jobs
+              extra_flags=(), logs_dir=None, tag="", extend_from=None) -> list[Job]:
+    """The grid's jobs, tasks x algos x seeds, each with its row's flags (hparams.lookup)."""
+    return [Job(task, algo, seed, budgets[task], _seed_dir(os.path.abspath(runs_dir), task, algo, seed),
+                hparams.lookup(task, algo, horizon=horizon, num_steps=num_steps), checkpoint_every, horizon,
+                num_steps, extra_flags=list(extra_flags), logs_dir=_abs(logs_dir), tag=tag,
+                extend_from=_abs(extend_from))
+            for task, algo, seed in itertools.product(tasks, algos, seeds)]
 
 
 def fidelity_jobs(readings, seeds, budget=hparams.FIDELITY_BUDGET, runs_dir=None, logs_dir=hparams.FIDELITY_LOGS,
@@ -110,55 +97,49 @@ def ablation_jobs(sections=None, seeds=(1, 2, 3), runs_dir=None, budget=hparams.
     """The ablations (issue 7), seed-major (every section's seed 1, then seed 2, ...): the paper's SMAC row once per
     task (`batch-mean`), every other variant, and AC-SGD (`sgd`) for reference, one job per run directory."""
     runs_dir = os.path.abspath(runs_dir or f"{DEFAULT_RUNS}_ablations")
-    jobs, seen = [], set()
+    cells = [(c.task, c.run_variant, c.flags) for c in hparams.all_cells(sections)]
+    cells += [(t, "sgd", hparams.lookup(t, "sgd")) for t in hparams.ABLATION_REF_TASKS]
+    jobs = {}
     for seed in sorted(seeds):
-        cells = [(c.task, c.run_variant, c.flags) for c in hparams.all_cells(sections)]
-        cells += [(t, "sgd", hparams.lookup(t, "sgd")) for t in hparams.ABLATION_REF_TASKS]
         for task, variant, flags in cells:
-            seed_dir = os.path.join(runs_dir, task, variant, f"seed{seed}")
-            if seed_dir not in seen:
-                seen.add(seed_dir)
-                jobs.append(Job(task, variant, seed, budget, seed_dir, list(flags), checkpoint_every,
-                                logs_dir=os.path.abspath(logs_dir), tag="ablations"))
-    return jobs
+            seed_dir = _seed_dir(runs_dir, task, variant, seed)
+            jobs.setdefault(seed_dir, Job(task, variant, seed, budget, seed_dir, list(flags), checkpoint_every,
+                                          logs_dir=os.path.abspath(logs_dir), tag="ablations"))
+    return list(jobs.values())
 
 
 def _override(flags: list[str], **values) -> list[str]:
     """flags with each `--name value` pair replaced (name given as python identifier)."""
     out = list(flags)
     for name, value in values.items():
-        i = out.index("--" + name.replace("_", "-"))
-        out[i + 1] = f"{value:g}"
+        out[out.index("--" + name.replace("_", "-")) + 1] = f"{value:g}"
     return out
 
 
 def prereg_jobs(reg: dict, blocks=None, runs_root=None, logs_root: str = REPO, checkpoint_every=10) -> list[Job]:
-    """The pre-registered study (issue 27): every block's jobs in the toml's [execution] order ("block" or
-    "block:seeds"); the runs the toml says are reused (block 1's seeds 1-5: the grid's; the lambda block's
-    lambda = 0.01: block 1's) are not listed."""
+    """The pre-registered study (issue 27): every block's jobs in [execution] order ("block" or "block:seeds"),
+    less the runs the toml reuses (block 1's seeds 1-5: the grid's; the lambda block's 0.01: block 1's)."""
     runs_root = runs_root or f"{DEFAULT_RUNS}_prereg"
-    jobs, common = [], reg["common"]
+    jobs = []
     for item in reg["execution"]["order"]:
         name, _, seeds = item.partition(":")
         b = reg["blocks"][name]
         seeds = parse_seeds(seeds or b["seeds"])
         if (blocks and name not in blocks) or not seeds:
             continue
-        extra, logs, runs = (list(common[f"reading_flags_{b['reading']}"]), os.path.join(logs_root, b["logs"]),
-                             os.path.join(runs_root, name))
-        if name == "lambda":
-            for lam in (x for x in b["damping"] if x != 1e-2):
-                flags = _override(hparams.lookup(b["task"], "smac"), damping=lam,
-                                  learning_rate=b["eta_over_lambda"] * lam)
-                tag = f"lam{lam:g}"
-                jobs += [Job(b["task"], "smac", s, b["budget"], os.path.join(runs, tag, b["task"], "smac", f"seed{s}"),
-                             flags, checkpoint_every, extra_flags=extra, logs_dir=os.path.join(logs, tag), tag=tag)
-                         for s in seeds]
-            continue
-        seeds = [s for s in seeds if s > 5] if name == "equivalence" else seeds
-        jobs += [Job(task, algo, s, b["budget"], os.path.join(runs, task, algo, f"seed{s}"), hparams.lookup(task, algo),
-                     checkpoint_every, extra_flags=extra, logs_dir=logs, tag=name)
-                 for task in ([b["task"]] if "task" in b else b["tasks"]) for algo in b["algos"] for s in seeds]
+        extra, logs = list(reg["common"][f"reading_flags_{b['reading']}"]), os.path.join(logs_root, b["logs"])
+        runs = os.path.join(runs_root, name)
+        if name == "lambda":  # (sub-grid, task, algo, flags): one sub-grid per damping, named and tagged lam<value>
+            cells = [(f"lam{lam:g}", b["task"], "smac", _override(hparams.lookup(b["task"], "smac"), damping=lam,
+                                                                  learning_rate=b["eta_over_lambda"] * lam))
+                     for lam in b["damping"] if lam != 1e-2]
+        else:
+            seeds = [s for s in seeds if s > 5] if name == "equivalence" else seeds
+            cells = [("", task, algo, hparams.lookup(task, algo))
+                     for task in ([b["task"]] if "task" in b else b["tasks"]) for algo in b["algos"]]
+        jobs += [Job(task, algo, s, b["budget"], _seed_dir(os.path.join(runs, sub), task, algo, s), flags,
+                     checkpoint_every, extra_flags=extra, logs_dir=os.path.join(logs, sub) if sub else logs,
+                     tag=sub or name) for sub, task, algo, flags in cells for s in seeds]
     return jobs
 
 
@@ -173,22 +154,22 @@ def defaults_jobs(seeds, runs_dir=None, logs_dir=hparams.DEFAULTS_LOGS, checkpoi
                  str(alpha)] + (["--damping", str(lam)] if lam else [])
         task = env_id.split("-v")[0]
         jobs.append(Job(task, algo, seed, hparams.DEFAULTS_STEPS[env_id],
-                        os.path.join(runs_dir, setting, task, algo, f"seed{seed}"), flags, checkpoint_every,
+                        _seed_dir(os.path.join(runs_dir, setting), task, algo, seed), flags, checkpoint_every,
                         extra_flags=hparams.DEFAULTS_SETTINGS[setting], logs_dir=os.path.join(logs_dir, setting),
                         tag=setting))
     return sorted(jobs, key=lambda j: -j.budget)
 
 
 def sb3_jobs(tasks, seeds, budget, runs_dir=None) -> list[Job]:
-    """Outside reference: Stable-Baselines3 A2C with its own defaults (`pip install stable-baselines3`; n_steps 5,
-    RMSprop 7e-4, ent_coef 0, vf_coef 0.5, max_grad_norm 0.5, gae_lambda 1, 64-64 tanh, shared optimizer) on the
-    harness's environments (1000-step episodes); an unfinished run starts over (not checkpointed)."""
+    """Outside reference: SB3 A2C with its own defaults (n_steps 5, RMSprop 7e-4, ent_coef 0, vf_coef 0.5, max_grad_norm
+    0.5, gae_lambda 1, 64-64 tanh, shared optimizer), 1000-step episodes; an unfinished run starts over (needs
+    `pip install stable-baselines3`)."""
     runs_dir = os.path.abspath(runs_dir or DEFAULT_RUNS)
-    return [Job(t, "sb3-a2c", s, budget, os.path.join(runs_dir, t, "sb3-a2c", f"seed{s}")) for s in seeds for t in tasks]
+    return [Job(t, "sb3-a2c", s, budget, _seed_dir(runs_dir, t, "sb3-a2c", s)) for s in seeds for t in tasks]
 
 
 def sb3_run(task: str, seed: int, budget: int, seed_dir: str) -> int:
-    """One SB3 A2C run, writing the files the harness reads (episodes.csv, summary.json, config.json) to seed_dir/sb3."""
+    """One SB3 A2C run, writing episodes.csv, summary.json and config.json (what the harness reads) to seed_dir/sb3."""
     import gymnasium as gym
     import stable_baselines3
     import torch
@@ -222,9 +203,8 @@ def sb3_run(task: str, seed: int, budget: int, seed_dir: str) -> int:
 
 
 def random_scores(tasks, steps: int = 50_000, seed: int = 0, out: str = compact.RANDOM_SCORES) -> list[dict]:
-    """The random policy's score per task (the 0 of the normalized scores): uniformly random actions (seeded), the
-    grid's 1000-step horizon, `steps` environment steps; the episodes' returns through the paper's protocol
-    (100 bins over `steps`, EWM 0.1), the last smoothed bin is the score, as for a trained run."""
+    """The random policy's score per task (the 0 of the normalized scores): seeded uniform actions, 1000-step episodes,
+    `steps` steps; the last bin of the paper's smoothed curve (100 bins over `steps`, EWM 0.1), as for a trained run."""
     import gymnasium as gym
     import numpy as np
 
@@ -268,76 +248,26 @@ def save_compact_log(job: Job) -> Optional[str]:
     return None
 
 
-# ------------------------------------------------------------------------------------------
-# Run directories: find, inspect, repair
-# ------------------------------------------------------------------------------------------
+def _settled(summary: Optional[dict], budget: int) -> Optional[str]:
+    """done (finished at least `budget` steps) / diverged / None, from a summary.json or a compact log's header."""
+    status = (summary or {}).get("status")
+    if status == "finished" and summary.get("global_step", 0) >= budget:
+        return "done"
+    return "diverged" if status == "diverged" else None
+
+
 def inspect_job(job: Job) -> tuple[str, Optional[str]]:
-    """(state, run_dir) with state one of done / diverged / resume / fresh (module docstring).
-    A compact log in job.logs_dir (committed by an earlier session) that finished the budget or
-    diverged decides first: the raw run directory may be gone."""
+    """(state, run_dir), state done / diverged / resume / fresh (module docstring); a committed compact log that
+    finished the budget or diverged decides first (the raw run directory may be gone)."""
     log = committed_log(job)
-    head = compact.header(log) if log and os.path.isfile(log) else None
-    if head and head["status"] == "finished" and head["global_step"] >= job.budget:
-        return "done", None
-    if head and head["status"] == "diverged":
-        return "diverged", None
+    if state := _settled(compact.header(log) if log and os.path.isfile(log) else None, job.budget):
+        return state, None
     run_dir = find_run_dir(job.seed_dir)
     if run_dir is None:
         return "fresh", None
-    summary = read_summary(run_dir)
-    if summary and summary.get("status") == "finished" and summary.get("global_step", 0) >= job.budget:
-        return "done", run_dir
-    if summary and summary.get("status") == "diverged":
-        return "diverged", run_dir
-    if os.path.isfile(os.path.join(run_dir, "checkpoint.pt")):
-        return "resume", run_dir
-    return "fresh", run_dir
-
-
-def checkpoint_position(run_dir: str) -> tuple[int, int]:
-    """(global_step, update) saved in run_dir/checkpoint.pt."""
-    from benchmark import trainer
-    ckpt = trainer.load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))  # weights_only: loads no code
-    return int(ckpt["global_step"]), int(ckpt["update"])
-
-
-def _truncate_csv(path: str, column: str, limit: int) -> int:
-    """Keep the header and the rows with int(row[column]) <= limit (drops a torn last line).
-    Returns the number of rows dropped. Atomic (tmp + rename)."""
-    if not os.path.isfile(path):
-        return 0
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    if not rows:
-        return 0
-    header, body = rows[0], rows[1:]
-    i = header.index(column)
-    keep = []
-    for row in body:
-        try:
-            ok = len(row) == len(header) and int(float(row[i])) <= limit
-        except ValueError:
-            ok = False
-        if ok:
-            keep.append(row)
-    dropped = len(body) - len(keep)
-    if dropped:
-        tmp = path + ".tmp"
-        with open(tmp, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(header)
-            w.writerows(keep)
-        os.replace(tmp, path)
-    return dropped
-
-
-def repair_logs(run_dir: str) -> tuple[int, int]:
-    """Cut episodes.csv / updates.csv back to the checkpoint, so that a resumed run (which
-    appends from the checkpoint's step) has no duplicated rows. After a clean Ctrl-C nothing is
-    cut; after a hard kill, the rows written after the last periodic checkpoint are."""
-    step, update = checkpoint_position(run_dir)
-    return (_truncate_csv(os.path.join(run_dir, "episodes.csv"), "global_step", step),
-            _truncate_csv(os.path.join(run_dir, "updates.csv"), "update", update))
+    if state := _settled(read_summary(run_dir), job.budget):
+        return state, run_dir
+    return ("resume" if os.path.isfile(os.path.join(run_dir, "checkpoint.pt")) else "fresh"), run_dir
 
 
 def plan(job: Job) -> tuple[str, Optional[str], Optional[str]]:
@@ -349,13 +279,11 @@ def plan(job: Job) -> tuple[str, Optional[str], Optional[str]]:
 
 
 def extension_source(job: Job) -> Optional[str]:
-    """The run directory in job.extend_from that this job may continue, or None: the same task, algorithm
-    and seed, asked with the same flags (job.json), finished at a budget <= this job's, with a checkpoint.
-    The trainer has no schedule tied to --total-timesteps, so continuing it to the larger budget is the
-    run the larger budget would have made, interrupted once (as any resumed run)."""
+    """The run directory in job.extend_from this job may continue (same task, algo, seed and job.json flags, finished
+    at a budget <= this job's, checkpointed), or None; no schedule depends on --total-timesteps, so it is exact."""
     if not job.extend_from:
         return None
-    src_seed = os.path.join(job.extend_from, job.task, job.algo, f"seed{job.seed}")
+    src_seed = _seed_dir(job.extend_from, job.task, job.algo, job.seed)
     src = find_run_dir(src_seed)
     summary = read_summary(src)
     if not (src and summary and summary.get("status") == "finished" and summary.get("global_step", 0) <= job.budget
@@ -369,22 +297,20 @@ def extension_source(job: Job) -> Optional[str]:
             asked = json.load(f)
     except (OSError, ValueError):
         return None
-    same = (asked.get("flags") == job.flags and asked.get("extra_flags") == job.extra_flags
-            and asked.get("horizon") == job.horizon and asked.get("num_steps") == job.num_steps)
+    same = all(asked.get(k) == getattr(job, k) for k in ("flags", "extra_flags", "horizon", "num_steps"))
     return src if same else None
 
 
 def command(job: Job, state: str, run_dir: Optional[str]) -> list[str]:
     """The trainer command line for a job in state fresh / resume."""
     if job.algo == "sb3-a2c":
-        return [job.python, os.path.abspath(__file__), "sb3-run", job.task, str(job.seed), str(job.budget), job.seed_dir]
-    base = [job.python, *TRAINER]
+        return [job.python, os.path.abspath(__file__), "sb3-run", job.task, str(job.seed), str(job.budget),
+                job.seed_dir]
+    every = ["--checkpoint-every", str(job.checkpoint_every)]
     if state == "resume":
-        return base + ["--resume", run_dir, "--total-timesteps", str(job.budget),
-                       "--checkpoint-every", str(job.checkpoint_every)]
-    return base + job.flags + job.extra_flags + ["--seed", str(job.seed), "--exp-name", job.algo, "--runs-dir", job.seed_dir,
-                               "--total-timesteps", str(job.budget), "--checkpoint-every",
-                               str(job.checkpoint_every), "--no-tensorboard"]
+        return [job.python, *TRAINER, "--resume", run_dir, "--total-timesteps", str(job.budget), *every]
+    return [job.python, *TRAINER, *job.flags, *job.extra_flags, "--seed", str(job.seed), "--exp-name", job.algo,
+            "--runs-dir", job.seed_dir, "--total-timesteps", str(job.budget), *every, "--no-tensorboard"]
 
 
 def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
@@ -407,8 +333,9 @@ def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
         if state == "done":
             save_compact_log(job)
             return state, None
-    if state == "resume":
-        repair_logs(run_dir)
+    if state == "resume":  # cut the logs back to the checkpoint (rows after it, written before a hard kill)
+        ckpt = trainer.load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))  # weights_only: loads no code
+        trainer.truncate_logs_to(run_dir, int(ckpt["global_step"]), int(ckpt["update"]))
     os.makedirs(job.seed_dir, exist_ok=True)
     with open(os.path.join(job.seed_dir, "job.json"), "w") as f:
         json.dump({**asdict(job), "state_at_start": state, "time": time.time()}, f, indent=2)
@@ -416,10 +343,8 @@ def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
 
 
 def _child_preexec(parent_pid: int):
-    """In the trainer process: own session (a terminal Ctrl-C reaches only the sweep, which then
-    sends exactly one SIGINT) and SIGINT if the parent dies (Linux PR_SET_PDEATHSIG = 1). If the sweep
-    died before the death signal was armed (killed while its trainers were starting), the trainer
-    does not start at all, so no orphan is left behind."""
+    """In the trainer: own session (Ctrl-C reaches only the sweep, which sends one SIGINT), SIGINT when the parent
+    dies (PR_SET_PDEATHSIG = 1), and no start at all if the parent died before that was armed (no orphan)."""
     os.setsid()
     try:
         import ctypes
@@ -431,36 +356,33 @@ def _child_preexec(parent_pid: int):
 
 
 def launch(job: Job, cmd: list[str]) -> subprocess.Popen:
+    """Start cmd in job.seed_dir (output appended to sweep.log), in its own session."""
     env = dict(os.environ)
     env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
-    log = open(os.path.join(job.seed_dir, "sweep.log"), "a")
-    log.write(f"\n$ {' '.join(cmd)}\n")
-    log.flush()
-    proc = subprocess.Popen(cmd, cwd=job.seed_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL,
-                            preexec_fn=functools.partial(_child_preexec, os.getpid()))
-    log.close()
-    return proc
+    with open(os.path.join(job.seed_dir, "sweep.log"), "a") as log:
+        log.write(f"\n$ {' '.join(cmd)}\n")
+        log.flush()
+        return subprocess.Popen(cmd, cwd=job.seed_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, preexec_fn=functools.partial(_child_preexec, os.getpid()))
 
 
 def outcome(job: Job, returncode: Optional[int]) -> str:
     """finished / interrupted / diverged / failed, from summary.json (written by the trainer)."""
-    summary = read_summary(find_run_dir(job.seed_dir))
-    if summary and summary.get("status") in ("finished", "interrupted", "diverged"):
-        if summary["status"] == "finished" and summary.get("global_step", 0) < job.budget:
-            return "failed"
+    summary = read_summary(find_run_dir(job.seed_dir)) or {}
+    if summary.get("status") == "finished":
+        return "finished" if summary.get("global_step", 0) >= job.budget else "failed"
+    if summary.get("status") in ("interrupted", "diverged"):
         return summary["status"]
-    return "failed" if returncode not in (130, -signal.SIGINT) else "interrupted"
+    return "interrupted" if returncode in (130, -signal.SIGINT) else "failed"
 
 
 def run_job_blocking(job_dict: dict) -> dict:
-    """Prepare, run and wait for one job; the unit of work of the Ray backend. On
-    KeyboardInterrupt (ray.cancel) the trainer gets one SIGINT and is waited for."""
+    """Prepare, run and wait for one job (a Ray task); on ray.cancel the trainer gets one SIGINT and is waited for."""
     job = Job(**job_dict)
     state, cmd = prepare(job)
     if cmd is None:
-        return {"name": job.name, "state": state, "outcome": "done" if state == "done" else state, "rc": 0}
+        return {"name": job.name, "state": state, "outcome": state, "rc": 0}
     proc = launch(job, cmd)
     try:
         rc = proc.wait()
@@ -471,9 +393,6 @@ def run_job_blocking(job_dict: dict) -> dict:
     return {"name": job.name, "state": state, "outcome": outcome(job, rc), "rc": rc}
 
 
-# ------------------------------------------------------------------------------------------
-# Progress
-# ------------------------------------------------------------------------------------------
 def last_global_step(seed_dir: str) -> int:
     """global_step of the last complete row of updates.csv (0 if none); reads only the file's tail."""
     try:
@@ -484,7 +403,7 @@ def last_global_step(seed_dir: str) -> int:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - 4096))
             lines = f.read().decode(errors="ignore").splitlines()
-        for line in reversed(lines[1:] if len(lines) > 1 else []):
+        for line in reversed(lines[1:]):
             parts = line.split(",")
             if len(parts) >= 13:
                 return int(float(parts[1]))
@@ -505,38 +424,33 @@ class Progress:
 
     def __init__(self, jobs: list[Job], interval: float):
         self.jobs, self.interval, self.t0, self.last = jobs, interval, time.time(), 0.0
-        self.start_steps = {j.name: min(last_global_step(j.seed_dir), j.budget) for j in jobs}
-        self.tty = sys.stdout.isatty()
-        self.finished: set = set()
+        self.start = {j.name: self.steps(j) for j in jobs}
+        self.tty, self.finished = sys.stdout.isatty(), set()
 
-    def line(self, done: int, running: list[Job], left: int, extra: str = "") -> str:
-        steps_now = {j.name: min(last_global_step(j.seed_dir), j.budget) for j in running}
-        finished_steps = sum(j.budget - self.start_steps[j.name] for j in self.jobs if j.name in self.finished)
-        gained = finished_steps + sum(steps_now[j.name] - self.start_steps[j.name] for j in running)
-        remaining = sum(j.budget - self.start_steps[j.name] for j in self.jobs
-                        if j.name not in self.finished) - sum(steps_now[j.name] - self.start_steps[j.name]
-                                                              for j in running)
-        elapsed = time.time() - self.t0
-        rate = gained / elapsed if elapsed > 0 else 0.0
-        eta = remaining / rate if rate > 0 else float("nan")
-        return (f"[sweep] done {done}/{len(self.jobs)} | running {len(running)} | left {left} | "
-                f"{rate:,.0f} steps/s | elapsed {fmt_time(elapsed)} | ETA {fmt_time(eta) if remaining else '0m00s'}"
-                + (f" | {extra}" if extra else ""))
+    @staticmethod
+    def steps(job: Job) -> int:
+        return min(last_global_step(job.seed_dir), job.budget)
 
-    def show(self, done, running, left, extra="", force=False):
+    def show(self, done: int, running: list[Job], left: int, force: bool = False):
+        """Print the progress line: every `interval` seconds in place on a terminal, or now on its own line."""
         now = time.time()
         if not force and now - self.last < self.interval:
             return
         self.last = now
-        msg = self.line(done, running, left, extra)
-        print(("\r" + msg + " " * 4) if self.tty and not force else msg, end="" if self.tty and not force else "\n",
-              flush=True)
+        moved = sum(self.steps(j) - self.start[j.name] for j in running)
+        gained = moved + sum(j.budget - self.start[j.name] for j in self.jobs if j.name in self.finished)
+        remaining = sum(j.budget - self.start[j.name] for j in self.jobs if j.name not in self.finished) - moved
+        elapsed = now - self.t0
+        rate = gained / elapsed if elapsed > 0 else 0.0
+        eta = fmt_time(remaining / rate if rate > 0 else float("nan")) if remaining else "0m00s"
+        msg = (f"[sweep] done {done}/{len(self.jobs)} | running {len(running)} | left {left} | "
+               f"{rate:,.0f} steps/s | elapsed {fmt_time(elapsed)} | ETA {eta}")
+        inline = self.tty and not force
+        print(("\r" + msg + " " * 4) if inline else msg, end="" if inline else "\n", flush=True)
 
 
-# ------------------------------------------------------------------------------------------
-# Backends
-# ------------------------------------------------------------------------------------------
 def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
+    """Run the jobs with `workers` trainer processes on this machine; {"results": {name: result}, "interrupted"}."""
     results, queue, running = {}, list(jobs), {}     # running: name -> (job, proc, state)
     prog = Progress(jobs, progress_interval)
     interrupted = False
@@ -550,8 +464,8 @@ def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
                 prog.finished.add(name)
                 del running[name]
                 if not interrupted:
-                    print(f"\n[sweep] {name}: {results[name]['outcome']} (exit {rc})" if prog.tty
-                          else f"[sweep] {name}: {results[name]['outcome']} (exit {rc})", flush=True)
+                    print(("\n" if prog.tty else "") + f"[sweep] {name}: {results[name]['outcome']} (exit {rc})",
+                          flush=True)
 
     try:
         while queue or running:
@@ -585,29 +499,28 @@ def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
 
 
 def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: float) -> dict:
+    """run_local's work as Ray tasks (run_job_blocking), on a local Ray instance or a cluster at `address`."""
     import ray
     from benchmark import sweep as sweep_module   # by reference, not __main__, so workers import it
 
     runtime_env = {"env_vars": {"PYTHONPATH": REPO, "PYTHONWARNINGS": "ignore::DeprecationWarning"}}
     if not ray.is_initialized():
-        if address in ("local", "", None):
-            ray.init(num_cpus=workers, runtime_env=runtime_env, include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
+        where = ({"num_cpus": workers, "include_dashboard": False} if address in ("local", "", None)
+                 else {"address": address})
+        ray.init(**where, runtime_env=runtime_env, log_to_driver=False)
     remote = ray.remote(num_cpus=1, max_retries=0)(sweep_module.run_job_blocking)
     prog = Progress(jobs, progress_interval)
     refs = {remote.remote(asdict(j)): j for j in jobs}
-    results, interrupted = {}, False
+    results, interrupted, pending = {}, False, list(refs)
     try:
-        pending = list(refs)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1, timeout=1.0)
             for ref in ready:
                 job = refs[ref]
-                res = ray.get(ref)
-                results[job.name] = res
+                results[job.name] = ray.get(ref)
                 prog.finished.add(job.name)
-                print(f"[sweep] {job.name}: {res['outcome']} (exit {res['rc']})", flush=True)
+                print(f"[sweep] {job.name}: {results[job.name]['outcome']} (exit {results[job.name]['rc']})",
+                      flush=True)
             running = [refs[r] for r in pending if last_global_step(refs[r].seed_dir) > 0]
             prog.show(len(results), running, len(pending) - len(running))
     except KeyboardInterrupt:
@@ -625,86 +538,63 @@ def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: floa
     return {"results": results, "interrupted": interrupted}
 
 
-# ------------------------------------------------------------------------------------------
-# CLI
-# ------------------------------------------------------------------------------------------
 STUDIES = ("grid", "fidelity", "ablations", "prereg", "defaults", "sb3", "random")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line (module docstring)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--study", choices=STUDIES, default="grid", help="which job list: grid (--tasks x --algos x --seeds "
-                   "at --budget), fidelity (--readings), ablations (--sections), prereg (--blocks), defaults, sb3 "
-                   "(SB3 A2C on --tasks), random (the random policy's scores, no trainer) (default: grid)")
-    p.add_argument("--tasks", default="all", help="comma list of tasks (short names or env ids) or 'all', "
-                   "'classic', 'mujoco' (default: all nine)")
-    p.add_argument("--algos", default="all", help=f"comma list of {', '.join(hparams.ALGOS)} or 'all', "
-                   "'paper' (the five of the paper) (default: all six)")
-    p.add_argument("--seeds", default=None, help="e.g. 1-3, 1,2,5 (default: the study's; grid 1-3)")
-    p.add_argument("--budget", default=None, help="environment steps per run: one number, or "
-                   f"classic=N,mujoco=M,<Task>=K (a task key wins over its group) (default: the study's; grid "
-                   f"{DEFAULT_BUDGET})")
-    p.add_argument("--reading", default="literal", help="grid: reading of the paper's silent choices "
-                   "(hparams.READINGS: literal, minibatch-10, ...); its trainer flags are added to "
-                   "every job (default: literal; hyperparams.toml [meta] grid_readings records what each grid used)")
-    p.add_argument("--readings", default="all", help="fidelity: comma list of readings (a+b for a union) or 'all'")
-    p.add_argument("--sections", default="all", help="ablations: comma list of "
-                   f"{', '.join(hparams.SECTIONS)} or 'all'")
-    p.add_argument("--blocks", default="all", help="prereg: comma list of preregistration.toml's blocks or 'all'")
+    p.add_argument("--study", choices=STUDIES, default="grid", help="job list: grid (--tasks x --algos x --seeds), "
+                   "fidelity (--readings), ablations (--sections), prereg (--blocks), defaults, sb3 (SB3 A2C on "
+                   "--tasks), random (the random policy's scores) (default: grid)")
+    p.add_argument("--tasks", default="all", help="comma list of tasks, or all, classic, mujoco (default: all)")
+    p.add_argument("--algos", default="all", help=f"comma list of {', '.join(hparams.ALGOS)}, or all, paper")
+    p.add_argument("--seeds", default=None, help="e.g. 1-3 or 1,2,5 (default: the study's; grid 1-3)")
+    p.add_argument("--budget", default=None, help="steps per run: N or classic=N,mujoco=M,<Task>=K (a task wins over "
+                   f"its group) (default: the study's; grid {DEFAULT_BUDGET})")
+    p.add_argument("--reading", default="literal", help="grid: the hparams.READINGS entry whose trainer flags every "
+                   "job gets (default: literal)")
+    p.add_argument("--readings", default="all", help="fidelity: comma list of readings (a+b for a union) or all")
+    p.add_argument("--sections", default="all", help=f"ablations: comma list of {', '.join(hparams.SECTIONS)} or all")
+    p.add_argument("--blocks", default="all", help="prereg: comma list of preregistration.toml's blocks or all")
     p.add_argument("--runs-dir", default=None, help="root of {task}/{algo}/seed{n}/ (default: benchmark/runs for "
-                   "the literal grid, benchmark/runs_<reading or study> otherwise)")
-    p.add_argument("--logs-dir", default=None, help="compact logs root ({task}/{algo}/seed{n}.json.gz): each finished "
-                   "run is packed there, and a log there counts as a finished run (default: the study's under "
-                   "benchmark/results/; for the grid benchmark/results/logs/<reading> with the default --runs-dir; "
-                   "'none' disables)")
-    p.add_argument("--extra-flags", default="", help="trainer flags appended to every job's command, e.g. "
-                   "'--num-minibatches 10'")
-    p.add_argument("--extend-from", default=None, help="runs root of a smaller-budget grid (e.g. benchmark/runs_norm): "
-                   "a job with nothing in --runs-dir continues a copy of that grid's finished run of the same task, "
-                   "algorithm, seed and flags instead of starting over (default: none)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                   help="parallel trainer processes (local) or Ray CPUs for --ray-address local (default: cores)")
+                   "the literal grid, else benchmark/runs_<reading or study>)")
+    p.add_argument("--logs-dir", default=None, help="compact logs root: finished runs are packed there and count as "
+                   "done (default: the study's; grid: results/logs/<reading> with the default --runs-dir; 'none': off)")
+    p.add_argument("--extra-flags", default="", help="trainer flags added to every job, e.g. '--num-minibatches 10'")
+    p.add_argument("--extend-from", default=None, help="runs root of a smaller-budget grid whose finished run of the "
+                   "same job a job with nothing in --runs-dir continues (a copy)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel trainers, or Ray CPUs")
     p.add_argument("--backend", choices=("local", "ray"), default="local")
-    p.add_argument("--ray-address", default="local", help="'local': start a Ray instance on this machine "
-                   "with --workers CPUs; 'auto' or host:port: join a running cluster (default: %(default)s)")
-    p.add_argument("--checkpoint-every", type=int, default=10,
-                   help="trainer checkpoint period in updates (a hard kill loses at most this many) (default: 10)")
-    p.add_argument("--horizon", choices=hparams.HORIZONS, default="paper", help="paper: 1000-step episodes "
-                   "in every task (the paper's protocol); gym: each id's registered TimeLimit (default: paper)")
-    p.add_argument("--num-steps", type=int, default=None,
-                   help="override T (steps per update); for tests and smoke runs only, not the paper's setting")
+    p.add_argument("--ray-address", default="local", help="local (start Ray here), auto or host:port (a cluster)")
+    p.add_argument("--checkpoint-every", type=int, default=10, help="checkpoint period in updates (default: 10)")
+    p.add_argument("--horizon", choices=hparams.HORIZONS, default="paper", help="paper: 1000-step episodes (the "
+                   "paper's protocol); gym: each id's registered TimeLimit (default: paper)")
+    p.add_argument("--num-steps", type=int, default=None, help="override T (steps per update); tests only")
     p.add_argument("--progress-interval", type=float, default=10.0, help="seconds between progress lines")
     p.add_argument("--dry-run", action="store_true", help="list each job's state and command; run nothing")
     return p
 
 
 def select(spec: str, kind: str) -> list[str]:
+    """Tasks (kind "task") or algorithms named by a --tasks / --algos value."""
     spec = spec.strip()
     if kind == "task":
-        if spec == "all":
-            return hparams.tasks()
-        if spec in ("classic", "mujoco"):
-            return hparams.tasks(spec)
+        if spec in ("all", "classic", "mujoco"):
+            return hparams.tasks() if spec == "all" else hparams.tasks(spec)
         return [hparams.resolve_task(s) for s in spec.split(",") if s.strip()]
-    if spec == "all":
-        return list(hparams.ALGOS)
-    if spec == "paper":
-        return list(hparams.PAPER_ALGOS)
+    if spec in ("all", "paper"):
+        return list(hparams.ALGOS if spec == "all" else hparams.PAPER_ALGOS)
     return [hparams.resolve_algo(s) for s in spec.split(",") if s.strip()]
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
 def main(argv=None) -> int:
+    """The CLI; returns the exit code (0, 1 if a run failed, 2 on bad input, 130 if interrupted)."""
     previous = {}
     if threading.current_thread() is threading.main_thread():
-        # Ctrl-C even when started in the background of a script (which ignores SIGINT), and SIGTERM (Slurm,
-        # Kubernetes) alike: both stop the trainers cleanly and leave the sweep resumable
-        previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
-                    signal.SIGTERM: signal.signal(signal.SIGTERM, _interrupt)}
+        # Ctrl-C (even when started in a script's background, which ignores SIGINT) and SIGTERM stop it resumably
+        previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         return _main(argv)
     finally:
@@ -712,35 +602,36 @@ def main(argv=None) -> int:
             signal.signal(sig, handler)
 
 
+def _names(spec: str, known=None, what: str = "") -> Optional[list[str]]:
+    """A comma list's names (None for 'all'); a name not in `known` raises KeyError naming the --{what}s flag."""
+    names = None if spec == "all" else [x.strip() for x in spec.split(",") if x.strip()]
+    for name in names or ():
+        if known is not None and name not in known:
+            raise KeyError(f"--{what}s: unknown {what} {name!r}; known: {', '.join(known)}")
+    return names
+
+
 def study_jobs(args) -> list[Job]:
     """The chosen study's job list (raises KeyError / ValueError on bad input)."""
-    split = lambda spec: None if spec == "all" else [x.strip() for x in spec.split(",") if x.strip()]  # noqa: E731
     seeds = lambda default: parse_seeds(args.seeds or default)  # noqa: E731
     logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
     if args.study == "fidelity":
-        readings = split(args.readings) or list(hparams.READINGS)
+        readings = _names(args.readings) or list(hparams.READINGS)
         for r in readings:
             hparams.reading_flags(r)
         budget = int(args.budget or hparams.FIDELITY_BUDGET)
         return fidelity_jobs(readings, seeds(hparams.FIDELITY_SEEDS), budget, args.runs_dir,
                              logs or hparams.FIDELITY_LOGS)
     if args.study == "ablations":
-        sections = split(args.sections)
-        for sec in sections or ():
-            if sec not in hparams.SECTIONS:
-                raise KeyError(f"--sections: unknown section {sec!r}; known: {', '.join(hparams.SECTIONS)}")
-        return ablation_jobs(sections, seeds(hparams.ABLATION_SEEDS), args.runs_dir,
-                             int(args.budget or hparams.ABLATION_BUDGET), logs or hparams.ABLATION_LOGS,
+        return ablation_jobs(_names(args.sections, hparams.SECTIONS, "section"), seeds(hparams.ABLATION_SEEDS),
+                             args.runs_dir, int(args.budget or hparams.ABLATION_BUDGET), logs or hparams.ABLATION_LOGS,
                              args.checkpoint_every)
     if args.study == "prereg":
         reg = hparams.load_prereg()
-        blocks = split(args.blocks)
-        for b in blocks or ():
-            if b not in reg["blocks"]:
-                raise KeyError(f"--blocks: unknown block {b!r}; known: {', '.join(reg['blocks'])}")
-        return prereg_jobs(reg, blocks, args.runs_dir, os.path.abspath(logs) if logs else REPO, args.checkpoint_every)
+        return prereg_jobs(reg, _names(args.blocks, reg["blocks"], "block"), args.runs_dir,
+                           os.path.abspath(logs) if logs else REPO, args.checkpoint_every)
     if args.study == "defaults":
-        return defaults_jobs(seeds("1-3"), args.runs_dir, logs or hparams.DEFAULTS_LOGS, args.checkpoint_every)
+        return defaults_jobs(seeds("1-2"), args.runs_dir, logs or hparams.DEFAULTS_LOGS, args.checkpoint_every)
     tasks = select(args.tasks, "task")
     if args.study == "sb3":
         return sb3_jobs(tasks if args.tasks != "all" else hparams.tasks("mujoco"), seeds("1-3"),
@@ -791,9 +682,7 @@ def _main(argv=None) -> int:
         out = run_ray(jobs, args.ray_address, args.workers, args.progress_interval)
     else:
         out = run_local(jobs, args.workers, args.progress_interval)
-    counts = {}
-    for r in out["results"].values():
-        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    counts = collections.Counter(r["outcome"] for r in out["results"].values())
     print("[sweep] " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())), flush=True)
     if out["interrupted"]:
         print("[sweep] interrupted; run the same command again to resume", flush=True)

@@ -9,10 +9,12 @@ In your own loop, with any policy network: copy the four drop-in functions, then
     apply_step_(policy, smac_direction(policy, log_probs, advantages, damping), lr)
 AC-CG, AC-KFAC, SMAC's ablations, resume and evaluation are the lab's: `python -m benchmark.trainer --help`.
 """
+import contextlib
 import copy
 import csv
 import glob
 import hashlib
+import io
 import json
 import math
 import os
@@ -20,6 +22,7 @@ import random
 import signal
 import sys
 import time
+import traceback
 import warnings
 from dataclasses import asdict, dataclass
 from importlib.util import find_spec
@@ -92,6 +95,16 @@ class ConfigError(Exception):
     """Bad input: one line on stderr, exit code 2."""
 
 
+def parse_args(argv=None, cls=Args, prog: str = "python smac_a2c.py"):
+    """tyro.cli(cls), with tyro's multi-line error box reduced to one line (a ConfigError)."""
+    try:
+        with contextlib.redirect_stderr(io.StringIO()) as box:
+            return tyro.cli(cls, args=argv)
+    except SystemExit as e:  # an error (--help exits 0): the box's first paragraph, under its title, one line
+        message = " ".join(box.getvalue().partition("\n")[2].partition("──")[0].replace("│", "").split())
+        raise (ConfigError(f"{message or 'bad input'} (see: {prog} --help)") if e.code else e) from None
+
+
 def check_args(args: Args) -> None:
     positive = "learning_rate", "damping", "critic_learning_rate", "total_timesteps", "num_envs", "num_steps"
     rules = [(name, "a finite number > 0", lambda v: v > 0 and math.isfinite(v)) for name in positive] + [
@@ -105,20 +118,17 @@ def check_args(args: Args) -> None:
             raise ConfigError(f"--{name.replace('_', '-')} must be {allowed}, got {getattr(args, name)!r}")
 
 
-# ======== Environment: plain gymnasium envs, stepped in the loop; episode statistics, normalization
-# and action clipping are done there, once per rollout (per-step wrappers cost more than a MuJoCo step)
+# ======== Environment: plain gymnasium envs; statistics, normalization, clipping in the loop, per rollout
 def make_env(env_id: str, video_dir: Optional[str] = None) -> gym.Env:
     env = gym.make(env_id, disable_env_checker=True, **({"render_mode": "rgb_array"} if video_dir else {}))
     return gym.wrappers.RecordVideo(env, video_dir, disable_logger=True) if video_dir else env
 
 
 def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.Space]:
-    """(observation space, action space), or ConfigError with a hint."""
     try:
-        env = make_env(env_id)
+        env = gym.make(env_id, render_mode="rgb_array") if capture_video else make_env(env_id)
         if capture_video:  # moviepy and one frame now: a machine that cannot record fails with one line
             import moviepy  # noqa: F401  (RecordVideo writes with it)
-            env = gym.make(env_id, render_mode="rgb_array")
             env.reset(seed=0)
             assert env.render() is not None
     except Exception as e:
@@ -134,9 +144,7 @@ def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.
     return obs_space, act_space
 
 
-class RunningMeanStd:
-    """Running mean and variance of a stream of arrays (Chan et al.'s parallel update)."""
-
+class RunningMeanStd:  # running mean and variance of a stream of arrays (Chan et al.'s parallel update)
     def __init__(self, shape=()):
         self.mean, self.var, self.count = np.zeros(shape), np.ones(shape), 1e-4
 
@@ -147,10 +155,7 @@ class RunningMeanStd:
         self.mean, self.count = self.mean + delta * n / total, total
 
 
-class Normalizer:
-    """--norm-obs and --norm-reward (CleanRL's NormalizeObservation / NormalizeReward), with statistics kept
-    here and updated once per rollout: a rollout and the update after it see the same statistics."""
-
+class Normalizer:  # --norm-obs, --norm-reward (CleanRL's wrappers); statistics updated per rollout, not step
     def __init__(self, obs_dim: int, num_envs: int, gamma: float, norm_obs: bool, norm_reward: bool):
         self.obs_rms, self.ret_rms = RunningMeanStd((obs_dim,)), RunningMeanStd(())
         self.norm_obs, self.norm_reward, self.gamma = norm_obs, norm_reward, gamma
@@ -161,23 +166,20 @@ class Normalizer:
             return obs
         return np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + 1e-8), -10.0, 10.0)
 
-    def rewards(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
-        """Scale a rollout's raw rewards (T, N); updates the return statistics first."""
+    def rewards(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:  # (T, N); statistics first
         if not self.norm_reward:
             return rewards
         returns = np.empty_like(rewards)
         for t in range(rewards.shape[0]):
-            self.discounted_return = self.discounted_return * self.gamma + rewards[t]
-            returns[t] = self.discounted_return
+            returns[t] = self.discounted_return = self.discounted_return * self.gamma + rewards[t]
             self.discounted_return = self.discounted_return * (1.0 - dones[t])
         self.ret_rms.update(returns.reshape(-1))
         return np.clip(rewards / np.sqrt(self.ret_rms.var + 1e-8), -10.0, 10.0)
 
     def state_dict(self) -> dict:  # plain Python, so checkpoints load with torch.load(weights_only=True)
-        rms = {"obs_rms": self.obs_rms, "ret_rms": self.ret_rms}
         return {"discounted_return": self.discounted_return.tolist(), **{
             k: {"mean": np.asarray(r.mean).tolist(), "var": np.asarray(r.var).tolist(), "count": r.count}
-            for k, r in rms.items()}}
+            for k, r in (("obs_rms", self.obs_rms), ("ret_rms", self.ret_rms))}}
 
     def load_state_dict(self, d: dict) -> None:
         for rms, saved in ((self.obs_rms, d["obs_rms"]), (self.ret_rms, d["ret_rms"])):
@@ -196,8 +198,7 @@ def layer_init(layer: nn.Linear, std: float = math.sqrt(2)) -> nn.Linear:
 
 
 class Actor(nn.Module):
-    """pi_theta(a|s): Categorical(logits = MLP(s)) or Normal(MLP(s), exp(log_std)), log_std state-independent.
-    theta = every weight and bias of the MLP, and log_std for Box actions."""
+    """pi_theta(a|s) = Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)); theta: MLP and log_std."""
 
     def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes=(64, 64),
                  log_std_init: float = 0.0, activation: str = "tanh"):
@@ -208,16 +209,13 @@ class Actor(nn.Module):
         if not discrete:
             self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std_init)))
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """Logits (Discrete) or action means (Box), shape (B, act_dim)."""
-        h = obs
+    def forward(self, h: torch.Tensor) -> torch.Tensor:  # (B, obs_dim) -> logits or action means (B, act_dim)
         for linear in self.linears[:-1]:
             h = ACTIVATIONS[self.activation][0](linear(h))
         return self.linears[-1](h)
 
     def log_prob_from_output(self, out: torch.Tensor, actions: torch.Tensor, log_std=None) -> torch.Tensor:
-        """log pi(a|s) per row, shape (B,), from the network output."""
-        if self.discrete:
+        if self.discrete:  # log pi(a|s) per row, shape (B,)
             return torch.log_softmax(out, dim=-1).gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
         log_std = self.log_std if log_std is None else log_std
         z = (actions - out) * torch.exp(-log_std)
@@ -243,18 +241,14 @@ def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, activa
     return actor, nn.Sequential(*layers, layer_init(nn.Linear(sizes[-1], 1), std=1.0), nn.Flatten(-2))
 
 
-class RolloutPolicy:
-    """A numpy copy of the actor that acts in the rollout (a batch-1 numpy forward costs a third of torch's);
-    refreshed after every update, which recomputes log-probabilities in torch from the stored actions."""
-
+class RolloutPolicy:  # the actor's numpy copy, acting in the rollout (a batch-1 forward: a third of torch's)
     def __init__(self, actor: Actor):
         self.layers = [(m.weight.detach().cpu().double().numpy(), m.bias.detach().cpu().double().numpy())
                        for m in actor.linears]
         self.discrete, self.act = actor.discrete, ACTIVATIONS[actor.activation][1]
         self.std = None if actor.discrete else np.exp(actor.log_std.detach().cpu().double().numpy())
 
-    def forward(self, obs: np.ndarray) -> np.ndarray:
-        h = obs
+    def forward(self, h: np.ndarray) -> np.ndarray:  # observations h (B, obs_dim) -> the actor's output
         for w, b in self.layers[:-1]:
             h = self.act(h @ w.T + b)
         return h @ self.layers[-1][0].T + self.layers[-1][1]
@@ -276,17 +270,14 @@ def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: floa
 # --- The drop-in SMAC step for any policy network: copy these four functions into your own loop ----
 def trainable_parameters(params) -> list:
     """An nn.Module's (or an iterable's) parameters with requires_grad; their order fixes the flat layout."""
-    params = params.parameters() if isinstance(params, nn.Module) else params
-    return [p for p in params if p.requires_grad]
+    return [p for p in (params.parameters() if isinstance(params, nn.Module) else params) if p.requires_grad]
 
 
 def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages: torch.Tensor):
-    """Flat (l_bar, g) of the Practical Method: l_bar = grad mean_i log pi(a_i|s_i) and
-    g = grad mean_i log pi(a_i|s_i) A_i, by two backward passes through the same graph."""
+    """Flat (l_bar, g): grad mean_i log pi(a_i|s_i) and grad mean_i log pi(a_i|s_i) A_i (Practical Method)."""
     params = trainable_parameters(params)
     if log_probs.dim() != 1 or advantages.shape != log_probs.shape:
-        raise ValueError(f"log_probs and advantages must both have shape (B,), got {tuple(log_probs.shape)} "
-                         f"and {tuple(advantages.shape)}")
+        raise ValueError(f"log_probs, advantages need shape (B,), got {log_probs.shape}, {advantages.shape}")
     weights = (torch.full_like(log_probs, 1.0 / len(log_probs)), advantages.detach() / len(log_probs))
     grads = [torch.autograd.grad(log_probs, params, grad_outputs=w, retain_graph=i == 0, allow_unused=True)
              for i, w in enumerate(weights)]  # two backward passes through the same graph
@@ -319,9 +310,8 @@ def flat_grad(output: torch.Tensor, params, retain_graph=False) -> torch.Tensor:
 
 
 def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
-    """SMAC. batch-mean (Practical Method): theta <- theta + eta (lambda I + l_bar l_bar^T)^-1 g, once per
-    rollout. per-sample (Algorithm 1): for each transition in rollout order, at the current theta,
-    l = grad log pi(a|s), g = l A, theta <- theta + eta (lambda I + l l^T)^-1 g."""
+    """SMAC. batch-mean (Practical Method): theta <- theta + eta (lambda I + l_bar l_bar^T)^-1 g per rollout.
+    per-sample (Algorithm 1): per transition, l = grad log pi(a|s): theta += eta (lambda I + l l^T)^-1 l A."""
     obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
     if args.fisher == "per-sample":
         params, n, g_sum, step_sum, ell_sq = trainable_parameters(actor), obs.shape[0], 0.0, 0.0, 0.0
@@ -346,8 +336,7 @@ def sgd_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
 
 
 def adam_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
-    """AC-Adam: one Adam step (learning rate eta) ascending the same objective. state["adam"] keeps Adam's
-    state_dict (plain tensors: checkpoints and rollbacks are deep copies of the state)."""
+    """AC-Adam: one Adam step (learning rate eta) on the same objective, its state_dict in state["adam"]."""
     params = list(actor.parameters())
     optimizer = torch.optim.Adam(params, lr=args.learning_rate, maximize=True)
     if "adam" in state:
@@ -365,8 +354,7 @@ ACTOR_STEPS = {"smac": smac_step, "sgd": sgd_step, "adam": adam_step}
 
 
 def step_diagnostics(diag: dict) -> dict:
-    """Norms, cos(g, step) and, for SMAC, the step's parts along l_bar (shrunk by the rank-1 term) and
-    orthogonal to it (g_perp / lambda): how far the step departs from SGD with step eta / lambda."""
+    """Norms, cos(g, step), SMAC's step split along l_bar (shrunk) and orthogonal to it (g_perp / lambda)."""
     g, step = diag["g"].double(), diag["step"].double()
     ell_sq, par, perp = float(diag.get("ell_sq_mean", math.nan)), math.nan, math.nan
     if "ell" in diag:
@@ -379,9 +367,8 @@ def step_diagnostics(diag: dict) -> dict:
 
 
 def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
-    """GAE (paper, SM-ActorCritic), arrays (T, N): delta_t = r_t + gamma V(s_{t+1}) - V(s_t), A_t = sum_l
-    (gamma lambda_GAE)^l delta_{t+l}, R_t = A_t + V(s_t) (critic target). next_values[t] = V(state after
-    t), the final observation if an episode ended at t; terminations zero the bootstrap, dones cut the sum."""
+    """GAE (SM-ActorCritic), (T, N) arrays: A_t = sum_l (gamma lambda_GAE)^l delta_{t+l}, R_t = A_t + V(s_t):
+    the critic target. next_values[t] = V(s_{t+1}), the final observation where an episode ended at t."""
     deltas = rewards + gamma * next_values * (1.0 - terminations) - values  # every delta_t at once
     decay = gamma * gae_lambda * (1.0 - dones)
     advantages, last = np.zeros_like(rewards), np.zeros_like(rewards[0])
@@ -391,32 +378,42 @@ def compute_gae(rewards, values, next_values, terminations, dones, gamma: float,
 
 
 def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, returns, args: Args) -> float:
-    """L_critic = (1/T) sum_t (R_t - V_phi(s_t))^2, one Adam step (learning rate alpha)."""
-    loss = (returns - critic(obs)).pow(2).mean()
+    loss = (returns - critic(obs)).pow(2).mean()  # L_critic = (1/T) sum_t (R_t - V_phi(s_t))^2; one Adam step
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()
     return loss.item()
 
 
+def with_hash(state: dict) -> dict:
+    """The checkpoint plus "sha256", a hash of its other contents as JSON (a tensor: dtype, shape, bytes)."""
+    text = json.dumps({k: v for k, v in state.items() if k != "sha256"}, default=lambda t: [
+        str(t.dtype), list(t.shape), hashlib.sha256(t.detach().cpu().numpy().tobytes()).hexdigest()])
+    return {**state, "sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
 def atomic_write(path: str, obj: dict, json_file: bool = True) -> None:
-    """JSON, or a checkpoint (json_file=False: tensors and plain Python only, which
-    torch.load(weights_only=True) loads without running code), via a temporary file: never a torn one."""
+    """JSON, or a checkpoint (torch.load(weights_only=True) loads it, running no code), via a .tmp file."""
     with open(path + ".tmp", "w" if json_file else "wb") as f:
-        json.dump(obj, f, indent=2, allow_nan=False) if json_file else torch.save(obj, f)
+        json.dump(obj, f, indent=2, allow_nan=False) if json_file else torch.save(with_hash(obj), f)
     os.replace(path + ".tmp", path)
+
+
+def new_run_dir(args: Args) -> str:
+    name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")  # ALE/Pong-v5
+    os.makedirs(os.path.join("runs", name))
+    return os.path.join("runs", name)
 
 
 # ======== Training
 def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_networks=make_networks,
           critic_step=critic_step, run_dir: Optional[str] = None, resume: Optional[dict] = None):
     """Train; returns (run directory, finished / diverged / the signal that stopped it). The keywords are the
-    lab's way in (benchmark/trainer.py: other algorithms, ablations, resume); the reference uses defaults."""
+    lab's way in (benchmark/trainer.py: other algorithms, ablations, resume); main() passes only run_dir."""
     obs_space, act_space = check_env(args.env_id, args.capture_video)
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
+    for seed in (random.seed, np.random.seed, torch.manual_seed):
+        seed(args.seed)
     torch.use_deterministic_algorithms(True, warn_only=True)
     rng = np.random.default_rng(args.seed)
     discrete, T, N = isinstance(act_space, gym.spaces.Discrete), args.num_steps, args.num_envs
@@ -441,13 +438,9 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
         rng.bit_generator.state = state["rng"]["numpy"]
         torch.set_rng_state(state["rng"]["torch"])
         random.setstate(state["rng"]["python"])
-
     if resume is not None:  # the lab's --resume: continue exactly where the checkpoint stopped
         restore(resume)
-    if run_dir is None:
-        name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-        run_dir = os.path.join("runs", name.replace("/", "-"))  # a namespaced id (ALE/Pong-v5): one level
-        os.makedirs(run_dir)
+    run_dir = run_dir or new_run_dir(args)
     atomic_write(os.path.join(run_dir, "config.json"), {
         "args": asdict(args), "device": str(device), "torch": torch.__version__, "gymnasium": gym.__version__,
         "numpy": np.__version__, "python": sys.version.split()[0], "resumed_from_step": global_step,
@@ -475,7 +468,6 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
             writer.add_scalar(k, v, row["global_step"])
         if wandb_run:
             wandb_run.log({**scalars, "global_step": row["global_step"]})
-
     # environments seeded as gymnasium's vector envs seed them (env i: seed + i), rollout buffers (T, N, ...)
     video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
     envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(N)]
@@ -486,8 +478,7 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
     ep_return, ep_length, recent_returns = np.zeros(N), np.zeros(N, dtype=np.int64), []
     policy, tensor = RolloutPolicy(actor), lambda x: torch.as_tensor(x, dtype=torch.float32, device=device)
     stop = []  # Ctrl-C / SIGTERM / SIGHUP: finish the current update, checkpoint, exit 130 / 143 / 129
-    handlers = {sig: signal.signal(sig, lambda signum, frame: stop.append(signal.Signals(signum).name))
-                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    handlers = {sig: signal.signal(sig, lambda s, _: stop.append(signal.Signals(s).name)) for sig in SIGNALS}
     status, start_time, start_step, last_line = "finished", time.time(), global_step, time.time()
     bar = tqdm(total=args.total_timesteps, initial=global_step, unit="step", unit_scale=True,
                dynamic_ncols=True, disable=not sys.stdout.isatty(), file=sys.stdout)
@@ -511,14 +502,12 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
                 obs[i] = next_obs
         global_step += T * N
         good = snapshot()  # the state to roll back to if this update goes bad
-        # 2. GAE with the critic before its update
-        with torch.no_grad():
+        with torch.no_grad():  # 2. GAE, with the critic before its update
             b_obs = tensor(normalizer.obs(buf_obs)).reshape(T * N, obs_dim)
             values = critic(b_obs).reshape(T, N).cpu().numpy()
             next_values = critic(tensor(normalizer.obs(buf_next_obs))).cpu().numpy()
-        rewards = normalizer.rewards(buf_rewards, buf_dones)
-        adv, returns = compute_gae(rewards, values, next_values, buf_terminations, buf_dones, args.gamma,
-                                   args.gae_lambda)
+        adv, returns = compute_gae(normalizer.rewards(buf_rewards, buf_dones), values, next_values,
+                                   buf_terminations, buf_dones, args.gamma, args.gae_lambda)
         adv = tensor(adv).reshape(-1)
         adv = (adv - adv.mean()) / (adv.std() + 1e-8) if args.norm_adv else adv
         actions = tensor(buf_actions).reshape(T * N, *(() if discrete else (act_dim,)))
@@ -557,16 +546,13 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
             print(f"step {global_step:,}/{args.total_timesteps:,} | update {update} | {sps:.0f} SPS | "
                   f"mean return of the last 10 episodes {ret10}", flush=True)
             last_line = time.time()
-    if stop and status == "finished" and global_step < args.total_timesteps:
-        status = "interrupted"
-    bar.close()
+    status = "interrupted" if stop and status == "finished" and global_step < args.total_timesteps else status
     atomic_write(ckpt_path, snapshot(), json_file=False)  # always: at the end, on Ctrl-C, on divergence
-    for closable in envs + ([writer] if writer else []):
+    for closable in envs + [bar] + ([writer] if writer else []):
         closable.close()
-    if wandb_run:  # with --capture-video, the run's videos too
-        for video in sorted(glob.glob(os.path.join(run_dir, "videos", "*.mp4"))):
-            wandb_run.log({"videos": wandb.Video(video)})
-        wandb_run.finish()
+    for video in sorted(glob.glob(os.path.join(run_dir, "videos", "*.mp4"))) if wandb_run else []:
+        wandb_run.log({"videos": wandb.Video(video)})  # with --capture-video, the run's videos go to W&B too
+    wandb_run.finish() if wandb_run else None
     wall, mean10 = time.time() - start_time, float(np.mean(recent_returns)) if recent_returns else math.nan
     summary = {"status": status, "signal": stop[0] if status == "interrupted" else None, "updates": update,
                "global_step": global_step, "wall_time_s": wall, "sps": (global_step - start_step) / wall,
@@ -576,24 +562,38 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
         signal.signal(sig, handler)
     if status == "diverged":
         print(f"diverged at update {update + 1} (NaN/Inf); the state before it: {ckpt_path}", file=sys.stderr)
-    steps, sps = global_step - start_step, summary["sps"]
-    print(f"{status}: {global_step} steps ({steps} in {wall:.1f}s, {sps:.0f} SPS), mean return of the last "
-          f"10 episodes {mean10:.2f}; run dir {run_dir}")
+    print(f"{status}: {global_step} steps ({global_step - start_step} in {wall:.1f}s, {summary['sps']:.0f} "
+          f"SPS), mean return of the last 10 episodes {mean10:.2f}; run dir {run_dir}")
     return run_dir, stop[0] if status == "interrupted" else status
 
 
 EXIT_CODES = {"finished": 0, "diverged": 3, "SIGINT": 130, "SIGTERM": 143, "SIGHUP": 129}
+SIGNALS = signal.SIGINT, signal.SIGTERM, signal.SIGHUP  # Ctrl-C, what Slurm / Kubernetes send, SSH closing
 
 
 def main(argv=None) -> int:
-    args = tyro.cli(Args, args=argv)
     torch.set_num_threads(1)  # fastest for these small networks, and deterministic
     try:
+        args = parse_args(argv)
         check_args(args)
-        return EXIT_CODES[train(args)[1]]
+        check_env(args.env_id, args.capture_video)  # bad input is refused before a run directory exists
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    run, handlers = new_run_dir(args), {sig: signal.getsignal(sig) for sig in SIGNALS}
+    try:
+        return EXIT_CODES[train(args, run_dir=run)[1]]
+    except Exception as e:  # an env raising mid-episode, a full disk, out of memory: keep the run's tail
+        for sig, handler in handlers.items():  # train's handlers must not outlive its run
+            signal.signal(sig, handler)
+        if os.path.exists(tmp := os.path.join(run, "checkpoint.pt.tmp")):  # cut short: checkpoint.pt stays
+            os.remove(tmp)
+        with open(trace := os.path.join(run, "traceback.txt"), "w") as f:
+            traceback.print_exception(e, file=f)
+        msg = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}"  # as the lab's record_crash
+        atomic_write(os.path.join(run, "summary.json"), {"status": "crashed", "error": msg, "run_dir": run})
+        print(f"crashed: {msg} (traceback in {trace}; status crashed in summary.json)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -41,7 +41,6 @@ import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
-import tyro  # noqa: E402
 
 import smac_a2c as sa  # noqa: E402
 from benchmark import protocol  # noqa: E402
@@ -822,6 +821,14 @@ def load_checkpoint(path: str) -> dict:
     except Exception as e:
         raise ConfigError(f"checkpoint {path!r} is corrupt, not a smac_a2c checkpoint, or holds objects that "
                           f"could run code ({type(e).__name__}); it was not loaded") from None
+    if isinstance(ckpt, dict) and "sha256" in ckpt:  # smac_a2c.with_hash's (older checkpoints have none)
+        try:
+            intact = sa.with_hash(ckpt)["sha256"] == ckpt["sha256"]
+        except Exception:  # contents that with_hash never wrote
+            intact = False
+        if not intact:  # a flipped byte, in a tensor's data too
+            raise ConfigError(f"checkpoint {path!r} is corrupt: its contents do not match the sha256 saved with them "
+                              "(a damaged file, or one edited without smac_a2c.with_hash); it was not loaded")
     missing = CHECKPOINT_KEYS - set(ckpt) if isinstance(ckpt, dict) else CHECKPOINT_KEYS
     if missing:
         raise ConfigError(f"checkpoint {path!r} is not a complete smac_a2c checkpoint (missing: {', '.join(sorted(missing))})")
@@ -831,7 +838,25 @@ def load_checkpoint(path: str) -> dict:
     critic = ckpt["critic"]
     if isinstance(critic, dict) and any(str(k).startswith("net.") for k in critic):  # pre-split: Critic.net.*
         ckpt["critic"] = {k[4:] if k.startswith("net.") else k: v for k, v in critic.items()}
+    try:  # contents that load into the objects unchecked, and break a run or an evaluation later (issue 26 #9)
+        obs_dim = next(v for v in ckpt["actor"].values() if v.dim() == 2).shape[1]  # the first layer's inputs
+        critic_params = list(ckpt["critic"].values())
+        for key, shape in (("obs_rms", (obs_dim,)), ("ret_rms", ())):  # the normalizer fits the actor's input
+            rms = ckpt["normalizer"][key]
+            mean, var = (np.asarray(rms[k], dtype=np.float64) for k in ("mean", "var"))
+            if mean.shape != shape or var.shape != shape or not float(rms["count"]) > 0:
+                raise ValueError(f"normalizer {key} of shapes {mean.shape}, {var.shape} and count {rms['count']!r}")
+        for i, param_state in ckpt["critic_opt"]["state"].items():  # Adam's moments fit the critic's parameters
+            for v in param_state.values():
+                if torch.is_tensor(v) and v.dim() and v.shape != critic_params[i].shape:
+                    raise ValueError(f"critic optimizer state of shape {tuple(v.shape)} for a parameter of "
+                                     f"{tuple(critic_params[i].shape)}")
+    except Exception as e:
+        raise ConfigError(f"checkpoint {path!r} does not fit a run: its contents are malformed "
+                          f"({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})") from None
     ckpt["path"] = path
+    if str(ckpt["args"].get("env_id", "")).startswith("benchmark.envs:"):  # the 1000-step ids' earlier module
+        ckpt["args"]["env_id"] = "benchmark.hparams:" + ckpt["args"]["env_id"].split(":", 1)[1]
     return ckpt
 
 
@@ -1136,24 +1161,8 @@ def record_crash(run_dir: str, error: BaseException, fresh: bool) -> str:
 
 
 def parse_args(argv: list[str]) -> LabArgs:
-    """tyro's parser, with its multi-line error box reduced to one line (ConfigError: exit 2)."""
-    import contextlib
-    import io
-    box = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(box):
-            return tyro.cli(LabArgs, args=argv)
-    except SystemExit as e:
-        if e.code in (0, None):  # --help went to stdout
-            sys.stderr.write(box.getvalue())
-            raise
-        message = []  # the box's first paragraph, its wrapped lines joined (the title line and the rest dropped)
-        for line in box.getvalue().splitlines()[1:]:
-            text = line.strip(" │\t")
-            if not text or set(text) <= set("─╰╯"):
-                break
-            message.append(text)
-        raise ConfigError(" ".join(message or ["invalid arguments"]) + " (see: python -m benchmark.trainer --help)") from None
+    """The reference's parser (tyro's multi-line error box reduced to one line, a ConfigError: exit 2) on LabArgs."""
+    return sa.parse_args(argv, LabArgs, "python -m benchmark.trainer")
 
 
 def main(argv=None) -> int:

@@ -4,6 +4,7 @@ import ast
 import io
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -227,3 +228,77 @@ def test_a_namespaced_environment_id_trains_in_one_run_directory(tmp_path, monke
                          "--no-tensorboard", "--runs-dir", str(tmp_path / "lab")]) == 0
     (run,) = os.listdir(tmp_path / "lab")
     assert run.startswith("testns-Offset-v0__")
+
+
+@pytest.mark.parametrize("argv,needle", [(["--no-such-flag"], "--no-such-flag"), (["--learning-rate", "abc"], "--learning-rate"),
+                                         (["--optimizer", "foo"], "--optimizer")])
+def test_argument_errors_are_one_line_and_exit_2(tmp_path, argv, needle):
+    """Issue 26 #12 (the reference's half): an unknown flag or a value tyro cannot parse printed tyro's 5-9 line
+    box; the README promises one line and exit 2, as for every other bad input."""
+    proc = standalone(tmp_path, "smac_a2c.py", *argv)
+    _, err = proc.communicate(timeout=120)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], err
+    assert not os.path.exists(tmp_path / "runs")
+
+
+class RaisesAfter(__import__("gymnasium").Env):
+    """Raises on its 250th step: in the third rollout of 100 steps, after two updates were checkpointed."""
+
+    def __init__(self):
+        import gymnasium as gym
+        self.observation_space, self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float64), gym.spaces.Discrete(2)
+        self.steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2), {}
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 250:
+            raise RuntimeError("the simulator fell over")
+        return np.zeros(2), 1.0, False, self.steps % 20 == 0, {}
+
+
+__import__("gymnasium").register("RaisesAfter-v0", entry_point=RaisesAfter)  # `--env-id test_reference:RaisesAfter-v0`
+
+
+@pytest.mark.parametrize("failure", ["environment", "full disk"])
+def test_a_crash_keeps_the_runs_tail(tmp_path, failure):
+    """Issue 26 #3 (the reference's half): an exception after the run directory existed (an environment raising
+    mid-episode; a full disk, here a file-size limit that cuts the first checkpoint save short) left a traceback
+    on stderr, no status in summary.json and a checkpoint.pt.tmp. Now, as the lab: summary.json status crashed
+    with the error's line, RUN/traceback.txt, the last good checkpoint kept, no .tmp, one stderr line, exit 1."""
+    shutil.copy(REFERENCE, tmp_path / "smac_a2c.py")
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.abspath(__file__))}  # this module: the env's home
+    env_id = "test_reference:RaisesAfter-v0" if failure == "environment" else "CartPole-v1"
+    limit = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))) if failure == "full disk" else None
+    proc = subprocess.run([sys.executable, "smac_a2c.py", "--env-id", env_id, "--num-steps", "100", "--total-timesteps",
+                           "1000", "--checkpoint-every", "1", "--no-tensorboard"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300, preexec_fn=limit)
+    err = proc.stderr.strip().splitlines()
+    run = only_run(tmp_path)
+    rel = os.path.relpath(run, tmp_path)  # as the run printed it: runs/...
+    assert proc.returncode == 1 and len(err) == 1 and os.path.join(rel, "traceback.txt") in err[0], proc.stderr
+    summary = json.load(open(os.path.join(run, "summary.json")))
+    assert summary["status"] == "crashed" and summary["run_dir"] == rel and summary["error"] in err[0]
+    assert "Traceback" in open(os.path.join(run, "traceback.txt")).read()
+    assert not os.path.exists(os.path.join(run, "checkpoint.pt.tmp"))
+    if failure == "environment":  # the checkpoint of update 2, the last before the crash
+        assert summary["error"] == "RuntimeError: the simulator fell over"
+        assert torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)["update"] == 2
+    else:  # the first save failed: there is no good checkpoint, and no half-written one
+        assert not os.path.exists(os.path.join(run, "checkpoint.pt"))
+
+
+def test_a_crash_in_process_returns_1_and_restores_the_signal_handlers(tmp_path, monkeypatch, capsys):
+    """Issue 26 #3: smac_a2c.main() called in a process that goes on (a notebook, a test) left the run's signal
+    handlers installed after a crash, so Ctrl-C no longer interrupted that process."""
+    import smac_a2c
+    monkeypatch.chdir(tmp_path)
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    assert smac_a2c.main(["--env-id", "RaisesAfter-v0", "--num-steps", "100", "--total-timesteps", "1000",
+                          "--no-tensorboard"]) == 1
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+    assert capsys.readouterr().err.startswith("crashed: RuntimeError: the simulator fell over (traceback in ")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+import smac_a2c
 from benchmark import trainer as sa
 from benchmark import sweep
 
@@ -32,6 +33,12 @@ def only_run_dir(runs):
 def rows(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def save_edited(ckpt, path):
+    """Save an edited checkpoint as a tool that edits checkpoints would: its sha256 updated (smac_a2c.with_hash),
+    so that the checkpoint is refused, or not, for its contents, not as a damaged file."""
+    torch.save(smac_a2c.with_hash(ckpt), path)
 
 
 def start_trainer(runs, *argv):
@@ -80,7 +87,7 @@ def test_bare_resume_keeps_budget_and_checkpointing_and_refuses_other_changes(tm
     # interrupted at 300 of a 600-step budget: pretend the run was started with 600
     ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
     ckpt["args"]["total_timesteps"] = 600
-    torch.save(ckpt, os.path.join(run, "checkpoint.pt"))
+    save_edited(ckpt, os.path.join(run, "checkpoint.pt"))
     assert sa.main(["--resume", run]) == 0  # bare: budget 600 and checkpoint-every 1 kept
     summary = json.load(open(os.path.join(run, "summary.json")))
     assert summary["global_step"] == 600 and sa.load_checkpoint(run)["update"] == 6
@@ -225,7 +232,7 @@ def test_incomplete_or_mismatched_checkpoints_are_bad_input(tmp_path, capsys):
     torch.save({"args": ckpt["args"], "actor": ckpt["actor"]}, partial)
     other = tmp_path / "other_env.pt"
     ckpt["args"]["env_id"] = "Acrobot-v1"  # CartPole networks declared as Acrobot's: size mismatch
-    torch.save(ckpt, other)
+    save_edited(ckpt, other)
     capsys.readouterr()
     for path, needle in ((partial, "missing"), (other, "does not fit")):
         for flag in ("--eval-checkpoint", "--resume"):
@@ -270,8 +277,25 @@ def test_a_pre_split_checkpoint_resumes(tmp_path):
     path = os.path.join(run, "checkpoint.pt")
     ckpt = torch.load(path, weights_only=True)
     ckpt["critic"] = {f"net.{k}": v for k, v in ckpt["critic"].items()}
+    ckpt.pop("sha256", None)  # written before checkpoints carried one
     torch.save(ckpt, path)
     assert sa.load_checkpoint(run)["critic"].keys() == {k[4:] for k in ckpt["critic"]}
+    assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 0
+    assert json.load(open(os.path.join(run, "summary.json")))["global_step"] == 400
+
+
+def test_a_checkpoint_naming_the_old_horizon_module_resumes(tmp_path):
+    """The 1000-step ids moved from benchmark/envs.py to benchmark/hparams.py (issue 29): a checkpoint whose env_id
+    is benchmark.envs:CartPole_T1000-v1 resumes on benchmark.hparams:CartPole_T1000-v1."""
+    import torch
+    assert sa.main(["--env-id", "benchmark.hparams:CartPole_T1000-v1", "--num-steps", "100", "--total-timesteps",
+                    "200", "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 0
+    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    path = os.path.join(run, "checkpoint.pt")
+    ckpt = torch.load(path, weights_only=True)
+    ckpt["args"]["env_id"] = "benchmark.envs:CartPole_T1000-v1"
+    save_edited(ckpt, path)
+    assert sa.load_checkpoint(run)["args"]["env_id"] == "benchmark.hparams:CartPole_T1000-v1"
     assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 0
     assert json.load(open(os.path.join(run, "summary.json")))["global_step"] == 400
 
@@ -349,7 +373,7 @@ def test_checkpoints_with_bad_contents_are_one_line_exit_2(tmp_path, capsys, dam
         ckpt["global_step"] = "200"
     else:
         ckpt["normalizer"]["obs_rms"]["mean"] = [0.0] * 7
-    torch.save(ckpt, path)
+    save_edited(ckpt, path)  # bad contents, not a damaged file
     capsys.readouterr()
     assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 2
     err = capsys.readouterr().err.strip()
@@ -404,3 +428,53 @@ def test_a_run_that_dies_before_logging_anything_leaves_no_directory(tmp_path, c
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "MemoryError" in err[0] and "removed" in err[0]
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("flag", ["--resume", "--eval-checkpoint"])
+def test_a_flipped_byte_in_a_checkpoint_is_refused_as_corrupt(tmp_path, capsys, flag):
+    """Issue 26 #9: a checkpoint damaged inside a tensor's data loaded silently (torch.load checks no CRC) and was
+    trained on or evaluated. Checkpoints now carry the sha256 of their contents (smac_a2c.with_hash), checked on
+    loading: one line naming the checkpoint, exit 2, nothing written."""
+    assert run_main(tmp_path / "runs", "--total-timesteps", "200") == 0
+    run = only_run_dir(tmp_path / "runs")
+    path = os.path.join(run, "checkpoint.pt")
+    weights = torch.load(path, weights_only=True)["actor"]["linears.1.weight"].numpy().tobytes()  # 64 x 64 floats
+    raw = bytearray(open(path, "rb").read())
+    at = raw.find(weights)  # the tensor's storage, stored as it is in the zip
+    assert at > 0 and raw.find(weights, at + 1) < 0
+    raw[at + 4 * 1000] ^= 0x01  # the lowest mantissa bit of one weight
+    open(path, "wb").write(raw)
+    before = {name: open(os.path.join(run, name)).read() for name in ("updates.csv", "summary.json")}
+    capsys.readouterr()
+    assert sa.main([flag, run, "--total-timesteps", "400"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is corrupt" in err and path in err, err
+    assert {name: open(os.path.join(run, name)).read() for name in before} == before
+
+
+@pytest.mark.parametrize("damage,flag", [("normalizer_var", "--resume"), ("normalizer_count", "--resume"),
+                                         ("critic_opt_shape", "--resume"), ("normalizer_mean", "--eval-checkpoint")])
+def test_checkpoint_contents_that_broke_the_run_later_are_one_line_exit_2(tmp_path, capsys, damage, flag):
+    """Issue 26 #9: contents that load into their objects unchecked (normalizer statistics of another shape or a
+    count that is no number, Adam moments of another shape) crashed the resumed run at its first update (exit 1)
+    or the evaluation with a traceback. load_checkpoint now refuses them: one line, exit 2."""
+    assert sa.main(["--env-id", "Pendulum-v1", "--num-steps", "100", "--total-timesteps", "200", "--norm-obs",
+                    "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 0
+    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    path = os.path.join(run, "checkpoint.pt")
+    assert sa.load_checkpoint(run)["update"] == 2  # undamaged (Box actions: log_std leads the actor's state)
+    ckpt = torch.load(path, weights_only=True)
+    if damage == "normalizer_var":
+        ckpt["normalizer"]["obs_rms"]["var"] = [1.0] * 7
+    elif damage == "normalizer_count":
+        ckpt["normalizer"]["obs_rms"]["count"] = "many"
+    elif damage == "critic_opt_shape":
+        ckpt["critic_opt"]["state"][0]["exp_avg"] = torch.zeros(3)
+    else:
+        ckpt["normalizer"]["obs_rms"]["mean"] = [0.0] * 7
+    save_edited(ckpt, path)
+    capsys.readouterr()
+    assert sa.main([flag, run, "--total-timesteps", "400"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "does not fit" in err and path in err, err
+    assert json.load(open(os.path.join(run, "summary.json")))["status"] == "finished"

@@ -254,7 +254,7 @@ def load_actor_state(saved: dict, actor: Actor, args: LabArgs) -> dict:
 
 def smac_direction_batched(params, log_probs: torch.Tensor, advantages: torch.Tensor, damping: float):
     """smac_a2c.smac_direction with l_bar and g from ONE vmapped vector-Jacobian product instead of two
-    backward passes (same numbers; measured no faster on the CPU: benchmark/smac_direction_cost.py)."""
+    backward passes (same numbers; measured no faster on the CPU: python benchmark/costs.py direction-cost)."""
     params = trainable_parameters(params)
     B = log_probs.shape[0]
     weights = torch.stack([torch.full_like(log_probs, 1.0 / B), advantages.detach().to(log_probs.dtype) / B])

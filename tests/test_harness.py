@@ -294,3 +294,28 @@ def test_sweep_bad_flags_are_one_line_exit_2_even_with_dry_run(argv, needle, cap
     assert sweep.main([*argv, "--dry-run", "--tasks", "CartPole", "--algos", "smac"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("error:") and needle in err, err
+
+
+COSTS = os.path.join(REPO, "benchmark", "costs.py")
+COST_COMMANDS = ["throughput", "update-cost", "ablation-costs", "device-check", "direction-cost"]
+
+
+def test_costs_help_names_every_subcommand():
+    """benchmark/costs.py (the five cost scripts merged): --help and each subcommand's --help exit 0."""
+    argvs = [["--help"]] + [[c, "--help"] for c in COST_COMMANDS]
+    procs = [subprocess.Popen([PY, COSTS, *argv], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for argv in argvs]  # in parallel: each start imports torch
+    outs = [(p.communicate(timeout=120), p.returncode) for p in procs]
+    for argv, ((out, err), rc) in zip(argvs, outs):
+        assert rc == 0, (argv, err)
+        if argv == ["--help"]:
+            assert all(c in out for c in COST_COMMANDS), out
+        else:
+            assert out.startswith(f"usage: costs.py {argv[0]}") and f"benchmark/costs.py {argv[0]}" in out, out
+
+
+def test_costs_bad_subcommand_is_exit_2_naming_it():
+    out = subprocess.run([PY, COSTS, "no-such-cost"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stdout == ""
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("costs.py: error:") and "invalid choice: 'no-such-cost'" in last, out.stderr

@@ -800,6 +800,57 @@ def fidelity_main(argv=None) -> int:
     return 0
 
 
+# The normalization-defaults sweep (hparams.DEFAULTS_*): its runs' final returns and the rule written before it ran
+DEFAULTS_CSV = os.path.join(REPO, "docs", "defaults_sweep.csv")
+
+
+def defaults_rows(logs_dir: str = hparams.DEFAULTS_LOGS) -> list[dict]:
+    """One row per run: final return = mean episodic return over the last 10% of the run's steps."""
+    rows = []
+    for setting in hparams.DEFAULTS_SETTINGS:
+        for run in compact.discover_logs(os.path.join(logs_dir, setting)):
+            ep, steps = run["episodes"], int(run["job_budget"])
+            tail = ep["episodic_return"][ep["global_step"] > 0.9 * steps]
+            rows.append({"setting": setting, "env_id": run["cfg"]["env_id"], "algo": run["algo"], "seed": run["seed"],
+                         "steps": steps, "status": run["status"],
+                         "final_return": f"{tail.mean():.6g}" if tail.size else ""})
+    return rows
+
+
+def defaults_choice(rows: list[dict]) -> tuple[dict, dict]:
+    """({(setting, env_id, algo): mean final over seeds}, {setting: score}): score = mean over the task x algorithm
+    cells of the final min-max normalized per task over every setting and algorithm; the rule picks the highest."""
+    cells: dict = {}
+    for r in rows:
+        cells.setdefault((r["setting"], r["env_id"], r["algo"]), []).append(float(r["final_return"]))
+    mean = {k: float(np.mean(v)) for k, v in cells.items()}
+    envs = sorted({k[1] for k in mean})
+    lo = {e: min(v for k, v in mean.items() if k[1] == e) for e in envs}
+    hi = {e: max(v for k, v in mean.items() if k[1] == e) for e in envs}
+    score = {s: float(np.mean([(mean[(s, e, a)] - lo[e]) / (hi[e] - lo[e] + 1e-12) for e in envs
+                               for a in ("smac", "sgd", "adam")])) for s in hparams.DEFAULTS_SETTINGS}
+    return mean, score
+
+
+def defaults_main(argv=None) -> int:
+    argparse.ArgumentParser(prog="aggregate.py defaults", description="the normalization-defaults sweep: final "
+                            "returns per setting, each setting's score and the rule's choice").parse_args(argv)
+    rows = defaults_rows()
+    if len(rows) < len(hparams.DEFAULTS_SETTINGS) * len(hparams.DEFAULTS_ROWS) * 3:
+        print(f"error: {len(rows)} runs in {hparams.DEFAULTS_LOGS}; run `python benchmark/sweep.py --study defaults`",
+              file=sys.stderr)
+        return 2
+    mean, score = defaults_choice(rows)
+    envs = sorted({k[1] for k in mean})
+    print("| setting | " + " | ".join(f"{e.split('-v')[0]} {a}" for e in envs for a in ("smac", "sgd", "adam"))
+          + " | score |")
+    for s in hparams.DEFAULTS_SETTINGS:
+        print(f"| {s} | " + " | ".join(f"{mean[(s, e, a)]:.1f}" for e in envs for a in ("smac", "sgd", "adam"))
+              + f" | {score[s]:.3f} |")
+    print(f"chosen by the rule: {max(score, key=score.get)}")
+    return 0
+
+
 def claims_main(argv=None) -> int:
     """python benchmark/aggregate.py claims SOURCE [--raw]: the claims table of some runs."""
     p = argparse.ArgumentParser(prog="aggregate.py claims", description="the paper's timestep claims on some runs")
@@ -813,7 +864,7 @@ def claims_main(argv=None) -> int:
 def main(argv=None) -> int:
     """The aggregation CLI, or a subcommand: toy, fidelity, claims."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    sub = {"toy": toy_main, "fidelity": fidelity_main, "claims": claims_main}
+    sub = {"toy": toy_main, "fidelity": fidelity_main, "claims": claims_main, "defaults": defaults_main}
     if argv and argv[0] in sub:
         return sub[argv[0]](argv[1:])
     p = argparse.ArgumentParser(description="Aggregate benchmark runs with the paper's protocol. Without "

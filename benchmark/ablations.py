@@ -296,7 +296,7 @@ def plot_update_time(stats, costs, path):
         ax.set_xlabel("r (kept terms)")
         ax.set_ylabel("ms per actor update")
         ax.legend(fontsize=7)
-    ax.set_title("benchmark/ablation_costs.py: update time vs r")
+    ax.set_title("python benchmark/costs.py ablation-costs: update time vs r")
     ax.grid(alpha=0.3)
     save(fig, path)
 
@@ -446,7 +446,7 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
                         f"{_f(ps['per_update_ms'] / pp['per_update_ms'])}× faster than Algorithm 1.")
     L += [""] + ["**Verdicts.**", ""] + verdicts + [""]
     if costs:
-        L += [f"Isolated update cost (`benchmark/ablation_costs.py`, {costs_header.lstrip('# ')}):", "",
+        L += [f"Isolated update cost (`python benchmark/costs.py ablation-costs`, {costs_header.lstrip('# ')}):", "",
               "| mode | median ms | min ms | × batch-mean (median) | note |", "|---|---:|---:|---:|---|"]
         for c in costs:
             L.append(f"| {c['mode']} | {c['median_ms']:.2f} | {c['min_ms']:.2f} | {c['x_batch_mean']:.2f} | {c['note']} |")
@@ -547,7 +547,8 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
     prev = [c for c in costs if c["mode"].startswith("prev-EF")]
     base = next((c for c in costs if c["mode"] == "batch-mean"), None)
     if prev and base:
-        L += ["", "Update time vs r (`benchmark/ablation_costs.py`, Hopper-sized actor d = 5,126, T = 1000): "
+        L += ["", "Update time vs r (`python benchmark/costs.py ablation-costs`, Hopper-sized actor d = 5,126, "
+              "T = 1000): "
               + ", ".join(f"r = {c['mode'].split('r=')[1]}: {c['median_ms']:.2f} ms ({c['x_batch_mean']:.2f}×)"
                           for c in prev) + f"; batch-mean {base['median_ms']:.2f} ms. The paper's O(d²) is not needed: "
               "O(dr + r³) with r ≤ 16 costs about what batch-mean costs."]

@@ -817,6 +817,15 @@ def defaults_rows(logs_dir: str = hparams.DEFAULTS_LOGS) -> list[dict]:
     return rows
 
 
+def write_defaults_csv(path: str = DEFAULTS_CSV, logs_dir: str = hparams.DEFAULTS_LOGS) -> Optional[str]:
+    """docs/defaults_sweep.csv from the sweep's compact logs (None, and nothing written, without them)."""
+    rows = defaults_rows(logs_dir)
+    if not rows:
+        return None
+    write_csv(path, sorted(rows, key=lambda r: (r["setting"], r["env_id"], r["algo"], r["seed"])))
+    return path
+
+
 def defaults_choice(rows: list[dict]) -> tuple[dict, dict]:
     """({(setting, env_id, algo): mean final over seeds}, {setting: score}): score = mean over the task x algorithm
     cells of the final min-max normalized per task over every setting and algorithm; the rule picks the highest."""

@@ -1,6 +1,6 @@
 """The paper's evaluation protocol as pure functions: episodes -> 100 bins -> EWM(0.1) -> across seeds.
 
-Every report (aggregate.py, grid_report.py, milestones.py, fidelity.py, random_scores.py) smooths curves
+Every report (aggregate.py, prereg.py, ablations.py, report.py), the random-policy scores and the trainer's --plot smooth curves
 with these functions and nothing else; tests/test_harness.py checks them against hand computation.
 
 Protocol ("Experimental Setup"), per run, for a task budget B and n = 100 bins:

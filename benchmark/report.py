@@ -565,7 +565,7 @@ def grid_300k_section(d: Data) -> list[str]:
     L += reading_comparison(d)
     sb3 = [(t, final[(t, "sb3-a2c")]) for t in hparams.tasks() if (t, "sb3-a2c") in final]
     if sb3:
-        L.append("**Outside reference:** Stable-Baselines3 A2C with its own defaults (`benchmark/sb3_reference.py`: "
+        L.append("**Outside reference:** Stable-Baselines3 A2C with its own defaults (`python benchmark/sweep.py --study sb3`: "
                  "n_steps = 5, RMSprop 7e-4, 64-64 tanh, gae_lambda = 1), same environments, 300k steps, not tuned "
                  "to the paper's rows:\n")
         L += table(sb3, [("Task", lambda r: r[0]), ("SB3 A2C", lambda r: final_cell(r[1])),
@@ -624,7 +624,7 @@ def deviations_section(d: Data) -> list[str]:
          "- **sgd-matched** is not in the paper (issue 8): " + meta["sgd_matched_rule"],
          "- **Environment versions**: the paper names none. We run Acrobot-v1, CartPole-v1, Pendulum-v1, "
          "HalfCheetah-v4, Hopper-v4, Swimmer-v4, Walker2d-v4, Humanoid-v4 and Pusher-v5 (Pusher-v4 needs mujoco < 3), "
-         "all with the paper's 1000-step horizon (`benchmark/envs.py`).",
+         "all with the paper's 1000-step horizon (registered by `benchmark/hparams.py`).",
          "- **AC-KFAC KL clip**: the paper says the trust region is omitted yet tunes a KL clip; we keep the clip "
          "active (docs/baselines.md).",
          "- **The paper's ±**: its Results text prints different ± than its table for the same cells (e.g. Acrobot "
@@ -1227,7 +1227,8 @@ def section(source: Union[str, list, None] = None, min_seeds: int = 5, results_d
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Write REPORT.md (with benchmark/report/*.md, the stage-1 CSVs and the "
-                                "figures) and ABLATIONS.md (with its CSVs and figures) from the committed compact logs.")
+                                "figures), ABLATIONS.md (with its CSVs and figures) and docs/defaults_sweep.csv from "
+                                "the committed compact logs.")
     p.add_argument("--out", default=os.path.join(REPO, "benchmark", "REPORT.md"))
     args = p.parse_args(argv)
     from benchmark import ablations
@@ -1235,6 +1236,8 @@ def main(argv=None) -> int:
     print(f"wrote {args.out}")
     abl = ablations.write_all()
     print(f"wrote {abl}" if abl else "no ablation compact logs: ABLATIONS.md left as it is")
+    dfl = aggregate.write_defaults_csv()
+    print(f"wrote {dfl}" if dfl else "no defaults-sweep compact logs: docs/defaults_sweep.csv left as it is")
     return 0
 
 

@@ -921,6 +921,15 @@ def tasks_in(rows):
     return [t for t in hparams.tasks() if t in present] + sorted(present - set(hparams.tasks()))
 
 
+def mean_band(ax, rows, algo, lw) -> None:
+    """One algorithm's curve rows (curves_*.csv) as its mean line and a ± std band, labelled with its seed count."""
+    if not rows:
+        return
+    x, m, s, n = col(rows, "step"), col(rows, "mean"), col(rows, "std"), col(rows, "n")
+    ax.plot(x, m, color=COLORS[algo], lw=lw, label=f"{hparams.algo_label(algo)} (n={int(np.nanmax(n))})")
+    ax.fill_between(x, m - np.nan_to_num(s), m + np.nan_to_num(s), color=COLORS[algo], alpha=0.18, lw=0)
+
+
 def plot_curves(rows, ylabel, title, path) -> bool:
     tasks = tasks_in(rows)
     if not tasks:
@@ -928,12 +937,7 @@ def plot_curves(rows, ylabel, title, path) -> bool:
     fig, axes = grid(len(tasks))
     for ax, task in zip(axes, tasks):
         for algo in hparams.ALGOS:
-            sel = [r for r in rows if r["task"] == task and r["algo"] == algo]
-            if not sel:
-                continue
-            x, m, s, n = col(sel, "step"), col(sel, "mean"), col(sel, "std"), col(sel, "n")
-            ax.plot(x, m, color=COLORS[algo], lw=1.4, label=f"{hparams.algo_label(algo)} (n={int(np.nanmax(n))})")
-            ax.fill_between(x, m - np.nan_to_num(s), m + np.nan_to_num(s), color=COLORS[algo], alpha=0.18, lw=0)
+            mean_band(ax, [r for r in rows if r["task"] == task and r["algo"] == algo], algo, 1.4)
         ax.set_title(task)
         ax.set_xlabel("environment steps")
         ax.set_ylabel(ylabel)
@@ -1010,12 +1014,7 @@ def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
     for i, task in enumerate(tasks):
         ax = axes[i][0]
         for algo in ("smac", "sgd-matched"):
-            sel = [r for r in curve_rows if r["task"] == task and r["algo"] == algo]
-            if not sel:
-                continue
-            x, m, s_, n = col(sel, "step"), col(sel, "mean"), col(sel, "std"), col(sel, "n")
-            ax.plot(x, m, color=COLORS[algo], lw=1.3, label=f"{hparams.algo_label(algo)} (n={int(np.nanmax(n))})")
-            ax.fill_between(x, m - np.nan_to_num(s_), m + np.nan_to_num(s_), color=COLORS[algo], alpha=0.18, lw=0)
+            mean_band(ax, [r for r in curve_rows if r["task"] == task and r["algo"] == algo], algo, 1.3)
         ax.set_ylabel(f"{task}\nreturn", fontsize=8)
         ax.legend(fontsize=6, loc="best")
         sel = [r for r in diag_rows if r["task"] == task]

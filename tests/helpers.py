@@ -1,5 +1,7 @@
 """Small float64 actors and batches shared by the tests."""
 
+import gymnasium as gym
+import numpy as np
 import torch
 
 from benchmark import trainer as sa
@@ -30,3 +32,21 @@ def per_sample_grads(actor, batch):
     params = list(actor.parameters())
     return torch.stack([sa.flat_grad(actor.log_prob(batch["obs"][i:i + 1], batch["actions"][i:i + 1]).sum(), params)
                         for i in range(batch["obs"].shape[0])])
+
+
+class RaisesAt250(gym.Env):
+    """Raises on its 250th step: in the third rollout of 100 steps, after two updates were logged and checkpointed."""
+
+    def __init__(self):
+        self.observation_space, self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float64), gym.spaces.Discrete(2)
+        self.steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2), {}
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 250:
+            raise RuntimeError("the simulator fell over")
+        return np.zeros(2), 1.0, False, self.steps % 20 == 0, {}

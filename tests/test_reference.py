@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 import torch
 
+import helpers
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFERENCE = os.path.join(ROOT, "smac_a2c.py")
 
@@ -242,23 +244,7 @@ def test_argument_errors_are_one_line_and_exit_2(tmp_path, argv, needle):
     assert not os.path.exists(tmp_path / "runs")
 
 
-class RaisesAfter(__import__("gymnasium").Env):
-    """Raises on its 250th step: in the third rollout of 100 steps, after two updates were checkpointed."""
-
-    def __init__(self):
-        import gymnasium as gym
-        self.observation_space, self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float64), gym.spaces.Discrete(2)
-        self.steps = 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        return np.zeros(2), {}
-
-    def step(self, action):
-        self.steps += 1
-        if self.steps == 250:
-            raise RuntimeError("the simulator fell over")
-        return np.zeros(2), 1.0, False, self.steps % 20 == 0, {}
+RaisesAfter = helpers.RaisesAt250
 
 
 __import__("gymnasium").register("RaisesAfter-v0", entry_point=RaisesAfter)  # `--env-id test_reference:RaisesAfter-v0`
@@ -271,7 +257,8 @@ def test_a_crash_keeps_the_runs_tail(tmp_path, failure):
     on stderr, no status in summary.json and a checkpoint.pt.tmp. Now, as the lab: summary.json status crashed
     with the error's line, RUN/traceback.txt, the last good checkpoint kept, no .tmp, one stderr line, exit 1."""
     shutil.copy(REFERENCE, tmp_path / "smac_a2c.py")
-    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.abspath(__file__))}  # this module: the env's home
+    here = os.path.dirname(os.path.abspath(__file__))  # this module (the env's home) and tests/helpers.py's imports
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.path.dirname(here)])}
     env_id = "test_reference:RaisesAfter-v0" if failure == "environment" else "CartPole-v1"
     limit = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))) if failure == "full disk" else None
     proc = subprocess.run([sys.executable, "smac_a2c.py", "--env-id", env_id, "--num-steps", "100", "--total-timesteps",

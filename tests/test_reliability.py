@@ -8,9 +8,10 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 import torch
+
+import helpers
 
 import smac_a2c
 from benchmark import trainer as sa
@@ -380,23 +381,7 @@ def test_checkpoints_with_bad_contents_are_one_line_exit_2(tmp_path, capsys, dam
     assert len(err.splitlines()) == 1 and "does not fit" in err, err
 
 
-class RaisesMidRun(__import__("gymnasium").Env):
-    """Raises on its 250th step (after two updates of 100 steps were logged)."""
-
-    def __init__(self):
-        import gymnasium as gym
-        self.observation_space, self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float64), gym.spaces.Discrete(2)
-        self.steps = 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        return np.zeros(2), {}
-
-    def step(self, action):
-        self.steps += 1
-        if self.steps == 250:
-            raise RuntimeError("the simulator fell over")
-        return np.zeros(2), 1.0, False, self.steps % 20 == 0, {}
+RaisesMidRun = helpers.RaisesAt250
 
 
 def test_an_exception_mid_run_leaves_a_crashed_summary_and_a_traceback(tmp_path, capsys):

@@ -330,7 +330,7 @@ def all_cells(sections=None) -> list[Cell]:
     return [c for s in (sections or SECTIONS) for c in section_cells(s)]
 
 
-# The paper-silent normalization defaults (docs/implementation.md): 4 settings x 3 tasks x 3 algorithms x 2 seeds.
+# The paper-silent normalization defaults (docs/implementation.md): 4 settings x 3 tasks x 3 algorithms x 5 seeds.
 # Rule, fixed before running: the default is the setting with the highest mean, over every task x algorithm cell, of
 # the min-max normalized final return (min and max per task over all settings and algorithms); final return = mean
 # episodic return over the last 10% of training steps, averaged over seeds.

@@ -631,7 +631,7 @@ def study_jobs(args) -> list[Job]:
         return prereg_jobs(reg, _names(args.blocks, reg["blocks"], "block"), args.runs_dir,
                            os.path.abspath(logs) if logs else REPO, args.checkpoint_every)
     if args.study == "defaults":
-        return defaults_jobs(seeds("1-2"), args.runs_dir, logs or hparams.DEFAULTS_LOGS, args.checkpoint_every)
+        return defaults_jobs(seeds("1-5"), args.runs_dir, logs or hparams.DEFAULTS_LOGS, args.checkpoint_every)
     tasks = select(args.tasks, "task")
     if args.study == "sb3":
         return sb3_jobs(tasks if args.tasks != "all" else hparams.tasks("mujoco"), seeds("1-3"),

@@ -36,7 +36,6 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import aggregate, compact, hparams, stats  # noqa: E402
-from benchmark.compact import discover  # noqa: E402
 from benchmark.stats import estimate, fmt, interval, mean_std, num, pct, read_csv, save, steps, table, write_csv  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmark", "results")
@@ -121,170 +120,21 @@ N_HEADLINE = 2 * 5  # the 5M block: HalfCheetah SMAC and AC-CG x 5 seeds
 PAPER_BUDGET_NOTE = aggregate.PAPER_BUDGET_NOTE
 
 
-def terms_line() -> str:
-    """The summary's glossary: every term it uses before the sections that define them."""
-    return ("- **Terms:** *stage 1* — this grid, 9 tasks × 6 algorithms × 5 seeds at "
-            f"{budgets_text(sep=', ')} steps; *the 5M block* — HalfCheetah SMAC and AC-CG continued to the "
-            f"paper's {steps(aggregate.PAPER_BUDGET)} MuJoCo budget; *`norm`* — the reading of the paper's unstated "
-            "settings that the grid runs (observation, reward and advantage normalization; chosen by the fidelity "
-            "study), *literal* the one without them; *`sgd-matched`* — AC-SGD with step η/λ, what batch-mean SMAC "
-            "reduces to when ‖ℓ̄‖² ≪ λ (not in the paper); *normalized score* — 0 at the random policy, 1 at the best "
-            "mean of the paper's table for that task; *IQM* — interquartile mean of normalized scores over tasks × "
-            "seeds; *P(SMAC > X)* — the chance that a SMAC run beats an X run of the same task, averaged over tasks "
-            "(so it can order two algorithms differently from the IQM); [a, b] — 95 % bootstrap CI; *bin width* — "
-            "a run's 100 bins span its budget, and the smoothed curve lags about 10 bins, so a crossing step moves "
-            "with the budget.")
-
-
 def other_text(r: dict) -> str:
     o = r.get("other")
     if o is None:
         return "–"
     name = o["verdict"] + (f" → {o['strict']}" if o.get("strict") not in (None, o["verdict"]) else "")
-    return f"**{name}**" + (f": {o['measured']}" if o["measured"] else "")
+    cause = f" ({change_cause(r)})" if o["verdict"] != r["verdict"] else ""
+    return f"**{name}**" + (f": {o['measured']}" if o["measured"] else "") + cause
 
 
 # ------------------------------------------------------------------------------------------------
 # Sections
 # ------------------------------------------------------------------------------------------------
-def summary_section(d: Data) -> list[str]:
-    """The plain summary: what held, what did not, what is beyond the budget; all derived from the data."""
-    n_fin = sum(r["n"] for r in d.cells)        # the cells' counts (aggregate.cell_rows): runs that
-    n_div = sum(r["n_div"] for r in d.cells)    # stopped short of the budget count in neither
-    per_cell = Counter(r["n"] + r["n_div"] for r in d.cells)
-    seeds = ", ".join(f"{c} cell{'s' * (c > 1)} with {k}" for k, c in sorted(per_cell.items(), reverse=True))
-    L = ["## Summary\n",
-         terms_line(),
-         f"- **Runs:** {n_fin + n_div} of the {N_GRID} stage-1 runs are in ({n_div} diverged; seeds per cell: "
-         f"{seeds or 'none yet'}); the 5M HalfCheetah block has {len(d.headline)} of {N_HEADLINE}."
-         + (" The runs are not complete: every statement below is provisional; the tables give each cell's n."
-            if n_fin + n_div < N_GRID or len(d.headline) < N_HEADLINE else "")]
-    by = {}
-    for c in d.claims:
-        by.setdefault(c["verdict"], []).append(c)
-    order = ("held", "not held", "beyond budget", "no runs")
-    never, small = size_groups(by.get("held", []))
-    counts = [f"{len(by.get(v, []))} {v}" for v in order]
-    if never or small:
-        counts[0] += f" ({len(never) + len(small)} of them on direction only, their size unlike the paper's; see below)"
-    L.append(f"- **The paper's {len(d.claims)} timestep claims** (section Results: a return threshold and the steps "
-             "to reach it, or which algorithm reaches it first; `benchmark/aggregate.py`): " + ", ".join(counts) + ".")
-    how = {"held": " (an \"X % more timesteps\" claim holds on its direction; the measured ratio stands beside the "
-                   "paper's)", "beyond budget": " (our runs are shorter than the claim needs)"}
-    for v in ("held", "not held", "beyond budget"):
-        if by.get(v):
-            L.append(f"  - {v}{how.get(v, '')}: " + "; ".join(f"{c['task']} — {c['claim']} ({c['measured']})"
-                                                        for c in by[v]) + ".")
-    L += size_notes(by.get("held", []))
-    L.append(f"  - not among them: {aggregate.NOT_JUDGED}")
-    other = [c for c in d.claims if c.get("other")]
-    if other:
-        n = Counter(c["other"]["verdict"] for c in other)
-        flips = [f"{c['task']} — {c['claim']} ({c['verdict']} → {c['other']['verdict']}: {change_cause(c)})"
-                 for c in other if c["other"]["verdict"] != c["verdict"]]
-        L.append(f"  - judged again over other spans ({other_spans_text()}; section *claim by claim*), "
-                 f"{len(other)} of the {len(d.claims)} claims: " + ", ".join(f"{n[v]} {v}" for v in order if n[v])
-                 + ". " + (f"Verdicts that change, and why: {'; '.join(flips)}." if flips else "No verdict changes."))
-    L += reading_note(d)
-    ci = [r for r in d.cells if r["inside"] in ("yes", "paper above", "paper below")]
-    welch = [r for r in d.cells if num(r["p_vs_paper"]) is not None]
-    if welch:
-        cnt = Counter(r["inside"] for r in ci)
-        lower = sum(r["p_vs_paper"] < 0.05 and r["mean"] < r["paper"] for r in welch)
-        higher = sum(r["p_vs_paper"] < 0.05 and r["mean"] > r["paper"] for r in welch)
-        groups = {}
-        for r in welch:
-            g = "MuJoCo" if hparams.group(r["task"]) == "mujoco" else "classic control"
-            groups.setdefault(g, Counter())["cells"] += 1
-            groups[g]["lower"] += r["p_vs_paper"] < 0.05 and r["mean"] < r["paper"]
-            groups[g]["higher"] += r["p_vs_paper"] < 0.05 and r["mean"] > r["paper"]
-        mj = {aggregate.stage1_budget(t) for t in hparams.tasks("mujoco")}
-        L.append(f"- **Final returns vs the paper's table:** of {len(welch)} cells with ≥ 2 finished seeds, our mean "
-                 f"differs from the paper's by Welch's test against its mean ± std (5 seeds, p < 0.05) in "
-                 f"{lower + higher}: lower in {lower}, higher in {higher} ("
-                 + "; ".join(f"{g}: {groups[g]['lower']} lower, {groups[g]['higher']} higher of {groups[g]['cells']}"
-                             for g in ("classic control", "MuJoCo") if g in groups)
-                 + f"; {len(welch)} tests without a multiple-comparison correction: if no cell truly differed, about "
-                 f"{0.05 * len(welch):.1f} would by chance). Our MuJoCo runs stop at "
-                 f"{'/'.join(steps(b) for b in sorted(mj))} steps, the paper's at {steps(aggregate.PAPER_BUDGET)}. "
-                 f"The paper's mean lies inside our 95 % bootstrap CI in {cnt['yes']} of {len(ci)} cells with ≥ "
-                 f"{aggregate.MIN_CI_SEEDS} seeds (a narrow CI ignores the paper's own seed noise, so the Welch count "
-                 "is the fairer one).")
-    same, total = ordering_agreement(d)
-    if total:
-        L.append(f"- **Orderings:** the paper's best algorithm is also ours on {same} of {total} tasks with all five "
-                 "algorithms run.")
-    if d.grid:
-        g = d.grid
-        iqm = sorted(g["agg"].items(), key=lambda kv: -kv[1]["IQM"][0])
-        L.append(f"- **Across tasks** ({len(g['tasks'])} task(s), the first {g['use']} seeds of every cell so that each "
-                 "task weighs the same): IQM normalized score "
-                 + ", ".join(f"{hparams.algo_label(a)} {estimate(*v['IQM'])}" for a, v in iqm)
-                 + "; P(SMAC > baseline): "
-                 + ", ".join(f"{hparams.algo_label(b)} {estimate(*v)}" for b, v in g["imp"].items())
-                 + f" (SMAC's effective step η/λ is {min(map(step_ratio, hparams.tasks())):.2g}–"
-                 f"{max(map(step_ratio, hparams.tasks())):.3g}× the paper's AC-SGD η on the same task, so P(SMAC > AC-SGD) "
-                 "compares step sizes as much as curvature; SGD with step η/λ is the comparison without that confound).")
-    if d.matched:
-        cnt = Counter(r["verdict"] or "too few seeds" for r in d.matched)
-        L.append("- **SMAC vs SGD with step η/λ (`sgd-matched`; seeds SMAC / sgd-matched):** " + "; ".join(
-            f"{VERDICT_TEXT.get(v, v)}: " + ", ".join(f"{r['task']} ({r['n_smac']}/{r['n_matched']})" for r in d.matched
-                                                       if (r['verdict'] or 'too few seeds') == v)
-            for v in cnt) + ".")
-    return L + [""]
-
-
-def reading_note(d: Data) -> list[str]:
-    """Summary line: the grid's reading against the paper-literal one at the earlier grid's budget."""
-    span, pairs = literal_vs_norm(d)
-    if not pairs:
-        return []
-    verdicts = {a: reading_by_verdict(pairs, a) for a in ("smac", "sgd")}
-    parts = [f"{hparams.algo_label(a)}: " + "; ".join(f"{v} on {', '.join(ts)}" for v, ts in sorted(by.items()))
-             for a, by in verdicts.items() if by]
-    return [f"- **The reading matters:** `norm` was chosen on classic control (fidelity study). Against the "
-            f"paper-literal reading at the same {span // 1000}k steps (Welch p < 0.05 for ahead / behind, one test "
-            "per cell, no multiple-comparison correction; section *Earlier grid*), `norm` vs `literal` — "
-            + ". ".join(parts) + ". The MuJoCo rows of this report describe `norm`, not the paper's literal setting."]
-
-
 def perm_floor(n1: int, n2: int) -> float:
     """The smallest two-sided exact permutation p with n1 and n2 observations."""
     return min(1.0, 2 / math.comb(n1 + n2, n1))
-
-
-def size_groups(held: list[dict]) -> tuple[list[str], list[str]]:
-    """Held "X % more timesteps" claims whose size does not match: (the baseline never reaches the threshold,
-    where the paper's does, only somewhat later; its measured extra steps are under half the paper's)."""
-    never, small = [], []
-    for c in held:
-        if c["kind"] != "slower" or not c.get("paper_ratio"):
-            continue
-        t, t_ref = c["steps"]
-        label = f"{c['task']} {hparams.algo_label(c['algo'])}"
-        if t is None:
-            never.append(label)
-        elif (t / t_ref - 1) < (c["paper_ratio"] - 1) / 2:
-            small.append(f"{label} ({pct(t / t_ref - 1)} more vs the paper's {pct(c['paper_ratio'] - 1)})")
-    return never, small
-
-
-def size_notes(held: list[dict]) -> list[str]:
-    """Summary lines naming the held claims of size_groups."""
-    never, small = size_groups(held)
-    L = []
-    if never:
-        L.append("  - held on direction only, the baseline never reaching the threshold in our budget (the paper's "
-                 "claim is that it does, only later): " + ", ".join(never) + ".")
-    if small:
-        L.append("  - held on direction, with under half the paper's extra steps: " + ", ".join(small) + ".")
-    return L
-
-
-def ordering_agreement(d: Data) -> tuple[int, int]:
-    rows = ordering_rows(d)
-    full = [r for r in rows if len(r["ours"]) == len(hparams.PAPER_ALGOS)]
-    return sum(r["ours"][0] == r["paper"][0] for r in full), len(full)
 
 
 def ordering_rows(d: Data) -> list[dict]:
@@ -320,13 +170,12 @@ def claims_section(d: Data, logs_dir: str) -> list[str]:
     rel = os.path.relpath(logs_dir, REPO)
     head = os.path.relpath(os.path.join(REPO, hparams.load()["meta"]["headline"]["logs"]), REPO)
     return (["## The paper's speed claims, claim by claim\n",
-            "Every timestep claim of the paper's Results section (the summary lists the statements left out; "
-            "`benchmark/aggregate.py`, where the protocol "
+            "Every timestep claim of the paper's Results section (`benchmark/aggregate.py`, where the protocol "
             f"and the verdict rules are written down), on the stage-1 logs (`{rel}/`, {len(d.runs)} runs) and, for "
             f"HalfCheetah SMAC and AC-CG, the 5M block (`{head}/`, {len(d.headline)} runs). \"beyond budget\": our "
             "runs are shorter than the claim needs; \"no runs\": no finished run yet. The classic-control claims "
             "under every reading of the paper are in the fidelity section below. A claim holds when (rules fixed "
-            "with the claims, before any run):\n"]
+            f"with the claims, before any run). Not among them: {aggregate.NOT_JUDGED}\n"]
             + [f"- *{k}*: {rule}" for k, rule in aggregate.RULES.items()]
             + ["", "**Bin width and run length.** A crossing step depends on the bin width: the EWM(0.1) lags "
                "about 10 bins behind a rise, and the 100 bins span the run's budget (our bins: "
@@ -335,8 +184,8 @@ def claims_section(d: Data, logs_dir: str) -> list[str]:
                   if d.headline else "")
                + "). The last column judges each claim again on the same runs over another span: "
                f"{other_spans_text()} (the paper does not state its classic-control budget). A shorter span also "
-               "shortens the run a claim is judged on (a \"never above\" claim, a crossing after the span); the "
-               "summary names, per changed verdict, which of the two changed it.\n"]
+               "shortens the run a claim is judged on (a \"never above\" claim, a crossing after the span); where "
+               "the verdict changes, the column names which of the two changed it.\n"]
             + ["", "**Stricter names** (issue 27) for a \"slower\" / \"faster\" claim that holds on its direction: "]
             + [f"- *{k}*: {rule}" for k, rule in aggregate.STRICT.items()]
             + ["", "The verdict column is the claim at our bins, then its stricter name; **final** is the less "
@@ -442,7 +291,8 @@ def diagnostics_section(d: Data) -> list[str]:
          "From the stage-1 SMAC runs' per-update logs (`benchmark/results/stage1/diagnostics*.csv`). ‖ℓ̄‖²/λ ≪ 1 "
          "means F̃⁻¹g ≈ g/λ. \"removed\" = ‖g/λ − F̃⁻¹g‖/‖g/λ‖, the fraction of the uncorrected step the rank-1 "
          "term takes away. Per run the median over training bins; the table gives the median over seeds [min, max "
-         "over seeds] and the median over the last 10 % of training.\n"]
+         "over seeds] and the median over the last 10 % of training. Over training, beside the return curves of "
+         "SMAC and `sgd-matched`: `docs/figures/smac_diagnostics.png`.\n"]
     return L + (table(rows, DIAG_COLUMNS) if rows else [NOT_RUN]) + [""]
 
 
@@ -852,7 +702,7 @@ def write_report(path: str = os.path.join(REPO, "benchmark", "REPORT.md"), logs_
     details = os.path.join(os.path.dirname(os.path.abspath(path)), "report")  # benchmark/report/ for REPORT.md
     write_details(details, "prereg.md", "The pre-registered study", prereg.markdown(reg, pre)[1:])
     write_details(details, "grid.md", "The stage-1 grid: every cell, aggregates, orderings, SMAC vs SGD with step η/λ",
-                  summary_section(d) + lines(grid)
+                  lines(grid)
                   + ["**Learning curves** (stage 1; 100 bins, EWM 0.1, mean ± std over seeds; every run raw in "
                      "`docs/figures/returns_raw.png`, mean log π(a|s) in `docs/figures/logprob.png`):\n",
                      "![returns](../docs/figures/returns_smoothed.png)\n"]
@@ -907,12 +757,15 @@ def col(rows, name):
     return np.array([float(r[name]) if r[name] not in ("", None) else np.nan for r in rows])
 
 
-def grid(n):
-    cols = 3
-    rows = max(1, -(-n // cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
-    for ax in axes.flat[n:]:
+def panels(tasks, ylabel):
+    """One panel per task, three to a row (the unused ones hidden), titled and labelled; legends come last."""
+    rows = max(1, -(-len(tasks) // 3))
+    fig, axes = plt.subplots(rows, 3, figsize=(4.2 * 3, 3.2 * rows), squeeze=False)
+    for ax in axes.flat[len(tasks):]:
         ax.axis("off")
+    for ax, task in zip(axes.flat, tasks):
+        ax.set(title=task, xlabel="environment steps", ylabel=ylabel)
+        ax.grid(alpha=0.3)
     return fig, axes.flat
 
 
@@ -934,26 +787,22 @@ def plot_curves(rows, ylabel, title, path) -> bool:
     tasks = tasks_in(rows)
     if not tasks:
         return False
-    fig, axes = grid(len(tasks))
+    fig, axes = panels(tasks, ylabel)
     for ax, task in zip(axes, tasks):
         for algo in hparams.ALGOS:
             mean_band(ax, [r for r in rows if r["task"] == task and r["algo"] == algo], algo, 1.4)
-        ax.set_title(task)
-        ax.set_xlabel("environment steps")
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
         ax.legend(fontsize=6)
     save(fig, path, title)
     return True
 
 
-def plot_raw(source, path) -> bool:
-    """source: a sweep runs directory, or loaded runs (aggregate.discover / compact.discover_logs)."""
-    runs = [r for r in (discover(source) if isinstance(source, str) else source) if r["episodes"]["global_step"].size]
+def plot_raw(runs, path) -> bool:
+    """Every run's raw episodic returns (loaded compact logs), a colour per algorithm."""
+    runs = [r for r in runs if r["episodes"]["global_step"].size]
     if not runs:
         return False
     tasks = [t for t in hparams.tasks() if any(r["task"] == t for r in runs)]
-    fig, axes = grid(len(tasks))
+    fig, axes = panels(tasks, "episodic return (raw)")
     for ax, task in zip(axes, tasks):
         seen = set()
         for r in sorted((r for r in runs if r["task"] == task), key=lambda r: (r["algo"], r["seed"])):
@@ -961,40 +810,8 @@ def plot_raw(source, path) -> bool:
             seen.add(r["algo"])
             ax.plot(r["episodes"]["global_step"], r["episodes"]["episodic_return"], lw=0.4, alpha=0.6,
                     color=COLORS.get(r["algo"], "grey"), label=label)
-        ax.set_title(task)
-        ax.set_xlabel("environment steps")
-        ax.set_ylabel("episodic return (raw)")
-        ax.grid(alpha=0.3)
         ax.legend(fontsize=6)
     save(fig, path, "Raw episodic returns, every run (unbinned, unsmoothed)")
-    return True
-
-
-def plot_diagnostics(rows, path) -> bool:
-    rows = [r for r in rows if r["algo"] == "smac"]
-    tasks = tasks_in(rows)
-    if not tasks:
-        return False
-    names = [("ell_sq_over_lambda", "|l̄|² / λ", True), ("cos_g_step", "cos(g, step)", False),
-             ("removed_frac", "fraction removed by rank-1 term", True)]
-    fig, axes = plt.subplots(len(names), len(tasks), figsize=(3.0 * len(tasks), 2.6 * len(names)), squeeze=False)
-    for j, task in enumerate(tasks):
-        sel = [r for r in rows if r["task"] == task]
-        x = col(sel, "step")
-        for i, (name, label, logy) in enumerate(names):
-            ax = axes[i][j]
-            med, lo, hi = col(sel, name + "_median"), col(sel, name + "_p10"), col(sel, name + "_p90")
-            ax.plot(x, med, color="tab:red", lw=1.2)
-            ax.fill_between(x, lo, hi, color="tab:red", alpha=0.2, lw=0)
-            if logy and np.nanmax(np.where(med > 0, med, np.nan), initial=0) > 0:
-                ax.set_yscale("log")
-            if i == 0:
-                ax.set_title(f"{task} (n={sel[0]['n']})")
-            if j == 0:
-                ax.set_ylabel(label)
-            ax.grid(alpha=0.3)
-            ax.tick_params(labelsize=6)
-    save(fig, path, "SMAC diagnostics over training (median, 10–90% across seeds)")
     return True
 
 
@@ -1055,20 +872,18 @@ def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
     return True
 
 
-def figures(results_dir: str, out_dir: str, raw_source) -> dict:
-    """Every figure of the module docstring from an aggregate.py results directory; raw_source: a runs directory
-    or loaded runs for returns_raw.png. Returns {file name: written?}."""
+def figures(results_dir: str, out_dir: str, runs: list) -> dict:
+    """The curve figures from an aggregate.py results directory and the loaded runs. Returns {file: written?}."""
     os.makedirs(out_dir, exist_ok=True)
     res = lambda name: read_csv(os.path.join(results_dir, name))  # noqa: E731
     out = lambda name: os.path.join(out_dir, name)  # noqa: E731
     return {
         "returns_smoothed.png": plot_curves(res("curves_return.csv"), "episodic return",
                                             "Return: 100 bins, EWM 0.1, mean ± std over seeds", out("returns_smoothed.png")),
-        "returns_raw.png": plot_raw(raw_source, out("returns_raw.png")),
+        "returns_raw.png": plot_raw(runs, out("returns_raw.png")),
         "logprob.png": plot_curves(res("curves_logprob.csv"), "mean log π(a|s)",
                                    "Mean log-probability of taken actions: 100 bins, EWM 0.1, mean ± std",
                                    out("logprob.png")),
-        "diagnostics.png": plot_diagnostics(res("diagnostics.csv"), out("diagnostics.png")),
         "smac_diagnostics.png": plot_smac_vs_matched(res("curves_return.csv"), res("diagnostics.csv"),
                                                      out("smac_diagnostics.png")),
     }
@@ -1190,7 +1005,7 @@ def lines(c: dict) -> list[str]:
          "mean ± std, ✓ where the paper's mean lies inside our CI, ✗ where it does not; then Welch p, the test of "
          "our seeds against the paper's mean ± std as a 5-seed sample (`scipy.stats.ttest_ind_from_stats`). With "
          f"{aggregate.MIN_CI_SEEDS} to 5 seeds the percentile bootstrap under-covers and the paper's mean is itself a 5-seed "
-         "estimate, so a ✗ with Welch p ≥ 0.05 is not a difference the seeds can show; the summary counts Welch's test. "
+         "estimate, so a ✗ with Welch p ≥ 0.05 is not a difference the seeds can show; the verdict counts Welch's test. "
          "Final = last of 100 EWM(0.1)-smoothed bins. Every cell with its per-seed finals: "
          "`benchmark/results/stage1/cells.csv`.\n"]
     if not c["rows"]:

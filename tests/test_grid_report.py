@@ -149,16 +149,8 @@ def test_aggregates_prefer_more_tasks_over_more_seeds(tmp_path):
     assert out["use"] == 5 and out["tasks"] == ["Acrobot"]
 
 
-def test_report_flags_claims_held_on_direction_only_and_the_permutation_floor():
+def test_the_permutation_floor_and_the_earlier_grids_verdicts():
     from benchmark import report
-    held = [{"kind": "slower", "task": "Acrobot", "algo": "kfac", "steps": (75_000, 70_000), "paper_ratio": 3.35},
-            {"kind": "slower", "task": "Acrobot", "algo": "adam", "steps": (110_000, 70_000), "paper_ratio": 1.70},
-            {"kind": "slower", "task": "CartPole", "algo": "cg", "steps": (None, 250_000), "paper_ratio": 1.10},
-            {"kind": "reach_by", "task": "Walker2d", "algo": "smac"}]
-    text = "\n".join(report.size_notes(held))
-    assert "never reaching the threshold in our budget" in text and "CartPole AC-CG" in text
-    assert "Acrobot AC-KFAC (7% more vs the paper's 235%)" in text   # 75/70 - 1 = 7 % < 235 % / 2
-    assert "AC-Adam" not in text                                       # 57 % is more than half of 70 %
     assert report.perm_floor(3, 3) == pytest.approx(0.1)               # 2 / C(6, 3)
     assert report.perm_floor(5, 5) == pytest.approx(2 / 252)
     # the earlier 3-seed grid's SMAC vs sgd-matched verdicts carry their seeds and that floor (committed CSVs)
@@ -206,45 +198,6 @@ def test_plots_save_titles_lays_out_writes_and_closes(tmp_path):
     assert matplotlib.image.imread(path).shape[:2] == (100, 150)     # 3 x 2 inches at 50 dpi
     assert fig._suptitle.get_text() == "title" and fig._suptitle.get_fontsize() == 7
     assert not plt.fignum_exists(fig.number)                           # closed
-
-
-def test_summary_defines_its_terms_counts_direction_only_claims_and_splits_the_paper_comparison():
-    """The summary's glossary, seeds per cell, held claims of unlike size counted in the headline, the beyond-budget
-    claims named, the claims left out listed, and the Welch count split by task group."""
-    from benchmark import report
-    runs = ([{"task": "Hopper", "algo": "smac", "status": "finished"}] * 5
-            + [{"task": "Pusher", "algo": "sgd", "status": s} for s in ("finished", "finished", "diverged")]
-            + [{"task": "Swimmer", "algo": "smac", "status": "finished"}])     # short of its budget: not counted
-    claims = [{"verdict": "held", "kind": "slower", "task": "CartPole", "algo": "cg", "steps": (None, 250_000),
-               "paper_ratio": 1.1, "claim": "AC-CG needs approximately 10% more timesteps",
-               "measured": "cg never vs smac 250k"},
-              {"verdict": "held", "kind": "slower", "task": "Acrobot", "algo": "adam", "steps": (110_000, 70_000),
-               "paper_ratio": 1.7, "claim": "AC-Adam requires 70% more timesteps", "measured": "1.57x"},
-              {"verdict": "beyond budget", "kind": "reach_by", "task": "Humanoid", "algo": "smac",
-               "claim": "SMAC matches the final performance of AC-CG [3175] after 59% of the budget",
-               "measured": "budget 1.00M < 2.95M"}]
-    cells = [{"task": "Hopper", "n": 5, "n_div": 0, "mean": 100.0, "paper": 331.2, "p_vs_paper": 0.01,
-              "inside": "paper above"},
-             {"task": "Pusher", "n": 2, "n_div": 1, "mean": 40.0, "paper": 28.5, "p_vs_paper": 0.001,
-              "inside": "paper below"},
-             {"task": "Acrobot", "n": 0, "n_div": 0, "mean": np.nan, "paper": -94.1, "p_vs_paper": 0.4,
-              "inside": "yes"}]
-    d = report.Data(runs=runs, headline=[], final={}, matched=[], diag={}, claims=claims, cells=cells,
-                    readings=(300_000, {}))
-    text = "\n".join(report.summary_section(d))
-    mujoco = report.budgets_text(sep=", ").split(", ")[-1]          # e.g. 'MuJoCo 1M'
-    assert "*IQM* — interquartile mean" in text and "*`norm`* —" in text and f"{mujoco} steps; *the 5M block*" in text
-    assert ("8 of the 270 stage-1 runs are in (1 diverged; seeds per cell: 1 cell with 5, 1 cell with 3, 1 cell with 0)"
-            in text)
-    assert ("2 held (1 of them on direction only, their size unlike the paper's; see below), 0 not held, 1 beyond "
-            "budget") in text
-    assert ("beyond budget (our runs are shorter than the claim needs): Humanoid — SMAC matches the final performance "
-            "of AC-CG [3175] after 59% of the budget (budget 1.00M < 2.95M)") in text
-    assert "not among them: the Results text's final-return gaps" in text
-    assert ("in 2: lower in 1, higher in 1 (classic control: 0 lower, 0 higher of 1; MuJoCo: 1 lower, 1 higher of 2; "
-            "3 tests without a multiple-comparison correction: if no cell truly differed, about 0.2 would by "
-            "chance)") in text
-    assert f"Our MuJoCo runs stop at {mujoco.split()[-1]} steps, the paper's at 5M." in text
 
 
 def test_grid_section_counts_finished_and_diverged_seeds_and_leaves_short_runs_out(tmp_path):

@@ -67,14 +67,17 @@ def find_run_dir(seed_dir: str) -> Optional[str]:
     return os.path.join(seed_dir, dirs[0]) if dirs else None
 
 
-def read_summary(run_dir: Optional[str]) -> Optional[dict]:
-    if not run_dir:
-        return None
+def read_json(path: str, default=None):
+    """A JSON file's contents, or `default` when it is missing or unreadable."""
     try:
-        with open(os.path.join(run_dir, "summary.json")) as f:
+        with open(path) as f:
             return json.load(f)
     except (OSError, ValueError):
-        return None
+        return default
+
+
+def read_summary(run_dir: Optional[str]) -> Optional[dict]:
+    return read_json(os.path.join(run_dir, "summary.json")) if run_dir else None
 
 
 def read_csv_columns(path: str, columns: list[str]) -> dict:
@@ -104,14 +107,8 @@ def discover(runs_dir: str) -> list[dict]:
             continue
         if run_dir is None:
             continue
-        job = {}
-        if os.path.isfile(os.path.join(seed_dir, "job.json")):
-            with open(os.path.join(seed_dir, "job.json")) as f:
-                job = json.load(f)
-        cfg = {}
-        if os.path.isfile(os.path.join(run_dir, "config.json")):
-            with open(os.path.join(run_dir, "config.json")) as f:
-                cfg = json.load(f).get("args", {})
+        job = read_json(os.path.join(seed_dir, "job.json"), {})
+        cfg = read_json(os.path.join(run_dir, "config.json"), {}).get("args", {})
         summary = read_summary(run_dir) or {}
         ep = read_csv_columns(os.path.join(run_dir, "episodes.csv"), ["global_step", "episodic_return"])
         up = read_csv_columns(os.path.join(run_dir, "updates.csv"),
@@ -148,10 +145,7 @@ def pack(run_dir: str, out_path: str, task: str, algo: str, seed: int, budget: O
     """Write run_dir's compact log to out_path (atomic). Returns out_path."""
     with open(os.path.join(run_dir, "summary.json")) as f:
         summary = json.load(f)
-    cfg = {}
-    if os.path.isfile(os.path.join(run_dir, "config.json")):
-        with open(os.path.join(run_dir, "config.json")) as f:
-            cfg = json.load(f)
+    cfg = read_json(os.path.join(run_dir, "config.json"), {})
     record = {"format": FORMAT, "task": task, "algo": algo, "seed": seed, "budget": budget,
               "status": summary.get("status"), "global_step": summary.get("global_step"),
               "updates_done": summary.get("updates"), "wall_time_s": summary.get("wall_time_s"),
@@ -206,17 +200,10 @@ def main(argv=None) -> int:
     p.add_argument("--logs", required=True, help="output root of {task}/{algo}/seed{n}.json.gz")
     a = p.parse_args(argv)
     n = 0
-    for seed_dir in sorted(glob.glob(os.path.join(a.runs_dir, "*", "*", "seed*"))):
-        task, algo = seed_dir.split(os.sep)[-3:-1]
-        run_dir = find_run_dir(seed_dir)
-        summary = read_summary(run_dir)
-        if summary and summary.get("status") in ("finished", "diverged"):
-            budget = None
-            if os.path.isfile(os.path.join(seed_dir, "job.json")):
-                with open(os.path.join(seed_dir, "job.json")) as f:
-                    budget = json.load(f).get("budget")
-            pack(run_dir, log_path(a.logs, task, algo, int(seed_dir.rsplit("seed", 1)[1])), task, algo,
-                 int(seed_dir.rsplit("seed", 1)[1]), budget)
+    for r in discover(a.runs_dir):
+        if r["status"] in ("finished", "diverged"):
+            pack(r["run_dir"], log_path(a.logs, r["task"], r["algo"], r["seed"]), r["task"], r["algo"], r["seed"],
+                 r["job_budget"])
             n += 1
     print(f"packed {n} runs into {a.logs}")
     return 0

@@ -15,7 +15,6 @@ Layout: each section is a function returning markdown lines; tables are row spec
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os
@@ -35,7 +34,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark import aggregate, compact, hparams, stats  # noqa: E402
+from benchmark import ablations, aggregate, compact, hparams, stats  # noqa: E402
 from benchmark.stats import estimate, fmt, interval, mean_std, num, pct, read_csv, save, steps, table, write_csv  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmark", "results")
@@ -44,7 +43,6 @@ GRID_300K = os.path.join(RESULTS, "grid_300k")
 FIGURES = os.path.join(REPO, "docs", "figures")
 NOT_RUN = "not run yet"
 RATIO_SGD = 0.1  # median |l_bar|^2/lambda below this: "SGD regime" (the step is within ~10% of g/lambda)
-N_GRID = 9 * 6 * 5
 
 
 @dataclass
@@ -82,9 +80,8 @@ def other_bin_widths() -> dict:
     CartPole over their first steps as in the fidelity study (hparams.FIDELITY_BUDGET; the paper does not state its
     classic-control budget), MuJoCo at the paper's own bin width (its budget / 100). Pendulum: none (the
     paper's budget is not stated, its claim needs 1.5M)."""
-    classic = {t: hparams.FIDELITY_BUDGET for t in hparams.FIDELITY_TASKS}
-    mujoco = {t: aggregate.PAPER_BUDGET for t in hparams.tasks("mujoco")}
-    return {**classic, **mujoco}
+    return {**{t: hparams.FIDELITY_BUDGET for t in hparams.FIDELITY_TASKS},
+            **{t: aggregate.PAPER_BUDGET for t in hparams.tasks("mujoco")}}
 
 
 def other_spans_text() -> str:
@@ -208,9 +205,7 @@ VERDICT_TEXT = {"smac": "SMAC better beyond seed noise", "sgd-matched": "sgd-mat
 
 def regime(r: dict) -> str:
     ratio = num(r["ell_sq_over_lambda_median"])
-    if ratio is None:
-        return "–"
-    return f"< {RATIO_SGD:g}" if ratio < RATIO_SGD else ("< 1" if ratio < 1 else "≥ 1")
+    return "–" if ratio is None else f"< {RATIO_SGD:g}" if ratio < RATIO_SGD else "< 1" if ratio < 1 else "≥ 1"
 
 
 MATCHED_COLUMNS = [
@@ -248,8 +243,8 @@ def matched_section(rows: list[dict], title: str, budget_note: str) -> list[str]
          "medians over SMAC's updates and seeds. Rows sorted by ‖ℓ̄‖²/λ.\n"]
     if not rows:
         return L + [f"No task has both SMAC and sgd-matched results yet ({NOT_RUN}).\n"]
-    key = lambda r: num(r["ell_sq_over_lambda_median"]) if num(r["ell_sq_over_lambda_median"]) is not None else 1e300  # noqa: E731
-    rows = sorted(rows, key=key)
+    rows = sorted(rows, key=lambda r: 1e300 if num(r["ell_sq_over_lambda_median"]) is None
+                  else num(r["ell_sq_over_lambda_median"]))
     L += table(rows, MATCHED_COLUMNS) + [""]
     groups = {}
     for r in rows:
@@ -620,10 +615,8 @@ def fidelity_section(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELIT
     mark = {"held": "✓", "not held": "✗"}
     L += table(ids, [("Claim", lambda cid: cid)] + [
         (f"`{n}`", lambda cid, n=n: mark.get(verdicts[n][cid]["verdict"], verdicts[n][cid]["verdict"])) for n in names]) + [""]
-    finals_path = os.path.join(results_dir, "finals.csv")
-    if os.path.isfile(finals_path):
-        with open(finals_path, newline="") as f:
-            fin = {(r["reading"], r["task"], r["algo"]): r for r in csv.DictReader(f)}
+    fin = {(r["reading"], r["task"], r["algo"]): r for r in read_csv(os.path.join(results_dir, "finals.csv"))}
+    if fin:
         cols = [(t, a) for t in hparams.FIDELITY_TASKS for a in hparams.PAPER_ALGOS]
         L.append(f"Final return (seed mean of the last smoothed bin at {hparams.FIDELITY_BUDGET // 1000}k steps; paper: its table's "
                  "final at its own, larger budget, for scale):\n")
@@ -932,10 +925,6 @@ def matrix(rows: list[dict]) -> list[str]:
 
 
 def grid_plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figures_dir: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     algos = list(agg)
     label = f"tasks: {', '.join(tasks)}; 95 % stratified bootstrap CIs (rliable)"
     fig, axes = plt.subplots(1, len(aggregate.METRICS), figsize=(15, 3.2))
@@ -944,11 +933,11 @@ def grid_plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figu
             p, lo, hi = agg[a][name]
             ax.barh(i, hi - lo, left=lo, height=0.6, color=f"C{i}", alpha=0.75)
             ax.plot([p, p], [i - 0.3, i + 0.3], color="k")
-        ax.set_yticks(range(len(algos)), [hparams.algo_label(a) for a in algos] if name == aggregate.METRICS[0] else [""] * len(algos))
+        first = name == aggregate.METRICS[0]
+        ax.set_yticks(range(len(algos)), [hparams.algo_label(a) if first else "" for a in algos])
         ax.set_title(name)
         ax.grid(axis="x", alpha=0.3)
-    save(fig, os.path.join(figures_dir, "grid_aggregate.png"),
-                f"normalized score (random = 0, best of the paper's table = 1); {label}", fontsize=8)
+    save(fig, os.path.join(figures_dir, "grid_aggregate.png"), f"normalized score (random = 0, best of the paper's table = 1); {label}", fontsize=8)
     fig, ax = plt.subplots(figsize=(6.5, 4))
     x = np.arange(1, aggregate.N_POINTS + 1) / aggregate.N_POINTS
     for i, a in enumerate(algos):
@@ -1045,7 +1034,6 @@ def main(argv=None) -> int:
                                 "the committed compact logs.")
     p.add_argument("--out", default=os.path.join(REPO, "benchmark", "REPORT.md"))
     args = p.parse_args(argv)
-    from benchmark import ablations
     write_report(args.out)
     print(f"wrote {args.out}")
     abl = ablations.write_all()

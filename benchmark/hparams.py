@@ -151,18 +151,12 @@ def parse_budget(spec: str, tasks: Optional[list] = None) -> dict:
     spec = spec.strip()
     per_group, per_task, default = {}, {}, None
     for part in filter(None, (p.strip() for p in spec.split(","))):
-        if "=" not in part:
-            try:
-                default = int(float(part))
-            except ValueError:
-                raise ValueError(f"--budget {spec!r}: {part!r} is not a step count (e.g. 1000000, or "
-                                 "classic=500000,mujoco=1000000)") from None
-            continue
-        key, value = (s.strip() for s in part.split("=", 1))
+        key, value = (s.strip() for s in part.split("=", 1)) if "=" in part else ("all", part)
         try:
             steps = int(float(value))
         except ValueError:
-            raise ValueError(f"--budget {spec!r}: {value!r} is not a step count") from None
+            raise ValueError(f"--budget {spec!r}: {value!r} is not a step count" + (
+                "" if "=" in part else " (e.g. 1000000, or classic=500000,mujoco=1000000)")) from None
         if key.lower() in ("classic", "mujoco"):
             per_group[key.lower()] = steps
         elif key.lower() in ("all", "*"):

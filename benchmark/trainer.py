@@ -7,19 +7,15 @@
     python -m benchmark.trainer --eval-checkpoint runs/<run dir> --eval-episodes 10         # evaluate
     python -m benchmark.trainer --plot runs/<run A> runs/<run B>                            # one PNG
 
-smac_a2c.py is the reference (SMAC, AC-SGD, AC-Adam, the loop). This module imports it, extends its Args
-(LabArgs), and hands its actor steps, environments, networks and critic step to smac_a2c.train(): the loop
-is not copied. What lives here, moved from the pre-split smac_a2c.py with its behaviour unchanged:
-  actor steps   SMAC with every ablation mode (per-sample-parallel, previous-EF / Woodbury, step normalization)
-                and the one-backward fast path; AC-SGD / AC-Adam with entropy bonus, gradient clipping and
-                --loss-reduction; AC-CG; AC-KFAC; the minibatch / epoch readings (actor_update)
-  environments  --video-every, --no-bootstrap-truncation, the "-v4 is out of date" note
-  networks      --activation, --log-std-init; critic: --critic-updates, --max-grad-norm
-  runs          --runs-dir (exclusive run directories), run-directory locks, --resume with its flag rules and
-                log truncation after a hard kill, --eval-checkpoint, --plot (benchmark/protocol.py's binning)
+smac_a2c.py is the reference (SMAC, AC-SGD, AC-Adam, the loop). This module extends its Args (LabArgs) and hands
+its actor steps, environments, networks and critic step to smac_a2c.train() (the loop is not copied): SMAC with
+every ablation mode and the one-backward fast path; AC-SGD / AC-Adam with entropy bonus, clipping and
+--loss-reduction; AC-CG; AC-KFAC; minibatches / epochs; --video-every, --no-bootstrap-truncation; --activation,
+--log-std-init, --critic-updates, --max-grad-norm; run directories, locks, --resume, --eval-checkpoint, --plot.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import csv
 import functools
@@ -44,10 +40,11 @@ import torch.nn as nn  # noqa: E402
 
 import smac_a2c as sa  # noqa: E402
 from benchmark import protocol  # noqa: E402
-from smac_a2c import (ACTIVATIONS, Actor, ConfigError, Normalizer, RolloutPolicy,  # noqa: E402,F401
-                      apply_step_, compute_gae, flat_grad, make_networks as _ref_networks,
-                      mean_score_and_gradient, sherman_morrison_direction, smac_direction, step_diagnostics,
-                      trainable_parameters)
+from smac_a2c import (ACTIVATIONS, Actor, ConfigError, Normalizer, RolloutPolicy, apply_step_,  # noqa: E402
+                      flat_grad, make_networks as _ref_networks, mean_score_and_gradient,
+                      sherman_morrison_direction, trainable_parameters)
+
+compute_gae, smac_direction, step_diagnostics = sa.compute_gae, sa.smac_direction, sa.step_diagnostics  # re-exported
 
 warnings.filterwarnings("ignore", message=".*is out of date.*")  # check_env_id explains it once
 
@@ -124,38 +121,30 @@ Args = LabArgs  # the name the harness and the tests use
 
 
 def check_args(args: LabArgs) -> None:
-    """The reference's checks, then the lab's flags."""
+    """The reference's checks, then the lab's flags (in this order: the first failing check is reported)."""
     sa.check_args(args)
-    positive = {"--learning-rate": args.learning_rate, "--critic-learning-rate": args.critic_learning_rate,
-                "--damping": args.damping, "--total-timesteps": args.total_timesteps,
-                "--num-steps": args.num_steps, "--num-envs": args.num_envs,
-                "--critic-updates": args.critic_updates, "--eval-episodes": args.eval_episodes, "--eval-max-steps": args.eval_max_steps,
-                "--torch-threads": args.torch_threads}
-    for flag, value in positive.items():
-        if not (value > 0 and math.isfinite(value)):
-            raise ConfigError(f"{flag} must be a finite number > 0, got {value}")
-    for flag, value in {"--gamma": args.gamma, "--gae-lambda": args.gae_lambda}.items():
-        if not 0.0 <= value <= 1.0:
-            raise ConfigError(f"{flag} must be in [0, 1], got {value}")
-    for flag, value in {"--ent-coef": args.ent_coef, "--max-grad-norm": args.max_grad_norm,
-                        "--checkpoint-every": args.checkpoint_every}.items():
-        if not (value >= 0 and math.isfinite(value)):
-            raise ConfigError(f"{flag} must be a finite number >= 0, got {value}")
-    if not math.isfinite(args.log_std_init):
-        raise ConfigError(f"--log-std-init must be a finite number, got {args.log_std_init}")
-    if not 0 <= args.seed < 2**32:
-        raise ConfigError(f"--seed must be in [0, 2**32), got {args.seed}")
+
+    def require(flags: str, ok, what: str) -> None:
+        for flag in flags.split():
+            value = getattr(args, flag[2:].replace("-", "_"))
+            if not ok(value):
+                raise ConfigError(f"{flag} must be {what}, got {value}")
+    finite_positive = lambda v: v > 0 and math.isfinite(v)  # noqa: E731
+    finite_nonnegative = lambda v: v >= 0 and math.isfinite(v)  # noqa: E731
+    require("--learning-rate --critic-learning-rate --damping --total-timesteps --num-steps --num-envs "
+            "--critic-updates --eval-episodes --eval-max-steps --torch-threads", finite_positive, "a finite number > 0")
+    require("--gamma --gae-lambda", lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
+    require("--ent-coef --max-grad-norm --checkpoint-every", finite_nonnegative, "a finite number >= 0")
+    require("--log-std-init", math.isfinite, "a finite number")
+    require("--seed", lambda v: 0 <= v < 2**32, "in [0, 2**32)")
     if (not args.exp_name or "/" in args.exp_name or os.sep in args.exp_name or ".." in args.exp_name
             or args.exp_name.startswith(".")):
         raise ConfigError(f"--exp-name must be a plain name (no '/', no '..', not starting with '.'), got {args.exp_name!r}")
     name_len = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}-99".encode())
     if name_len > 255:
         raise ConfigError(f"--exp-name is too long: the run directory name would have {name_len} bytes (limit 255)")
-    if args.video_every < 0:
-        raise ConfigError(f"--video-every must be >= 0, got {args.video_every}")
-    for flag, value in {"--num-minibatches": args.num_minibatches, "--update-epochs": args.update_epochs}.items():
-        if not value >= 1:
-            raise ConfigError(f"{flag} must be >= 1, got {value}")
+    require("--video-every", lambda v: not v < 0, ">= 0")
+    require("--num-minibatches --update-epochs", lambda v: v >= 1, ">= 1")
     if args.num_minibatches > args.num_steps * args.num_envs:
         raise ConfigError(f"--num-minibatches {args.num_minibatches} exceeds the rollout's "
                           f"{args.num_steps * args.num_envs} transitions (--num-steps x --num-envs)")
@@ -163,31 +152,19 @@ def check_args(args: LabArgs) -> None:
         raise ConfigError(f"--num-minibatches / --update-epochs > 1 need --fisher batch-mean, got --fisher {args.fisher}")
     if not args.hidden_sizes or min(args.hidden_sizes) <= 0:
         raise ConfigError(f"--hidden-sizes must be one or more positive widths, got {args.hidden_sizes}")
-    # baselines (AC-CG, AC-KFAC)
-    for flag, value in {"--cg-iters": args.cg_iters, "--kfac-damping": args.kfac_damping,
-                        "--kfac-update-freq": args.kfac_update_freq}.items():
-        if not (value > 0 and math.isfinite(value)):
-            raise ConfigError(f"{flag} must be a finite number > 0, got {value}")
-    for flag, value in {"--cg-damping": args.cg_damping, "--cg-max-kl": args.cg_max_kl,
-                        "--kfac-kl-clip": args.kfac_kl_clip}.items():
-        if not (value >= 0 and math.isfinite(value)):
-            raise ConfigError(f"{flag} must be a finite number >= 0, got {value}")
-    if not 0.0 <= args.kfac_decay <= 1.0:
-        raise ConfigError(f"--kfac-decay must be in [0, 1], got {args.kfac_decay}")
-    # SMAC ablation modes (previous-EF mixing, step normalization)
-    if not 0.0 <= args.prev_ef_beta < 1.0:
-        raise ConfigError(f"--prev-ef-beta must be in [0, 1), got {args.prev_ef_beta}")
-    if not args.prev_ef_rank >= 1:
-        raise ConfigError(f"--prev-ef-rank must be >= 1, got {args.prev_ef_rank}")
+    require("--cg-iters --kfac-damping --kfac-update-freq", finite_positive, "a finite number > 0")  # baselines
+    require("--cg-damping --cg-max-kl --kfac-kl-clip", finite_nonnegative, "a finite number >= 0")
+    require("--kfac-decay", lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
+    require("--prev-ef-beta", lambda v: 0.0 <= v < 1.0, "in [0, 1)")  # SMAC's ablation modes
+    require("--prev-ef-rank", lambda v: v >= 1, ">= 1")
     if args.optimizer == "smac" and args.prev_ef_beta > 0 and args.fisher != "batch-mean":
         raise ConfigError(f"--prev-ef-beta > 0 needs --fisher batch-mean, got --fisher {args.fisher}")
     if args.optimizer == "smac" and args.step_normalization and args.fisher == "per-sample":
         raise ConfigError("--step-normalization with --fisher per-sample would turn every step into "
                           "the per-sample SGD step l A; use batch-mean or per-sample-parallel")
 
-# ====================================================================================
-# Environments, networks and the critic step with the lab's flags (handed to smac_a2c.train)
-# ====================================================================================
+
+# --- Environments, networks and the critic step with the lab's flags (handed to smac_a2c.train) ---
 class TruncationAsTermination(gym.Wrapper):
     """--no-bootstrap-truncation: a time-limit truncation is reported as a termination (no bootstrap)."""
 
@@ -209,8 +186,7 @@ def lab_networks(args: LabArgs, obs_dim: int, act_dim: int, discrete: bool):
 
 
 def check_env_id(env_id: str, note: bool = True) -> tuple[gym.Space, gym.Space]:
-    """Return (observation_space, action_space) or raise ConfigError with a hint. Prints one note
-    (instead of gymnasium's repeated warning) when the id is an out-of-date version such as Hopper-v4."""
+    """(observation_space, action_space), or a ConfigError with a hint; one note for an out-of-date id (Hopper-v4)."""
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -239,12 +215,9 @@ def check_env_id(env_id: str, note: bool = True) -> tuple[gym.Space, gym.Space]:
     return obs_space, act_space
 
 
-# ====================================================================================
-# Actor steps (moved from the pre-split smac_a2c.py). One signature: step(actor, batch, args, state) -> diagnostics.
-# ====================================================================================
+# --- Actor steps. One signature: step(actor, batch, args, state) -> diagnostics ---
 def actor_state_dict(state: dict) -> dict:
-    """An actor step's persistent state as a checkpoint holds it: plain tensors and containers (Adam keeps its
-    optimizer's state_dict), so a deep copy; loads with torch.load(weights_only=True)."""
+    """An actor step's state as a checkpoint holds it (plain tensors and containers): a deep copy."""
     return copy.deepcopy(state)
 
 
@@ -253,10 +226,9 @@ def load_actor_state(saved: dict, actor: Actor, args: LabArgs) -> dict:
 
 
 def smac_direction_batched(params, log_probs: torch.Tensor, advantages: torch.Tensor, damping: float):
-    """smac_a2c.smac_direction with l_bar and g from ONE vmapped vector-Jacobian product instead of two
-    backward passes (same numbers; measured no faster on the CPU: python benchmark/costs.py direction-cost)."""
-    params = trainable_parameters(params)
-    B = log_probs.shape[0]
+    """smac_a2c.smac_direction with l_bar and g from ONE vmapped vector-Jacobian product instead of two backward
+    passes (same numbers; no faster on the CPU: python benchmark/costs.py direction-cost)."""
+    params, B = trainable_parameters(params), log_probs.shape[0]
     weights = torch.stack([torch.full_like(log_probs, 1.0 / B), advantages.detach().to(log_probs.dtype) / B])
     grads = torch.autograd.grad(log_probs, params, grad_outputs=weights, is_grads_batched=True, allow_unused=True)
     flat = torch.cat([torch.zeros(2, p.numel(), dtype=p.dtype, device=p.device) if gr is None
@@ -265,32 +237,25 @@ def smac_direction_batched(params, log_probs: torch.Tensor, advantages: torch.Te
 
 
 def clip_norm(v: torch.Tensor, max_norm: float) -> torch.Tensor:
-    if max_norm <= 0:
-        return v
-    return v * torch.clamp(max_norm / (v.norm() + 1e-12), max=1.0)
+    return v if max_norm <= 0 else v * torch.clamp(max_norm / (v.norm() + 1e-12), max=1.0)
 
 
 def actor_layer_io(actor: Actor, obs: torch.Tensor) -> tuple[list, list, torch.Tensor]:
-    """The actor's forward, keeping each Linear layer's input x and pre-activation output z = W x + b.
-    Returns (xs, zs, out): lists over actor.linears, and the network output (logits or means).
-    This is the actor's only forward (Actor.forward calls it), so the one-backward path below can
-    never disagree with the network about the activation."""
+    """The actor's only forward (Actor.forward calls it): (xs, zs, out), each Linear layer's input x and
+    pre-activation z = W x + b over actor.linears, and the network output (logits or means)."""
     act = ACTIVATIONS[actor.activation][0]
     xs, zs, h = [], [], obs
     for i, linear in enumerate(actor.linears):
         xs.append(h)
-        h = linear(h)
-        zs.append(h)
-        if i < len(actor.linears) - 1:
-            h = act(h)
+        zs.append(linear(h))
+        h = act(zs[-1]) if i < len(actor.linears) - 1 else zs[-1]
     return xs, zs, h
 
 
 def per_sample_score_factors(actor: Actor, obs: torch.Tensor, actions: torch.Tensor):
-    """One forward and ONE backward to the pre-activations: (xs, deltas, dlog_std) with, per Linear
-    layer, inputs x_i (B, n_in) and delta_i = d log pi_i / d z_i (B, n_out), plus d log pi_i / d log_std
-    (B, act_dim) for a Gaussian (None for Categorical). Sample i's score is then, per layer,
-    l_i = [delta_i x_i^T, delta_i] (and the log_std part): never materialized as a (B, d) matrix."""
+    """One forward and ONE backward to the pre-activations: (xs, deltas, dlog_std), per Linear layer inputs x_i
+    (B, n_in) and delta_i = d log pi_i / d z_i (B, n_out), plus d log pi_i / d log_std (B, act_dim) (None if
+    Categorical). Sample i's score is l_i = [delta_i x_i^T, delta_i] per layer, never a (B, d) matrix."""
     xs, zs, h = actor_layer_io(actor, obs)
     if actor.discrete:
         return xs, list(torch.autograd.grad(actor.log_prob_from_output(h, actions).sum(), zs)), None
@@ -307,12 +272,10 @@ def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: tor
     sum_i w_i grad log pi_i with per-sample weights w_i = 1/B (l_bar) and A_i/B (g). For a
     Linear layer z = W x + b, grad_W sum_i w_i log pi_i = sum_i w_i delta_i x_i^T with
     delta_i = d log pi_i / d z_i: one backward to the pre-activations gives every delta_i,
-    then one small matmul per layer gives both vectors. (Equal to two autograd.grad calls;
-    tests/test_smac_a2c.py checks it. SMAC's update costs ~1.3x SGD's for the 64-64 actor.)"""
+    then one small matmul per layer gives both vectors (equal to two autograd.grad calls: tests/test_smac_a2c.py)."""
     xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
     with torch.no_grad():
-        adv = advantages.unsqueeze(-1)
-        parts = {}  # parameter -> (its part of sum_i l_i, its part of sum_i A_i l_i)
+        adv, parts = advantages.unsqueeze(-1), {}  # parts: parameter -> (its part of sum_i l_i, of sum_i A_i l_i)
         if dlog_std is not None:
             parts[actor.log_std] = (dlog_std.sum(0), (dlog_std * adv).sum(0))
         for linear, x, delta in zip(actor.linears, xs, deltas):
@@ -323,8 +286,7 @@ def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: tor
         if len(parts) != len(params) or any(p not in parts for p in params):
             raise TypeError("mean_score_and_policy_gradient: the actor has parameters outside its Linear layers "
                             "and log_std; use mean_score_and_gradient (the generic path)")
-        batch = obs.shape[0]
-        return (torch.cat([parts[p][0] for p in params]) / batch, torch.cat([parts[p][1] for p in params]) / batch)
+        return tuple(torch.cat([parts[p][k] for p in params]) / obs.shape[0] for k in (0, 1))
 
 
 def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
@@ -336,7 +298,15 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     --step-normalization: the direction is rescaled to |g| (normalize_step)."""
     params = trainable_parameters(actor)
     if args.fisher == "per-sample":
-        return smac_per_sample_step(actor, batch, args, params)
+        obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
+        g_sum, step_sum, ell_sq, n = 0.0, 0.0, 0.0, obs.shape[0]
+        for i in range(n):  # Algorithm 1: "for all samples k"
+            ell = flat_grad(actor.log_prob(obs[i:i + 1], actions[i:i + 1]).sum(), params)
+            g = clip_norm(ell * adv[i], args.max_grad_norm)  # g^k = grad log pi(a|s) A(s, a)
+            step = sherman_morrison_direction(g, ell, args.damping)  # eq. (matrixfree) / eta
+            apply_step_(params, step, args.learning_rate)
+            g_sum, step_sum, ell_sq = g_sum + g, step_sum + step, ell_sq + torch.dot(ell, ell)
+        return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq / n}
     if args.fisher == "per-sample-parallel":
         return smac_per_sample_parallel_step(actor, batch, args, params)
     if type(actor) is Actor:  # the trainer's own MLP: one backward to the pre-activations (fast path)
@@ -352,8 +322,7 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     g = clip_norm(g, args.max_grad_norm)
     if args.prev_ef_beta > 0:  # previous-EF mixing: F_k^-1 g by Woodbury, O(d r + r^3)
         prev_ef_push_(state, ell, args.prev_ef_beta, args.prev_ef_rank, args.damping, args.prev_ef_damping)
-        step = woodbury_direction(g, state["prev_ef_U"], state["prev_ef_w"], state["prev_ef_damping"],
-                                  state["prev_ef_gram"])
+        step = woodbury_direction(g, *(state[k] for k in ("prev_ef_U", "prev_ef_w", "prev_ef_damping", "prev_ef_gram")))
     else:
         step = sherman_morrison_direction(g, ell, args.damping)  # F~^-1 g, Practical Method
     if args.step_normalization:
@@ -362,24 +331,10 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     return {"g": g, "step": step, "ell": ell}
 
 
-def smac_per_sample_step(actor: Actor, batch: dict, args: Args, params) -> dict:
-    obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
-    g_sum, step_sum, ell_sq = 0.0, 0.0, 0.0
-    for i in range(obs.shape[0]):  # Algorithm 1: "for all samples k"
-        ell = flat_grad(actor.log_prob(obs[i:i + 1], actions[i:i + 1]).sum(), params)
-        g = clip_norm(ell * adv[i], args.max_grad_norm)  # g^k = grad log pi(a|s) A(s, a)
-        step = sherman_morrison_direction(g, ell, args.damping)  # eq. (matrixfree) / eta
-        apply_step_(params, step, args.learning_rate)
-        g_sum, step_sum, ell_sq = g_sum + g, step_sum + step, ell_sq + torch.dot(ell, ell)
-    n = obs.shape[0]
-    return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq / n}
-
-
 def actor_update(actor: Actor, batch: dict, args: Args, state: dict) -> list[dict]:
-    """All actor steps of one update: --update-epochs passes over the rollout, each split into
-    --num-minibatches minibatches (in rollout order, or reshuffled every pass with
-    --shuffle-minibatches, torch's RNG), one ACTOR_STEPS step per minibatch. Paper-literal
-    (1 x 1): a single step on the whole rollout. Returns each step's diagnostics."""
+    """All actor steps of one update, a list of their diagnostics: --update-epochs passes over the rollout, each split
+    into --num-minibatches minibatches (in rollout order, or reshuffled every pass with --shuffle-minibatches,
+    torch's RNG), one ACTOR_STEPS step per minibatch. Paper-literal (1 x 1): one step on the whole rollout."""
     step = ACTOR_STEPS[args.optimizer]
     if args.num_minibatches == 1 and args.update_epochs == 1:
         return [step(actor, batch, args, state)]
@@ -404,17 +359,14 @@ def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, return
 
 
 # --- AC-SGD and AC-Adam with the lab's entropy bonus, clipping and --loss-reduction ---
-def reduce_batch(per_sample: torch.Tensor, args: Args) -> torch.Tensor:
-    """--loss-reduction: mean (paper) or sum over the batch."""
-    return per_sample.sum() if args.loss_reduction == "sum" else per_sample.mean()
-
-
-def policy_objective(actor: Actor, batch: dict, args: Args) -> torch.Tensor:
-    """mean_i log pi(a_i|s_i) A_i + ent_coef * mean entropy: its gradient is the A2C policy gradient
-    (sums instead of means with --loss-reduction sum)."""
-    objective = reduce_batch(actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"], args)
+def policy_objective(actor: Actor, batch: dict, args: Args, log_probs=None) -> torch.Tensor:
+    """mean_i log pi(a_i|s_i) A_i + ent_coef * mean entropy (sums with --loss-reduction sum): its gradient is g.
+    log_probs: log pi(a_i|s_i) if already computed (kfac_step's forward)."""
+    log_probs = actor.log_prob(batch["obs"], batch["actions"]) if log_probs is None else log_probs
+    reduce = torch.sum if args.loss_reduction == "sum" else torch.mean
+    objective = reduce(log_probs * batch["advantages"])
     if args.ent_coef > 0:
-        objective = objective + args.ent_coef * reduce_batch(actor.entropy(batch["obs"]), args)
+        objective = objective + args.ent_coef * reduce(actor.entropy(batch["obs"]))
     return objective
 
 
@@ -435,31 +387,21 @@ def adam_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
         optimizer.load_state_dict(state["adam"])
     g = clip_norm(flat_grad(policy_objective(actor, batch, args), params), args.max_grad_norm)
     before = torch.cat([p.detach().reshape(-1) for p in params])
-    offset = 0
-    for p in params:
-        p.grad = g[offset:offset + p.numel()].view_as(p).clone()
-        offset += p.numel()
+    for p, g_part in zip(params, g.split([p.numel() for p in params])):
+        p.grad = g_part.view_as(p).clone()
     optimizer.step()
     state["adam"] = optimizer.state_dict()
-    after = torch.cat([p.detach().reshape(-1) for p in params])
-    return {"g": g, "step": (after - before) / args.learning_rate}
+    return {"g": g, "step": (torch.cat([p.detach().reshape(-1) for p in params]) - before) / args.learning_rate}
 
 
-# ====================================================================================
-# The paper's natural-gradient baselines:
-#   AC-CG   x = (F + delta I)^-1 g by conjugate gradient, F v by double backward of the
-#           mean KL (TRPO's Fisher-vector product), no line search;   theta <- theta + eta x
-#   AC-KFAC ACKTR's K-FAC (Wu et al. 2017) per Linear layer, without momentum;
-#           theta <- theta + eta * nu * (A (x) G + lambda I)^-1 g, nu = KL clip
-# ====================================================================================
+# --- The paper's natural-gradient baselines: AC-CG (TRPO's Fisher-vector products) and AC-KFAC (ACKTR's K-FAC) ---
 def mean_kl(actor: Actor, obs: torch.Tensor) -> torch.Tensor:
     """mean_s KL(pi_old(.|s) || pi_theta(.|s)) with pi_old = pi_theta detached. It is zero at
     theta_old and its Hessian there is the Fisher F = mean_s E_{a~pi(.|s)}[l l^T] (TRPO)."""
     out = actor(obs)
     if actor.discrete:
         logp = torch.log_softmax(out, dim=-1)
-        logp_old = logp.detach()
-        return (logp_old.exp() * (logp_old - logp)).sum(-1).mean()
+        return (logp.detach().exp() * (logp.detach() - logp)).sum(-1).mean()
     log_std, mu_old, log_std_old = actor.log_std, out.detach(), actor.log_std.detach()
     # KL(N(mu_o, s_o^2) || N(mu, s^2)) = log s - log s_o + (s_o^2 + (mu_o - mu)^2) / (2 s^2) - 1/2, per action dim
     kl = (log_std - log_std_old - 0.5
@@ -471,8 +413,7 @@ def fisher_vector_product(actor: Actor, obs: torch.Tensor):
     """Returns v -> F v, F = Hessian of mean_kl at theta_old, by double backward (never a d x d matrix):
     F v = grad_theta (grad_theta KL . v). The forward and the first backward are shared by all calls."""
     params = list(actor.parameters())
-    grads = torch.autograd.grad(mean_kl(actor, obs), params, create_graph=True)
-    grad_kl = torch.cat([g.reshape(-1) for g in grads])
+    grad_kl = torch.cat([g.reshape(-1) for g in torch.autograd.grad(mean_kl(actor, obs), params, create_graph=True)])
     return lambda v: torch.cat([h.reshape(-1) for h in torch.autograd.grad(
         torch.dot(grad_kl, v), params, retain_graph=True, materialize_grads=True)])
 
@@ -491,27 +432,22 @@ def conjugate_gradient(fvp, b: torch.Tensor, iters: int, residual_tol: float = 1
         if not pMp > 0:  # no curvature along p (M singular there): keep the current x
             break
         alpha = rr / pMp  # minimizer of 1/2 x^T M x - b^T x along p
-        x = x + alpha * p
-        r = r - alpha * Mp
+        x, r = x + alpha * p, r - alpha * Mp
         rr_new = torch.dot(r, r)
-        p = r + (rr_new / rr) * p  # next direction, M-conjugate to the previous ones
-        rr = rr_new
+        p, rr = r + (rr_new / rr) * p, rr_new  # next direction, M-conjugate to the previous ones
     return x
 
 
 def cg_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     """AC-CG: x ~= (F + delta I)^-1 g with --cg-iters CG iterations on Fisher-vector products; theta <- theta + eta x.
-    With --cg-max-kl kappa > 0 the update is instead TRPO's full step (no line search), put on the
-    KL radius of the quadratic model: theta <- theta + beta x, beta = sqrt(2 kappa / x^T (F + delta I) x)."""
+    --cg-max-kl kappa > 0: TRPO's full step (no line search) instead, beta = sqrt(2 kappa / x^T (F + delta I) x)."""
     params = list(actor.parameters())
     g = clip_norm(flat_grad(policy_objective(actor, batch, args), params), args.max_grad_norm)
     fvp = fisher_vector_product(actor, batch["obs"])
     damped = lambda v: fvp(v) + args.cg_damping * v  # (F + delta I) v
-    x = conjugate_gradient(damped, g, args.cg_iters)
-    step = x
-    if args.cg_max_kl > 0:
-        xMx = torch.dot(x, damped(x)).clamp_min(1e-30)
-        step = x * (torch.sqrt(2 * args.cg_max_kl / xMx) / args.learning_rate)  # eta * step = beta x
+    step = x = conjugate_gradient(damped, g, args.cg_iters)
+    if args.cg_max_kl > 0:  # eta * step = beta x
+        step = x * (torch.sqrt(2 * args.cg_max_kl / torch.dot(x, damped(x)).clamp_min(1e-30)) / args.learning_rate)
     apply_step_(params, step, args.learning_rate)
     return {"g": g, "step": step}
 
@@ -525,23 +461,17 @@ def sample_actions(actor: Actor, out: torch.Tensor) -> torch.Tensor:
 
 
 def kfac_factor_stats(xs: list, gs: list) -> list:
-    """One batch's Kronecker factors per Linear layer z = W x + b (Martens & Grosse 2015):
-
+    """One batch's Kronecker factors per Linear layer z = W x + b (Martens & Grosse 2015), the Fisher block of [W b]
+    (column-stacked) being approximated by A (x) G:
         A = (1/B) sum_i a_i a_i^T,  a_i = [x_i, 1]              (layer input with a bias column)
-        G = (1/B) sum_i g_i g_i^T,  g_i = d log pi(a~_i|s_i) / d z_i,  a~_i ~ pi(.|s_i)
-
-    so that the Fisher block of [W b] (column-stacked) is approximated by A (x) G."""
-    stats = []
-    for x, g in zip(xs, gs):
-        a = torch.cat([x, torch.ones_like(x[:, :1])], dim=1)
-        stats.append((a.T @ a / x.shape[0], g.T @ g / x.shape[0]))
-    return stats
+        G = (1/B) sum_i g_i g_i^T,  g_i = d log pi(a~_i|s_i) / d z_i,  a~_i ~ pi(.|s_i)"""
+    with_bias = [torch.cat([x, torch.ones_like(x[:, :1])], dim=1) for x in xs]
+    return [(a.T @ a / x.shape[0], g.T @ g / x.shape[0]) for x, a, g in zip(xs, with_bias, gs)]
 
 
 def kfac_precondition(grad: torch.Tensor, eig_a, eig_g, damping: float) -> torch.Tensor:
     """(A (x) G + damping I)^-1 vec(grad) for grad = [grad_W grad_b] of shape (out, in + 1), with
     A = Q_a diag(d_a) Q_a^T and G = Q_g diag(d_g) Q_g^T (ACKTR's damping convention):
-
         G^-1 grad A^-1  ->  Q_g [ (Q_g^T grad Q_a) / (d_g d_a^T + damping) ] Q_a^T      (elementwise /)"""
     (d_a, q_a), (d_g, q_g) = eig_a, eig_g
     return q_g @ ((q_g.T @ grad @ q_a) / (d_g[:, None] * d_a[None, :] + damping)) @ q_a.T
@@ -549,7 +479,6 @@ def kfac_precondition(grad: torch.Tensor, eig_a, eig_g, damping: float) -> torch
 
 def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     """AC-KFAC: ACKTR's K-FAC natural gradient for the actor (no momentum, no critic curvature).
-
     Per Linear layer: EMA factors A, G (kfac_factor_stats) with --kfac-decay, eigendecompositions
     every --kfac-update-freq updates, step_[W b] = (A (x) G + lambda I)^-1 vec(g_[W b]). The Gaussian
     log_std uses its exact Fisher block, 2 I (no cross terms with the mean): step = g / (2 + lambda).
@@ -558,13 +487,9 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     params = list(actor.parameters())
     xs, zs, out = actor_layer_io(actor, batch["obs"])
     # output gradients of log-probabilities of actions SAMPLED from the policy (true Fisher, as ACKTR)
-    gs = torch.autograd.grad(actor.log_prob_from_output(out, sample_actions(actor, out)).sum(), zs,
-                             retain_graph=True)
-    objective = reduce_batch(actor.log_prob_from_output(out, batch["actions"]) * batch["advantages"], args)
-    if args.ent_coef > 0:  # policy_objective, from the same forward pass
-        objective = objective + args.ent_coef * reduce_batch(actor.entropy(batch["obs"]), args)
+    gs = torch.autograd.grad(actor.log_prob_from_output(out, sample_actions(actor, out)).sum(), zs, retain_graph=True)
+    objective = policy_objective(actor, batch, args, actor.log_prob_from_output(out, batch["actions"]))
     g = clip_norm(flat_grad(objective, params), args.max_grad_norm)
-
     with torch.no_grad():
         for key in ("kfac_A", "kfac_G", "kfac_eig_A", "kfac_eig_G"):  # after a resume onto another device
             if key in state:
@@ -572,8 +497,7 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
                               for v in state[key]]
         stats = kfac_factor_stats(xs, gs)
         if "kfac_A" not in state:  # first update: the factors start at the first batch's statistics (ACKTR)
-            state["kfac_A"], state["kfac_G"] = [a for a, _ in stats], [gg for _, gg in stats]
-            state["kfac_updates"] = 0
+            state["kfac_A"], state["kfac_G"], state["kfac_updates"] = [a for a, _ in stats], [gg for _, gg in stats], 0
         else:  # exponential moving averages: A <- decay A + (1 - decay) A_batch, same for G
             d = args.kfac_decay
             state["kfac_A"] = [d * A + (1 - d) * a for A, (a, _) in zip(state["kfac_A"], stats)]
@@ -583,9 +507,7 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
             state["kfac_eig_A"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_A"])]
             state["kfac_eig_G"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_G"])]
         state["kfac_updates"] += 1
-
-        grads = dict(zip(params, g.split([p.numel() for p in params])))  # views of g per parameter
-        out_parts = {}
+        grads, out_parts = dict(zip(params, g.split([p.numel() for p in params]))), {}  # views of g per parameter
         for linear, eig_a, eig_g in zip(actor.linears, state["kfac_eig_A"], state["kfac_eig_G"]):
             grad_wb = torch.cat([grads[linear.weight].view_as(linear.weight), grads[linear.bias][:, None]], dim=1)
             v = kfac_precondition(grad_wb, eig_a, eig_g, args.kfac_damping)
@@ -602,12 +524,7 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     return {"g": g, "step": step, "kl_clip_scale": nu}
 
 
-# ====================================================================================
-# SMAC's ablation modes (the paper's ablation section; off by default):
-#   --fisher per-sample-parallel   Algorithm 1's per-sample steps at one theta, summed
-#   --prev-ef-beta                 previous-EF mixing, kept at rank r, solved by Woodbury
-#   --step-normalization           the SMAC direction rescaled to |g|
-# ====================================================================================
+# --- SMAC's ablation modes (off by default): --fisher per-sample-parallel, --prev-ef-beta, --step-normalization ---
 def per_sample_score_sq_norms(xs, deltas, dlog_std) -> torch.Tensor:
     """|l_i|^2 for every sample, shape (B,): |delta_i x_i^T|_F^2 = |delta_i|^2 |x_i|^2, so
     |l_i|^2 = sum_layers |delta_i|^2 (|x_i|^2 + 1) + |d log pi_i / d log_std|^2.   O(B * widths)."""
@@ -622,10 +539,7 @@ def per_sample_score_sq_norms(xs, deltas, dlog_std) -> torch.Tensor:
 def weighted_score_sums(xs, deltas, dlog_std, weights: torch.Tensor) -> torch.Tensor:
     """sum_i weights[i, k] l_i for each column k of weights (B, K): shape (K, d), laid out like
     torch.cat of actor.parameters() (log_std first). Per layer one matmul (c (.) delta)^T x: O(K d) memory."""
-    K = weights.shape[1]
-    parts = []
-    if dlog_std is not None:
-        parts.append(weights.T @ dlog_std)  # (K, act_dim)
+    K, parts = weights.shape[1], [] if dlog_std is None else [weights.T @ dlog_std]  # (K, act_dim)
     for x, delta in zip(xs, deltas):
         wd = (weights[:, :, None] * delta[:, None, :]).reshape(delta.shape[0], -1)  # (B, K * n_out)
         parts += [(wd.T @ x).reshape(K, -1), weights.T @ delta]  # sum_i c_i delta_i x_i^T, sum_i c_i delta_i
@@ -634,9 +548,7 @@ def weighted_score_sums(xs, deltas, dlog_std, weights: torch.Tensor) -> torch.Te
 
 def smac_per_sample_parallel_step(actor: Actor, batch: dict, args: Args, params) -> dict:
     """Algorithm 1's per-sample steps, all at the same theta, summed (one backward, no per-sample loop):
-
         theta <- theta + eta * sum_i c_i l_i,   c_i = A_i s_i / (lambda + |l_i|^2)
-
     since (lambda I + l_i l_i^T)^-1 l_i A_i = l_i A_i / (lambda + |l_i|^2) (l_i is an eigenvector). The SUM,
     not the mean: Algorithm 1 moves theta by eta sum_i F_i^-1 g_i + O(eta^2), so the two agree to first
     order in eta at the same --learning-rate. s_i = min(1, max_grad_norm / |l_i A_i|) clips each g_i as
@@ -648,30 +560,24 @@ def smac_per_sample_parallel_step(actor: Actor, batch: dict, args: Args, params)
     obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
     xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
     with torch.no_grad():
-        sq = per_sample_score_sq_norms(xs, deltas, dlog_std)
-        a = adv
+        sq, a = per_sample_score_sq_norms(xs, deltas, dlog_std), adv
         if args.max_grad_norm > 0:  # clip_norm of each g_i = A_i l_i, |g_i| = |A_i| |l_i|
             a = adv * torch.clamp(args.max_grad_norm / (adv.abs() * sq.sqrt() + 1e-12), max=1.0)
         g_sum, step_sum = weighted_score_sums(xs, deltas, dlog_std, torch.stack([a, a / (args.damping + sq)], 1))
         if args.step_normalization:
             step_sum = normalize_step(step_sum, g_sum)
         apply_step_(params, step_sum, args.learning_rate)
-        n = obs.shape[0]
-        return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": sq.mean()}
+        return {"g": g_sum / obs.shape[0], "step": step_sum / obs.shape[0], "ell_sq_mean": sq.mean()}
 
 
 def woodbury_direction(g: torch.Tensor, U: torch.Tensor, w: torch.Tensor, damping: float,
                        gram: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """F^-1 g for F = damping*I + U^T diag(w) U, U of shape (m, d) holding l_j as rows, w > 0:
-
-        F^-1 g = (1/lambda) * (g - U^T (lambda diag(1/w) + U U^T)^-1 U g)        (Woodbury)
-
-    O(d m) for U g and U^T y, O(m^3) for the m x m solve (in float64); gram = U U^T if already known.
-    m = 1, w = 1 is sherman_morrison_direction."""
+    """F^-1 g for F = damping*I + U^T diag(w) U, U of shape (m, d) holding l_j as rows, w > 0 (m = 1, w = 1:
+    sherman_morrison_direction):   F^-1 g = (1/lambda) * (g - U^T (lambda diag(1/w) + U U^T)^-1 U g)   (Woodbury).
+    O(d m) for U g and U^T y, O(m^3) for the m x m solve (in float64); gram = U U^T if already known."""
     if U.shape[0] == 0:
         return g / damping
-    gram = U @ U.T if gram is None else gram
-    M = gram.double() + torch.diag(damping / w.double())
+    M = (U @ U.T if gram is None else gram).double() + torch.diag(damping / w.double())
     y = torch.linalg.solve(M, (U @ g).double())
     return (g - U.T @ y.to(g.dtype)) / damping
 
@@ -693,13 +599,11 @@ def prev_ef_push_(state: dict, ell: torch.Tensor, beta: float, rank: int, dampin
             w = torch.zeros(0, dtype=torch.float64, device=ell.device)
             gram = torch.zeros(0, 0, dtype=torch.float64, device=ell.device)
         lam = max(beta * lam, 1e-30) if mode == "decay" else damping
-        cross = (U @ ell).double()  # l_j^T l_k for the kept terms: O(d m), keeps U U^T current without recomputing it
-        m = U.shape[0]
+        cross, m = (U @ ell).double(), U.shape[0]  # l_j^T l_k for the kept terms: O(d m), keeps U U^T current
         new_gram = gram.new_empty(m + 1, m + 1)
         new_gram[:m, :m], new_gram[:m, m], new_gram[m, :m] = gram, cross, cross
         new_gram[m, m] = torch.dot(ell, ell).double()
-        U = torch.cat([U, ell.detach()[None]])
-        w = torch.cat([w * beta, w.new_tensor([1.0 - beta])])
+        U, w = torch.cat([U, ell.detach()[None]]), torch.cat([w * beta, w.new_tensor([1.0 - beta])])
         keep = torch.nonzero(w * torch.diagonal(new_gram) > 1e-12 * lam).flatten()[-rank:]
         state["prev_ef_U"], state["prev_ef_w"] = U[keep].contiguous(), w[keep]
         state["prev_ef_gram"], state["prev_ef_damping"] = new_gram[keep][:, keep], lam
@@ -715,9 +619,7 @@ ACTOR_STEPS = {"smac": smac_step, "sgd": sgd_step, "adam": adam_step, "cg": cg_s
 LAB_STEPS = {name: actor_update for name in ACTOR_STEPS}  # what smac_a2c.train gets: minibatches around each
 
 
-# ====================================================================================
-# Run management: run directories, locks, checkpoints, resume, evaluation, plots
-# ====================================================================================
+# --- Run management: run directories, locks, checkpoints, resume, evaluation, plots ---
 def create_run_dir(args: Args) -> str:
     """runs/{env_id}__{exp_name}__{seed}__{unix_time}, created exclusively: a run never writes into a
     directory another run owns (runs started in the same second get suffixes -2, -3, ...)."""
@@ -725,22 +627,18 @@ def create_run_dir(args: Args) -> str:
     base = os.path.join(args.runs_dir, name)
     try:
         os.makedirs(args.runs_dir, exist_ok=True)
-        for k in range(1, 10_000):
-            path = base if k == 1 else f"{base}-{k}"
-            try:
+        for path in [base] + [f"{base}-{k}" for k in range(2, 10_000)]:
+            with contextlib.suppress(FileExistsError):
                 os.mkdir(path)
                 return path
-            except FileExistsError:
-                continue
     except OSError as e:
         raise ConfigError(f"--runs-dir {args.runs_dir!r}: cannot create a run directory there ({e.strerror})") from None
     raise ConfigError(f"--runs-dir {args.runs_dir!r}: too many runs named {os.path.basename(base)}")
 
 
 class RunLock:
-    """An exclusive lock on a run directory (flock on run_dir/.lock, holding the owner's pid): a second
-    trainer on the same directory is refused with exit 2. The kernel releases the lock when its owner
-    exits or dies, so a lock is never stale."""
+    """An exclusive lock on a run directory (flock on run_dir/.lock, holding the owner's pid): a second trainer on
+    it is refused with exit 2. The kernel releases the lock when its owner exits or dies: never stale."""
 
     def __init__(self, run_dir: str):
         self.path, self.file = os.path.join(run_dir, ".lock"), None
@@ -762,7 +660,7 @@ class RunLock:
         self.file.flush()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *_):
         self.file.close()  # closing releases the flock
 
 
@@ -776,17 +674,15 @@ def run_dir_locked(run_dir: str) -> bool:
 
 
 def truncate_logs_to(run_dir: str, global_step: int, update: int) -> None:
-    """Cut episodes.csv / updates.csv back to a checkpoint (rows after it, and a torn last line, are
-    dropped), so a resumed run appends after exactly the state it restored: after a hard kill the logs
-    run ahead of the last periodic checkpoint. Atomic (tmp + rename)."""
+    """Cut episodes.csv / updates.csv back to a checkpoint (rows after it and a torn last line are dropped, atomically),
+    so a resumed run appends after exactly the state it restored (after a hard kill the logs run ahead of it)."""
     for name, column, limit in (("episodes.csv", "global_step", global_step), ("updates.csv", "update", update)):
         path = os.path.join(run_dir, name)
         if not os.path.isfile(path):
             continue
         with open(path, newline="") as f:
-            rows = list(csv.reader(f))
-        if not rows:
-            continue
+            if not (rows := list(csv.reader(f))):
+                continue
         if column not in rows[0]:  # a garbled or missing header: refuse rather than guess which rows to keep
             raise ConfigError(f"{path} has no {column!r} column in its first line (garbled header); repair the "
                               "header or remove the file (a fresh one is written on resume)")
@@ -811,8 +707,7 @@ CHECKPOINT_KEYS = {"args", "global_step", "update", "actor", "critic", "critic_o
 def load_checkpoint(path: str) -> dict:
     """Load a checkpoint without executing code: torch.load(weights_only=True) accepts only tensors and
     plain Python containers (numpy arrays of checkpoints written before that rule are allowed too)."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "checkpoint.pt")
+    path = os.path.join(path, "checkpoint.pt") if os.path.isdir(path) else path
     if not os.path.isfile(path):
         raise ConfigError(f"checkpoint {path!r} does not exist")
     try:
@@ -835,9 +730,8 @@ def load_checkpoint(path: str) -> dict:
     if not all(isinstance(ckpt[k], int) and not isinstance(ckpt[k], bool) and ckpt[k] >= 0 for k in ("global_step", "update")):
         raise ConfigError(f"checkpoint {path!r} does not fit a run: its global_step / update are not counts "
                           f"({ckpt['global_step']!r}, {ckpt['update']!r})")
-    critic = ckpt["critic"]
-    if isinstance(critic, dict) and any(str(k).startswith("net.") for k in critic):  # pre-split: Critic.net.*
-        ckpt["critic"] = {k[4:] if k.startswith("net.") else k: v for k, v in critic.items()}
+    if isinstance(ckpt["critic"], dict) and any(str(k).startswith("net.") for k in ckpt["critic"]):  # Critic.net.*
+        ckpt["critic"] = {k[4:] if k.startswith("net.") else k: v for k, v in ckpt["critic"].items()}
     try:  # contents that load into the objects unchecked, and break a run or an evaluation later (issue 26 #9)
         obs_dim = next(v for v in ckpt["actor"].values() if v.dim() == 2).shape[1]  # the first layer's inputs
         critic_params = list(ckpt["critic"].values())
@@ -864,10 +758,8 @@ def _numpy_array_globals() -> list:
     """What an older checkpoint's numpy arrays unpickle through (data only, no code)."""
     out = [np.ndarray, np.dtype, type(np.dtype(np.float64))]
     for mod in ("numpy._core.multiarray", "numpy.core.multiarray"):
-        try:
+        with contextlib.suppress(ImportError, AttributeError):
             out.append(getattr(__import__(mod, fromlist=["_reconstruct"]), "_reconstruct"))
-        except (ImportError, AttributeError):
-            pass
     return out
 
 
@@ -875,8 +767,7 @@ def args_from_checkpoint(saved: dict) -> Args:
     known = {f.name for f in fields(Args)}
     try:
         saved = {k: v for k, v in dict(saved).items() if k in known}
-        saved["hidden_sizes"] = tuple(saved["hidden_sizes"])
-        return Args(**saved)
+        return Args(**{**saved, "hidden_sizes": tuple(saved["hidden_sizes"])})
     except (KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"checkpoint flags are unreadable ({type(e).__name__}: {e})") from None
 
@@ -897,9 +788,9 @@ def evaluate(ckpt: dict, episodes: int, seed: int, capture_video: bool = False,
     except (RuntimeError, KeyError, ValueError, TypeError) as e:
         raise ConfigError(f"checkpoint {ckpt['path']!r} does not fit its own environment or networks "
                           f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
+    video_dir = os.path.join(os.path.dirname(ckpt["path"]), "videos", "eval") if capture_video else None
     if capture_video:
         sa.check_env(args.env_id, capture_video=True)
-    video_dir = os.path.join(os.path.dirname(ckpt["path"]), "videos", "eval") if capture_video else None
     policy, env, returns = RolloutPolicy(actor), make_env(args.env_id, video_dir, 1), []
     for ep in range(episodes):
         obs, _ = env.reset(seed=seed + ep)
@@ -907,9 +798,7 @@ def evaluate(ckpt: dict, episodes: int, seed: int, capture_video: bool = False,
         while not done and t < max_steps:  # an environment without a time limit still ends
             t += 1
             out = policy.forward(normalizer.obs(obs[None]))[0]  # the mean action, or the most likely one
-            action = np.argmax(out) if discrete else out
-            if not discrete:
-                action = np.clip(action, act_space.low, act_space.high)
+            action = np.argmax(out) if discrete else np.clip(out, act_space.low, act_space.high)
             obs, reward, terminated, truncated, _ = env.step(action)
             total += float(reward)
             done = terminated or truncated
@@ -946,7 +835,7 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import matplotlib.ticker
-    runs = []
+    runs = []  # (run directory, its flags, episodes.csv, updates.csv)
     for d in run_dirs:
         d = os.path.dirname(d) if os.path.isfile(d) else d
         if not os.path.isfile(os.path.join(d, "episodes.csv")):
@@ -964,8 +853,8 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
     fig, axes = plt.subplots(1, 3 if smac else 1, figsize=(15 if smac else 6.5, 4.2), squeeze=False)
     axes = axes[0]
     for i, (d, cfg, ep, up) in enumerate(runs):
-        color = f"C{i % 10}"
-        label = f"{cfg.get('env_id', '?')} {cfg.get('optimizer', '?')} seed {cfg.get('seed', '?')} ({os.path.basename(d)[-10:]})"
+        color, label = f"C{i % 10}", (f"{cfg.get('env_id', '?')} {cfg.get('optimizer', '?')} seed "
+                                      f"{cfg.get('seed', '?')} ({os.path.basename(d)[-10:]})")
         if ep.get("global_step", np.array([])).size:
             axes[0].plot(ep["global_step"], ep["episodic_return"], color=color, alpha=0.25, lw=0.7)
             axes[0].plot(*plot_curve(ep["global_step"], ep["episodic_return"], cfg.get("total_timesteps")),
@@ -996,29 +885,24 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
     return out
 
 
-# flags that may differ on --resume (everything else continues as the run was started)
 RESUME_MAY_CHANGE = ("total_timesteps", "checkpoint_every", "tensorboard", "torch_threads", "cuda", "capture_video",
-                     "video_every", "track", "wandb_project_name", "wandb_entity", "resume")
+                     "video_every", "track", "wandb_project_name", "wandb_entity", "resume")  # others stay on --resume
 
 
 def flags_given(argv: list[str]) -> set[str]:
     """Field names of the flags written on the command line (--x, --x=v, --no-x)."""
-    names = {f.name for f in fields(Args)}
-    out = set()
-    for tok in argv:
-        if tok.startswith("--"):
-            name = tok[2:].split("=", 1)[0].replace("-", "_")
-            name = name[3:] if name.startswith("no_") and name[3:] in names else name
-            if name in names:
-                out.add(name)
+    names, out = {f.name for f in fields(Args)}, set()
+    for name in (tok[2:].split("=", 1)[0].replace("-", "_") for tok in argv if tok.startswith("--")):
+        name = name[3:] if name.startswith("no_") and name[3:] in names else name
+        if name in names:
+            out.add(name)
     return out
 
 
 def resume_args(args: Args, argv: list[str], resume: dict) -> Args:
     """The resumed run's flags: the saved ones, with only RESUME_MAY_CHANGE taken from the command line.
     A flag that cannot change on resume and is given with another value is refused (exit 2)."""
-    saved = args_from_checkpoint(resume["args"])
-    given = flags_given(argv)
+    saved, given = args_from_checkpoint(resume["args"]), flags_given(argv)
     refused = sorted(f for f in given - set(RESUME_MAY_CHANGE) if getattr(args, f) != getattr(saved, f))
     if refused:
         raise ConfigError(f"--resume continues the run as it was started; {', '.join('--' + f.replace('_', '-') for f in refused)} "
@@ -1030,8 +914,7 @@ def resume_args(args: Args, argv: list[str], resume: dict) -> Args:
     return saved
 
 
-def read_summary(run_dir: str) -> dict:
-    """RUN/summary.json, or {} when it is missing or unreadable."""
+def read_summary(run_dir: str) -> dict:  # RUN/summary.json, or {} when it is missing or unreadable
     try:
         with open(os.path.join(run_dir, "summary.json")) as f:
             return json.load(f)
@@ -1040,9 +923,8 @@ def read_summary(run_dir: str) -> dict:
 
 
 def repair_summary(run_dir: str, ckpt: dict) -> None:
-    """A run whose checkpoint reached its budget is finished: a missing summary.json, or one left `interrupted`
-    (a kill between the final checkpoint and the summary; a signal handled by an older trainer), is rewritten
-    as finished at the checkpoint's step, so the sweep packs the run instead of resuming it forever."""
+    """A run whose checkpoint reached its budget is finished: a missing or `interrupted` summary.json is rewritten as
+    finished at the checkpoint's step, so the sweep packs the run instead of resuming it forever."""
     path, summary = os.path.join(run_dir, "summary.json"), read_summary(run_dir)
     if summary.get("status") == "finished" and summary.get("global_step") == ckpt["global_step"]:
         return
@@ -1054,9 +936,8 @@ def repair_summary(run_dir: str, ckpt: dict) -> None:
 
 
 def wandb_can_log() -> bool:
-    """Whether W&B can log without asking anything: offline / disabled mode, an API key in the environment, or a
-    login stored in ~/.netrc for its host. Decided before a run directory exists, so --track never blocks on
-    W&B's interactive prompt or fails after the run started."""
+    """Whether W&B can log without asking (offline / disabled mode, an API key in the environment, or a ~/.netrc
+    login for its host); decided before a run directory exists, so --track never blocks on W&B's prompt."""
     import netrc
     from urllib.parse import urlparse
     if os.environ.get("WANDB_MODE", "").lower() in ("offline", "disabled", "dryrun") or os.environ.get("WANDB_API_KEY"):
@@ -1092,14 +973,13 @@ def check_fits(args: LabArgs, ckpt: dict) -> None:
 
 
 def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
-    """smac_a2c.train with the lab's actor steps, environments, networks and critic step, in a run directory
-    of its own under --runs-dir (or the resumed checkpoint's), locked for the run. Returns (run_dir, outcome):
-    finished, diverged, or the signal that interrupted it (SIGINT / SIGTERM)."""
+    """smac_a2c.train with the lab's steps, environments and networks in a locked run directory of its own (or the
+    resumed one). Returns (run_dir, outcome): finished, diverged, or the signal that interrupted it."""
     check_env_id(args.env_id)  # bad input is refused before a run directory exists
     sa.check_env(args.env_id, args.capture_video)
     if args.track:
         try:
-            import wandb  # noqa: F401
+            __import__("wandb")
         except ImportError:
             raise ConfigError("--track needs wandb (pip install -r requirements.txt)") from None
         if not wandb_can_log():
@@ -1138,24 +1018,21 @@ class Crashed(Exception):
 
 
 def record_crash(run_dir: str, error: BaseException, fresh: bool) -> str:
-    """Keep the run consistent after an unexpected exception: the traceback in RUN/traceback.txt, summary.json
-    with status `crashed` and the error's one line, no checkpoint.pt.tmp left (the last good checkpoint.pt is
-    kept). A fresh run that died before it logged anything (no checkpoint, no episode, no update; e.g. networks
-    too large to allocate) is removed instead. Returns the one-line message."""
+    """Keep the run consistent after an unexpected exception, and return the one-line message: the traceback in
+    RUN/traceback.txt, summary.json with status `crashed` and the error's line, no checkpoint.pt.tmp (the last good
+    checkpoint.pt is kept). A fresh run that died before it logged anything (e.g. too large networks) is removed."""
     import shutil
     import traceback
     line = f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"
-    tmp = os.path.join(run_dir, "checkpoint.pt.tmp")
-    if os.path.exists(tmp):
-        os.remove(tmp)
+    if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):
+        os.remove(os.path.join(run_dir, "checkpoint.pt.tmp"))
     logged = any(os.path.exists(os.path.join(run_dir, n)) for n in ("checkpoint.pt", "episodes.csv", "updates.csv"))
     if fresh and not logged:
         shutil.rmtree(run_dir, ignore_errors=True)
         return f"{line} (before the run logged anything; its directory {run_dir} was removed)"
     with open(os.path.join(run_dir, "traceback.txt"), "w") as f:
         f.write("".join(traceback.format_exception(error)))
-    summary = read_summary(run_dir)
-    summary.update(status="crashed", error=line, run_dir=run_dir)
+    summary = {**read_summary(run_dir), "status": "crashed", "error": line, "run_dir": run_dir}
     sa.atomic_write(os.path.join(run_dir, "summary.json"), summary)
     return f"{line} (traceback in {os.path.join(run_dir, 'traceback.txt')}; status crashed in summary.json)"
 

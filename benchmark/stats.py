@@ -87,8 +87,6 @@ def permutation_test(a, b) -> tuple[float, float]:
     (scipy.stats.permutation_test). Returns (p, the smallest p any data could give with these group
     sizes: scipy's p for completely separated groups); NaNs with fewer than 2 values in a group."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.size == 0 or b.size == 0:
-        return (math.nan, math.nan)
     if a.size < 2 or b.size < 2:  # scipy needs two observations per group
         return (math.nan, math.nan)
     splits = math.comb(a.size + b.size, a.size)
@@ -99,9 +97,6 @@ def permutation_test(a, b) -> tuple[float, float]:
     return test(a, b), test(*separated)
 
 
-# ------------------------------------------------------------------------------------------------
-# Across tasks (rliable)
-# ------------------------------------------------------------------------------------------------
 def normalize(score, random_score: float, best_score: float):
     """(score - random) / (best - random): 0 = the random policy, 1 = the best of the paper's table."""
     return (np.asarray(score, dtype=np.float64) - random_score) / (best_score - random_score)
@@ -116,9 +111,8 @@ def aggregate_intervals(score_dict: dict, reps: int = 2000, seed: int = 0) -> di
                              metrics.aggregate_optimality_gap(x)])
     np.random.seed(seed)  # rliable's bootstrap draws from numpy's global RNG
     points, cis = rly.get_interval_estimates(score_dict, fn, reps=reps)
-    names = ("IQM", "Mean", "Median", "Optimality gap")
-    return {a: {n: (float(points[a][i]), float(cis[a][0, i]), float(cis[a][1, i])) for i, n in enumerate(names)}
-            for a in score_dict}
+    return {a: {n: (float(points[a][i]), float(cis[a][0, i]), float(cis[a][1, i]))
+                for i, n in enumerate(("IQM", "Mean", "Median", "Optimality gap"))} for a in score_dict}
 
 
 def improvement_probability(x, y, reps: int = 2000, seed: int = 0) -> tuple[float, float, float]:
@@ -153,9 +147,6 @@ def iqm_over_steps(curve_dict: dict, reps: int = 2000, seed: int = 0) -> dict:
     return {a: (np.asarray(points[a]), np.asarray(cis[a][0]), np.asarray(cis[a][1])) for a in curve_dict}
 
 
-# ------------------------------------------------------------------------------------------
-# Tables and number formatting
-# ------------------------------------------------------------------------------------------
 MISSING = "–"
 
 
@@ -184,17 +175,13 @@ def fmt(x) -> str:
 def pct(x) -> str:
     """A fraction as a percentage: 0.361 -> '36%', 0.004 -> '0.4%'."""
     v = num(x)
-    if v is None:
-        return MISSING
-    return f"{100 * v:.2g}%" if abs(v) < 0.01 else f"{100 * v:.0f}%"
+    return MISSING if v is None else f"{100 * v:.2g}%" if abs(v) < 0.01 else f"{100 * v:.0f}%"
 
 
 def steps(n) -> str:
     """Environment steps: 75000 -> '75k', 1500000 -> '1.5M'."""
     v = num(n)
-    if v is None:
-        return MISSING
-    return f"{v / 1e6:g}M" if v >= 1e6 else (f"{v / 1e3:g}k" if v >= 1e3 else f"{v:g}")
+    return MISSING if v is None else f"{v / 1e6:g}M" if v >= 1e6 else f"{v / 1e3:g}k" if v >= 1e3 else f"{v:g}"
 
 
 def _two_digit_decimals(x: float) -> int:
@@ -265,19 +252,15 @@ def table(rows: Iterable, columns: Sequence[Column]) -> list[str]:
 
 def read_csv(path: str) -> list[dict]:
     """Rows of a CSV as dicts ([] when the file does not exist)."""
-    if not os.path.isfile(path):
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    if os.path.isfile(path):
+        with open(path, newline="") as f:
+            return list(csv.DictReader(f))
+    return []
 
 
 def write_csv(path: str, rows: list[dict]) -> None:
     """Rows (dicts) to CSV; the header is the union of their keys in first-seen order."""
-    fields = list(rows[0].keys()) if rows else []
-    for r in rows:
-        for k in r:
-            if k not in fields:
-                fields.append(k)
+    fields = list(dict.fromkeys(k for r in rows for k in r))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)

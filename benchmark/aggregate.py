@@ -5,16 +5,13 @@ study's score, the stage-1 grid's cells and rliable aggregates, and the toy MDP'
     python benchmark/aggregate.py                 # the stage-1 grid's committed compact logs -> results/stage1
     python benchmark/aggregate.py --runs-dir benchmark/runs --results-dir /tmp/res --budget 300000   # raw runs
     python benchmark/aggregate.py claims benchmark/results/logs/<reading>   # the claims table of some logs
-    python benchmark/aggregate.py fidelity score|adam-check|rule
-    python benchmark/aggregate.py toy
+    python benchmark/aggregate.py fidelity score|adam-check|rule | toy | defaults
 
-The protocol (100 bins, carry-forward, EWM 0.1, mean and ddof-1 std across seeds, final = last bin)
-is benchmark/protocol.py.
-Which runs count: finished with global_step >= B ("complete"); diverged runs (summary.json)
-contribute their curve up to the divergence but no final value; runs that have not reached B
-(interrupted / still running) are left out and counted as incomplete.
-SMAC diagnostics (updates.csv, smac_diagnostics): per bin, the median over the bin's updates in each run,
-then median and 10%/90% quantiles (linear interpolation) across seeds.
+The protocol (100 bins, carry-forward, EWM 0.1, mean and ddof-1 std across seeds, final = last bin) is
+benchmark/protocol.py. Which runs count: finished with global_step >= B ("complete"); diverged runs (summary.json)
+contribute their curve up to the divergence but no final value; runs that have not reached B (interrupted / still
+running) are left out and counted as incomplete. SMAC diagnostics (updates.csv, smac_diagnostics): per bin, the
+median over the bin's updates in each run, then median and 10%/90% quantiles (linear interpolation) across seeds.
 """
 from __future__ import annotations
 
@@ -54,13 +51,12 @@ def stage1_budgets() -> dict:
 
 
 def stage1_budget(task: str) -> int:
-    """The stage-1 grid's budget of one task."""
     return stage1_budgets()[task]
 
 
 def _f(x) -> str:
     x = float(x)
-    return "" if not math.isfinite(x) else f"{x:.6g}"
+    return f"{x:.6g}" if math.isfinite(x) else ""
 
 
 def _mean_std(xs: list) -> tuple[str, str]:
@@ -80,9 +76,7 @@ def matched_verdict(welch: Optional[dict], ci: tuple, alpha: float = 0.05) -> st
         return ""
     sig_t, sig_ci = welch["p"] < alpha, ci[0] > 0 or ci[1] < 0
     better = "smac" if welch["diff"] > 0 else "sgd-matched"
-    if sig_t and sig_ci:
-        return better
-    return "suggestive: " + better if sig_t or sig_ci else "not distinguishable"
+    return better if sig_t and sig_ci else ("suggestive: " + better if sig_t or sig_ci else "not distinguishable")
 
 
 def same_start_counts(groups: dict) -> dict:
@@ -122,30 +116,26 @@ def compare_matched(final_rows: list[dict], diag_summary: list[dict], same_start
             verdict = "sgd-matched diverged" if div_m > div_s else "smac diverged"
         (smac_mean, smac_std), (matched_mean, matched_std) = _mean_std(fa), _mean_std(fb)
         same = (same_start or {}).get(task, ("", ""))
-        row = {"task": task, "damping": sm.get("damping", ""), "eta_smac": sm.get("learning_rate", ""),
-               "eta_matched": (hparams.settings(task, "sgd-matched")["learning_rate"] if sm else ""),
-               "budget": s["budget"], "n_smac": len(fa), "n_matched": len(fb),
-               "n_diverged_smac": s["n_diverged"], "n_diverged_matched": m["n_diverged"],
-               "smac_mean": smac_mean, "smac_std": smac_std, "matched_mean": matched_mean, "matched_std": matched_std,
-               "smac_finals": s["finals"], "matched_finals": m["finals"],
-               "diff": _f(w["diff"]) if w else "", "effect_size": _f(w["diff"] / pooled) if w and pooled > 0 else "",
-               **{f"welch_{k}": _f(w[k]) if w else "" for k in ("t", "df", "p", "mdd")},
-               "boot_lo": _f(ci[0]), "boot_hi": _f(ci[1]), "boot_kind": ci[2],
-               "perm_p": _f(perm_p), "perm_min_p": _f(perm_min), "verdict": verdict,
-               "same_start_seeds": same[0], "paired_seeds": same[1]}
-        d = diag.get(task, {})
-        for name in ("ell_sq_over_lambda_median", "ell_sq_over_lambda_last10pct_median", "cos_g_step_median",
-                     "removed_frac_median", "removed_frac_last10pct_median", "step_over_sgd_median",
-                     "cos_g_ell_median"):
-            row[name] = d.get(name, "")
-        out.append(row)
+        out.append({"task": task, "damping": sm.get("damping", ""), "eta_smac": sm.get("learning_rate", ""),
+                    "eta_matched": (hparams.settings(task, "sgd-matched")["learning_rate"] if sm else ""),
+                    "budget": s["budget"], "n_smac": len(fa), "n_matched": len(fb),
+                    "n_diverged_smac": s["n_diverged"], "n_diverged_matched": m["n_diverged"],
+                    "smac_mean": smac_mean, "smac_std": smac_std, "matched_mean": matched_mean,
+                    "matched_std": matched_std, "smac_finals": s["finals"], "matched_finals": m["finals"],
+                    "diff": _f(w["diff"]) if w else "",
+                    "effect_size": _f(w["diff"] / pooled) if w and pooled > 0 else "",
+                    **{f"welch_{k}": _f(w[k]) if w else "" for k in ("t", "df", "p", "mdd")},
+                    "boot_lo": _f(ci[0]), "boot_hi": _f(ci[1]), "boot_kind": ci[2],
+                    "perm_p": _f(perm_p), "perm_min_p": _f(perm_min), "verdict": verdict,
+                    "same_start_seeds": same[0], "paired_seeds": same[1],
+                    **{name: diag.get(task, {}).get(name, "") for name in (
+                        "ell_sq_over_lambda_median", "ell_sq_over_lambda_last10pct_median", "cos_g_step_median",
+                        "removed_frac_median", "removed_frac_last10pct_median", "step_over_sgd_median",
+                        "cos_g_ell_median")}})
     return out
 
 
 # ---- Aggregation
-DIAG_NAMES = ("ell_sq_over_lambda", "cos_g_step", "removed_frac", "step_over_sgd", "cos_g_ell")
-
-
 def smac_diagnostics(u: dict, lam: float, cfg: Optional[dict] = None) -> dict:
     """Per-update SMAC diagnostics from updates.csv columns (arrays) and the damping lambda, s = |l_bar|^2:
       ell_sq_over_lambda  s / lambda
@@ -163,21 +153,10 @@ def smac_diagnostics(u: dict, lam: float, cfg: Optional[dict] = None) -> dict:
     plain = not cfg or (cfg.get("fisher", "batch-mean") == "batch-mean" and not cfg.get("prev_ef_beta")
                         and not cfg.get("step_normalization"))
     nan = np.full_like(ell_sq, np.nan)
-    return {"ell_sq_over_lambda": ell_sq / lam,
-            "cos_g_step": u["cos_g_step"],
+    return {"ell_sq_over_lambda": ell_sq / lam, "cos_g_step": u["cos_g_step"],
             "removed_frac": u["step_par_norm"] * ell_sq / g_norm if plain else nan,
             "step_over_sgd": u["step_norm"] * lam / g_norm if plain else nan,
             "cos_g_ell": u["step_par_norm"] * (lam + ell_sq) / g_norm if plain else nan}
-
-
-def task_budgets(runs: list[dict], budget_spec: Optional[str]) -> dict:
-    """{task: budget}: budget_spec (sweep.py --budget syntax), else each task's largest job budget."""
-    if budget_spec:
-        return parse_budget(budget_spec, sorted({r["task"] for r in runs}) or None)
-    out = {}
-    for r in runs:
-        out[r["task"]] = max(out.get(r["task"], 0), int(r["job_budget"] or r["last_step"]))
-    return out
 
 
 def classify(run: dict, budget: int) -> str:
@@ -188,97 +167,92 @@ def classify(run: dict, budget: int) -> str:
 
 
 def aggregate(runs_dir: Optional[str] = DEFAULT_RUNS, results_dir: str = DEFAULT_RESULTS,
-              budget_spec: Optional[str] = None, logs_dir: Optional[str] = None,
-              runs: Optional[list] = None) -> dict:
+              budget_spec: Optional[str] = None, logs_dir: Optional[str] = None, runs: Optional[list] = None) -> dict:
     """Aggregate `runs` (run dicts, as discover() / compact.discover_logs() give), else the compact logs in
     logs_dir, else the run directories in runs_dir, into CSVs in results_dir."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # nan-medians of bins without any update
-        return _aggregate(runs_dir, results_dir, budget_spec, logs_dir, runs)
-
-
-def _aggregate(runs_dir, results_dir, budget_spec, logs_dir, runs) -> dict:
-    if runs is None:
-        runs = compact.discover_logs(logs_dir) if logs_dir else discover(runs_dir)
-    if not runs:  # never overwrite committed results with nothing (e.g. a fresh clone without raw runs)
-        print(f"aggregate: no runs found in {logs_dir or runs_dir}; {results_dir} left as it is", file=sys.stderr)
-        return {"runs": 0, "cells": 0, "budgets": {}}
-    budgets = task_budgets(runs, budget_spec)
-    os.makedirs(results_dir, exist_ok=True)
-    groups: dict = {}
-    for r in runs:
-        if r["task"] in budgets:
-            r["class"] = classify(r, budgets[r["task"]])
-            groups.setdefault((r["task"], r["algo"]), []).append(r)
-    out = {name: [] for name in ("curves_return", "curves_logprob", "final", "diagnostics", "diagnostics_summary",
-                                 "runs")}
-    for key in sorted(groups, key=lambda k: (_rank(hparams.tasks(), k[0]), _rank(hparams.ALGOS, k[1]), *k)):
-        (task, algo), budget, cell = key, budgets[key[0]], groups[key]
-        steps = [int(round(e)) for e in (np.arange(N_BINS) + 1) * budget / N_BINS]
-        used = sorted((r for r in cell if r["class"] in ("complete", "diverged")), key=lambda r: r["seed"])
-        lasts = [min(r["last_step"], budget) if r["class"] == "diverged" else budget for r in used]
-        ret_curves = [smoothed_curve(r["episodes"]["global_step"], r["episodes"]["episodic_return"], budget, last)
-                      for r, last in zip(used, lasts)]
-        logp_curves = [smoothed_curve(r["updates"]["global_step"], r["updates"]["mean_logprob"], budget, last)
-                       for r, last in zip(used, lasts)]
-        finals = {id(r): c[-1] for r, c in zip(used, ret_curves) if r["class"] == "complete"}
-        out["runs"] += [{"task": task, "algo": algo, "seed": r["seed"], "budget": budget, "class": r["class"],
-                         "status": r["status"], "global_step": r["last_step"],
-                         "episodes": int(r["episodes"]["global_step"].size),
-                         "final_smoothed": f"{finals[id(r)]:.6g}" if id(r) in finals else ""} for r in cell]
-        if not used:
-            continue
-        for name, curves in (("curves_return", ret_curves), ("curves_logprob", logp_curves)):
-            mean, std, n = across_seeds(np.array(curves))
-            out[name] += [{"task": task, "algo": algo, "bin": k, "step": steps[k], "mean": _f(mean[k]),
-                           "std": _f(std[k]), "n": int(n[k])} for k in range(N_BINS)]
-        fin = [v for v in finals.values() if np.isfinite(v)]
-        final_mean, final_std = _mean_std(fin)
-        paper = hparams.paper_result(task, algo) if task in hparams.tasks() and algo in hparams.ALGOS else None
-        out["final"].append({
-            "task": task, "algo": algo, "budget": budget, "n_seeds": len(fin),
-            "seeds": ";".join(str(r["seed"]) for r in used if r["class"] == "complete"),
-            "n_diverged": sum(r["class"] == "diverged" for r in cell),
-            "n_incomplete": sum(r["class"] == "incomplete" for r in cell),
-            "final_mean": final_mean, "final_std": final_std,
-            "final_std_ddof0": _f(np.std(fin, ddof=0)) if fin else "",
-            "finals": ";".join(f"{v:.6g}" for v in fin),
-            "paper_mean": paper[0] if paper else "", "paper_std": paper[1] if paper else "",
-            "paper_text_std": (hparams.paper_text_std(task, algo) or "") if paper else "",
-        })
-        # SMAC diagnostics (rows exist only where the trainer logged ell_sq, i.e. smac)
-        per_seed = {name: [] for name in DIAG_NAMES}
-        for r in used:
-            u, lam = r["updates"], r["damping"]
-            if u["ell_sq"].size and np.isfinite(u["ell_sq"]).any() and lam:
-                for name, v in smac_diagnostics(u, lam, r.get("cfg")).items():
-                    per_seed[name].append(bin_quantiles(u["global_step"], v, budget))
-        if not per_seed["ell_sq_over_lambda"]:
-            continue
-        n_seeds = len(per_seed["cos_g_step"])
-        cols, srow = {}, {"task": task, "algo": algo, "damping": used[0]["damping"], "n_seeds": n_seeds}
-        for name, mats in per_seed.items():
-            m = np.array(mats)
-            cols.update({f"{name}_median": np.nanmedian(m, 0), f"{name}_p10": np.nanquantile(m, 0.1, 0),
-                         f"{name}_p90": np.nanquantile(m, 0.9, 0)})
-            run_medians = [np.nanmedian(x) for x in mats]  # each run: median over its bins
-            last10 = np.concatenate([x[-10:] for x in mats])  # the last 10% of training
-            srow.update({f"{name}_median": _f(np.median(run_medians)), f"{name}_min_run": _f(np.min(run_medians)),
-                         f"{name}_max_run": _f(np.max(run_medians)),
-                         f"{name}_last10pct_median": _f(np.nanmedian(last10))})
-        out["diagnostics"] += [{"task": task, "algo": algo, "bin": k, "step": steps[k], "n": n_seeds,
-                                **{c: _f(v[k]) for c, v in cols.items()}} for k in range(N_BINS)]
-        out["diagnostics_summary"].append(srow)
-    for name, rows in out.items():
-        write_csv(os.path.join(results_dir, name + ".csv"), rows)
-    write_csv(os.path.join(results_dir, "smac_vs_matched.csv"),
-              compare_matched(out["final"], out["diagnostics_summary"], same_start_counts(groups)))
-    return {"runs": len(runs), "cells": len(out["final"]), "budgets": budgets}
+        if runs is None:
+            runs = compact.discover_logs(logs_dir) if logs_dir else discover(runs_dir)
+        if not runs:  # never overwrite committed results with nothing (e.g. a fresh clone without raw runs)
+            print(f"aggregate: no runs found in {logs_dir or runs_dir}; {results_dir} left as it is", file=sys.stderr)
+            return {"runs": 0, "cells": 0, "budgets": {}}
+        if budget_spec:  # sweep.py --budget syntax, else each task's largest job budget
+            budgets = parse_budget(budget_spec, sorted({r["task"] for r in runs}) or None)
+        else:
+            budgets = {t: max(int(r["job_budget"] or r["last_step"]) for r in runs if r["task"] == t)
+                       for t in dict.fromkeys(r["task"] for r in runs)}
+        os.makedirs(results_dir, exist_ok=True)
+        groups: dict = {}
+        for r in runs:
+            if r["task"] in budgets:
+                r["class"] = classify(r, budgets[r["task"]])
+                groups.setdefault((r["task"], r["algo"]), []).append(r)
+        out = {name: [] for name in ("curves_return", "curves_logprob", "final", "diagnostics", "diagnostics_summary",
+                                     "runs")}
+        for key in sorted(groups, key=lambda k: (_rank(hparams.tasks(), k[0]), _rank(hparams.ALGOS, k[1]), *k)):
+            (task, algo), budget, cell = key, budgets[key[0]], groups[key]
+            steps = [int(round(e)) for e in (np.arange(N_BINS) + 1) * budget / N_BINS]
+            used = sorted((r for r in cell if r["class"] in ("complete", "diverged")), key=lambda r: r["seed"])
+            lasts = [min(r["last_step"], budget) if r["class"] == "diverged" else budget for r in used]
+            ret_curves, logp_curves = ([smoothed_curve(r[log]["global_step"], r[log][col], budget, last)
+                                        for r, last in zip(used, lasts)]
+                                       for log, col in (("episodes", "episodic_return"), ("updates", "mean_logprob")))
+            finals = {id(r): c[-1] for r, c in zip(used, ret_curves) if r["class"] == "complete"}
+            out["runs"] += [{"task": task, "algo": algo, "seed": r["seed"], "budget": budget, "class": r["class"],
+                             "status": r["status"], "global_step": r["last_step"],
+                             "episodes": int(r["episodes"]["global_step"].size),
+                             "final_smoothed": f"{finals[id(r)]:.6g}" if id(r) in finals else ""} for r in cell]
+            if not used:
+                continue
+            for name, curves in (("curves_return", ret_curves), ("curves_logprob", logp_curves)):
+                mean, std, n = across_seeds(np.array(curves))
+                out[name] += [{"task": task, "algo": algo, "bin": k, "step": steps[k], "mean": _f(mean[k]),
+                               "std": _f(std[k]), "n": int(n[k])} for k in range(N_BINS)]
+            fin = [v for v in finals.values() if np.isfinite(v)]
+            final_mean, final_std = _mean_std(fin)
+            paper = hparams.paper_result(task, algo) if task in hparams.tasks() and algo in hparams.ALGOS else None
+            out["final"].append({
+                "task": task, "algo": algo, "budget": budget, "n_seeds": len(fin),
+                "seeds": ";".join(str(r["seed"]) for r in used if r["class"] == "complete"),
+                "n_diverged": sum(r["class"] == "diverged" for r in cell),
+                "n_incomplete": sum(r["class"] == "incomplete" for r in cell), "final_mean": final_mean,
+                "final_std": final_std, "final_std_ddof0": _f(np.std(fin, ddof=0)) if fin else "",
+                "finals": ";".join(f"{v:.6g}" for v in fin), "paper_mean": paper[0] if paper else "",
+                "paper_std": paper[1] if paper else "",
+                "paper_text_std": (hparams.paper_text_std(task, algo) or "") if paper else ""})
+            # SMAC diagnostics (rows exist only where the trainer logged ell_sq, i.e. smac)
+            per_seed: dict = {}
+            for r in used:
+                u, lam = r["updates"], r["damping"]
+                if u["ell_sq"].size and np.isfinite(u["ell_sq"]).any() and lam:
+                    for name, v in smac_diagnostics(u, lam, r.get("cfg")).items():
+                        per_seed.setdefault(name, []).append(bin_quantiles(u["global_step"], v, budget))
+            if not per_seed:
+                continue
+            n_seeds = len(per_seed["cos_g_step"])
+            cols, srow = {}, {"task": task, "algo": algo, "damping": used[0]["damping"], "n_seeds": n_seeds}
+            for name, mats in per_seed.items():
+                m = np.array(mats)
+                cols.update({f"{name}_median": np.nanmedian(m, 0), f"{name}_p10": np.nanquantile(m, 0.1, 0),
+                             f"{name}_p90": np.nanquantile(m, 0.9, 0)})
+                run_medians = [np.nanmedian(x) for x in mats]  # each run: median over its bins
+                last10 = np.concatenate([x[-10:] for x in mats])  # the last 10% of training
+                srow.update({f"{name}_median": _f(np.median(run_medians)), f"{name}_min_run": _f(np.min(run_medians)),
+                             f"{name}_max_run": _f(np.max(run_medians)),
+                             f"{name}_last10pct_median": _f(np.nanmedian(last10))})
+            out["diagnostics"] += [{"task": task, "algo": algo, "bin": k, "step": steps[k], "n": n_seeds,
+                                    **{c: _f(v[k]) for c, v in cols.items()}} for k in range(N_BINS)]
+            out["diagnostics_summary"].append(srow)
+        for name, rows in out.items():
+            write_csv(os.path.join(results_dir, name + ".csv"), rows)
+        write_csv(os.path.join(results_dir, "smac_vs_matched.csv"),
+                  compare_matched(out["final"], out["diagnostics_summary"], same_start_counts(groups)))
+        return {"runs": len(runs), "cells": len(out["final"]), "budgets": budgets}
 
 
 # ---- The paper's timestep claims (section Results) as data, and their evaluation on our runs
 TOL = 1.25  # reach_by: within 25 % of the paper's step (or earlier)
-
 RULES = {  # kind of claim -> when it holds; the report quotes these
     "reach_by": f"the algorithm reaches the threshold by {TOL:g} x the paper's step (earlier is fine)",
     "slower": "the algorithm reaches the threshold later than SMAC (or never while SMAC does): the direction, "
@@ -290,7 +264,6 @@ RULES = {  # kind of claim -> when it holds; the report quotes these
 
 PAPER_BUDGET = 5_000_000  # the paper's MuJoCo budget, as PAPER_BUDGET_NOTE infers it
 PAPER_BUDGET_NOTE = "inferred from its HalfCheetah text: 3.4 million timesteps are 68% of the training budget"
-
 NOT_JUDGED = (  # the Results section's other statements, and where the report deals with them
     "the Results text's final-return gaps (HalfCheetah \"surpassing ... AC-CG, by over 1100 points\", Hopper "
     "\"approximately 30 points\", Swimmer \"approximately 5 points\"): the final-returns table and the 5M block; "
@@ -396,6 +369,10 @@ STRICT = {  # issue 27's names for the verdict of a "slower" / "faster" claim th
     "direction only": "the order is the paper's, but the ratio is not within 1.25x of the paper's or the seeds overlap",
     "baseline never reaches it": "the paper says the slower algorithm reaches the threshold later; ours never does",
 }
+ORDER = ("held", "direction only", "baseline never reaches it", "not held")  # combined(): the less favourable wins
+COLUMNS = [("Task", lambda r: r["task"]), ("Claim (paper, section Results; [ ]: ours)", lambda r: r["claim"]),
+           ("Measured (seed-mean curve)", lambda r: r["measured"]), ("Per seed", lambda r: r["seeds"]),
+           ("Verdict", lambda r: f"**{r['verdict']}**")]
 
 
 def strict_verdict(verdict: str, t, t_ref, fast_seeds: list, slow_seeds: list, paper_ratio) -> str:
@@ -405,10 +382,9 @@ def strict_verdict(verdict: str, t, t_ref, fast_seeds: list, slow_seeds: list, p
         return verdict
     if t is None:
         return "baseline never reaches it"
-    separate = max(math.inf if s is None else s for s in fast_seeds) < min(math.inf if s is None else s
-                                                                         for s in slow_seeds)
+    never_last = [[math.inf if s is None else s for s in seeds] for seeds in (fast_seeds, slow_seeds)]
     size_ok = paper_ratio is None or (paper_ratio / TOL <= t / t_ref <= paper_ratio * TOL)
-    return "held" if separate and size_ok else "direction only"
+    return "held" if max(never_last[0]) < min(never_last[1]) and size_ok else "direction only"
 
 
 def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict] = None) -> list[dict]:
@@ -444,9 +420,8 @@ def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict
             # compare over the span both cells cover: a crossing past the shorter one was not seen by the other
             t, t_ref = (None if x is None or x > budget else x for x in (t, t_ref))
             if c["needs"] is None and t is None and t_ref is None and budget < PAPER_BUDGET:
-                rows.append({**row, "verdict": "beyond budget",
-                             "measured": f"neither reaches {thr:g} by {fmt_step(budget)} (the paper gives "
-                                         f"no step; its budget: {fmt_step(PAPER_BUDGET)})"})
+                rows.append({**row, "verdict": "beyond budget", "measured": f"neither reaches {thr:g} by "
+                             f"{fmt_step(budget)} (the paper gives no step; its budget: {fmt_step(PAPER_BUDGET)})"})
                 continue
             pairs = ((t, seeds), (t_ref, seeds_ref))
             (slow, slow_seeds), (fast, fast_seeds) = pairs if kind == "slower" else pairs[::-1]
@@ -477,21 +452,12 @@ def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict
     return rows
 
 
-ORDER = ("held", "direction only", "baseline never reaches it", "not held")
-
-
 def combined(row: dict) -> str:
     """The claim's verdict over both readings (our bins, and the paper's bin width in row["other"]): the less
     favourable of the two; a reading that cannot judge it (beyond budget, no runs) does not count."""
-    mine = row.get("strict") or row["verdict"]
-    other = row.get("other")
+    mine, other = row.get("strict") or row["verdict"], row.get("other")
     theirs = (other.get("strict") or other["verdict"]) if other else None
     return max(mine, theirs, key=ORDER.index) if mine in ORDER and theirs in ORDER else mine
-
-
-COLUMNS = [("Task", lambda r: r["task"]), ("Claim (paper, section Results; [ ]: ours)", lambda r: r["claim"]),
-           ("Measured (seed-mean curve)", lambda r: r["measured"]), ("Per seed", lambda r: r["seeds"]),
-           ("Verdict", lambda r: f"**{r['verdict']}**")]
 
 
 # ---- The fidelity study (issue 11): which reading of what the paper leaves unsaid reproduces its claims?
@@ -506,8 +472,6 @@ the union of the two best (ties by fewer actor steps per rollout) is run as one 
 The chosen reading is the highest score; ties go to fewer changes from `literal`, then to fewer actor
 steps per rollout (cheaper), then to the order of READINGS. If nothing scores above `literal`, the
 harness keeps `literal` and the report says that no reading reproduced the claims."""
-
-
 CLAIM_COLUMNS = ("id", "task", "claim", "measured", "seeds", "verdict")  # claims.csv, after "reading"
 
 
@@ -539,9 +503,8 @@ def fidelity_score(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELITY_
 def steps_per_rollout(name: str) -> int:
     """Actor steps per rollout of a reading: minibatches x epochs."""
     flags = reading_flags(name)
-    minibatches, epochs = (int(flags[flags.index(f) + 1]) if f in flags else 1
-                           for f in ("--num-minibatches", "--update-epochs"))
-    return minibatches * epochs
+    return math.prod(int(flags[flags.index(f) + 1]) if f in flags else 1
+                     for f in ("--num-minibatches", "--update-epochs"))
 
 
 def rescored(rows: list[dict], verdicts: dict, drop: set) -> list[dict]:
@@ -587,11 +550,10 @@ def toy_sm_expected(theta: np.ndarray, lam_p: float, damping: float) -> np.ndarr
     the compatible weight of its state, but x=1 is sampled only with d(1)."""
     d = sn.toy_visitation(theta, lam_p)
     out = np.zeros(2)
-    for x in (0, 1):
-        for a in (0, 1):
-            ell = sn.toy_score(theta, lam_p, x, a)
-            out += (d[x] * sn.toy_prob(theta, lam_p, x, a) * ell * sn.toy_advantage(theta, lam_p, x, a)
-                    / (damping + ell @ ell))
+    for x, a in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        ell = sn.toy_score(theta, lam_p, x, a)
+        out += (d[x] * sn.toy_prob(theta, lam_p, x, a) * ell * sn.toy_advantage(theta, lam_p, x, a)
+                / (damping + ell @ ell))
     return out
 
 
@@ -662,12 +624,10 @@ def load_cells(source: Union[str, list], budgets: Optional[dict] = None) -> dict
     compact-logs directory or a list of loaded runs, binned over each task's stage-1 budget or `budgets[task]`.
     A diverged run's curve stops (NaN) where it diverged; a finished run without a finite final value (no
     episode at all) counts as short."""
-    runs = compact.discover_logs(source) if isinstance(source, str) else source
     cells: dict = {}
-    for run in runs:
-        task, algo = run["task"], run["algo"]
-        budget = (budgets or {}).get(task) or stage1_budget(task)
-        cell = cells.setdefault((task, algo), {"finished": [], "diverged": [], "short": []})
+    for run in compact.discover_logs(source) if isinstance(source, str) else source:
+        budget = (budgets or {}).get(run["task"]) or stage1_budget(run["task"])
+        cell = cells.setdefault((run["task"], run["algo"]), {"finished": [], "diverged": [], "short": []})
         curve = smoothed_curve(run["episodes"]["global_step"], run["episodes"]["episodic_return"], budget,
                                last_step=min(run["last_step"], budget))
         if run["status"] == "diverged":
@@ -695,25 +655,21 @@ def cell_rows(cells: dict) -> list[dict]:
     paper's mean ± std as a 5-seed sample (scipy.stats.ttest_ind_from_stats), since the paper's mean is an
     estimate too."""
     rows = []
-    for task in hparams.tasks():
-        for algo in hparams.ALGOS:
-            cell = cells.get((task, algo))
-            if not cell:
-                continue
-            finals = [f for _, f, _ in cell["finished"]]
-            lo, hi = stats.bootstrap_mean_ci(finals) if len(finals) >= MIN_CI_SEEDS else (np.nan, np.nan)
-            paper = hparams.paper_result(task, algo) if algo in hparams.PAPER_ALGOS else None
-            inside = ("–" if paper is None or not np.isfinite(lo) else
-                      "yes" if lo <= paper[0] <= hi else ("paper above" if paper[0] > hi else "paper below"))
-            vs = stats.welch_vs_summary(finals, paper[0], paper[1], PAPER_SEEDS) if paper else None
-            rows.append({"task": task, "algo": algo, "n": len(finals), "n_div": len(cell["diverged"]),
-                         "mean": float(np.mean(finals)) if finals else np.nan,
-                         "std": float(np.std(finals, ddof=1)) if len(finals) > 1 else np.nan,
-                         "lo": lo, "hi": hi, "paper": None if paper is None else paper[0],
-                         "paper_std": None if paper is None else paper[1], "inside": inside,
-                         "p_vs_paper": np.nan if vs is None else vs["p"],
-                         "finals": ";".join(f"{f:.6g}" for f in finals),
-                         "diverged_seeds": ";".join(str(seed) for seed, _ in cell["diverged"])})
+    for task, algo in ((t, a) for t in hparams.tasks() for a in hparams.ALGOS if cells.get((t, a))):
+        cell = cells[(task, algo)]
+        finals = [f for _, f, _ in cell["finished"]]
+        lo, hi = stats.bootstrap_mean_ci(finals) if len(finals) >= MIN_CI_SEEDS else (np.nan, np.nan)
+        paper = hparams.paper_result(task, algo) if algo in hparams.PAPER_ALGOS else None
+        inside = ("–" if paper is None or not np.isfinite(lo) else
+                  "yes" if lo <= paper[0] <= hi else ("paper above" if paper[0] > hi else "paper below"))
+        vs = stats.welch_vs_summary(finals, paper[0], paper[1], PAPER_SEEDS) if paper else None
+        rows.append({"task": task, "algo": algo, "n": len(finals), "n_div": len(cell["diverged"]),
+                     "mean": float(np.mean(finals)) if finals else np.nan,
+                     "std": float(np.std(finals, ddof=1)) if len(finals) > 1 else np.nan,
+                     "lo": lo, "hi": hi, "paper": None if paper is None else paper[0],
+                     "paper_std": None if paper is None else paper[1], "inside": inside,
+                     "p_vs_paper": np.nan if vs is None else vs["p"], "finals": ";".join(f"{f:.6g}" for f in finals),
+                     "diverged_seeds": ";".join(str(seed) for seed, _ in cell["diverged"])})
     return rows
 
 
@@ -737,14 +693,12 @@ def normalized(cells: dict, n_runs: int, algos=hparams.PAPER_ALGOS) -> tuple[dic
     scores, curves = {}, {}
     every = N_BINS // N_POINTS
     for a in algos:
-        s = np.zeros((n_runs, len(tasks)))
-        c = np.zeros((n_runs, len(tasks), N_POINTS))
+        scores[a], curves[a] = np.zeros((n_runs, len(tasks))), np.zeros((n_runs, len(tasks), N_POINTS))
         for j, t in enumerate(tasks):
             best = max(hparams.paper_result(t, b)[0] for b in hparams.PAPER_ALGOS)
             for i, (_, final, curve) in enumerate(scored_runs(cells[(t, a)])[:n_runs]):
-                s[i, j] = 0.0 if final is None else stats.normalize(final, rand[t], best)
-                c[i, j] = np.nan_to_num(stats.normalize(curve[every - 1::every], rand[t], best), nan=0.0)
-        scores[a], curves[a] = s, c
+                scores[a][i, j] = 0.0 if final is None else stats.normalize(final, rand[t], best)
+                curves[a][i, j] = np.nan_to_num(stats.normalize(curve[every - 1::every], rand[t], best), nan=0.0)
     return scores, tasks, curves
 
 
@@ -777,31 +731,9 @@ def aggregates(cells: dict, min_seeds: int, results_dir: str, reps: int) -> Opti
             "profile": stats.performance_profile(scores, taus), "taus": taus}
 
 
-# ---- Command lines
-def fidelity_main(argv=None) -> int:
-    """python benchmark/aggregate.py fidelity score|adam-check|rule."""
-    p = argparse.ArgumentParser(prog="aggregate.py fidelity", description="score the fidelity study's readings")
-    p.add_argument("cmd", choices=["score", "adam-check", "rule"])
-    a = p.parse_args(argv)
-    if a.cmd == "rule":
-        print(FIDELITY_RULE)
-    elif a.cmd == "adam-check":
-        res = adam_check()
-        os.makedirs(hparams.FIDELITY_RESULTS, exist_ok=True)
-        with open(os.path.join(hparams.FIDELITY_RESULTS, "adam_check.json"), "w") as f:
-            json.dump(res, f, indent=2)
-        print(res)
-    else:
-        rows = fidelity_score()
-        for r in rows:
-            print(f"{r['reading']:28s} held {r['held']}/{r['evaluable']}  runs {r['runs']}  diverged {r['diverged']}")
-        if rows:
-            print(f"chosen by the rule: {fidelity_choose(rows)}")
-    return 0
-
-
-# The normalization-defaults sweep (hparams.DEFAULTS_*): its runs' final returns and the rule written before it ran
+# ---- The normalization-defaults sweep (hparams.DEFAULTS_*): its runs' final returns and the rule written before it ran
 DEFAULTS_CSV = os.path.join(REPO, "docs", "defaults_sweep.csv")
+DEFAULTS_ALGOS = ("smac", "sgd", "adam")
 
 
 def defaults_rows(logs_dir: str = hparams.DEFAULTS_LOGS) -> list[dict]:
@@ -820,10 +752,9 @@ def defaults_rows(logs_dir: str = hparams.DEFAULTS_LOGS) -> list[dict]:
 def write_defaults_csv(path: str = DEFAULTS_CSV, logs_dir: str = hparams.DEFAULTS_LOGS) -> Optional[str]:
     """docs/defaults_sweep.csv from the sweep's compact logs (None, and nothing written, without them)."""
     rows = defaults_rows(logs_dir)
-    if not rows:
-        return None
-    write_csv(path, sorted(rows, key=lambda r: (r["setting"], r["env_id"], r["algo"], r["seed"])))
-    return path
+    if rows:
+        write_csv(path, sorted(rows, key=lambda r: (r["setting"], r["env_id"], r["algo"], r["seed"])))
+    return path if rows else None
 
 
 def defaults_choice(rows: list[dict]) -> tuple[dict, dict]:
@@ -837,8 +768,31 @@ def defaults_choice(rows: list[dict]) -> tuple[dict, dict]:
     lo = {e: min(v for k, v in mean.items() if k[1] == e) for e in envs}
     hi = {e: max(v for k, v in mean.items() if k[1] == e) for e in envs}
     score = {s: float(np.mean([(mean[(s, e, a)] - lo[e]) / (hi[e] - lo[e] + 1e-12) for e in envs
-                               for a in ("smac", "sgd", "adam")])) for s in hparams.DEFAULTS_SETTINGS}
+                               for a in DEFAULTS_ALGOS])) for s in hparams.DEFAULTS_SETTINGS}
     return mean, score
+
+
+# ---- Command lines
+def fidelity_main(argv=None) -> int:
+    """python benchmark/aggregate.py fidelity score|adam-check|rule."""
+    p = argparse.ArgumentParser(prog="aggregate.py fidelity", description="score the fidelity study's readings")
+    p.add_argument("cmd", choices=["score", "adam-check", "rule"])
+    cmd = p.parse_args(argv).cmd
+    if cmd == "rule":
+        print(FIDELITY_RULE)
+    elif cmd == "adam-check":
+        res = adam_check()
+        os.makedirs(hparams.FIDELITY_RESULTS, exist_ok=True)
+        with open(os.path.join(hparams.FIDELITY_RESULTS, "adam_check.json"), "w") as f:
+            json.dump(res, f, indent=2)
+        print(res)
+    else:
+        rows = fidelity_score()
+        for r in rows:
+            print(f"{r['reading']:28s} held {r['held']}/{r['evaluable']}  runs {r['runs']}  diverged {r['diverged']}")
+        if rows:
+            print(f"chosen by the rule: {fidelity_choose(rows)}")
+    return 0
 
 
 def defaults_main(argv=None) -> int:
@@ -851,10 +805,9 @@ def defaults_main(argv=None) -> int:
         return 2
     mean, score = defaults_choice(rows)
     envs = sorted({k[1] for k in mean})
-    print("| setting | " + " | ".join(f"{e.split('-v')[0]} {a}" for e in envs for a in ("smac", "sgd", "adam"))
-          + " | score |")
+    print("| setting | " + " | ".join(f"{e.split('-v')[0]} {a}" for e in envs for a in DEFAULTS_ALGOS) + " | score |")
     for s in hparams.DEFAULTS_SETTINGS:
-        print(f"| {s} | " + " | ".join(f"{mean[(s, e, a)]:.1f}" for e in envs for a in ("smac", "sgd", "adam"))
+        print(f"| {s} | " + " | ".join(f"{mean[(s, e, a)]:.1f}" for e in envs for a in DEFAULTS_ALGOS)
               + f" | {score[s]:.3f} |")
     print(f"chosen by the rule: {max(score, key=score.get)}")
     return 0
@@ -871,7 +824,7 @@ def claims_main(argv=None) -> int:
 
 
 def main(argv=None) -> int:
-    """The aggregation CLI, or a subcommand: toy, fidelity, claims."""
+    """The aggregation CLI, or a subcommand: toy, fidelity, claims, defaults."""
     argv = sys.argv[1:] if argv is None else list(argv)
     sub = {"toy": toy_main, "fidelity": fidelity_main, "claims": claims_main, "defaults": defaults_main}
     if argv and argv[0] in sub:

@@ -3,9 +3,7 @@
     python benchmark/sweep.py --study prereg --workers 2   # every block's runs, in the pre-registered order
     python -m benchmark.prereg power                        # the power calculation written into the toml
     python -m benchmark.prereg analyze                      # the pre-registered tests on the committed logs
-
-The runs' compact logs are committed under each block's `logs` directory; report.py writes report/prereg.md.
-"""
+The runs' compact logs are committed under each block's `logs` directory; report.py writes report/prereg.md."""
 from __future__ import annotations
 
 import argparse
@@ -13,33 +11,27 @@ import json
 import math
 import os
 import sys
-from typing import Optional
+
+import numpy as np
+from scipy import stats as sps
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import aggregate, compact, hparams, stats  # noqa: E402
-from benchmark.hparams import parse_seeds  # noqa: E402
+from benchmark.stats import fmt, table  # noqa: E402
 
 load = hparams.load_prereg
 
 
 def power(reg: dict) -> dict:
     """{task: (sd of paired differences, seeds needed for margin 0.1, margin reachable at the cap)}."""
-    import numpy as np
-    from scipy import stats as sps
-
-    p = reg["power"]
-    cells = aggregate.load_cells(os.path.join(REPO, p["source_logs"]))
-    rand = compact.read_random_scores()
-    out = {}
+    p, out = reg["power"], {}
+    sc = _scores([os.path.join(REPO, p["source_logs"])])
     for task in reg["blocks"]["equivalence"]["tasks"]:
-        best = max(hparams.paper_result(task, a)[0] for a in hparams.PAPER_ALGOS)
-        score = {a: {s: (0.0 if f is None else stats.normalize(f, rand[task], best))
-                     for s, f, _ in aggregate.scored_runs(cells[(task, a)])} for a in ("smac", "sgd-matched")}
-        d = np.array([score["smac"][s] - score["sgd-matched"][s] for s in p["source_seeds"]])
-        sd = float(d.std(ddof=1))
+        smac, matched = sc[(task, "smac")], sc[(task, "sgd-matched")]
+        sd = float(np.array([smac[s] - matched[s] for s in p["source_seeds"]]).std(ddof=1))
         z = p["target_power"]
         margin = lambda n: (sps.t.ppf(0.95, n - 1) + sps.t.ppf(0.5 + z / 2, n - 1)) * sd / np.sqrt(n)  # noqa: E731
         n = 3
@@ -49,22 +41,19 @@ def power(reg: dict) -> dict:
     return out
 
 
-# ------------------------------------------------------------------------------------------------------
-# The pre-registered analysis: exactly the tests and decision rules of preregistration.toml
-# ------------------------------------------------------------------------------------------------------
-def _scores(logs_dirs: list[str], budget: Optional[int] = None) -> dict:
+# ---- The pre-registered analysis: exactly the tests and decision rules of preregistration.toml
+def _scores(logs_dirs: list[str], budget: int | None = None) -> dict:
     """{(task, algo): {seed: normalized final}} over compact logs (a diverged run scores 0, the toml's rule),
     with the raw finals under key (task, algo, "raw"), and the runs under (task, algo, "runs")."""
     rand, out = compact.read_random_scores(), {}
-    for d in logs_dirs:
-        if not os.path.isdir(d):
-            continue
+    for d in filter(os.path.isdir, logs_dirs):
         runs = compact.discover_logs(d)
         cells = aggregate.load_cells(runs, budgets={r["task"]: budget for r in runs} if budget else None)
         for (task, algo), cell in cells.items():
             best = max(hparams.paper_result(task, a)[0] for a in hparams.PAPER_ALGOS)
             for seed, final, _ in aggregate.scored_runs(cell):
-                out.setdefault((task, algo), {})[seed] = 0.0 if final is None else stats.normalize(final, rand[task], best)
+                score = 0.0 if final is None else stats.normalize(final, rand[task], best)
+                out.setdefault((task, algo), {})[seed] = score
                 out.setdefault((task, algo, "raw"), {})[seed] = final
         for r in runs:
             out.setdefault((r["task"], r["algo"], "runs"), {})[r["seed"]] = r
@@ -74,8 +63,6 @@ def _scores(logs_dirs: list[str], budget: Optional[int] = None) -> dict:
 def paired(x: dict, y: dict, seeds: list[int], margin: float, level: float = 0.90) -> dict:
     """Paired differences d_s = x_s - y_s over the seeds both have: mean, sd, the t-interval at `level` (TOST
     at `margin` = that interval inside (-margin, margin)), the two-sided paired t-test and Welch's test."""
-    import numpy as np
-    from scipy import stats as sps
     common = [s for s in seeds if s in x and s in y]
     d = np.array([x[s] - y[s] for s in common])
     out = {"n": len(common), "seeds": common, "mean": float(d.mean()) if len(d) else math.nan}
@@ -85,17 +72,17 @@ def paired(x: dict, y: dict, seeds: list[int], margin: float, level: float = 0.9
     sd = float(d.std(ddof=1))
     half = float(sps.t.ppf(0.5 + level / 2, len(d) - 1)) * sd / math.sqrt(len(d))
     ci = (out["mean"] - half, out["mean"] + half)
-    p = float(sps.ttest_rel([x[s] for s in common], [y[s] for s in common]).pvalue) if sd > 0 else 1.0
-    p_welch = float(sps.ttest_ind([x[s] for s in common], [y[s] for s in common], equal_var=False).pvalue)
+    xs, ys = [x[s] for s in common], [y[s] for s in common]
+    p = float(sps.ttest_rel(xs, ys).pvalue) if sd > 0 else 1.0
+    p_welch = float(sps.ttest_ind(xs, ys, equal_var=False).pvalue)
     return {**out, "sd": sd, "ci": ci, "p": p, "p_welch": p_welch, "equivalent": -margin < ci[0] and ci[1] < margin,
             "reach": max(abs(ci[0]), abs(ci[1]))}
 
 
 def holm(pvalues: list[float]) -> list[float]:
     """Holm's step-down adjusted p-values (the toml's multiplicity rule for block 1)."""
-    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
     adjusted, running = [0.0] * len(pvalues), 0.0
-    for rank, i in enumerate(order):
+    for rank, i in enumerate(sorted(range(len(pvalues)), key=lambda i: pvalues[i])):
         running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
         adjusted[i] = running
     return adjusted
@@ -104,7 +91,6 @@ def holm(pvalues: list[float]) -> list[float]:
 def step_fraction_removed(run: dict, damping: float) -> float:
     """Median over a run's updates of |l_bar|^2 / (lambda + |l_bar|^2): the fraction of the step's component
     along l_bar that the rank-1 term removes relative to SGD with step eta / lambda."""
-    import numpy as np
     ell_sq = run["updates"]["ell_sq"]
     ell_sq = ell_sq[np.isfinite(ell_sq)]
     return float(np.median(ell_sq / (damping + ell_sq))) if ell_sq.size else math.nan
@@ -113,7 +99,6 @@ def step_fraction_removed(run: dict, damping: float) -> float:
 def step_change(run: dict, damping: float) -> tuple[float, float]:
     """Medians over a run's updates of cos(g, step) and of the whole step's relative change against SGD with
     step eta / lambda, |g/lambda - step| / |g/lambda|, from updates.csv's g_norm, step_norm and cos_g_step."""
-    import numpy as np
     u = run["updates"]
     g, st, cos = u["g_norm"] / damping, u["step_norm"], u["cos_g_step"]
     change = np.sqrt(np.maximum(g**2 + st**2 - 2 * g * st * cos, 0.0)) / g
@@ -121,50 +106,42 @@ def step_change(run: dict, damping: float) -> tuple[float, float]:
     return (float(np.median(cos[ok])), float(np.median(change[ok]))) if ok.any() else (math.nan, math.nan)
 
 
-def analyze(reg: dict, root: str = REPO) -> dict:
-    import numpy as np
-    from scipy import stats as sps
+def _mean(xs: list) -> float:
+    return float(np.mean(xs)) if xs else math.nan
 
-    common, out = reg["common"], {}
-    margin, alpha = common["margin"], common["alpha"]
+
+def analyze(reg: dict, root: str = REPO) -> dict:
+    margin, alpha = reg["common"]["margin"], reg["common"]["alpha"]
     # block 1
     b = reg["blocks"]["equivalence"]
     sc = _scores([os.path.join(root, "benchmark/results/logs/norm"), os.path.join(root, b["logs"])], b["budget"])
-    seeds = parse_seeds(b["seeds"])
-    rows = []
-    for task in b["tasks"]:
-        r = paired(sc.get((task, "smac"), {}), sc.get((task, "sgd-matched"), {}), seeds, margin)
-        r["reach_margin"] = reg["power"]["reachable_margin_at_20"][task]
-        r["equivalent_reach"] = r["ci"][0] > -r["reach_margin"] and r["ci"][1] < r["reach_margin"]
-        rows.append({"task": task, **r})
+    seeds = hparams.parse_seeds(b["seeds"])
+    rows = [{"task": t, **paired(sc.get((t, "smac"), {}), sc.get((t, "sgd-matched"), {}), seeds, margin)}
+            for t in b["tasks"]]
     for r, p_adj in zip(rows, holm([r["p"] for r in rows])):
-        r["p_holm"] = p_adj
-        r["complete"] = r["n"] == len(seeds)
-        r["verdict"] = ("equivalent at ±%g" % margin if r["equivalent"] else
-                        "different (Holm p %.3g)" % p_adj if p_adj < alpha else
-                        "inconclusive (equivalence only at ±%.2f)" % r["reach"])
-    out["equivalence"] = rows
+        reach = reg["power"]["reachable_margin_at_20"][r["task"]]
+        r.update(reach_margin=reach, equivalent_reach=r["ci"][0] > -reach and r["ci"][1] < reach,
+                 p_holm=p_adj, complete=r["n"] == len(seeds),
+                 verdict=("equivalent at ±%g" % margin if r["equivalent"] else
+                          "different (Holm p %.3g)" % p_adj if p_adj < alpha else
+                          "inconclusive (equivalence only at ±%.2f)" % r["reach"]))
     # block 2
     b2 = reg["blocks"]["lambda"]
-    seeds2 = parse_seeds(b2["seeds"])
+    seeds2 = hparams.parse_seeds(b2["seeds"])
+    control = sc.get(("HalfCheetah", "sgd-matched"), {})
     per_lam, fractions = {}, {}
     for lam in b2["damping"]:
-        if lam == 1e-2:
-            smac, runs = sc.get(("HalfCheetah", "smac"), {}), sc.get(("HalfCheetah", "smac", "runs"), {})
-        else:
-            s2 = _scores([os.path.join(root, b2["logs"], f"lam{lam:g}")], b2["budget"])
-            smac, runs = s2.get(("HalfCheetah", "smac"), {}), s2.get(("HalfCheetah", "smac", "runs"), {})
-        per_lam[lam] = {"smac": smac, **paired(smac, sc.get(("HalfCheetah", "sgd-matched"), {}), seeds2, margin)}
+        s2 = sc if lam == 1e-2 else _scores([os.path.join(root, b2["logs"], f"lam{lam:g}")], b2["budget"])
+        smac, runs = s2.get(("HalfCheetah", "smac"), {}), s2.get(("HalfCheetah", "smac", "runs"), {})
+        per_lam[lam] = {"smac": smac, **paired(smac, control, seeds2, margin)}
         fr = [step_fraction_removed(runs[s], lam) for s in seeds2 if s in runs]
         ch = [step_change(runs[s], lam) for s in seeds2 if s in runs]
-        fractions[lam] = {"removed": (float(np.mean(fr)) if fr else math.nan, min(fr, default=math.nan),
-                                      max(fr, default=math.nan)),
-                          "cos": float(np.mean([c for c, _ in ch])) if ch else math.nan,
-                          "change": float(np.mean([c for _, c in ch])) if ch else math.nan}
-    control = sc.get(("HalfCheetah", "sgd-matched"), {})
+        fractions[lam] = {"removed": (_mean(fr), min(fr, default=math.nan), max(fr, default=math.nan)),
+                          "cos": _mean([c for c, _ in ch]), "change": _mean([c for _, c in ch])}
     full = [s for s in seeds2 if s in control and all(s in per_lam[lam]["smac"] for lam in b2["damping"])]
     x = np.log10(np.array(b2["damping"]))
-    slopes = [float(np.polyfit(x, [per_lam[lam]["smac"][s] - control[s] for lam in b2["damping"]], 1)[0]) for s in full]
+    slopes = [float(np.polyfit(x, [per_lam[lam]["smac"][s] - control[s] for lam in b2["damping"]], 1)[0])
+              for s in full]
     slope = {"n": len(slopes), "complete": len(slopes) == len(seeds2)}
     if len(slopes) >= 2:
         res = sps.ttest_1samp(slopes, 0.0)
@@ -174,43 +151,34 @@ def analyze(reg: dict, root: str = REPO) -> dict:
                             % (slope["mean"], slope["p"]) if slope["p"] < alpha else
                             "no dose-response detected: slope %+.3f per decade of lambda, 95 %% CI [%+.3f, %+.3f]"
                             % (slope["mean"], *slope["ci"]))
-    out["lambda"] = {"per_lambda": per_lam, "fractions": fractions, "slope": slope}
     # block 3
     b3 = reg["blocks"]["literal_5M"]
-    lit = _scores([os.path.join(root, b3["logs"])], b3["budget"])
-    norm = _scores([os.path.join(root, "benchmark/results/logs/norm_5M")], b3["budget"])
+    lit, norm = (_scores([os.path.join(root, d)], b3["budget"]) for d in (b3["logs"], "benchmark/results/logs/norm_5M"))
     res3 = {}
     for algo in b3["algos"]:
-        raw = [v for v in lit.get(("HalfCheetah", algo, "raw"), {}).values() if v is not None]
-        raw_norm = [v for v in norm.get(("HalfCheetah", algo, "raw"), {}).values() if v is not None]
+        raw, raw_norm = ([v for v in scores.get(("HalfCheetah", algo, "raw"), {}).values() if v is not None]
+                         for scores in (lit, norm))
         paper = hparams.paper_result("HalfCheetah", algo)
-        res3[algo] = {"finals": raw, "n": len(lit.get(("HalfCheetah", algo), {})),
-                      "mean": float(np.mean(raw)) if raw else math.nan,
+        res3[algo] = {"finals": raw, "n": len(lit.get(("HalfCheetah", algo), {})), "mean": _mean(raw),
                       "std": float(np.std(raw, ddof=1)) if len(raw) > 1 else math.nan,
                       "ci": stats.bootstrap_mean_ci(raw) if len(raw) >= 3 else (math.nan, math.nan),
                       "vs_norm": stats.welch_test(raw, raw_norm), "norm_mean": float(np.mean(raw_norm)),
                       "vs_paper": stats.welch_vs_summary(raw, paper[0], paper[1], 5), "paper": paper}
-    s, c = res3["smac"], res3["cg"]
-    res3["smac_vs_cg"] = stats.welch_test(s["finals"], c["finals"])
-    res3["complete"] = all(res3[a]["n"] == len(parse_seeds(b3["seeds"])) for a in b3["algos"])
-    w, vn = res3["smac_vs_cg"], s["vs_norm"]
+    s = res3["smac"]
+    w = res3["smac_vs_cg"] = stats.welch_test(s["finals"], res3["cg"]["finals"])
+    res3["complete"] = all(res3[a]["n"] == len(hparams.parse_seeds(b3["seeds"])) for a in b3["algos"])
     reproduced = bool(w and w["diff"] > 0 and w["p"] < alpha and s["ci"][0] <= s["paper"][0] <= s["ci"][1])
-    caused = bool(vn and vn["diff"] > 0 and vn["p"] < alpha)
+    caused = bool(s["vs_norm"] and s["vs_norm"]["diff"] > 0 and s["vs_norm"]["p"] < alpha)
     res3["verdict"] = ("pending (runs not all in)" if not res3["complete"] else
                        "headline reproduced under the literal reading" if reproduced else
                        "normalization caused the failure" if caused else
                        "the literal reading does not rescue the headline")
-    out["literal_5M"] = res3
-    return out
-
-
-def fmt_ci(ci) -> str:
-    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+    return {"equivalence": rows, "lambda": {"per_lambda": per_lam, "fractions": fractions, "slope": slope},
+            "literal_5M": res3}
 
 
 def markdown(reg: dict, res: dict) -> list[str]:
     """The pre-registered study in full (benchmark/report/prereg.md), rules applied as written."""
-    from benchmark.stats import fmt, table
     eq, lam, lit = res["equivalence"], res["lambda"], res["literal_5M"]
     L = ["# The pre-registered study (issue 27)\n",
          "Rules, seeds and budgets: [`benchmark/preregistration.toml`](../preregistration.toml), committed before the "
@@ -218,40 +186,40 @@ def markdown(reg: dict, res: dict) -> list[str]:
          "(random policy 0, the best of the paper's table 1); d = SMAC − `sgd-matched` per seed; CI = paired 90 % "
          "t-interval (TOST at margin m: the CI inside ±m).\n",
          "## Block 1: SMAC vs SGD with step η/λ where the rank-1 term is largest (λ = 0.01, 1M steps, `norm`)\n"]
-    L += table(eq, [("Task", lambda r: r["task"]), ("paired seeds", lambda r: str(r["n"])),
-                    ("mean d", lambda r: f"{r['mean']:+.3f}"), ("90 % CI", lambda r: fmt_ci(r["ci"])),
+    mean_ci = [("mean d", lambda r: f"{r['mean']:+.3f}"), ("90 % CI", lambda r: "[{:+.3f}, {:+.3f}]".format(*r["ci"]))]
+    L += table(eq, [("Task", lambda r: r["task"]), ("paired seeds", lambda r: str(r["n"])), *mean_ci,
                     ("paired t p (Holm)", lambda r: f"{r['p']:.3g} ({r['p_holm']:.3g})"),
                     ("Welch p", lambda r: f"{r['p_welch']:.3g}"),
                     ("reachable margin (power 0.8)", lambda r: f"±{r['reach_margin']:.2f}: "
                      + ("equivalent" if r["equivalent_reach"] else "not shown")),
-                    ("verdict (margin ±0.1)", lambda r: r["verdict"] + ("" if r["complete"] else " — runs not all in"))])
+                    ("verdict (margin ±0.1)",
+                     lambda r: r["verdict"] + ("" if r["complete"] else " — runs not all in"))])
     L += ["", "## Block 2: dose-response in λ (HalfCheetah, η = 0.08 λ, 1M steps, `norm`, seeds 1-10)\n",
           "Per λ: d against the one `sgd-matched` cell (step 0.08); the rank-1 term's share of the step, from every "
           "update's ‖ℓ̄‖² (the fraction of the step's ℓ̄-component removed, ‖ℓ̄‖²/(λ + ‖ℓ̄‖²), median over updates, "
           "mean [range] over seeds), and what that does to the whole step: cos(g, step) and the relative change "
           "‖g/λ − step‖ / ‖g/λ‖ (medians over updates, means over seeds).\n"]
     rows = [{"lam": k, **v, **lam["fractions"][k]} for k, v in lam["per_lambda"].items()]
-    L += table(rows, [("λ", lambda r: f"{r['lam']:g}"), ("seeds", lambda r: str(r["n"])),
-                      ("mean d", lambda r: f"{r['mean']:+.3f}"), ("90 % CI", lambda r: fmt_ci(r["ci"])),
+    L += table(rows, [("λ", lambda r: f"{r['lam']:g}"), ("seeds", lambda r: str(r["n"])), *mean_ci,
                       ("TOST ±0.1", lambda r: "equivalent" if r["equivalent"] else "not shown"),
                       ("paired t p", lambda r: f"{r['p']:.2g}"),
-                      ("ℓ̄-component removed", lambda r: f"{r['removed'][0]:.3f} [{r['removed'][1]:.3f}, {r['removed'][2]:.3f}]"),
+                      ("ℓ̄-component removed", lambda r: "{:.3f} [{:.3f}, {:.3f}]".format(*r["removed"])),
                       ("cos(g, step)", lambda r: f"{r['cos']:.4f}"), ("step change", lambda r: f"{r['change']:.3f}")])
     sl = lam["slope"]
     L += ["", f"Primary test (per-seed OLS slope of d on log10 λ, {sl['n']} seeds with all four λ): "
           + (sl.get("verdict", "too few seeds") + (f" (p {sl['p']:.2g})" if "p" in sl else ""))
           + ("" if sl["complete"] else " — runs not all in") + ".\n",
           "## Block 3: the headline under the paper-literal reading (HalfCheetah, 5M steps, no normalization)\n"]
-    rows3 = [{"algo": a, **lit[a]} for a in ("smac", "cg")]
-    L += table(rows3, [("Algorithm", lambda r: hparams.algo_label(r["algo"])), ("seeds", lambda r: str(r["n"])),
-                       ("final at 5M, mean ± std", lambda r: f"{fmt(r['mean'])} ± {fmt(r['std'])}"),
-                       ("95 % CI", lambda r: f"[{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]"),
-                       ("paper", lambda r: f"{fmt(r['paper'][0])} ± {fmt(r['paper'][1])}"),
-                       ("same algorithm under `norm` (Welch p)", lambda r: f"{fmt(r['norm_mean'])} ("
-                        + (f"{r['vs_norm']['p']:.2g}" if r["vs_norm"] else "–") + ")")])
+    L += table([{"algo": a, **lit[a]} for a in ("smac", "cg")], [
+        ("Algorithm", lambda r: hparams.algo_label(r["algo"])), ("seeds", lambda r: str(r["n"])),
+        ("final at 5M, mean ± std", lambda r: f"{fmt(r['mean'])} ± {fmt(r['std'])}"),
+        ("95 % CI", lambda r: f"[{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]"),
+        ("paper", lambda r: f"{fmt(r['paper'][0])} ± {fmt(r['paper'][1])}"),
+        ("same algorithm under `norm` (Welch p)", lambda r: f"{fmt(r['norm_mean'])} ("
+         + (f"{r['vs_norm']['p']:.2g}" if r["vs_norm"] else "–") + ")")])
     w = lit["smac_vs_cg"]
-    L += ["", ("SMAC − AC-CG: " + (f"{fmt(w['diff'])} (Welch p {w['p']:.2g}); " if w else "–; ")
-               + f"the paper's table: {fmt(lit['smac']['paper'][0] - lit['cg']['paper'][0])}. Verdict: **{lit['verdict']}**.\n")]
+    L += ["", ("SMAC − AC-CG: " + (f"{fmt(w['diff'])} (Welch p {w['p']:.2g}); " if w else "–; ") + "the paper's "
+               f"table: {fmt(lit['smac']['paper'][0] - lit['cg']['paper'][0])}. Verdict: **{lit['verdict']}**.\n")]
     return L
 
 
@@ -259,14 +227,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("cmd", choices=("power", "analyze"), help="power: the power calculation written into the toml; "
                     "analyze: the pre-registered tests on the committed logs (JSON)")
-    args = ap.parse_args(argv)
-    reg = load()
-    if args.cmd == "power":
-        for task, (sd, n, m) in power(reg).items():
-            print(f"{task}: sd(paired diff) {sd:.3f}; seeds for margin {reg['common']['margin']}: {n}; "
-                  f"margin at {reg['power']['seeds_per_side']} seeds: {m:.3f}")
+    cmd, reg = ap.parse_args(argv).cmd, load()
+    if cmd == "analyze":
+        print(json.dumps(analyze(reg), indent=1, default=lambda o: None))
         return 0
-    print(json.dumps(analyze(reg), indent=1, default=lambda o: None))
+    for task, (sd, n, m) in power(reg).items():
+        print(f"{task}: sd(paired diff) {sd:.3f}; seeds for margin {reg['common']['margin']}: {n}; "
+              f"margin at {reg['power']['seeds_per_side']} seeds: {m:.3f}")
     return 0
 
 

@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import csv
 import io
 import json
 import os
@@ -64,6 +63,7 @@ import torch  # noqa: E402
 
 import smac_a2c as sa  # noqa: E402
 from benchmark import trainer as lab  # noqa: E402
+from benchmark.stats import write_csv  # noqa: E402
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 OBS_DIM, ACT_DIM = 11, 3  # Hopper
@@ -113,13 +113,6 @@ def update_ms(steps: dict, width=64, device="cpu", T=1000, repeats=200, warmup=2
     return {k: statistics.median(v) for k, v in interleaved_ms(calls, repeats, warmup, device).items()}
 
 
-def write_csv(path: str, rows: list) -> None:
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-
-
 # ---- throughput ----
 def env_limit_sps(env_id: str, steps: int, sample_each_step: bool) -> float:
     """Random-action env.step()s per second; actions drawn before the clock starts (the real limit of a 1-env
@@ -142,9 +135,7 @@ def trainer_sps(env_id: str, steps: int, optimizer: str, runs_dir: str) -> tuple
                    exp_name=f"throughput-{optimizer}")
     run_dir = tempfile.mkdtemp(dir=runs_dir)
     with contextlib.redirect_stdout(io.StringIO()):  # the progress lines
-        start = time.perf_counter()
-        sa.train(args, run_dir=run_dir)
-        elapsed = time.perf_counter() - start  # includes env construction, like SB3's timing below
+        elapsed = timed(lambda: sa.train(args, run_dir=run_dir))  # includes env construction, like SB3's timing
     with open(os.path.join(run_dir, "updates.csv")) as f:
         rows = f.read().splitlines()[1:]
     return steps / elapsed, statistics.median(float(r.split(",")[11]) for r in rows)
@@ -178,9 +169,7 @@ def sb3_sps(env_id: str, steps: int):
         return None
     A2C("MlpPolicy", gym.make(env_id), n_steps=1000, seed=0, device="cpu", verbose=0).learn(2000)  # warm-up
     model = A2C("MlpPolicy", gym.make(env_id), n_steps=1000, seed=0, device="cpu", verbose=0)
-    start = time.perf_counter()
-    model.learn(total_timesteps=steps)
-    return steps / (time.perf_counter() - start)
+    return steps / timed(lambda: model.learn(total_timesteps=steps))
 
 
 def throughput(opts) -> None:
@@ -204,11 +193,9 @@ def throughput(opts) -> None:
           f"{smac / raw:.2f}x old baseline")
     print(f"  smac_a2c.py --optimizer sgd  {sgd:8.0f} steps/s = {sgd / limit:.2f}x limit, "
           f"{sgd / raw:.2f}x old baseline")
-    if sb3 is not None:
-        print(f"  SB3 A2C (n_steps=1000)       {sb3:8.0f} steps/s = {sb3 / limit:.2f}x limit "
-              f"(smac_a2c smac is {smac / sb3:.1f}x SB3)")
-    else:
-        print("  SB3 A2C: stable-baselines3 not installed (pip install stable-baselines3), skipped")
+    print(f"  SB3 A2C (n_steps=1000)       {sb3:8.0f} steps/s = {sb3 / limit:.2f}x limit (smac_a2c smac is "
+          f"{smac / sb3:.1f}x SB3)" if sb3 is not None else
+          "  SB3 A2C: stable-baselines3 not installed (pip install stable-baselines3), skipped")
     print(f"  actor update, T=1000, in training: smac {smac_ms:.2f} ms, sgd {sgd_ms:.2f} ms "
           f"= {smac_ms / sgd_ms:.2f}x   (target <= 1.30x)")
     print(f"  actor update, T=1000, interleaved microbenchmark: smac (smac_direction) {micro['smac']:.2f} ms, "
@@ -258,8 +245,8 @@ def make_step(method: str):
     if method == "smac-ps":
         return lab.ACTOR_STEPS["smac"], lab.Args(optimizer="smac", fisher="per-sample", learning_rate=1e-5)
     if method in ("smac-generic", "smac-2bw"):
-        return ({"smac-generic": generic_smac_step, "smac-2bw": two_backward_smac_step}[method],
-                lab.Args(optimizer="smac", learning_rate=1e-5))
+        step = generic_smac_step if method == "smac-generic" else two_backward_smac_step
+        return step, lab.Args(optimizer="smac", learning_rate=1e-5)
     return lab.ACTOR_STEPS[method], lab.Args(optimizer=method, learning_rate=1e-5)
 
 
@@ -352,7 +339,6 @@ def update_cost(a) -> None:
     for width in a.widths:
         actor0, batch = setup(width, a.batch, a.device)
         d = sum(p.numel() for p in actor0.parameters())
-        sgd_ms = sgd_mem = None
         for method in methods:
             ms, reps, sbytes, estimate = time_method(method, actor0, batch, a)
             mem = transient = None
@@ -373,7 +359,6 @@ def update_cost(a) -> None:
             print(f"w={width:5d} d={d:9d} {method:8s} " + (f"{ms:10.2f} ms  x{row['ratio_to_sgd']:6.2f}  "
                   f"mem+{mem if mem is not None else float('nan'):8.1f} MiB  ({reps} reps)" if ms is not None
                   else row["note"]), file=sys.stderr, flush=True)
-    os.makedirs(os.path.dirname(stem) or ".", exist_ok=True)
     write_csv(stem + ".csv", rows)
     plot(rows, stem + ".png", device_name, a.batch)
     print(markdown(rows, methods))
@@ -465,10 +450,8 @@ def device_check(opts) -> None:
         for cuda in ([False, True] if len(devices) > 1 else [False]):
             args = lab.Args(env_id="Hopper-v4", total_timesteps=30_000, cuda=cuda, tensorboard=False, runs_dir=tmp)
             lab.train(lab.Args(**{**args.__dict__, "total_timesteps": 2000}))  # warm-up
-            start = time.perf_counter()
-            lab.train(args)
-            print(f"training Hopper-v4 smac, {'cuda' if cuda else 'cpu '}: "
-                  f"{30_000 / (time.perf_counter() - start):7.0f} steps/s")
+            sps = 30_000 / timed(lambda: lab.train(args))
+            print(f"training Hopper-v4 smac, {'cuda' if cuda else 'cpu '}: {sps:7.0f} steps/s")
     for width in [64, 256, 1024, 2048]:
         for device in devices:
             ms = update_ms({"smac": lab.ACTOR_STEPS["smac"], "sgd": lab.ACTOR_STEPS["sgd"]}, width, device,

@@ -65,21 +65,20 @@ class Job:
         return f"{self.tag + '/' if self.tag else ''}{self.task}/{self.algo}/seed{self.seed}"
 
 
-def _seed_dir(root: str, task: str, algo: str, seed: int) -> str:
-    return os.path.join(root, task, algo, f"seed{seed}")
-
-
 def _abs(path: Optional[str]) -> Optional[str]:
     return os.path.abspath(path) if path else None
+
+
+def _job(root: str, task: str, algo: str, seed: int, budget: int, flags=(), *args, **kwargs) -> Job:
+    return Job(task, algo, seed, budget, os.path.join(root, task, algo, f"seed{seed}"), list(flags), *args, **kwargs)
 
 
 def make_jobs(tasks, algos, seeds, budgets, runs_dir, checkpoint_every=10, horizon="paper", num_steps=None,
               extra_flags=(), logs_dir=None, tag="", extend_from=None) -> list[Job]:
     """The grid's jobs, tasks x algos x seeds, each with its row's flags (hparams.lookup)."""
-    return [Job(task, algo, seed, budgets[task], _seed_dir(os.path.abspath(runs_dir), task, algo, seed),
-                hparams.lookup(task, algo, horizon=horizon, num_steps=num_steps), checkpoint_every, horizon,
-                num_steps, extra_flags=list(extra_flags), logs_dir=_abs(logs_dir), tag=tag,
-                extend_from=_abs(extend_from))
+    return [_job(os.path.abspath(runs_dir), task, algo, seed, budgets[task],
+                 hparams.lookup(task, algo, horizon=horizon, num_steps=num_steps), checkpoint_every, horizon, num_steps,
+                 extra_flags=list(extra_flags), logs_dir=_abs(logs_dir), tag=tag, extend_from=_abs(extend_from))
             for task, algo, seed in itertools.product(tasks, algos, seeds)]
 
 
@@ -99,13 +98,11 @@ def ablation_jobs(sections=None, seeds=(1, 2, 3), runs_dir=None, budget=hparams.
     runs_dir = os.path.abspath(runs_dir or f"{DEFAULT_RUNS}_ablations")
     cells = [(c.task, c.run_variant, c.flags) for c in hparams.all_cells(sections)]
     cells += [(t, "sgd", hparams.lookup(t, "sgd")) for t in hparams.ABLATION_REF_TASKS]
-    jobs = {}
+    jobs, first = [], {}
     for seed in sorted(seeds):
-        for task, variant, flags in cells:
-            seed_dir = _seed_dir(runs_dir, task, variant, seed)
-            jobs.setdefault(seed_dir, Job(task, variant, seed, budget, seed_dir, list(flags), checkpoint_every,
-                                          logs_dir=os.path.abspath(logs_dir), tag="ablations"))
-    return list(jobs.values())
+        jobs += [_job(runs_dir, task, variant, seed, budget, flags, checkpoint_every,
+                      logs_dir=os.path.abspath(logs_dir), tag="ablations") for task, variant, flags in cells]
+    return [j for j in jobs if first.setdefault(j.seed_dir, j) is j]  # the first job per run directory
 
 
 def _override(flags: list[str], **values) -> list[str]:
@@ -128,7 +125,6 @@ def prereg_jobs(reg: dict, blocks=None, runs_root=None, logs_root: str = REPO, c
         if (blocks and name not in blocks) or not seeds:
             continue
         extra, logs = list(reg["common"][f"reading_flags_{b['reading']}"]), os.path.join(logs_root, b["logs"])
-        runs = os.path.join(runs_root, name)
         if name == "lambda":  # (sub-grid, task, algo, flags): one sub-grid per damping, named and tagged lam<value>
             cells = [(f"lam{lam:g}", b["task"], "smac", _override(hparams.lookup(b["task"], "smac"), damping=lam,
                                                                   learning_rate=b["eta_over_lambda"] * lam))
@@ -137,9 +133,9 @@ def prereg_jobs(reg: dict, blocks=None, runs_root=None, logs_root: str = REPO, c
             seeds = [s for s in seeds if s > 5] if name == "equivalence" else seeds
             cells = [("", task, algo, hparams.lookup(task, algo))
                      for task in ([b["task"]] if "task" in b else b["tasks"]) for algo in b["algos"]]
-        jobs += [Job(task, algo, s, b["budget"], _seed_dir(os.path.join(runs, sub), task, algo, s), flags,
-                     checkpoint_every, extra_flags=extra, logs_dir=os.path.join(logs, sub) if sub else logs,
-                     tag=sub or name) for sub, task, algo, flags in cells for s in seeds]
+        jobs += [_job(os.path.join(runs_root, name, sub), task, algo, s, b["budget"], flags, checkpoint_every,
+                      extra_flags=extra, logs_dir=os.path.join(logs, sub) if sub else logs, tag=sub or name)
+                 for sub, task, algo, flags in cells for s in seeds]
     return jobs
 
 
@@ -152,11 +148,10 @@ def defaults_jobs(seeds, runs_dir=None, logs_dir=hparams.DEFAULTS_LOGS, checkpoi
         eta, alpha, lam = hparams.DEFAULTS_ROWS[env_id][algo]
         flags = ["--env-id", env_id, "--optimizer", algo, "--learning-rate", str(eta), "--critic-learning-rate",
                  str(alpha)] + (["--damping", str(lam)] if lam else [])
-        task = env_id.split("-v")[0]
-        jobs.append(Job(task, algo, seed, hparams.DEFAULTS_STEPS[env_id],
-                        _seed_dir(os.path.join(runs_dir, setting), task, algo, seed), flags, checkpoint_every,
-                        extra_flags=hparams.DEFAULTS_SETTINGS[setting], logs_dir=os.path.join(logs_dir, setting),
-                        tag=setting))
+        jobs.append(_job(os.path.join(runs_dir, setting), env_id.split("-v")[0], algo, seed,
+                         hparams.DEFAULTS_STEPS[env_id], flags, checkpoint_every,
+                         extra_flags=hparams.DEFAULTS_SETTINGS[setting], logs_dir=os.path.join(logs_dir, setting),
+                         tag=setting))
     return sorted(jobs, key=lambda j: -j.budget)
 
 
@@ -164,8 +159,7 @@ def sb3_jobs(tasks, seeds, budget, runs_dir=None) -> list[Job]:
     """Outside reference: SB3 A2C with its own defaults (n_steps 5, RMSprop 7e-4, ent_coef 0, vf_coef 0.5, max_grad_norm
     0.5, gae_lambda 1, 64-64 tanh, shared optimizer), 1000-step episodes; an unfinished run starts over (needs
     `pip install stable-baselines3`)."""
-    runs_dir = os.path.abspath(runs_dir or DEFAULT_RUNS)
-    return [Job(t, "sb3-a2c", s, budget, _seed_dir(runs_dir, t, "sb3-a2c", s)) for s in seeds for t in tasks]
+    return [_job(os.path.abspath(runs_dir or DEFAULT_RUNS), t, "sb3-a2c", s, budget) for s in seeds for t in tasks]
 
 
 def sb3_run(task: str, seed: int, budget: int, seed_dir: str) -> int:
@@ -174,7 +168,6 @@ def sb3_run(task: str, seed: int, budget: int, seed_dir: str) -> int:
     import stable_baselines3
     import torch
     from stable_baselines3.common.callbacks import BaseCallback
-
     hparams.register_horizons()
     torch.set_num_threads(1)
     env_id, out = hparams.trainer_env_id(task).split(":")[-1], os.path.join(seed_dir, "sb3")
@@ -186,13 +179,12 @@ def sb3_run(task: str, seed: int, budget: int, seed_dir: str) -> int:
         writer = csv.writer(episodes)
         writer.writerow(["global_step", "episodic_return", "episodic_length"])
 
-        class LogEpisodes(BaseCallback):
+        class LogEpisodes(BaseCallback):  # SB3 calls _on_step after every environment step
             def _on_step(self) -> bool:
                 for info in self.locals["infos"]:
                     if "episode" in info:  # added by SB3's Monitor wrapper when an episode ends
                         writer.writerow([self.num_timesteps, info["episode"]["r"], info["episode"]["l"]])
                 return True
-
         start = time.time()
         model = stable_baselines3.A2C("MlpPolicy", gym.make(env_id), seed=seed, device="cpu", verbose=0)
         model.learn(total_timesteps=budget, callback=LogEpisodes())
@@ -207,7 +199,6 @@ def random_scores(tasks, steps: int = 50_000, seed: int = 0, out: str = compact.
     `steps` steps; the last bin of the paper's smoothed curve (100 bins over `steps`, EWM 0.1), as for a trained run."""
     import gymnasium as gym
     import numpy as np
-
     hparams.register_horizons()
     from benchmark.protocol import smoothed_curve
     rows = []
@@ -240,10 +231,8 @@ def committed_log(job: Job) -> Optional[str]:
 
 def save_compact_log(job: Job) -> Optional[str]:
     """Pack a finished or diverged run into job.logs_dir (then `git add` it)."""
-    path = committed_log(job)
-    run_dir = find_run_dir(job.seed_dir) if path else None
-    summary = read_summary(run_dir)
-    if path and summary and summary.get("status") in ("finished", "diverged"):
+    run_dir = find_run_dir(job.seed_dir) if (path := committed_log(job)) else None
+    if (summary := read_summary(run_dir)) and summary.get("status") in ("finished", "diverged"):
         return compact.pack(run_dir, path, job.task, job.algo, job.seed, job.budget)
     return None
 
@@ -262,8 +251,7 @@ def inspect_job(job: Job) -> tuple[str, Optional[str]]:
     log = committed_log(job)
     if state := _settled(compact.header(log) if log and os.path.isfile(log) else None, job.budget):
         return state, None
-    run_dir = find_run_dir(job.seed_dir)
-    if run_dir is None:
+    if (run_dir := find_run_dir(job.seed_dir)) is None:
         return "fresh", None
     if state := _settled(read_summary(run_dir), job.budget):
         return state, run_dir
@@ -283,7 +271,7 @@ def extension_source(job: Job) -> Optional[str]:
     at a budget <= this job's, checkpointed), or None; no schedule depends on --total-timesteps, so it is exact."""
     if not job.extend_from:
         return None
-    src_seed = _seed_dir(job.extend_from, job.task, job.algo, job.seed)
+    src_seed = os.path.join(job.extend_from, job.task, job.algo, f"seed{job.seed}")
     src = find_run_dir(src_seed)
     summary = read_summary(src)
     if not (src and summary and summary.get("status") == "finished" and summary.get("global_step", 0) <= job.budget
@@ -302,7 +290,6 @@ def extension_source(job: Job) -> Optional[str]:
 
 
 def command(job: Job, state: str, run_dir: Optional[str]) -> list[str]:
-    """The trainer command line for a job in state fresh / resume."""
     if job.algo == "sb3-a2c":
         return [job.python, os.path.abspath(__file__), "sb3-run", job.task, str(job.seed), str(job.budget),
                 job.seed_dir]
@@ -357,9 +344,8 @@ def _child_preexec(parent_pid: int):
 
 def launch(job: Job, cmd: list[str]) -> subprocess.Popen:
     """Start cmd in job.seed_dir (output appended to sweep.log), in its own session."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
+    env = {"PYTHONWARNINGS": "ignore::DeprecationWarning", **os.environ,
+           "PYTHONPATH": REPO + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")}
     with open(os.path.join(job.seed_dir, "sweep.log"), "a") as log:
         log.write(f"\n$ {' '.join(cmd)}\n")
         log.flush()
@@ -396,16 +382,13 @@ def run_job_blocking(job_dict: dict) -> dict:
 def last_global_step(seed_dir: str) -> int:
     """global_step of the last complete row of updates.csv (0 if none); reads only the file's tail."""
     try:
-        run_dir = find_run_dir(seed_dir)
-        if run_dir is None:
+        if (run_dir := find_run_dir(seed_dir)) is None:
             return 0
         with open(os.path.join(run_dir, "updates.csv"), "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 4096))
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
             lines = f.read().decode(errors="ignore").splitlines()
         for line in reversed(lines[1:]):
-            parts = line.split(",")
-            if len(parts) >= 13:
+            if len(parts := line.split(",")) >= 13:
                 return int(float(parts[1]))
     except (OSError, ValueError, RuntimeError):
         pass
@@ -436,11 +419,10 @@ class Progress:
         now = time.time()
         if not force and now - self.last < self.interval:
             return
-        self.last = now
+        self.last, elapsed = now, now - self.t0
         moved = sum(self.steps(j) - self.start[j.name] for j in running)
         gained = moved + sum(j.budget - self.start[j.name] for j in self.jobs if j.name in self.finished)
         remaining = sum(j.budget - self.start[j.name] for j in self.jobs if j.name not in self.finished) - moved
-        elapsed = now - self.t0
         rate = gained / elapsed if elapsed > 0 else 0.0
         eta = fmt_time(remaining / rate if rate > 0 else float("nan")) if remaining else "0m00s"
         msg = (f"[sweep] done {done}/{len(self.jobs)} | running {len(running)} | left {left} | "
@@ -451,14 +433,12 @@ class Progress:
 
 def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
     """Run the jobs with `workers` trainer processes on this machine; {"results": {name: result}, "interrupted"}."""
-    results, queue, running = {}, list(jobs), {}     # running: name -> (job, proc, state)
+    results, queue, running, interrupted = {}, list(jobs), {}, False  # running: name -> (job, proc, state)
     prog = Progress(jobs, progress_interval)
-    interrupted = False
 
     def reap(block: bool):
         for name, (job, proc, state) in list(running.items()):
-            rc = proc.wait() if block else proc.poll()
-            if rc is not None:
+            if (rc := proc.wait() if block else proc.poll()) is not None:
                 results[name] = {"name": name, "state": state, "outcome": outcome(job, rc), "rc": rc}
                 save_compact_log(job)
                 prog.finished.add(name)
@@ -475,8 +455,8 @@ def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
                 if cmd is None:
                     results[job.name] = {"name": job.name, "state": state, "outcome": state, "rc": 0}
                     prog.finished.add(job.name)
-                    continue
-                running[job.name] = (job, launch(job, cmd), state)
+                else:
+                    running[job.name] = (job, launch(job, cmd), state)
             reap(block=False)
             prog.show(len(results), [r[0] for r in running.values()], len(queue))
             time.sleep(0.2)
@@ -502,7 +482,6 @@ def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: floa
     """run_local's work as Ray tasks (run_job_blocking), on a local Ray instance or a cluster at `address`."""
     import ray
     from benchmark import sweep as sweep_module   # by reference, not __main__, so workers import it
-
     runtime_env = {"env_vars": {"PYTHONPATH": REPO, "PYTHONWARNINGS": "ignore::DeprecationWarning"}}
     if not ray.is_initialized():
         where = ({"num_cpus": workers, "include_dashboard": False} if address in ("local", "", None)
@@ -529,56 +508,52 @@ def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: floa
         for ref in pending:
             ray.cancel(ref, force=False)
         for ref in pending:
+            job = refs[ref]
             try:
-                results[refs[ref].name] = ray.get(ref, timeout=120)
+                results[job.name] = ray.get(ref, timeout=120)
             except Exception:
-                results[refs[ref].name] = {"name": refs[ref].name, "state": "?",
-                                           "outcome": outcome(refs[ref], 130), "rc": None}
+                results[job.name] = {"name": job.name, "state": "?", "outcome": outcome(job, 130), "rc": None}
     prog.show(len(results), [], 0, force=True)
     return {"results": results, "interrupted": interrupted}
 
 
-STUDIES = ("grid", "fidelity", "ablations", "prereg", "defaults", "sb3", "random")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    """The command line (module docstring)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--study", choices=STUDIES, default="grid", help="job list: grid (--tasks x --algos x --seeds), "
-                   "fidelity (--readings), ablations (--sections), prereg (--blocks), defaults, sb3 (SB3 A2C on "
-                   "--tasks), random (the random policy's scores) (default: grid)")
-    p.add_argument("--tasks", default="all", help="comma list of tasks, or all, classic, mujoco (default: all)")
-    p.add_argument("--algos", default="all", help=f"comma list of {', '.join(hparams.ALGOS)}, or all, paper")
-    p.add_argument("--seeds", default=None, help="e.g. 1-3 or 1,2,5 (default: the study's; grid 1-3)")
-    p.add_argument("--budget", default=None, help="steps per run: N or classic=N,mujoco=M,<Task>=K (a task wins over "
-                   f"its group) (default: the study's; grid {DEFAULT_BUDGET})")
-    p.add_argument("--reading", default="literal", help="grid: the hparams.READINGS entry whose trainer flags every "
-                   "job gets (default: literal)")
-    p.add_argument("--readings", default="all", help="fidelity: comma list of readings (a+b for a union) or all")
-    p.add_argument("--sections", default="all", help=f"ablations: comma list of {', '.join(hparams.SECTIONS)} or all")
-    p.add_argument("--blocks", default="all", help="prereg: comma list of preregistration.toml's blocks or all")
-    p.add_argument("--runs-dir", default=None, help="root of {task}/{algo}/seed{n}/ (default: benchmark/runs for "
-                   "the literal grid, else benchmark/runs_<reading or study>)")
-    p.add_argument("--logs-dir", default=None, help="compact logs root: finished runs are packed there and count as "
-                   "done (default: the study's; grid: results/logs/<reading> with the default --runs-dir; 'none': off)")
-    p.add_argument("--extra-flags", default="", help="trainer flags added to every job, e.g. '--num-minibatches 10'")
-    p.add_argument("--extend-from", default=None, help="runs root of a smaller-budget grid whose finished run of the "
-                   "same job a job with nothing in --runs-dir continues (a copy)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel trainers, or Ray CPUs")
-    p.add_argument("--backend", choices=("local", "ray"), default="local")
-    p.add_argument("--ray-address", default="local", help="local (start Ray here), auto or host:port (a cluster)")
-    p.add_argument("--checkpoint-every", type=int, default=10, help="checkpoint period in updates (default: 10)")
-    p.add_argument("--horizon", choices=hparams.HORIZONS, default="paper", help="paper: 1000-step episodes (the "
-                   "paper's protocol); gym: each id's registered TimeLimit (default: paper)")
-    p.add_argument("--num-steps", type=int, default=None, help="override T (steps per update); tests only")
-    p.add_argument("--progress-interval", type=float, default=10.0, help="seconds between progress lines")
-    p.add_argument("--dry-run", action="store_true", help="list each job's state and command; run nothing")
+    add = p.add_argument
+    add("--study", choices=("grid", "fidelity", "ablations", "prereg", "defaults", "sb3", "random"), default="grid",
+        help="job list: grid (--tasks x --algos x --seeds), fidelity (--readings), ablations (--sections), prereg "
+        "(--blocks), defaults, sb3 (SB3 A2C on --tasks), random (the random policy's scores) (default: grid)")
+    add("--tasks", default="all", help="comma list of tasks, or all, classic, mujoco (default: all)")
+    add("--algos", default="all", help=f"comma list of {', '.join(hparams.ALGOS)}, or all, paper")
+    add("--seeds", default=None, help="e.g. 1-3 or 1,2,5 (default: the study's; grid 1-3)")
+    add("--budget", default=None, help="steps per run: N or classic=N,mujoco=M,<Task>=K (a task wins over its group) "
+        f"(default: the study's; grid {DEFAULT_BUDGET})")
+    add("--reading", default="literal", help="grid: the hparams.READINGS entry whose trainer flags every job gets "
+        "(default: literal)")
+    add("--readings", default="all", help="fidelity: comma list of readings (a+b for a union) or all")
+    add("--sections", default="all", help=f"ablations: comma list of {', '.join(hparams.SECTIONS)} or all")
+    add("--blocks", default="all", help="prereg: comma list of preregistration.toml's blocks or all")
+    add("--runs-dir", default=None, help="root of {task}/{algo}/seed{n}/ (default: benchmark/runs for the literal "
+        "grid, else benchmark/runs_<reading or study>)")
+    add("--logs-dir", default=None, help="compact logs root: finished runs are packed there and count as done "
+        "(default: the study's; grid: results/logs/<reading> with the default --runs-dir; 'none': off)")
+    add("--extra-flags", default="", help="trainer flags added to every job, e.g. '--num-minibatches 10'")
+    add("--extend-from", default=None, help="runs root of a smaller-budget grid whose finished run of the same job a "
+        "job with nothing in --runs-dir continues (a copy)")
+    add("--workers", type=int, default=os.cpu_count() or 1, help="parallel trainers, or Ray CPUs")
+    add("--backend", choices=("local", "ray"), default="local")
+    add("--ray-address", default="local", help="local (start Ray here), auto or host:port (a cluster)")
+    add("--checkpoint-every", type=int, default=10, help="checkpoint period in updates (default: 10)")
+    add("--horizon", choices=hparams.HORIZONS, default="paper", help="paper: 1000-step episodes (the paper's "
+        "protocol); gym: each id's registered TimeLimit (default: paper)")
+    add("--num-steps", type=int, default=None, help="override T (steps per update); tests only")
+    add("--progress-interval", type=float, default=10.0, help="seconds between progress lines")
+    add("--dry-run", action="store_true", help="list each job's state and command; run nothing")
     return p
 
 
 def select(spec: str, kind: str) -> list[str]:
-    """Tasks (kind "task") or algorithms named by a --tasks / --algos value."""
     spec = spec.strip()
     if kind == "task":
         if spec in ("all", "classic", "mujoco"):
@@ -591,10 +566,9 @@ def select(spec: str, kind: str) -> list[str]:
 
 def main(argv=None) -> int:
     """The CLI; returns the exit code (0, 1 if a run failed, 2 on bad input, 130 if interrupted)."""
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        # Ctrl-C (even when started in a script's background, which ignores SIGINT) and SIGTERM stop it resumably
-        previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # Ctrl-C (even when started in a script's background, which ignores SIGINT) and SIGTERM stop it resumably
+    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)
+                if threading.current_thread() is threading.main_thread()}
     try:
         return _main(argv)
     finally:
@@ -672,16 +646,12 @@ def _main(argv=None) -> int:
     if args.dry_run:
         for job in jobs:
             state, run_dir, src = plan(job)
-            if src is not None:
-                run_dir = os.path.join(job.seed_dir, os.path.basename(src))
+            run_dir = os.path.join(job.seed_dir, os.path.basename(src)) if src is not None else run_dir
             cmd = None if state in ("done", "diverged") else command(job, "resume" if src else state, run_dir)
-            print(f"{job.name:32s} {state:8s} " + ("(skip)" if cmd is None else
-                                                   f"cd {job.seed_dir} && " + " ".join(cmd)))
+            print(f"{job.name:32s} {state:8s} " + (f"cd {job.seed_dir} && " + " ".join(cmd) if cmd else "(skip)"))
         return 0
-    if args.backend == "ray":
-        out = run_ray(jobs, args.ray_address, args.workers, args.progress_interval)
-    else:
-        out = run_local(jobs, args.workers, args.progress_interval)
+    out = (run_ray(jobs, args.ray_address, args.workers, args.progress_interval) if args.backend == "ray"
+           else run_local(jobs, args.workers, args.progress_interval))
     counts = collections.Counter(r["outcome"] for r in out["results"].values())
     print("[sweep] " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())), flush=True)
     if out["interrupted"]:

@@ -570,7 +570,12 @@ def main(argv=None) -> int:
     previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)
                 if threading.current_thread() is threading.main_thread()}
     try:
-        return _main(argv)
+        code = _main(argv)
+        sys.stdout.flush()  # inside the try: a reader that left shows here, not at exit
+        return code
+    except BrokenPipeError:  # `sweep.py --dry-run | head`: the reader left (Python docs' recipe, exit 1)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return 1
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -631,7 +636,12 @@ def _main(argv=None) -> int:
         return 2
     try:
         if args.study == "random":
-            random_scores(select(args.tasks, "task"), int(args.budget or 50_000))
+            tasks, steps = select(args.tasks, "task"), int(args.budget or 50_000)
+            if args.dry_run:
+                print(f"[sweep] random: would measure {', '.join(tasks)} at {steps:,} steps "
+                      f"each and write {os.path.relpath(compact.RANDOM_SCORES, REPO)}")
+                return 0
+            random_scores(tasks, steps)
             return 0
         jobs = study_jobs(args)
     except (KeyError, ValueError) as e:

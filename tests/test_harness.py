@@ -296,6 +296,23 @@ def test_sweep_bad_flags_are_one_line_exit_2_even_with_dry_run(argv, needle, cap
     assert len(err.splitlines()) == 1 and err.startswith("error:") and needle in err, err
 
 
+def test_random_study_dry_run_measures_and_writes_nothing(monkeypatch, capsys):
+    """`--study random --dry-run` ran the measurement and rewrote benchmark/results/random_scores.csv."""
+    monkeypatch.setattr(sweep, "random_scores", lambda *a, **k: pytest.fail("a dry run measured the random policy"))
+    assert sweep.main(["--study", "random", "--dry-run", "--tasks", "CartPole,Hopper"]) == 0
+    assert "would measure CartPole, Hopper at 50,000 steps" in capsys.readouterr().out
+
+
+def test_a_dry_run_piped_into_head_ends_without_a_traceback():
+    """`sweep.py --dry-run | head -1` ended in a BrokenPipeError traceback."""
+    p = subprocess.Popen([sys.executable, SWEEP, "--study", "ablations", "--dry-run"], cwd=REPO,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().startswith("[sweep] ablations")
+    p.stdout.close()                       # the reader leaves, as head does
+    err = p.stderr.read()
+    assert p.wait(timeout=120) in (0, 1) and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
 COSTS = os.path.join(REPO, "benchmark", "costs.py")
 COST_COMMANDS = ["throughput", "update-cost", "ablation-costs", "device-check", "direction-cost"]
 

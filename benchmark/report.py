@@ -1,16 +1,9 @@
-"""Write benchmark/REPORT.md from the committed compact logs and result CSVs. One command:
+"""Write benchmark/REPORT.md from the committed compact logs and result CSVs: `python benchmark/report.py`.
 
-    python benchmark/report.py
-
-It reads the stage-1 grid's compact logs (benchmark/results/logs/<reading>/, hyperparams.toml [meta]),
-aggregates them with the paper's protocol into benchmark/results/stage1/*.csv (benchmark/aggregate.py),
-computes the statistics (benchmark/stats.py: scipy, rliable) and the figures, evaluates the paper's
-claims (benchmark/aggregate.py, the headline HalfCheetah block at 5M included), and adds the fidelity
-study and the earlier 3-seed x 300k literal grid (benchmark/results/grid_300k/*.csv, kept as data).
-Every number in the report comes from those files or from the paper's table (benchmark/hyperparams.toml).
-
-Layout: each section is a function returning markdown lines; tables are row specifications
-(benchmark/stats.py: columns = (header, function of a row)); numbers print through stats.fmt.
+Aggregates the stage-1 logs (benchmark/results/logs/<reading>/) with the paper's protocol (benchmark/aggregate.py),
+computes statistics (benchmark/stats.py) and figures, evaluates the paper's claims, and adds the fidelity study and
+the earlier literal grid (benchmark/results/grid_300k/). Every number comes from those files or from the paper's table
+(benchmark/hyperparams.toml). Each section is a function returning markdown lines; tables are row specifications.
 """
 from __future__ import annotations
 
@@ -35,14 +28,16 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import ablations, aggregate, compact, hparams, stats  # noqa: E402
-from benchmark.stats import estimate, fmt, interval, mean_std, num, pct, read_csv, save, steps, table, write_csv  # noqa: E402
+from benchmark.stats import (estimate, fmt, interval, mean_std, num, pct, read_csv, save, steps, table,  # noqa: E402
+                             write_csv)
 
-RESULTS = os.path.join(REPO, "benchmark", "results")
-STAGE1 = os.path.join(RESULTS, "stage1")
-GRID_300K = os.path.join(RESULTS, "grid_300k")
+STAGE1 = os.path.join(REPO, "benchmark", "results", "stage1")
+GRID_300K = os.path.join(REPO, "benchmark", "results", "grid_300k")
 FIGURES = os.path.join(REPO, "docs", "figures")
 NOT_RUN = "not run yet"
 RATIO_SGD = 0.1  # median |l_bar|^2/lambda below this: "SGD regime" (the step is within ~10% of g/lambda)
+N_HEADLINE = 2 * 5  # the 5M block: HalfCheetah SMAC and AC-CG x 5 seeds
+EQUIV_MARGIN = 0.1  # normalized score, the margin of the pre-registration (benchmark/preregistration.toml)
 
 
 @dataclass
@@ -59,6 +54,10 @@ class Data:
     readings: Optional[tuple] = None            # literal_vs_norm output, computed once
 
 
+def by_cell(rows) -> dict:
+    return {(r["task"], r["algo"]): r for r in rows}
+
+
 def load(logs_dir: Optional[str] = None, headline_dir: Optional[str] = None, results_dir: str = STAGE1) -> Data:
     meta = hparams.load()["meta"]
     logs_dir = logs_dir or aggregate.stage1_logs()
@@ -67,45 +66,30 @@ def load(logs_dir: Optional[str] = None, headline_dir: Optional[str] = None, res
     headline = compact.discover_logs(headline_dir) if os.path.isdir(headline_dir) else []
     if runs:
         aggregate.aggregate(None, results_dir, meta["stage1_budget"], runs=runs)
-    by_cell = lambda rows: {(r["task"], r["algo"]): r for r in rows}  # noqa: E731
-    return Data(runs=runs, headline=headline, final=by_cell(read_csv(os.path.join(results_dir, "final.csv"))),
-                matched=read_csv(os.path.join(results_dir, "smac_vs_matched.csv")),
-                diag={r["task"]: r for r in read_csv(os.path.join(results_dir, "diagnostics_summary.csv"))
-                      if r["algo"] == "smac"})
+    res = lambda name: read_csv(os.path.join(results_dir, name))  # noqa: E731
+    return Data(runs=runs, headline=headline, final=by_cell(res("final.csv")), matched=res("smac_vs_matched.csv"),
+                diag={r["task"]: r for r in res("diagnostics_summary.csv") if r["algo"] == "smac"})
 
 
 def other_bin_widths() -> dict:
-    """{task: steps the 100 bins span} for the claims' second reading. The EWM(0.1) lags about 10 bins behind
-    a rise, so a crossing step moves with the bin width, i.e. with the span the bins cover: Acrobot and
-    CartPole over their first steps as in the fidelity study (hparams.FIDELITY_BUDGET; the paper does not state its
-    classic-control budget), MuJoCo at the paper's own bin width (its budget / 100). Pendulum: none (the
-    paper's budget is not stated, its claim needs 1.5M)."""
+    """{task: steps the 100 bins span} for the claims' second reading (a crossing step moves with the bin width: the
+    EWM(0.1) lags about 10 bins): Acrobot and CartPole over their first hparams.FIDELITY_BUDGET steps as in the
+    fidelity study, MuJoCo at the paper's own bin width (its budget / 100), Pendulum none (budget not stated)."""
     return {**{t: hparams.FIDELITY_BUDGET for t in hparams.FIDELITY_TASKS},
             **{t: aggregate.PAPER_BUDGET for t in hparams.tasks("mujoco")}}
 
 
-def other_spans_text() -> str:
-    step = aggregate.fmt_step
-    return (f"{' and '.join(hparams.FIDELITY_TASKS)} over their first {step(hparams.FIDELITY_BUDGET)} steps as in the fidelity study "
-            f"({step(hparams.FIDELITY_BUDGET // 100)}-step bins), MuJoCo at the paper's own bin width (its "
-            f"{step(aggregate.PAPER_BUDGET)} budget / 100 = {step(aggregate.PAPER_BUDGET // 100)} steps), Pendulum "
-            "none")
-
-
 def change_cause(c: dict) -> str:
-    """Why a claim's verdict differs at the other span: "run length" where the other span is shorter than the
-    runs and the claim looks past it (a "never above" claim covers the whole run; a crossing step after the
-    span), "bin width" otherwise."""
+    """Why a claim's verdict differs at the other span: "run length" where that span is shorter than the runs and the
+    claim looks past it (a "never above" claim; a crossing step after the span), "bin width" otherwise."""
     span = other_bin_widths()[c["task"]]
-    shorter = span < aggregate.stage1_budget(c["task"])
     past = c["kind"] == "never_above" or any(t is not None and t > span for t in c.get("steps", ()))
-    return "run length" if shorter and past else "bin width"
+    return "run length" if span < aggregate.stage1_budget(c["task"]) and past else "bin width"
 
 
 def evaluate_claims(d: Data) -> list[dict]:
-    """The paper's claims on the stage-1 runs, with HalfCheetah SMAC / AC-CG taken from the 5M block where it
-    has runs (its claims need 2M and 3.4M steps). Each row also carries `other`: the same claim at the bin
-    widths of other_bin_widths() (None for a task without one)."""
+    """The paper's claims on the stage-1 runs, HalfCheetah SMAC / AC-CG from the 5M block where it has runs (its claims
+    need 2M and 3.4M steps); `other`: the same claim at other_bin_widths() (None for a task without one)."""
     block = {(r["task"], r["algo"]) for r in d.headline}
     runs = [r for r in d.runs if (r["task"], r["algo"]) not in block] + d.headline
     widths = other_bin_widths()
@@ -113,52 +97,44 @@ def evaluate_claims(d: Data) -> list[dict]:
     return [{**r, "other": other.get(r["id"])} for r in aggregate.evaluate(runs)]
 
 
-N_HEADLINE = 2 * 5  # the 5M block: HalfCheetah SMAC and AC-CG x 5 seeds
-PAPER_BUDGET_NOTE = aggregate.PAPER_BUDGET_NOTE
+def named(v: dict) -> str:
+    """A claim's verdict, then its stricter name where that differs."""
+    return v["verdict"] + (f" → {v['strict']}" if v.get("strict") not in (None, v["verdict"]) else "")
 
 
 def other_text(r: dict) -> str:
     o = r.get("other")
     if o is None:
         return "–"
-    name = o["verdict"] + (f" → {o['strict']}" if o.get("strict") not in (None, o["verdict"]) else "")
     cause = f" ({change_cause(r)})" if o["verdict"] != r["verdict"] else ""
-    return f"**{name}**" + (f": {o['measured']}" if o["measured"] else "") + cause
+    return f"**{named(o)}**" + (f": {o['measured']}" if o["measured"] else "") + cause
 
 
-# ------------------------------------------------------------------------------------------------
-# Sections
-# ------------------------------------------------------------------------------------------------
 def perm_floor(n1: int, n2: int) -> float:
     """The smallest two-sided exact permutation p with n1 and n2 observations."""
     return min(1.0, 2 / math.comb(n1 + n2, n1))
 
 
-def ordering_rows(d: Data) -> list[dict]:
-    out = []
+def ordering_section(d: Data) -> list[str]:
+    rows = []
     for t in hparams.tasks():
         ours = {a: num(d.final[(t, a)]["final_mean"]) for a in hparams.PAPER_ALGOS
                 if (t, a) in d.final and num(d.final[(t, a)]["final_mean"]) is not None}
         paper = {a: hparams.paper_result(t, a)[0] for a in hparams.PAPER_ALGOS}
-        ro = sorted(ours, key=ours.get, reverse=True)
         rp = sorted(paper, key=paper.get, reverse=True)
         have = [a for a in rp if a in ours]
         pairs = [(x, y) for i, x in enumerate(have) for y in have[i + 1:]]
-        out.append({"task": t, "ours": ro, "paper": rp,
-                    "agree": sum((ours[x] > ours[y]) == (paper[x] > paper[y]) for x, y in pairs), "pairs": len(pairs)})
-    return out
-
-
-def ordering_section(d: Data) -> list[str]:
+        rows.append({"task": t, "ours": sorted(ours, key=ours.get, reverse=True), "paper": rp, "pairs": len(pairs),
+                     "agree": sum((ours[x] > ours[y]) == (paper[x] > paper[y]) for x, y in pairs)})
     labels = lambda algos: " > ".join(hparams.algo_label(a) for a in algos) or NOT_RUN  # noqa: E731
     return ["## Does the paper's ordering hold?\n",
             "Per task, the five paper algorithms ranked by stage-1 final mean (best first), ours vs the paper; "
             "\"pairs\" counts the algorithm pairs (of those run) ordered as in the paper. Means only: check the CIs "
-            "above before reading much into adjacent pairs.\n"] + table(ordering_rows(d), [
+            "above before reading much into adjacent pairs.\n"] + table(rows, [
         ("Task", lambda r: r["task"]), ("ours (best → worst)", lambda r: labels(r["ours"])),
         ("paper (best → worst)", lambda r: labels(r["paper"])),
-        ("same best?", lambda r: "–" if len(r["ours"]) < 2 else ("yes" if r["ours"][0] == [a for a in r["paper"] if a in
-                                                                                            r["ours"]][0] else "no")
+        ("same best?", lambda r: "–" if len(r["ours"]) < 2 else
+         ("yes" if r["ours"][0] == [a for a in r["paper"] if a in r["ours"]][0] else "no")
          + ("" if len(r["ours"]) in (0, 5) else f" (only {len(r['ours'])} of 5 run)")),
         ("pairs in paper's order", lambda r: f"{r['agree']}/{r['pairs']}" if r["pairs"] else "–")]) + [""]
 
@@ -166,32 +142,33 @@ def ordering_section(d: Data) -> list[str]:
 def claims_section(d: Data, logs_dir: str) -> list[str]:
     rel = os.path.relpath(logs_dir, REPO)
     head = os.path.relpath(os.path.join(REPO, hparams.load()["meta"]["headline"]["logs"]), REPO)
+    step, fid, paper = aggregate.fmt_step, hparams.FIDELITY_BUDGET, aggregate.PAPER_BUDGET
+    block = max(int(r["job_budget"] or r["last_step"]) for r in d.headline) // 100 if d.headline else 0
     return (["## The paper's speed claims, claim by claim\n",
-            "Every timestep claim of the paper's Results section (`benchmark/aggregate.py`, where the protocol "
-            f"and the verdict rules are written down), on the stage-1 logs (`{rel}/`, {len(d.runs)} runs) and, for "
-            f"HalfCheetah SMAC and AC-CG, the 5M block (`{head}/`, {len(d.headline)} runs). \"beyond budget\": our "
-            "runs are shorter than the claim needs; \"no runs\": no finished run yet. The classic-control claims "
-            "under every reading of the paper are in the fidelity section below. A claim holds when (rules fixed "
-            f"with the claims, before any run). Not among them: {aggregate.NOT_JUDGED}\n"]
+             "Every timestep claim of the paper's Results section (`benchmark/aggregate.py`, where the protocol "
+             f"and the verdict rules are written down), on the stage-1 logs (`{rel}/`, {len(d.runs)} runs) and, for "
+             f"HalfCheetah SMAC and AC-CG, the 5M block (`{head}/`, {len(d.headline)} runs). \"beyond budget\": our "
+             "runs are shorter than the claim needs; \"no runs\": no finished run yet. The classic-control claims "
+             "under every reading of the paper are in the fidelity section below. A claim holds when (rules fixed "
+             f"with the claims, before any run). Not among them: {aggregate.NOT_JUDGED}\n"]
             + [f"- *{k}*: {rule}" for k, rule in aggregate.RULES.items()]
             + ["", "**Bin width and run length.** A crossing step depends on the bin width: the EWM(0.1) lags "
                "about 10 bins behind a rise, and the 100 bins span the run's budget (our bins: "
-               + ", ".join(f"{t} {aggregate.fmt_step(aggregate.stage1_budget(t) // 100)}" for t in hparams.tasks())
-               + (f"; the 5M block's {aggregate.fmt_step(max(int(r['job_budget'] or r['last_step']) for r in d.headline) // 100)}"
-                  if d.headline else "")
+               + ", ".join(f"{t} {step(aggregate.stage1_budget(t) // 100)}" for t in hparams.tasks())
+               + (f"; the 5M block's {step(block)}" if d.headline else "")
                + "). The last column judges each claim again on the same runs over another span: "
-               f"{other_spans_text()} (the paper does not state its classic-control budget). A shorter span also "
-               "shortens the run a claim is judged on (a \"never above\" claim, a crossing after the span); where "
-               "the verdict changes, the column names which of the two changed it.\n"]
+               f"{' and '.join(hparams.FIDELITY_TASKS)} over their first {step(fid)} steps as in the fidelity study "
+               f"({step(fid // 100)}-step bins), MuJoCo at the paper's own bin width (its {step(paper)} budget / 100 = "
+               f"{step(paper // 100)} steps), Pendulum none (the paper does not state its classic-control budget). A "
+               "shorter span also shortens the run a claim is judged on (a \"never above\" claim, a crossing after "
+               "the span); where the verdict changes, the column names which of the two changed it.\n"]
             + ["", "**Stricter names** (issue 27) for a \"slower\" / \"faster\" claim that holds on its direction: "]
             + [f"- *{k}*: {rule}" for k, rule in aggregate.STRICT.items()]
             + ["", "The verdict column is the claim at our bins, then its stricter name; **final** is the less "
                "favourable of our bins and the other span (a claim is held only where it holds at both; a span that "
                "cannot judge it does not count).\n"]
-            + table(d.claims, aggregate.COLUMNS[:-1] + [
-                ("Verdict", lambda r: r["verdict"] + (f" → {r['strict']}" if r.get("strict") not in (None, r["verdict"])
-                                                      else "")),
-                ("Other span", other_text), ("Final", lambda r: f"**{aggregate.combined(r)}**")]) + [""])
+            + table(d.claims, aggregate.COLUMNS[:-1] + [("Verdict", named), ("Other span", other_text),
+                                                        ("Final", lambda r: f"**{aggregate.combined(r)}**")]) + [""])
 
 
 VERDICT_TEXT = {"smac": "SMAC better beyond seed noise", "sgd-matched": "sgd-matched better beyond seed noise",
@@ -201,32 +178,6 @@ VERDICT_TEXT = {"smac": "SMAC better beyond seed noise", "sgd-matched": "sgd-mat
                 "too few seeds": "too few seeds to test",
                 "sgd-matched diverged": "sgd-matched diverged where SMAC did not (no test)",
                 "smac diverged": "SMAC diverged where sgd-matched did not (no test)"}
-
-
-def regime(r: dict) -> str:
-    ratio = num(r["ell_sq_over_lambda_median"])
-    return "–" if ratio is None else f"< {RATIO_SGD:g}" if ratio < RATIO_SGD else "< 1" if ratio < 1 else "≥ 1"
-
-
-MATCHED_COLUMNS = [
-    ("Task", lambda r: r["task"]),
-    ("λ", lambda r: fmt(r["damping"])),
-    ("η_SMAC → η/λ", lambda r: f"{fmt(r['eta_smac'])} → {fmt(r['eta_matched'])}"),
-    ("‖ℓ̄‖²/λ", lambda r: fmt(r["ell_sq_over_lambda_median"])),
-    ("removed", lambda r: pct(r["removed_frac_median"])),
-    ("‖step‖/‖g/λ‖", lambda r: fmt(r["step_over_sgd_median"])),
-    ("SMAC", lambda r: f"{mean_std(r['smac_mean'], r['smac_std'])} (n={r['n_smac']})"),
-    ("sgd-matched", lambda r: f"{mean_std(r['matched_mean'], r['matched_std'])} (n={r['n_matched']})"
-     + (f" ({r['n_diverged_matched']} diverged)" if int(r["n_diverged_matched"] or 0) else "")),
-    ("SMAC − matched [95 % CI]", lambda r: estimate(r['diff'], r['boot_lo'], r['boot_hi'])),
-    ("Welch t (df), p", lambda r: "–" if num(r["welch_t"]) is None else
-     f"{num(r['welch_t']):.2f} ({num(r['welch_df']):.1f}), {num(r['welch_p']):.3f}"),
-    ("MDD", lambda r: fmt(r["welch_mdd"])),
-    ("perm. p", lambda r: fmt(r["perm_p"])),
-    ("verdict", lambda r: VERDICT_TEXT.get(r["verdict"], r["verdict"])
-     + (f" (SMAC {r['n_diverged_smac']} diverged)" if int(r["n_diverged_smac"] or 0) else "")),
-]
-
 
 def matched_section(rows: list[dict], title: str, budget_note: str) -> list[str]:
     """SMAC vs sgd-matched (issue 8) from a smac_vs_matched.csv: the table, then what it says by regime."""
@@ -243,12 +194,28 @@ def matched_section(rows: list[dict], title: str, budget_note: str) -> list[str]
          "medians over SMAC's updates and seeds. Rows sorted by ‖ℓ̄‖²/λ.\n"]
     if not rows:
         return L + [f"No task has both SMAC and sgd-matched results yet ({NOT_RUN}).\n"]
-    rows = sorted(rows, key=lambda r: 1e300 if num(r["ell_sq_over_lambda_median"]) is None
-                  else num(r["ell_sq_over_lambda_median"]))
-    L += table(rows, MATCHED_COLUMNS) + [""]
+    ratio = lambda r: num(r["ell_sq_over_lambda_median"])  # noqa: E731
+    rows = sorted(rows, key=lambda r: 1e300 if ratio(r) is None else ratio(r))
+    L += table(rows, [
+        ("Task", lambda r: r["task"]), ("λ", lambda r: fmt(r["damping"])),
+        ("η_SMAC → η/λ", lambda r: f"{fmt(r['eta_smac'])} → {fmt(r['eta_matched'])}"),
+        ("‖ℓ̄‖²/λ", lambda r: fmt(r["ell_sq_over_lambda_median"])),
+        ("removed", lambda r: pct(r["removed_frac_median"])),
+        ("‖step‖/‖g/λ‖", lambda r: fmt(r["step_over_sgd_median"])),
+        ("SMAC", lambda r: f"{mean_std(r['smac_mean'], r['smac_std'])} (n={r['n_smac']})"),
+        ("sgd-matched", lambda r: f"{mean_std(r['matched_mean'], r['matched_std'])} (n={r['n_matched']})"
+         + (f" ({r['n_diverged_matched']} diverged)" if int(r["n_diverged_matched"] or 0) else "")),
+        ("SMAC − matched [95 % CI]", lambda r: estimate(r['diff'], r['boot_lo'], r['boot_hi'])),
+        ("Welch t (df), p", lambda r: "–" if num(r["welch_t"]) is None else
+         f"{num(r['welch_t']):.2f} ({num(r['welch_df']):.1f}), {num(r['welch_p']):.3f}"),
+        ("MDD", lambda r: fmt(r["welch_mdd"])), ("perm. p", lambda r: fmt(r["perm_p"])),
+        ("verdict", lambda r: VERDICT_TEXT.get(r["verdict"], r["verdict"])
+         + (f" (SMAC {r['n_diverged_smac']} diverged)" if int(r["n_diverged_smac"] or 0) else ""))]) + [""]
     groups = {}
     for r in rows:
-        groups.setdefault(regime(r), []).append(r)
+        x = ratio(r)
+        reg = "–" if x is None else f"< {RATIO_SGD:g}" if x < RATIO_SGD else "< 1" if x < 1 else "≥ 1"
+        groups.setdefault(reg, []).append(r)
     meaning = {f"< {RATIO_SGD:g}": "SMAC is SGD with step η/λ up to the removed fraction",
                "< 1": "in between", "≥ 1": "the rank-1 term dominates along ℓ̄", "–": "no SMAC diagnostics"}
     for reg, rs in groups.items():
@@ -267,28 +234,23 @@ def matched_section(rows: list[dict], title: str, budget_note: str) -> list[str]
     return L + [""]
 
 
-DIAG_COLUMNS = [
-    ("Task", lambda r: r["task"]), ("λ", lambda r: fmt(r["damping"])),
-    ("‖ℓ̄‖²/λ [min, max run]", lambda r: f"{fmt(r['ell_sq_over_lambda_median'])} "
-     f"{interval(r['ell_sq_over_lambda_min_run'], r['ell_sq_over_lambda_max_run'])}"),
-    ("‖ℓ̄‖²/λ (last 10 %)", lambda r: fmt(r["ell_sq_over_lambda_last10pct_median"])),
-    ("cos(g, step)", lambda r: "–" if num(r["cos_g_step_median"]) is None else f"{num(r['cos_g_step_median']):.4f}"),
-    ("removed [min, max run]", lambda r: f"{pct(r['removed_frac_median'])} "
-     f"[{pct(r['removed_frac_min_run'])}, {pct(r['removed_frac_max_run'])}]"),
-    ("removed (last 10 %)", lambda r: pct(r["removed_frac_last10pct_median"])),
-    ("‖step‖/‖g/λ‖", lambda r: fmt(r.get("step_over_sgd_median"))),
-]
-
-
 def diagnostics_section(d: Data) -> list[str]:
     rows = [d.diag[t] for t in hparams.tasks() if t in d.diag]
-    L = ["## SMAC diagnostics: how far batch-mean SMAC is from SGD with step η/λ\n",
-         "From the stage-1 SMAC runs' per-update logs (`benchmark/results/stage1/diagnostics*.csv`). ‖ℓ̄‖²/λ ≪ 1 "
-         "means F̃⁻¹g ≈ g/λ. \"removed\" = ‖g/λ − F̃⁻¹g‖/‖g/λ‖, the fraction of the uncorrected step the rank-1 "
-         "term takes away. Per run the median over training bins; the table gives the median over seeds [min, max "
-         "over seeds] and the median over the last 10 % of training. Over training, beside the return curves of "
-         "SMAC and `sgd-matched`: `docs/figures/smac_diagnostics.png`.\n"]
-    return L + (table(rows, DIAG_COLUMNS) if rows else [NOT_RUN]) + [""]
+    cos = lambda r: "–" if num(r["cos_g_step_median"]) is None else f"{num(r['cos_g_step_median']):.4f}"  # noqa: E731
+    return ["## SMAC diagnostics: how far batch-mean SMAC is from SGD with step η/λ\n",
+            "From the stage-1 SMAC runs' per-update logs (`benchmark/results/stage1/diagnostics*.csv`). ‖ℓ̄‖²/λ ≪ 1 "
+            "means F̃⁻¹g ≈ g/λ. \"removed\" = ‖g/λ − F̃⁻¹g‖/‖g/λ‖, the fraction of the uncorrected step the rank-1 "
+            "term takes away. Per run the median over training bins; the table gives the median over seeds [min, "
+            "max over seeds] and the median over the last 10 % of training. Over training, beside the return curves "
+            "of SMAC and `sgd-matched`: `docs/figures/smac_diagnostics.png`.\n"] + (table(rows, [
+        ("Task", lambda r: r["task"]), ("λ", lambda r: fmt(r["damping"])),
+        ("‖ℓ̄‖²/λ [min, max run]", lambda r: f"{fmt(r['ell_sq_over_lambda_median'])} "
+         f"{interval(r['ell_sq_over_lambda_min_run'], r['ell_sq_over_lambda_max_run'])}"),
+        ("‖ℓ̄‖²/λ (last 10 %)", lambda r: fmt(r["ell_sq_over_lambda_last10pct_median"])), ("cos(g, step)", cos),
+        ("removed [min, max run]", lambda r: f"{pct(r['removed_frac_median'])} "
+         f"[{pct(r['removed_frac_min_run'])}, {pct(r['removed_frac_max_run'])}]"),
+        ("removed (last 10 %)", lambda r: pct(r["removed_frac_last10pct_median"])),
+        ("‖step‖/‖g/λ‖", lambda r: fmt(r.get("step_over_sgd_median")))]) if rows else [NOT_RUN]) + [""]
 
 
 def final_cell(r: Optional[dict]) -> str:
@@ -299,9 +261,8 @@ def final_cell(r: Optional[dict]) -> str:
 
 
 def first_steps_finals(runs: list[dict], span: int) -> tuple[dict, Counter]:
-    """({(task, algo): per-seed finals}, {(task, algo): runs left out}) of the runs judged over their first
-    `span` steps only (the protocol with its 100 bins over that span): what each run would have scored had
-    its budget been `span`. A run that stopped (diverged) before `span` is left out and counted."""
+    """({(task, algo): per-seed finals}, {(task, algo): runs left out}): each run judged over its first `span` steps
+    (100 bins over that span), as if its budget were `span`; a run that stopped before `span` is left out, counted."""
     ok = [r for r in runs if int(r["last_step"]) >= span]
     dropped = Counter((r["task"], r["algo"]) for r in runs if int(r["last_step"]) < span)
     out = {}
@@ -315,15 +276,14 @@ def first_steps_finals(runs: list[dict], span: int) -> tuple[dict, Counter]:
 def literal_vs_norm(d: Data) -> tuple[int, dict]:
     """reading_pairs of the earlier literal grid and the stage-1 runs, computed once per report."""
     if d.readings is None:
-        final = {(r["task"], r["algo"]): r for r in read_csv(os.path.join(GRID_300K, "final.csv"))}
-        d.readings = reading_pairs(final, d.runs)
+        d.readings = reading_pairs(by_cell(read_csv(os.path.join(GRID_300K, "final.csv"))), d.runs)
     return d.readings
 
 
 def reading_pairs(final: dict, runs: list[dict]) -> tuple[int, dict]:
-    """(span, {(task, algo): row}) with row = literal (per-seed finals of the earlier grid), n_div (its
-    diverged seeds), norm (the stage-1 runs' finals over the same first steps), dropped (stage-1 runs that
-    stopped before), p (Welch, None below 2 seeds a side)."""
+    """(span, {(task, algo): row}) with row = literal (per-seed finals of the earlier grid), n_div (its diverged
+    seeds), norm (the stage-1 runs' finals over the same first steps), dropped (stage-1 runs that stopped before),
+    p (Welch, None below 2 seeds a side)."""
     budgets = {int(r["budget"]) for r in final.values() if num(r["budget"])}
     if len(budgets) != 1 or not runs:
         return 0, {}
@@ -359,36 +319,15 @@ def reading_by_verdict(pairs: dict, algo: str) -> dict:
 def reading_cell(row: Optional[dict]) -> str:
     if row is None:
         return "–"
-    notes = [f"{row['n_div']} literal diverged"] * bool(row["n_div"]) + [f"{row['dropped']} norm diverged"] * bool(
-        row["dropped"])
+    notes = [f"{row[k]} {side} diverged" for k, side in (("n_div", "literal"), ("dropped", "norm")) if row[k]]
     p = "" if row["p"] is None else f", p {row['p']:.2g}"
     return (f"{fmt(row['literal'].mean())} / {fmt(row['norm'].mean())} (n {row['literal'].size} / "
             f"{row['norm'].size}{p})" + (f" [{', '.join(notes)}]" if notes else ""))
 
 
-def reading_comparison(d: Data) -> list[str]:
-    """The literal grid's finals beside the stage-1 `norm` runs over their first 300k steps (same protocol)."""
-    span, pairs = literal_vs_norm(d)
-    if not pairs:
-        return []
-    algos = ("smac",) + tuple(a for a in hparams.ALGOS if a != "smac")
-    L = [f"**The two readings at the same budget.** Seed-mean final at {span // 1000}k steps, `literal` (this grid) "
-         f"/ `norm` (the stage-1 runs judged over their first {span // 1000}k steps: 100 bins over that span, "
-         "the same protocol; no learning-rate schedule, so a run's first steps do not depend on its budget), the "
-         "seeds on each side, and Welch's p (`scipy.stats.ttest_ind(equal_var=False)`) where both sides have 2 "
-         "seeds or more.\n"]
-    L += table(hparams.tasks(), [("Task", lambda t: t)] + [
-        (hparams.algo_label(a), lambda t, a=a: reading_cell(pairs.get((t, a)))) for a in algos]) + [""]
-    L.append(f"`norm` against `literal` at {span // 1000}k (p < 0.05) — " + ". ".join(
-        f"{hparams.algo_label(a)}: " + "; ".join(f"{v} on {', '.join(ts)}" for v, ts in
-                                                 sorted(reading_by_verdict(pairs, a).items())) for a in algos) + ".\n")
-    return L
-
-
 def grid_300k_section(d: Data) -> list[str]:
-    """The earlier literal-reading grid (3 seeds x 300k steps), kept as data in results/grid_300k/, and the
-    stage-1 runs over the same first 300k steps beside it."""
-    final = {(r["task"], r["algo"]): r for r in read_csv(os.path.join(GRID_300K, "final.csv"))}
+    """The earlier literal grid (3 seeds x 300k steps, results/grid_300k/), the stage-1 runs' first 300k beside it."""
+    final = by_cell(read_csv(os.path.join(GRID_300K, "final.csv")))
     matched = read_csv(os.path.join(GRID_300K, "smac_vs_matched.csv"))
     if not final:
         return []
@@ -396,8 +335,8 @@ def grid_300k_section(d: Data) -> list[str]:
          "Before the fidelity study (`hyperparams.toml` `[meta] grid_readings.grid_300k = literal`), no observation, "
          "reward or advantage normalization; kept for comparison, from `benchmark/results/grid_300k/*.csv` (the raw "
          "runs were not kept). Final mean ± std (n seeds); the paper's values are in the stage-1 table above.\n"]
-    L += table(hparams.tasks(), [("Task", lambda t: t)] + [(hparams.algo_label(a), lambda t, a=a: final_cell(final.get((t, a))))
-                                                          for a in hparams.ALGOS]) + [""]
+    L += table(hparams.tasks(), [("Task", lambda t: t)] + [
+        (hparams.algo_label(a), lambda t, a=a: final_cell(final.get((t, a)))) for a in hparams.ALGOS]) + [""]
     if matched:
         pairs = sorted({(int(r["n_smac"]), int(r["n_matched"])) for r in matched
                         if int(r["n_smac"]) >= 2 and int(r["n_matched"]) >= 2})
@@ -405,14 +344,27 @@ def grid_300k_section(d: Data) -> list[str]:
             f"{r['task']} (‖ℓ̄‖²/λ {fmt(r['ell_sq_over_lambda_median'])}; seeds {r['n_smac']}/{r['n_matched']}): "
             f"{VERDICT_TEXT.get(r['verdict'], r['verdict'])}"
             for r in sorted(matched, key=lambda r: num(r["ell_sq_over_lambda_median"]) or 0))
-            + ". The exact permutation p cannot go below " + ", ".join(f"{perm_floor(a, b):.2g} at {a} vs {b} seeds"
-                                                                     for a, b in pairs) + ".\n")
-    L += reading_comparison(d)
+            + ". The exact permutation p cannot go below "
+            + ", ".join(f"{perm_floor(a, b):.2g} at {a} vs {b} seeds" for a, b in pairs) + ".\n")
+    span, pairs = literal_vs_norm(d)
+    if pairs:  # the stage-1 `norm` runs over the literal grid's first steps (same protocol)
+        algos = ("smac",) + tuple(a for a in hparams.ALGOS if a != "smac")
+        L.append(f"**The two readings at the same budget.** Seed-mean final at {span // 1000}k steps, `literal` (this "
+                 f"grid) / `norm` (the stage-1 runs judged over their first {span // 1000}k steps: 100 bins over that "
+                 "span, the same protocol; no learning-rate schedule, so a run's first steps do not depend on its "
+                 "budget), the seeds on each side, and Welch's p (`scipy.stats.ttest_ind(equal_var=False)`) where both "
+                 "sides have 2 seeds or more.\n")
+        L += table(hparams.tasks(), [("Task", lambda t: t)] + [
+            (hparams.algo_label(a), lambda t, a=a: reading_cell(pairs.get((t, a)))) for a in algos]) + [""]
+        L.append(f"`norm` against `literal` at {span // 1000}k (p < 0.05) — " + ". ".join(
+            f"{hparams.algo_label(a)}: " + "; ".join(f"{v} on {', '.join(ts)}" for v, ts in
+                                                     sorted(reading_by_verdict(pairs, a).items())) for a in algos)
+            + ".\n")
     sb3 = [(t, final[(t, "sb3-a2c")]) for t in hparams.tasks() if (t, "sb3-a2c") in final]
     if sb3:
-        L.append("**Outside reference:** Stable-Baselines3 A2C with its own defaults (`python benchmark/sweep.py --study sb3`: "
-                 "n_steps = 5, RMSprop 7e-4, 64-64 tanh, gae_lambda = 1), same environments, 300k steps, not tuned "
-                 "to the paper's rows:\n")
+        L.append("**Outside reference:** Stable-Baselines3 A2C with its own defaults (`python benchmark/sweep.py "
+                 "--study sb3`: n_steps = 5, RMSprop 7e-4, 64-64 tanh, gae_lambda = 1), same environments, 300k "
+                 "steps, not tuned to the paper's rows:\n")
         L += table(sb3, [("Task", lambda r: r[0]), ("SB3 A2C", lambda r: final_cell(r[1])),
                          ("SMAC (literal, 300k)", lambda r: final_cell(final.get((r[0], "smac")))),
                          ("AC-SGD (literal, 300k)", lambda r: final_cell(final.get((r[0], "sgd"))))]) + [""]
@@ -420,12 +372,10 @@ def grid_300k_section(d: Data) -> list[str]:
 
 
 def headline_section(d: Data) -> list[str]:
-    """The 5M block: HalfCheetah SMAC and AC-CG at the paper's budget, finals beside the paper's table (same
-    protocol and cell format as the stage-1 table) and the paper's gap between them. The block's speed claims are
-    in the claims table."""
+    """The 5M block: HalfCheetah SMAC and AC-CG at the paper's budget, finals beside the paper's table (cells as in
+    the stage-1 table) and the paper's gap between them; its speed claims are in the claims table."""
     block = hparams.load()["meta"]["headline"]
-    budget = int(block["budget"])
-    tasks = block["tasks"].split(",")
+    budget, tasks = int(block["budget"]), block["tasks"].split(",")
     L = [f"## The 5M block: {', '.join(tasks)} at the paper's {steps(budget)} steps\n",
          f"{', '.join(hparams.algo_label(a) for a in block['algos'].split(','))} continued from their stage-1 runs to "
          f"{steps(budget)} steps (`{block['logs']}/`, {len(d.headline)} of {N_HEADLINE} runs in); final = last of 100 "
@@ -434,14 +384,14 @@ def headline_section(d: Data) -> list[str]:
     if not d.headline:
         return L + ["No run of the block has finished yet.\n"]
     cells = aggregate.load_cells(d.headline, budgets={t: budget for t in tasks})
-    rows = aggregate.cell_rows(cells)
-    L += table(rows, [("Task", lambda r: r["task"]), ("Algorithm", lambda r: hparams.algo_label(r["algo"])),
-                      (f"final at {steps(budget)} / paper", cell_text)]) + [""]
+    L += table(aggregate.cell_rows(cells), [
+        ("Task", lambda r: r["task"]), ("Algorithm", lambda r: hparams.algo_label(r["algo"])),
+        (f"final at {steps(budget)} / paper", cell_text)]) + [""]
     L.append("Per seed, the peak of the smoothed curve (its step) → the final:\n")
     for (t, a), cell in sorted(cells.items(), key=lambda kv: (kv[0][0], hparams.ALGOS.index(kv[0][1]))):
         p = aggregate.peaks(cell, budget)
-        L.append(f"- {t} {hparams.algo_label(a)}: " + "; ".join(f"seed {s} {fmt(pk)} ({steps(at)}) → {fmt(f)}"
-                                                           for s, pk, at, f in p)
+        L.append(f"- {t} {hparams.algo_label(a)}: "
+                 + "; ".join(f"seed {s} {fmt(pk)} ({steps(at)}) → {fmt(f)}" for s, pk, at, f in p)
                  + f" (mean drop from peak {fmt(np.mean([pk - f for _, pk, _, f in p]))})")
     L.append("")
     for t in tasks:
@@ -460,16 +410,16 @@ def deviations_section(d: Data) -> list[str]:
            if r["status"] == "diverged"]
     L = ["## Where we could not follow the paper\n",
          f"- **Budget.** Stage 1: {budgets_text()} steps, 5 seeds (paper: 5 seeds, MuJoCo 5M, "
-         f"{PAPER_BUDGET_NOTE}; the classic-control budget is not stated, Pendulum > 1.5M). HalfCheetah SMAC and "
-         f"AC-CG also at the paper's 5M (the headline block: {len(d.headline)} of its {N_HEADLINE} runs in). Final "
-         "values at our MuJoCo budget are not the paper's final values at 5M.",
+         f"{aggregate.PAPER_BUDGET_NOTE}; the classic-control budget is not stated, Pendulum > 1.5M). HalfCheetah "
+         f"SMAC and AC-CG also at the paper's 5M (the headline block: {len(d.headline)} of its {N_HEADLINE} runs in). "
+         "Final values at our MuJoCo budget are not the paper's final values at 5M.",
          "- **Reading of paper-silent choices:** stage 1 runs with observation, reward and advantage normalization "
          "(`norm`, chosen by the fidelity study's rule, below); `smac_a2c.py`'s defaults stay paper-literal.",
          "- **Empty AC-KFAC rows** (Pendulum, Hopper, Humanoid): filled by our rule — " + meta["kfac_fill_rule"],
          "- **sgd-matched** is not in the paper (issue 8): " + meta["sgd_matched_rule"],
          "- **Environment versions**: the paper names none. We run Acrobot-v1, CartPole-v1, Pendulum-v1, "
-         "HalfCheetah-v4, Hopper-v4, Swimmer-v4, Walker2d-v4, Humanoid-v4 and Pusher-v5 (Pusher-v4 needs mujoco < 3), "
-         "all with the paper's 1000-step horizon (registered by `benchmark/hparams.py`).",
+         "HalfCheetah-v4, Hopper-v4, Swimmer-v4, Walker2d-v4, Humanoid-v4 and Pusher-v5 (Pusher-v4 needs mujoco "
+         "< 3), all with the paper's 1000-step horizon (registered by `benchmark/hparams.py`).",
          "- **AC-KFAC KL clip**: the paper says the trust region is omitted yet tunes a KL clip; we keep the clip "
          "active (docs/baselines.md).",
          "- **The paper's ±**: its Results text prints different ± than its table for the same cells (e.g. Acrobot "
@@ -479,35 +429,10 @@ def deviations_section(d: Data) -> list[str]:
     return L + [""]
 
 
-# ------------------------------------------------------------------------------------------------
-# REPORT.md: the verdict, one table, the figures; everything long in benchmark/report/*.md
-# ------------------------------------------------------------------------------------------------
-EQUIV_MARGIN = 0.1  # normalized score, the margin of the pre-registration (benchmark/preregistration.toml)
-
-
 def step_ratio(task: str) -> float:
     """SMAC's effective step eta/lambda over the paper's AC-SGD eta on the same task (the step-size confound)."""
     smac, sgd = hparams.settings(task, "smac"), hparams.settings(task, "sgd")
     return smac["learning_rate"] / smac["damping"] / sgd["learning_rate"]
-
-
-def matched_equivalence(pre: dict, logs_dir: Optional[str] = None) -> dict:
-    """{task: paired comparison SMAC - sgd-matched} on normalized finals: the stage-1 seeds (1-5), and for the
-    pre-registered block 1 tasks its 20 paired seeds."""
-    from benchmark import prereg
-    sc = prereg._scores([logs_dir or aggregate.stage1_logs()])
-    out = {t: prereg.paired(sc.get((t, "smac"), {}), sc.get((t, "sgd-matched"), {}), list(range(1, 6)), EQUIV_MARGIN)
-           for t in hparams.tasks()}
-    for r in pre["equivalence"]:
-        out[r["task"]] = {**r, "prereg": True}
-    return out
-
-
-def equivalence_text(r: dict) -> str:
-    if not r.get("n"):
-        return "–"
-    word = "equivalent" if r["equivalent"] else "different" if r["p"] < 0.05 else "not shown"
-    return f"{r['mean']:+.3f} {fmt_interval(r['ci'])} {word} ({r['n']} seeds)"
 
 
 def fmt_interval(ci) -> str:
@@ -516,20 +441,26 @@ def fmt_interval(ci) -> str:
 
 def main_table(d: Data, equiv: dict) -> list[str]:
     """Per task: SMAC, the best baseline, sgd-matched, the paper's SMAC; SMAC - sgd-matched (normalized, paired)."""
-    by = {(r["task"], r["algo"]): r for r in d.cells}
+    by = by_cell(d.cells)
     rows = []
     for t in hparams.tasks():
         base = [by[(t, a)] for a in hparams.PAPER_ALGOS if a != "smac" and (t, a) in by]
         best = max(base, key=lambda r: r["mean"]) if base else None
         rows.append({"task": t, "smac": by.get((t, "smac")), "best": best, "matched": by.get((t, "sgd-matched"))})
     cell = lambda r: "–" if r is None else mean_std(r["mean"], r["std"])  # noqa: E731
+
+    def equivalence(r: dict) -> str:
+        if not r.get("n"):
+            return "–"
+        word = "equivalent" if r["equivalent"] else "different" if r["p"] < 0.05 else "not shown"
+        return f"{r['mean']:+.3f} {fmt_interval(r['ci'])} {word} ({r['n']} seeds)"
     return table(rows, [
         ("Task", lambda r: r["task"]), ("SMAC", lambda r: cell(r["smac"])),
-        ("best baseline", lambda r: "–" if r["best"] is None else f"{hparams.algo_label(r['best']['algo'])} "
-                                                                  f"{cell(r['best'])}"),
+        ("best baseline", lambda r: "–" if r["best"] is None else
+         f"{hparams.algo_label(r['best']['algo'])} {cell(r['best'])}"),
         ("SGD, step η/λ", lambda r: cell(r["matched"])),
         ("paper SMAC", lambda r: mean_std(*hparams.paper_result(r["task"], "smac"))),
-        ("SMAC − SGD η/λ, normalized: mean [paired 90 % CI], TOST ±0.1", lambda r: equivalence_text(equiv[r["task"]])),
+        ("SMAC − SGD η/λ, normalized: mean [paired 90 % CI], TOST ±0.1", lambda r: equivalence(equiv[r["task"]])),
         ("η/λ ÷ AC-SGD's η", lambda r: f"{step_ratio(r['task']):.3g}×")])
 
 
@@ -540,10 +471,8 @@ def verdict_section(d: Data, pre: dict, equiv: dict) -> list[str]:
     differ = sum(r["p_vs_paper"] < 0.05 for r in welch)
     cells5 = aggregate.load_cells(d.headline, budgets={"HalfCheetah": 5_000_000}) if d.headline else {}
     f5 = {a: [f for _, f, _ in cells5.get(("HalfCheetah", a), {"finished": []})["finished"]] for a in ("smac", "cg")}
-    lit = pre["literal_5M"]
-    n_eq = sum(bool(r.get("equivalent")) for r in equiv.values())
-    eq_tasks = ", ".join(t for t, r in equiv.items() if r.get("equivalent"))
-    lam = pre["lambda"]
+    lit, lam = pre["literal_5M"], pre["lambda"]
+    eq_tasks = [t for t, r in equiv.items() if r.get("equivalent")]
     fr = {k: v["removed"][0] for k, v in lam["fractions"].items()}
     cos = {k: v["cos"] for k, v in lam["fractions"].items()}
     blocks = "; ".join(f"{r['task']} {r['mean']:+.2f} {fmt_interval(r['ci'])} ({r['n']} paired seeds: "
@@ -552,49 +481,50 @@ def verdict_section(d: Data, pre: dict, equiv: dict) -> list[str]:
     iqm = {a: v["IQM"][0] for a, v in g["agg"].items()}
     imp = g["imp"]
     ratios = [step_ratio(t) for t in hparams.tasks()]
-    L = ["## Verdict\n",
-         f"1. **What reproduced:** of the paper's {len(d.claims)} timestep claims, judged at our bins and again at "
-         f"the paper's bin width (MuJoCo; classic control over the first 150k steps), {by['held']} held, {by['direction only']} on direction only, {by['baseline never reaches it']} "
-         f"only because the baseline never reaches the threshold, {by['not held']} did not, {by['beyond budget']} need "
-         f"more steps than we ran ([claims](report/claims.md)); our finals differ from the paper's table (Welch "
-         f"p < 0.05) in {differ} of {len(welch)} cells.",
-         f"2. **The headline did not:** HalfCheetah at 5M, SMAC {fmt(np.mean(f5['smac']) if f5['smac'] else None)} vs "
-         f"AC-CG {fmt(np.mean(f5['cg']) if f5['cg'] else None)} under the `norm` reading (paper 2936 vs 1766); "
-         f"paper-literal, SMAC {fmt(lit['smac']['mean'])} vs AC-CG {fmt(lit['cg']['mean'])} "
-         f"({lit['smac']['n']} + {lit['cg']['n']} runs): {lit['verdict']}.",
-         f"3. **The Practical Method is SGD with step η/λ:** batch-mean SMAC and `sgd-matched` are equivalent "
-         f"(paired TOST, ±{EQUIV_MARGIN} normalized score) on {n_eq} of {len(equiv)} tasks ({eq_tasks}); at "
-         f"λ ≤ 0.01 the rank-1 term removes {100 * min(fr[1e-3], fr[1e-2]):.1f}–{100 * max(fr[1e-3], fr[1e-2]):.1f} % "
-         f"of the step's ℓ̄-component, but that component is small: cos(g, step) ≥ {min(cos[1e-3], cos[1e-2]):.3f}.",
-         f"4. **Where it could differ it does not show:** at λ = 0.01 (largest ‖ℓ̄‖²/λ) {blocks}; "
-         f"across λ = 0.001…1 on HalfCheetah, {lam['slope'].get('verdict', 'too few seeds')} "
-         f"([pre-registered study](report/prereg.md)).",
-         f"5. **Step size, not curvature:** SMAC's η/λ is {min(ratios):.2g}–{max(ratios):.3g}× the paper's AC-SGD "
-         f"step, so P(SMAC > AC-SGD) = {imp['sgd'][0]:.2f} compares step sizes; P(SMAC > SGD with step η/λ) = "
-         f"{imp['sgd-matched'][0]:.2f}, IQM SMAC {iqm.get('smac', math.nan):.2f} vs {iqm.get('sgd-matched', math.nan):.2f}."
-         if "sgd-matched" in imp and "sgd" in imp else "5. (aggregates need every cell)",
-         ""]
-    return L
+    return ["## Verdict\n",
+            f"1. **What reproduced:** of the paper's {len(d.claims)} timestep claims, judged at our bins and again at "
+            f"the paper's bin width (MuJoCo; classic control over the first 150k steps), {by['held']} held, "
+            f"{by['direction only']} on direction only, {by['baseline never reaches it']} only because the baseline "
+            f"never reaches the threshold, {by['not held']} did not, {by['beyond budget']} need more steps than we ran "
+            f"([claims](report/claims.md)); our finals differ from the paper's table (Welch p < 0.05) in {differ} of "
+            f"{len(welch)} cells.",
+            f"2. **The headline did not:** HalfCheetah at 5M, SMAC {fmt(np.mean(f5['smac']) if f5['smac'] else None)} "
+            f"vs AC-CG {fmt(np.mean(f5['cg']) if f5['cg'] else None)} under the `norm` reading (paper 2936 vs 1766); "
+            f"paper-literal, SMAC {fmt(lit['smac']['mean'])} vs AC-CG {fmt(lit['cg']['mean'])} "
+            f"({lit['smac']['n']} + {lit['cg']['n']} runs): {lit['verdict']}.",
+            f"3. **The Practical Method is SGD with step η/λ:** batch-mean SMAC and `sgd-matched` are equivalent "
+            f"(paired TOST, ±{EQUIV_MARGIN} normalized score) on {len(eq_tasks)} of {len(equiv)} tasks "
+            f"({', '.join(eq_tasks)}); at λ ≤ 0.01 the rank-1 term removes {100 * min(fr[1e-3], fr[1e-2]):.1f}–"
+            f"{100 * max(fr[1e-3], fr[1e-2]):.1f} % of the step's ℓ̄-component, but that component is small: "
+            f"cos(g, step) ≥ {min(cos[1e-3], cos[1e-2]):.3f}.",
+            f"4. **Where it could differ it does not show:** at λ = 0.01 (largest ‖ℓ̄‖²/λ) {blocks}; "
+            f"across λ = 0.001…1 on HalfCheetah, {lam['slope'].get('verdict', 'too few seeds')} "
+            f"([pre-registered study](report/prereg.md)).",
+            f"5. **Step size, not curvature:** SMAC's η/λ is {min(ratios):.2g}–{max(ratios):.3g}× the paper's AC-SGD "
+            f"step, so P(SMAC > AC-SGD) = {imp['sgd'][0]:.2f} compares step sizes; P(SMAC > SGD with step η/λ) = "
+            f"{imp['sgd-matched'][0]:.2f}, IQM SMAC {iqm.get('smac', math.nan):.2f} vs "
+            f"{iqm.get('sgd-matched', math.nan):.2f}." if "sgd-matched" in imp and "sgd" in imp
+            else "5. (aggregates need every cell)", ""]
 
 
 def fidelity_section(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELITY_RESULTS) -> list[str]:
     """REPORT.md's fidelity section: the rule, every reading's score and per-claim verdicts, the choice."""
+    fid = hparams.FIDELITY_BUDGET
     L = ["## Fidelity study: which reading of the paper reproduces its own claims?\n",
-         "`python benchmark/sweep.py --study fidelity && python benchmark/aggregate.py fidelity score` (issue 11). Every reading keeps "
-         "the paper's hyper-parameter rows and changes one paper-silent choice; 3 seeds x "
-         f"{hparams.FIDELITY_BUDGET // 1000}k steps on Acrobot and CartPole, the paper's five algorithms. The rule, written before the runs "
-         "(now `FIDELITY_RULE` in `benchmark/aggregate.py`):\n"]
-    L += ["> " + line for line in aggregate.FIDELITY_RULE.splitlines()]
-    L.append("")
+         "`python benchmark/sweep.py --study fidelity && python benchmark/aggregate.py fidelity score` (issue 11). "
+         "Every reading keeps the paper's hyper-parameter rows and changes one paper-silent choice; 3 seeds x "
+         f"{fid // 1000}k steps on Acrobot and CartPole, the paper's five algorithms. The rule, written before the "
+         "runs (now `FIDELITY_RULE` in `benchmark/aggregate.py`):\n"]
+    L += ["> " + line for line in aggregate.FIDELITY_RULE.splitlines()] + [""]
     check = os.path.join(results_dir, "adam_check.json")
     if os.path.isfile(check):
         c = json.load(open(check))
-        L.append(f"**The Adam argument, measured** (`python benchmark/aggregate.py fidelity adam-check`): the paper's CartPole "
-                 f"AC-Adam row under the literal reading makes {c['adam_steps']} Adam steps by 111k env steps; the "
-                 f"largest change of any actor parameter is {c['max_param_change']:.4f} (bound 3.2·η·steps = "
-                 f"{c['bound']:.4f}) and the last 10 episodes return {c['mean_return_last10']:.1f} (a random policy "
-                 f"≈ 22), against the paper's claim of 750 at ≈ 111k (one seed, seed {c.get('seed', 1)}). No parameter can "
-                 "move further than that bound, so it is very unlikely that the paper ran AC-Adam this way.\n")
+        L.append("**The Adam argument, measured** (`python benchmark/aggregate.py fidelity adam-check`): the paper's "
+                 f"CartPole AC-Adam row under the literal reading makes {c['adam_steps']} Adam steps by 111k env "
+                 f"steps; the largest change of any actor parameter is {c['max_param_change']:.4f} (bound 3.2·η·steps "
+                 f"= {c['bound']:.4f}) and the last 10 episodes return {c['mean_return_last10']:.1f} (a random policy "
+                 f"≈ 22), against the paper's claim of 750 at ≈ 111k (one seed, seed {c.get('seed', 1)}). No parameter "
+                 "can move further than that bound, so it is very unlikely that the paper ran AC-Adam this way.\n")
     rows = aggregate.fidelity_score(logs_dir, results_dir, write=False)
     if not rows:
         return L + ["No fidelity runs yet.\n"]
@@ -611,18 +541,19 @@ def fidelity_section(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELIT
         ("Claims held", lambda r: f"{r['held']}/{r['evaluable']}"),
         ("Runs (diverged)", lambda r: f"{r['runs']} ({r['diverged']})")]) + [""]
     L.append("Per claim (✓ held, ✗ not held; the crossing steps are in `benchmark/results/fidelity/claims.csv`):\n")
-    ids = [c["id"] for c in aggregate.CLAIMS if c["task"] in hparams.FIDELITY_TASKS]
+    claims = [c for c in aggregate.CLAIMS if c["task"] in hparams.FIDELITY_TASKS]
     mark = {"held": "✓", "not held": "✗"}
-    L += table(ids, [("Claim", lambda cid: cid)] + [
-        (f"`{n}`", lambda cid, n=n: mark.get(verdicts[n][cid]["verdict"], verdicts[n][cid]["verdict"])) for n in names]) + [""]
+    L += table([c["id"] for c in claims], [("Claim", lambda cid: cid)] + [
+        (f"`{n}`", lambda cid, n=n: mark.get(verdicts[n][cid]["verdict"], verdicts[n][cid]["verdict"]))
+        for n in names]) + [""]
     fin = {(r["reading"], r["task"], r["algo"]): r for r in read_csv(os.path.join(results_dir, "finals.csv"))}
     if fin:
         cols = [(t, a) for t in hparams.FIDELITY_TASKS for a in hparams.PAPER_ALGOS]
-        L.append(f"Final return (seed mean of the last smoothed bin at {hparams.FIDELITY_BUDGET // 1000}k steps; paper: its table's "
+        L.append(f"Final return (seed mean of the last smoothed bin at {fid // 1000}k steps; paper: its table's "
                  "final at its own, larger budget, for scale):\n")
-        paper_row = {(t, a): f"*{hparams.paper_result(t, a)[0]:g}*" for t, a in cols}
-        body = [("*paper (final)*", paper_row)] + [(f"`{n}`", {(t, a): fmt(fin[(n, t, a)]["final"]) if (n, t, a) in fin
-                                                               else "–" for t, a in cols}) for n in names]
+        body = [("*paper (final)*", {(t, a): f"*{hparams.paper_result(t, a)[0]:g}*" for t, a in cols})] + [
+            (f"`{n}`", {(t, a): fmt(fin[(n, t, a)]["final"]) if (n, t, a) in fin else "–" for t, a in cols})
+            for n in names]
         L += table(body, [("Reading", lambda r: r[0])] + [
             (f"{t} {hparams.algo_label(a)}", lambda r, k=(t, a): r[1][k]) for t, a in cols]) + [""]
     if any("envs-8" in n for n in names):
@@ -636,46 +567,29 @@ def fidelity_section(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELIT
     chosen = aggregate.fidelity_choose(rows)
     stage1 = aggregate.stage1_budgets()[hparams.FIDELITY_TASKS[0]]
     L.append(f"**Chosen by the rule: `{chosen}`.**\n")
-    L.append(f"**Caveat: run length and bin width.** A \"never above\" claim covers the whole run, so "
-             f"`cartpole-kfac-40pct` is judged here on {hparams.FIDELITY_BUDGET // 1000}k steps only; and these runs' bins are "
-             f"{hparams.FIDELITY_BUDGET // 100:,} steps wide, against {stage1 // 100:,} in the {stage1 // 1000}k stage-1 runs, so "
-             "their crossings come earlier "
-             "(the EWM lags about 10 bins). The claims table above judges the stage-1 runs both ways (last column: "
-             "over this study's first steps).\n")
-    whole_run = {c["id"] for c in aggregate.CLAIMS if c["task"] in hparams.FIDELITY_TASKS and c["kind"] == "never_above"}
+    L.append("**Caveat: run length and bin width.** A \"never above\" claim covers the whole run, so "
+             f"`cartpole-kfac-40pct` is judged here on {fid // 1000}k steps only; and these runs' bins are "
+             f"{fid // 100:,} steps wide, against {stage1 // 100:,} in the {stage1 // 1000}k stage-1 runs, so their "
+             "crossings come earlier (the EWM lags about 10 bins). The claims table above judges the stage-1 runs "
+             "both ways (last column: over this study's first steps).\n")
+    whole_run = {c["id"] for c in claims if c["kind"] == "never_above"}
     if whole_run:
         rest = aggregate.rescored(rows, verdicts, whole_run)
         L.append(f"Scored without the claims that depend on the run length ({', '.join(sorted(whole_run))}), the "
-                 f"rule chooses `{aggregate.fidelity_choose(rest)}`: " + ", ".join(f"`{r['reading']}` {r['held']}" for r in
-                                                               sorted(rest, key=lambda r: -r["held"])) + ".\n")
-    L.append(f"**The check on a MuJoCo task (Walker2d, {steps(aggregate.stage1_budgets()['Walker2d'])} steps, the grid's runs; "
-             "`python benchmark/aggregate.py claims benchmark/results/logs/<reading>`):**\n")
+                 f"rule chooses `{aggregate.fidelity_choose(rest)}`: "
+                 + ", ".join(f"`{r['reading']}` {r['held']}" for r in sorted(rest, key=lambda r: -r["held"])) + ".\n")
+    L.append(f"**The check on a MuJoCo task (Walker2d, {steps(aggregate.stage1_budgets()['Walker2d'])} steps, the "
+             "grid's runs; `python benchmark/aggregate.py claims benchmark/results/logs/<reading>`):**\n")
     for r in dict.fromkeys([chosen, "literal"]):
         grid_logs = os.path.join(REPO, "benchmark", "results", "logs", r)
-        runs = [x for x in compact.discover_logs(grid_logs) if x["task"] == "Walker2d"] if os.path.isdir(grid_logs) else []
+        runs = compact.discover_logs(grid_logs) if os.path.isdir(grid_logs) else []
+        runs = [x for x in runs if x["task"] == "Walker2d"]
         n = Counter(x["algo"] for x in runs)
         for v in aggregate.evaluate(runs, tasks=("Walker2d",)):
             L.append(f"- `{r}`, {v['claim']}: {v['measured'] or '–'} (per seed: {v['seeds'] or '–'}; runs: "
                      + ", ".join(f"{a} {n[a]}" for a in ("smac", "cg")) + f") — **{v['verdict']}**")
-    L.append("")
-    L.append("The reading was chosen on classic control only; on MuJoCo, SMAC under `literal` at 300k steps "
-             "is compared with `norm` over the same first 300k steps in the earlier-grid section below.")
-    L.append("")
-    return L
-
-
-def relink(lines: list[str]) -> list[str]:
-    """Section text written for benchmark/REPORT.md, moved one directory down (benchmark/report/)."""
-    return [line.replace("](../docs/", "](../../docs/").replace("](REPORT.md", "](../REPORT.md") for line in lines]
-
-
-def write_details(details_dir: str, name: str, title: str, lines: list[str]) -> str:
-    os.makedirs(details_dir, exist_ok=True)
-    path = os.path.join(details_dir, name)
-    with open(path, "w") as f:
-        f.write("\n".join([f"# {title}\n", "Part of [the reproduction report](../REPORT.md); generated by "
-                           "`python benchmark/report.py` from the committed logs.\n"] + relink(lines)))
-    return path
+    return L + ["", "The reading was chosen on classic control only; on MuJoCo, SMAC under `literal` at 300k steps "
+                "is compared with `norm` over the same first 300k steps in the earlier-grid section below.", ""]
 
 
 def write_report(path: str = os.path.join(REPO, "benchmark", "REPORT.md"), logs_dir: Optional[str] = None,
@@ -691,34 +605,42 @@ def write_report(path: str = os.path.join(REPO, "benchmark", "REPORT.md"), logs_
         figures(results_dir, figures_dir, d.runs)
     reg = prereg.load()
     pre = prereg.analyze(reg)
-    equiv = matched_equivalence(pre, logs_dir)
+    # {task: paired comparison SMAC - sgd-matched} on normalized finals: the stage-1 seeds 1-5, and for the
+    # pre-registered block 1 tasks its 20 paired seeds
+    sc = prereg._scores([logs_dir])
+    equiv = {t: prereg.paired(sc.get((t, "smac"), {}), sc.get((t, "sgd-matched"), {}), list(range(1, 6)), EQUIV_MARGIN)
+             for t in hparams.tasks()}
+    equiv.update({r["task"]: {**r, "prereg": True} for r in pre["equivalence"]})
     details = os.path.join(os.path.dirname(os.path.abspath(path)), "report")  # benchmark/report/ for REPORT.md
-    write_details(details, "prereg.md", "The pre-registered study", prereg.markdown(reg, pre)[1:])
-    write_details(details, "grid.md", "The stage-1 grid: every cell, aggregates, orderings, SMAC vs SGD with step η/λ",
-                  lines(grid)
-                  + ["**Learning curves** (stage 1; 100 bins, EWM 0.1, mean ± std over seeds; every run raw in "
-                     "`docs/figures/returns_raw.png`, mean log π(a|s) in `docs/figures/logprob.png`):\n",
-                     "![returns](../docs/figures/returns_smoothed.png)\n"]
-                  + ordering_section(d)
-                  + matched_section(d.matched, "Is batch-mean SMAC more than a rescaled SGD?",
-                                    "Stage-1 runs (the budgets above; n seeds per cell in the table).")
-                  + diagnostics_section(d))
-    write_details(details, "claims.md", "The paper's timestep claims, claim by claim, and the 5M block",
-                  claims_section(d, logs_dir) + headline_section(d))
-    write_details(details, "readings.md", "Which reading of the paper: the fidelity study and the earlier literal grid",
-                  fidelity_section() + grid_300k_section(d))
-    write_details(details, "deviations.md", "Deviations from the paper", deviations_section(d))
+    pages = [("prereg.md", "The pre-registered study", prereg.markdown(reg, pre)[1:]),
+             ("grid.md", "The stage-1 grid: every cell, aggregates, orderings, SMAC vs SGD with step η/λ", lines(grid)
+              + ["**Learning curves** (stage 1; 100 bins, EWM 0.1, mean ± std over seeds; every run raw in "
+                 "`docs/figures/returns_raw.png`, mean log π(a|s) in `docs/figures/logprob.png`):\n",
+                 "![returns](../docs/figures/returns_smoothed.png)\n"] + ordering_section(d)
+              + matched_section(d.matched, "Is batch-mean SMAC more than a rescaled SGD?",
+                                "Stage-1 runs (the budgets above; n seeds per cell in the table).")
+              + diagnostics_section(d)),
+             ("claims.md", "The paper's timestep claims, claim by claim, and the 5M block",
+              claims_section(d, logs_dir) + headline_section(d)),
+             ("readings.md", "Which reading of the paper: the fidelity study and the earlier literal grid",
+              fidelity_section() + grid_300k_section(d)),
+             ("deviations.md", "Deviations from the paper", deviations_section(d))]
+    os.makedirs(details, exist_ok=True)
+    for name, title, body in pages:  # section text written for REPORT.md, its links moved one directory down
+        body = [line.replace("](../docs/", "](../../docs/").replace("](REPORT.md", "](../REPORT.md") for line in body]
+        with open(os.path.join(details, name), "w") as f:
+            f.write("\n".join([f"# {title}\n", "Part of [the reproduction report](../REPORT.md); generated by "
+                               "`python benchmark/report.py` from the committed logs.\n"] + body))
     L = ["# Reproduction report: SMAC\n",
          f"Generated by `python benchmark/report.py` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from "
          "the committed compact logs (`benchmark/results/logs/`). Protocol (the paper's): final = last of 100 "
          "EWM(0.1)-smoothed bins of episodic return, mean ± std over seeds. Stage-1 grid: 9 tasks × 6 algorithms × 5 "
          f"seeds ({budgets_text()}), the `norm` reading; the paper: 5 seeds, MuJoCo at 5M "
-         f"({PAPER_BUDGET_NOTE}). Normalized score: random policy 0, the best of the paper's table 1.\n"]
+         f"({aggregate.PAPER_BUDGET_NOTE}). Normalized score: random policy 0, the best of the paper's table 1.\n"]
     L += verdict_section(d, pre, equiv)
     L += ["## Per task\n", "Finals (mean ± std, 5 seeds; HalfCheetah and Pusher's SMAC − SGD η/λ column: the "
           "pre-registered 20 paired seeds). SGD with step η/λ is `sgd-matched`: AC-SGD at SMAC's η/λ, "
-          "everything else SMAC's row.\n"]
-    L += main_table(d, equiv) + [""]
+          "everything else SMAC's row.\n"] + main_table(d, equiv) + [""]
     L += ["## Figures\n",
           "Across tasks, 95 % stratified-bootstrap CIs (rliable), SGD with step η/λ included:\n",
           "![aggregates](../docs/figures/grid_aggregate.png)\n",
@@ -735,11 +657,6 @@ def write_report(path: str = os.path.join(REPO, "benchmark", "REPORT.md"), logs_
     with open(path, "w") as f:
         f.write(text)
     return text
-
-
-# ------------------------------------------------------------------------------------------
-# Figures of the stage-1 grid (docs/figures/): curves, raw returns, log-probabilities, SMAC diagnostics
-# ------------------------------------------------------------------------------------------
 
 
 COLORS = {"smac": "tab:red", "sgd": "tab:blue", "adam": "tab:green", "cg": "tab:purple", "kfac": "tab:orange",
@@ -809,13 +726,12 @@ def plot_raw(runs, path) -> bool:
 
 
 def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
-    """Issue 8, one row per task: return curves of SMAC and sgd-matched (mean ± std over seeds), then
-    |l_bar|^2/lambda (log, dashed line at 1), cos(g, step) and the fraction of g/lambda removed by the rank-1
-    term (median and 10-90% band across seeds, binned like the return curves); cos is drawn as 1 - cos on a log
-    axis (floored at 1e-9) so that 0.9999 and 0.4 are both readable."""
+    """Issue 8, one row per task: return curves of SMAC and sgd-matched (mean ± std over seeds), then |l_bar|^2/lambda
+    (log, dashed line at 1), cos(g, step) and the fraction of g/lambda removed by the rank-1 term (median and 10-90%
+    band across seeds); cos is drawn as 1 - cos on a log axis (floored at 1e-9) so 0.9999 and 0.4 are both readable."""
     diag_rows = [r for r in diag_rows if r["algo"] == "smac"]
     curve_rows = [r for r in curve_rows if r["algo"] in ("smac", "sgd-matched")]
-    tasks = [t for t in tasks_in(curve_rows + diag_rows)]
+    tasks = tasks_in(curve_rows + diag_rows)
     if not tasks:
         return False
     names = [("ell_sq_over_lambda", "‖ℓ̄‖² / λ", True), ("cos_g_step", "1 − cos(g, step)  (log)", True),
@@ -836,10 +752,8 @@ def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
             else:
                 x = col(sel, "step")
                 med, lo, hi = col(sel, name + "_median"), col(sel, name + "_p10"), col(sel, name + "_p90")
-                if name == "cos_g_step":  # 1 - cos is monotone: median and band map over (band reversed)
-                    med, lo, hi = 1.0 - med, 1.0 - hi, 1.0 - lo
-                    floor = 1e-9  # cos rounds to 1 in float64 when the correction is negligible
-                    med, lo, hi = (np.maximum(v, floor) for v in (med, lo, hi))
+                if name == "cos_g_step":  # 1 - cos is monotone (band reversed); floored: cos rounds to 1 in float64
+                    med, lo, hi = (np.maximum(v, 1e-9) for v in (1.0 - med, 1.0 - hi, 1.0 - lo))
                     ax.set_yscale("log")
                 ax.plot(x, med, color="tab:red", lw=1.2)
                 ax.fill_between(x, lo, hi, color="tab:red", alpha=0.2, lw=0)
@@ -850,10 +764,8 @@ def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
                     ax.set_title(f"{task}: λ = {lam:g}, n = {sel[0]['n']} seeds" if lam else task, fontsize=8)
                 if name == "removed_frac":
                     ax.set_ylim(0, 1)
-            if i == 0 and name != "ell_sq_over_lambda":
-                ax.set_title(label, fontsize=8)
-            elif i == 0:
-                ax.set_title(f"{label}\n" + ax.get_title(), fontsize=8)
+            if i == 0:
+                ax.set_title(f"{label}\n" + ax.get_title() if name == "ell_sq_over_lambda" else label, fontsize=8)
         for ax in axes[i]:
             ax.grid(alpha=0.3)
             ax.tick_params(which="both", labelsize=6)
@@ -865,42 +777,28 @@ def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
     return True
 
 
-def figures(results_dir: str, out_dir: str, runs: list) -> dict:
-    """The curve figures from an aggregate.py results directory and the loaded runs. Returns {file: written?}."""
+def figures(results_dir: str, out_dir: str, runs: list) -> None:
+    """The curve figures from an aggregate.py results directory and the loaded runs."""
     os.makedirs(out_dir, exist_ok=True)
     res = lambda name: read_csv(os.path.join(results_dir, name))  # noqa: E731
     out = lambda name: os.path.join(out_dir, name)  # noqa: E731
-    return {
-        "returns_smoothed.png": plot_curves(res("curves_return.csv"), "episodic return",
-                                            "Return: 100 bins, EWM 0.1, mean ± std over seeds", out("returns_smoothed.png")),
-        "returns_raw.png": plot_raw(runs, out("returns_raw.png")),
-        "logprob.png": plot_curves(res("curves_logprob.csv"), "mean log π(a|s)",
-                                   "Mean log-probability of taken actions: 100 bins, EWM 0.1, mean ± std",
-                                   out("logprob.png")),
-        "smac_diagnostics.png": plot_smac_vs_matched(res("curves_return.csv"), res("diagnostics.csv"),
-                                                     out("smac_diagnostics.png")),
-    }
-
-
-# ------------------------------------------------------------------------------------------
-# The stage-1 grid section: every cell beside the paper, the aggregates across tasks (rliable)
-# ------------------------------------------------------------------------------------------
+    plot_curves(res("curves_return.csv"), "episodic return", "Return: 100 bins, EWM 0.1, mean ± std over seeds",
+                out("returns_smoothed.png"))
+    plot_raw(runs, out("returns_raw.png"))
+    plot_curves(res("curves_logprob.csv"), "mean log π(a|s)",
+                "Mean log-probability of taken actions: 100 bins, EWM 0.1, mean ± std", out("logprob.png"))
+    plot_smac_vs_matched(res("curves_return.csv"), res("diagnostics.csv"), out("smac_diagnostics.png"))
 
 
 def budgets_text(sep: str = "; ") -> str:
     """The stage-1 budgets with tasks grouped by budget, a whole group by its name: 'Acrobot, CartPole 500k;
     Pendulum 2M; MuJoCo 1M' (groups joined by `sep`)."""
-    by: dict = {}
+    by, groups = {}, {}
     for t in hparams.tasks():
         by.setdefault(aggregate.stage1_budget(t), []).append(t)
-    groups = {}
-    for t in hparams.tasks():
         groups.setdefault(hparams.group(t), []).append(t)
     names = {tuple(ts): {"mujoco": "MuJoCo", "classic": "classic control"}.get(g, g) for g, ts in groups.items()}
     return sep.join(f"{names.get(tuple(ts), ', '.join(ts))} {steps(b)}" for b, ts in by.items())
-
-
-INSIDE_MARK = {"yes": "✓", "paper above": "✗ (paper above)", "paper below": "✗ (paper below)", "–": ""}
 
 
 def cell_text(r: Optional[dict], paper: Optional[tuple] = None) -> str:
@@ -912,16 +810,8 @@ def cell_text(r: Optional[dict], paper: Optional[tuple] = None) -> str:
     if r["paper"] is None:
         return ours
     p = "" if np.isnan(r["p_vs_paper"]) else f"; Welch p {r['p_vs_paper']:.2g}"
-    return f"{ours} / {r['paper']:g} ± {r['paper_std']:g} {INSIDE_MARK[r['inside']]}".rstrip() + p
-
-
-def matrix(rows: list[dict]) -> list[str]:
-    """All nine tasks x six algorithms, one cell_text per cell (the paper's value also where we have no run)."""
-    by = {(r["task"], r["algo"]): r for r in rows}
-    paper = lambda t, a: hparams.paper_result(t, a) if a in hparams.PAPER_ALGOS else None  # noqa: E731
-    cols = [("Task", lambda t: t)] + [(hparams.algo_label(a), lambda t, a=a: cell_text(by.get((t, a)), paper(t, a)))
-                                      for a in hparams.ALGOS]
-    return table(hparams.tasks(), cols)
+    mark = {"yes": "✓", "paper above": "✗ (paper above)", "paper below": "✗ (paper below)", "–": ""}[r["inside"]]
+    return f"{ours} / {r['paper']:g} ± {r['paper_std']:g} {mark}".rstrip() + p
 
 
 def grid_plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figures_dir: str) -> None:
@@ -933,11 +823,11 @@ def grid_plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figu
             p, lo, hi = agg[a][name]
             ax.barh(i, hi - lo, left=lo, height=0.6, color=f"C{i}", alpha=0.75)
             ax.plot([p, p], [i - 0.3, i + 0.3], color="k")
-        first = name == aggregate.METRICS[0]
-        ax.set_yticks(range(len(algos)), [hparams.algo_label(a) if first else "" for a in algos])
+        ax.set_yticks(range(len(algos)), [hparams.algo_label(a) if name == aggregate.METRICS[0] else "" for a in algos])
         ax.set_title(name)
         ax.grid(axis="x", alpha=0.3)
-    save(fig, os.path.join(figures_dir, "grid_aggregate.png"), f"normalized score (random = 0, best of the paper's table = 1); {label}", fontsize=8)
+    save(fig, os.path.join(figures_dir, "grid_aggregate.png"),
+         f"normalized score (random = 0, best of the paper's table = 1); {label}", fontsize=8)
     fig, ax = plt.subplots(figsize=(6.5, 4))
     x = np.arange(1, aggregate.N_POINTS + 1) / aggregate.N_POINTS
     for i, a in enumerate(algos):
@@ -960,8 +850,8 @@ def grid_plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figu
 
 def compute(source: Union[str, list, None] = None, min_seeds: int = 5, results_dir: str = STAGE1,
             figures_dir: str = FIGURES, reps: int = 2000) -> dict:
-    """Cells, their rows (written to cells.csv) and the aggregates (None until a task qualifies).
-    source: compact-logs dir or loaded runs (default: the stage-1 logs)."""
+    """Cells, their rows (written to cells.csv) and the aggregates (None until a task qualifies) of `source`, a
+    compact-logs dir or loaded runs (default: the stage-1 logs)."""
     source = aggregate.stage1_logs() if source is None else source
     cells = aggregate.load_cells(source) if not isinstance(source, str) or os.path.isdir(source) else {}
     rows = aggregate.cell_rows(cells)
@@ -977,30 +867,34 @@ def compute(source: Union[str, list, None] = None, min_seeds: int = 5, results_d
 
 
 def lines(c: dict) -> list[str]:
-    """The REPORT section from compute(): the matrix of cells, then the aggregates."""
+    """The REPORT section from compute(): every task x algorithm cell (the paper's value also unrun), the aggregates."""
     reading = hparams.load()["meta"]["grid_readings"]["stage1"]
-    n_runs = sum(len(x["finished"]) + len(x["diverged"]) for x in c["cells"].values())
-    n_div = sum(len(x["diverged"]) for x in c["cells"].values())
-    n_short = sum(len(x["short"]) for x in c["cells"].values())
-    seeds = sorted({len(x["finished"]) + len(x["diverged"]) for x in c["cells"].values()}) or [0]
+    cells = c["cells"].values()
+    n_runs = sum(len(x["finished"]) + len(x["diverged"]) for x in cells)
+    n_div = sum(len(x["diverged"]) for x in cells)
+    n_short = sum(len(x["short"]) for x in cells)
+    seeds = sorted({len(x["finished"]) + len(x["diverged"]) for x in cells}) or [0]
     seed_range = f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]}–{seeds[-1]}"
     L = ["## Stage-1 grid: final returns, ours vs the paper\n",
          f"Reading `{reading}` (`hyperparams.toml` `[meta]`), {seed_range} seeds per cell (n in each cell), budgets: "
          f"{budgets_text()} steps (the paper: 5M for MuJoCo, inferred from its HalfCheetah text); {n_runs} of "
-         "9 × 6 × 5 = 270 runs" + (f" (and {n_short} more that stopped short of the budget or logged no episode; not "
-                                   "counted)" if n_short else "") + ". Each cell: "
-         "**mean ± std** (ddof = 1) of the seeds' finals [95 % percentile bootstrap CI of the mean, "
-         f"`scipy.stats.bootstrap`] (n finished seeds, + diverged; no CI below {aggregate.MIN_CI_SEEDS} seeds) / the paper's "
-         "mean ± std, ✓ where the paper's mean lies inside our CI, ✗ where it does not; then Welch p, the test of "
-         "our seeds against the paper's mean ± std as a 5-seed sample (`scipy.stats.ttest_ind_from_stats`). With "
-         f"{aggregate.MIN_CI_SEEDS} to 5 seeds the percentile bootstrap under-covers and the paper's mean is itself a 5-seed "
-         "estimate, so a ✗ with Welch p ≥ 0.05 is not a difference the seeds can show; the verdict counts Welch's test. "
-         "Final = last of 100 EWM(0.1)-smoothed bins. Every cell with its per-seed finals: "
+         "9 × 6 × 5 = 270 runs" + (f" (and {n_short} more that stopped short of the budget or logged no episode; "
+                                   "not counted)" if n_short else "")
+         + ". Each cell: **mean ± std** (ddof = 1) of the seeds' finals [95 % percentile bootstrap CI of the mean, "
+         f"`scipy.stats.bootstrap`] (n finished seeds, + diverged; no CI below {aggregate.MIN_CI_SEEDS} seeds) / the "
+         "paper's mean ± std, ✓ where the paper's mean lies inside our CI, ✗ where it does not; then Welch p, the "
+         "test of our seeds against the paper's mean ± std as a 5-seed sample (`scipy.stats.ttest_ind_from_stats`). "
+         f"With {aggregate.MIN_CI_SEEDS} to 5 seeds the percentile bootstrap under-covers and the paper's mean is "
+         "itself a 5-seed estimate, so a ✗ with Welch p ≥ 0.05 is not a difference the seeds can show; the verdict "
+         "counts Welch's test. Final = last of 100 EWM(0.1)-smoothed bins. Every cell with its per-seed finals: "
          "`benchmark/results/stage1/cells.csv`.\n"]
     if not c["rows"]:
         return L + ["No stage-1 run has finished yet.\n"]
-    L += matrix(c["rows"]) + [""]
-    L.append("## Across tasks: IQM, optimality gap, probability of improvement (rliable)\n")
+    by = by_cell(c["rows"])
+    paper = lambda t, a: hparams.paper_result(t, a) if a in hparams.PAPER_ALGOS else None  # noqa: E731
+    L += table(hparams.tasks(), [("Task", lambda t: t)] + [
+        (hparams.algo_label(a), lambda t, a=a: cell_text(by.get((t, a)), paper(t, a))) for a in hparams.ALGOS])
+    L += ["", "## Across tasks: IQM, optimality gap, probability of improvement (rliable)\n"]
     out = c["aggregates"]
     if out is None:
         return L + ["Aggregates across tasks need at least one task where all five algorithms have 2 finished "
@@ -1017,10 +911,10 @@ def lines(c: dict) -> list[str]:
                + [(m, lambda r, m=m: estimate(*r[1][m])) for m in aggregate.METRICS]) + [""]
     L += table(imp.items(), [("SMAC vs", lambda r: hparams.algo_label(r[0])),
                              ("P(SMAC > baseline) [95 % CI]", lambda r: estimate(*r[1]))])
-    L += ["", "![aggregates](../docs/figures/grid_aggregate.png)\n",
-          "![sample efficiency: IQM of the normalized smoothed curve at each tenth of the budget, 95 % CI bands]"
-          "(../docs/figures/grid_sample_efficiency.png) ![performance profile](../docs/figures/grid_profile.png)\n"]
-    return L
+    return L + ["", "![aggregates](../docs/figures/grid_aggregate.png)\n",
+                "![sample efficiency: IQM of the normalized smoothed curve at each tenth of the budget, 95 % CI "
+                "bands](../docs/figures/grid_sample_efficiency.png) ![performance profile]"
+                "(../docs/figures/grid_profile.png)\n"]
 
 
 def section(source: Union[str, list, None] = None, min_seeds: int = 5, results_dir: str = STAGE1,

@@ -924,14 +924,16 @@ def section(source: Union[str, list, None] = None, min_seeds: int = 5, results_d
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Write REPORT.md (with benchmark/report/*.md, the stage-1 CSVs and the "
-                                "figures), ABLATIONS.md (with its CSVs and figures) and docs/defaults_sweep.csv from "
-                                "the committed compact logs.")
+                                "figures), ABLATIONS.md (with its CSVs and figures), the fidelity study's CSVs and "
+                                "docs/defaults_sweep.csv from the committed compact logs.")
     p.add_argument("--out", default=os.path.join(REPO, "benchmark", "REPORT.md"))
     args = p.parse_args(argv)
     write_report(args.out)
     print(f"wrote {args.out}")
     abl = ablations.write_all()
     print(f"wrote {abl}" if abl else "no ablation compact logs: ABLATIONS.md left as it is")
+    if aggregate.fidelity_score():  # benchmark/results/fidelity/{scores,claims,finals}.csv from the study's logs
+        print(f"wrote {os.path.relpath(hparams.FIDELITY_RESULTS, REPO)}/*.csv")
     dfl = aggregate.write_defaults_csv()
     print(f"wrote {dfl}" if dfl else "no defaults-sweep compact logs: docs/defaults_sweep.csv left as it is")
     return 0

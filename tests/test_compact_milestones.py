@@ -204,3 +204,12 @@ def test_strict_verdict_names_by_hand():
     row = {**rows["size-ok"], "other": {**rows["size-off"]}}
     assert aggregate.combined(row) == "direction only"
     assert aggregate.combined({**rows["size-ok"], "other": {"verdict": "beyond budget"}}) == "held"
+
+
+def test_the_committed_fidelity_csvs_are_what_the_committed_logs_give(tmp_path):
+    """`python benchmark/report.py` regenerates them (its claims.csv had gone stale: '16k' where the code gives
+    '16.5k')."""
+    aggregate.fidelity_score(results_dir=str(tmp_path))
+    for name in ("scores.csv", "claims.csv", "finals.csv"):
+        committed = open(os.path.join(hparams.FIDELITY_RESULTS, name), "rb").read()
+        assert (tmp_path / name).read_bytes() == committed, name

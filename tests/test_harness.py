@@ -336,3 +336,13 @@ def test_costs_bad_subcommand_is_exit_2_naming_it():
     assert out.returncode == 2 and out.stdout == ""
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("costs.py: error:") and "invalid choice: 'no-such-cost'" in last, out.stderr
+
+
+def test_no_raw_run_outputs_are_committed():
+    """Checkpoints and TensorBoard files stay out of git (a run directory with its checkpoint.pt was committed once)."""
+    try:
+        files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    raw = [f for f in files.splitlines() if f.endswith((".pt", ".pt.tmp", ".lock")) or "tfevents" in f]
+    assert not raw, raw

@@ -2,10 +2,8 @@
 SMAC vs sgd-matched) that benchmark/report.py turns into REPORT.md; the paper's timestep claims, the fidelity
 study's score, the stage-1 grid's cells and rliable aggregates, and the toy MDP's cosine study.
 
-    python benchmark/aggregate.py                 # the stage-1 grid's committed compact logs -> results/stage1
-    python benchmark/aggregate.py --runs-dir benchmark/runs --results-dir /tmp/res --budget 300000   # raw runs
-    python benchmark/aggregate.py claims benchmark/results/logs/<reading>   # the claims table of some logs
-    python benchmark/aggregate.py fidelity score|adam-check|rule | toy | defaults
+Usage: aggregate.py [--runs-dir DIR | --logs-dir DIR] [--results-dir DIR] [--budget B] (default: the stage-1 grid's
+committed compact logs -> results/stage1), or a subcommand: claims LOGS, fidelity score|adam-check|rule, toy, defaults.
 
 The protocol (100 bins, carry-forward, EWM 0.1, mean and ddof-1 std across seeds, final = last bin) is
 benchmark/protocol.py. Which runs count: finished with global_step >= B ("complete"); diverged runs (summary.json)
@@ -33,7 +31,6 @@ if REPO not in sys.path:
 import smac_numpy as sn  # noqa: E402
 from benchmark import compact, hparams, stats  # noqa: E402
 from benchmark.compact import DEFAULT_RUNS, discover  # noqa: E402
-from benchmark.hparams import READINGS, parse_budget, reading_flags  # noqa: E402
 from benchmark.protocol import N_BINS, across_seeds, bin_quantiles, smoothed_curve  # noqa: E402
 from benchmark.stats import bootstrap_diff_ci, permutation_test, table, welch_test, write_csv  # noqa: E402
 
@@ -47,7 +44,7 @@ def stage1_logs() -> str:
 
 def stage1_budgets() -> dict:
     """{task: steps} of the stage-1 grid (hyperparams.toml [meta] stage1_budget, sweep.py --budget syntax)."""
-    return parse_budget(hparams.load()["meta"]["stage1_budget"])
+    return hparams.parse_budget(hparams.load()["meta"]["stage1_budget"])
 
 
 def stage1_budget(task: str) -> int:
@@ -69,9 +66,8 @@ def _rank(seq, x) -> int:
 
 # ---- SMAC vs sgd-matched on per-seed final values (the tests are benchmark/stats.py: scipy.stats)
 def matched_verdict(welch: Optional[dict], ci: tuple, alpha: float = 0.05) -> str:
-    """'smac' / 'sgd-matched' (Welch p < alpha AND the bootstrap CI excludes 0 on the same side),
-    'suggestive: smac' / 'suggestive: sgd-matched' (exactly one of the two), 'not distinguishable'
-    (neither), '' (not enough seeds)."""
+    """'smac' / 'sgd-matched' (Welch p < alpha AND the bootstrap CI excludes 0 on the same side), 'suggestive: '
+    + that (exactly one of the two), 'not distinguishable' (neither), '' (not enough seeds)."""
     if welch is None or not np.isfinite(ci[0]):
         return ""
     sig_t, sig_ci = welch["p"] < alpha, ci[0] > 0 or ci[1] < 0
@@ -86,24 +82,21 @@ def same_start_counts(groups: dict) -> dict:
     for (task, algo), runs in groups.items():
         if algo != "smac" or (task, "sgd-matched") not in groups:
             continue
-        other = {r["seed"]: r for r in groups[(task, "sgd-matched")]}
-        both = [(r["updates"]["value_loss"], other[r["seed"]]["updates"]["value_loss"])
-                for r in runs if r["seed"] in other]
+        other = {r["seed"]: r["updates"]["value_loss"] for r in groups[(task, "sgd-matched")]}
+        both = [(r["updates"]["value_loss"], other[r["seed"]]) for r in runs if r["seed"] in other]
         out[task] = (sum(a.size > 0 and b.size > 0 and a[0] == b[0] for a, b in both), len(both))
     return out
 
 
 def compare_matched(final_rows: list[dict], diag_summary: list[dict], same_start: Optional[dict] = None) -> list[dict]:
-    """Per task with both cells: SMAC vs sgd-matched on the per-seed finals (final.csv), Welch's t, the bootstrap
-    CI and the exact permutation p, beside the SMAC diagnostics (diagnostics_summary.csv). Without a test (fewer
-    than 2 finals on a side), a one-sided divergence is the verdict ('sgd-matched diverged' / 'smac diverged')."""
+    """Per task with both cells: SMAC vs sgd-matched on the per-seed finals (Welch's t, bootstrap CI, permutation p)
+    beside the SMAC diagnostics. Without a test (< 2 finals on a side), a one-sided divergence is the verdict."""
     fin = {(r["task"], r["algo"]): r for r in final_rows}
     diag = {r["task"]: r for r in diag_summary if r["algo"] == "smac"}
     out = []
-    for task in sorted({t for t, _ in fin}, key=lambda t: _rank(hparams.tasks(), t)):
-        s, m = fin.get((task, "smac")), fin.get((task, "sgd-matched"))
-        if s is None or m is None:
-            continue
+    for task in sorted({t for t, a in fin if a == "smac" and (t, "sgd-matched") in fin},
+                       key=lambda t: _rank(hparams.tasks(), t)):
+        s, m = fin[(task, "smac")], fin[(task, "sgd-matched")]
         fa, fb = ([float(x) for x in r["finals"].split(";")] if r["finals"] else [] for r in (s, m))
         w = welch_test(fa, fb)  # None unless both sides have 2 finals
         ci = (*bootstrap_diff_ci(fa, fb), "scipy percentile, 20000 resamples") if w else (math.nan, math.nan, "")
@@ -117,21 +110,18 @@ def compare_matched(final_rows: list[dict], diag_summary: list[dict], same_start
         (smac_mean, smac_std), (matched_mean, matched_std) = _mean_std(fa), _mean_std(fb)
         same = (same_start or {}).get(task, ("", ""))
         out.append({"task": task, "damping": sm.get("damping", ""), "eta_smac": sm.get("learning_rate", ""),
-                    "eta_matched": (hparams.settings(task, "sgd-matched")["learning_rate"] if sm else ""),
-                    "budget": s["budget"], "n_smac": len(fa), "n_matched": len(fb),
-                    "n_diverged_smac": s["n_diverged"], "n_diverged_matched": m["n_diverged"],
-                    "smac_mean": smac_mean, "smac_std": smac_std, "matched_mean": matched_mean,
-                    "matched_std": matched_std, "smac_finals": s["finals"], "matched_finals": m["finals"],
-                    "diff": _f(w["diff"]) if w else "",
+                    "eta_matched": hparams.settings(task, "sgd-matched")["learning_rate"] if sm else "",
+                    "budget": s["budget"], "n_smac": len(fa), "n_matched": len(fb), "n_diverged_smac": s["n_diverged"],
+                    "n_diverged_matched": m["n_diverged"], "smac_mean": smac_mean, "smac_std": smac_std,
+                    "matched_mean": matched_mean, "matched_std": matched_std, "smac_finals": s["finals"],
+                    "matched_finals": m["finals"], "diff": _f(w["diff"]) if w else "",
                     "effect_size": _f(w["diff"] / pooled) if w and pooled > 0 else "",
                     **{f"welch_{k}": _f(w[k]) if w else "" for k in ("t", "df", "p", "mdd")},
-                    "boot_lo": _f(ci[0]), "boot_hi": _f(ci[1]), "boot_kind": ci[2],
-                    "perm_p": _f(perm_p), "perm_min_p": _f(perm_min), "verdict": verdict,
-                    "same_start_seeds": same[0], "paired_seeds": same[1],
-                    **{name: diag.get(task, {}).get(name, "") for name in (
-                        "ell_sq_over_lambda_median", "ell_sq_over_lambda_last10pct_median", "cos_g_step_median",
-                        "removed_frac_median", "removed_frac_last10pct_median", "step_over_sgd_median",
-                        "cos_g_ell_median")}})
+                    "boot_lo": _f(ci[0]), "boot_hi": _f(ci[1]), "boot_kind": ci[2], "perm_p": _f(perm_p),
+                    "perm_min_p": _f(perm_min), "verdict": verdict, "same_start_seeds": same[0],
+                    "paired_seeds": same[1], **{f"{n}_median": diag.get(task, {}).get(f"{n}_median", "") for n in (
+                        "ell_sq_over_lambda", "ell_sq_over_lambda_last10pct", "cos_g_step", "removed_frac",
+                        "removed_frac_last10pct", "step_over_sgd", "cos_g_ell")}})
     return out
 
 
@@ -144,32 +134,28 @@ def smac_diagnostics(u: dict, lam: float, cfg: Optional[dict] = None) -> dict:
                           g_par/(lambda + s) gives g/lambda - step = g_par s / (lambda (lambda + s)), and |g_par| =
                           step_par_norm (lambda + s)  (= s/(lambda + s) * |cos(g, l_bar)|: a large s/lambda removes
                           much only if g is aligned with l_bar)
-      step_over_sgd       |step| / |g/lambda| = step_norm * lambda / |g|  (SMAC's step length relative to
-                          the sgd-matched step g/lambda at the same g)
+      step_over_sgd       |step| / |g/lambda| = step_norm * lambda / |g|  (SMAC's step relative to sgd-matched's)
       cos_g_ell           |cos(g, l_bar)| = |g_par| / |g| = step_par_norm (lambda + s) / |g|
     These hold for the plain batch-mean step only; runs with another --fisher, previous-EF mixing or step
-    normalization (cfg from config.json) get NaN for removed_frac, step_over_sgd and cos_g_ell."""
-    ell_sq, g_norm = u["ell_sq"], np.where(u["g_norm"] > 0, u["g_norm"], np.nan)
+    normalization (cfg from config.json) get NaN for removed_frac, step_over_sgd and cos_g_ell (via a NaN |g|)."""
+    ell_sq = u["ell_sq"]
     plain = not cfg or (cfg.get("fisher", "batch-mean") == "batch-mean" and not cfg.get("prev_ef_beta")
                         and not cfg.get("step_normalization"))
-    nan = np.full_like(ell_sq, np.nan)
+    g_norm = np.where(u["g_norm"] > 0, u["g_norm"], np.nan) if plain else np.full_like(ell_sq, np.nan)
     return {"ell_sq_over_lambda": ell_sq / lam, "cos_g_step": u["cos_g_step"],
-            "removed_frac": u["step_par_norm"] * ell_sq / g_norm if plain else nan,
-            "step_over_sgd": u["step_norm"] * lam / g_norm if plain else nan,
-            "cos_g_ell": u["step_par_norm"] * (lam + ell_sq) / g_norm if plain else nan}
+            "removed_frac": u["step_par_norm"] * ell_sq / g_norm, "step_over_sgd": u["step_norm"] * lam / g_norm,
+            "cos_g_ell": u["step_par_norm"] * (lam + ell_sq) / g_norm}
 
 
 def classify(run: dict, budget: int) -> str:
     """'diverged', 'complete' (finished at the budget) or 'incomplete'."""
-    if run["status"] == "diverged":
-        return "diverged"
-    return "complete" if run["last_step"] >= budget and run["status"] == "finished" else "incomplete"
+    complete = run["last_step"] >= budget and run["status"] == "finished"
+    return "diverged" if run["status"] == "diverged" else "complete" if complete else "incomplete"
 
 
 def aggregate(runs_dir: Optional[str] = DEFAULT_RUNS, results_dir: str = DEFAULT_RESULTS,
               budget_spec: Optional[str] = None, logs_dir: Optional[str] = None, runs: Optional[list] = None) -> dict:
-    """Aggregate `runs` (run dicts, as discover() / compact.discover_logs() give), else the compact logs in
-    logs_dir, else the run directories in runs_dir, into CSVs in results_dir."""
+    """Aggregate `runs` (run dicts), else the compact logs in logs_dir, else the runs in runs_dir, into results_dir."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # nan-medians of bins without any update
         if runs is None:
@@ -178,7 +164,7 @@ def aggregate(runs_dir: Optional[str] = DEFAULT_RUNS, results_dir: str = DEFAULT
             print(f"aggregate: no runs found in {logs_dir or runs_dir}; {results_dir} left as it is", file=sys.stderr)
             return {"runs": 0, "cells": 0, "budgets": {}}
         if budget_spec:  # sweep.py --budget syntax, else each task's largest job budget
-            budgets = parse_budget(budget_spec, sorted({r["task"] for r in runs}) or None)
+            budgets = hparams.parse_budget(budget_spec, sorted({r["task"] for r in runs}) or None)
         else:
             budgets = {t: max(int(r["job_budget"] or r["last_step"]) for r in runs if r["task"] == t)
                        for t in dict.fromkeys(r["task"] for r in runs)}
@@ -188,8 +174,7 @@ def aggregate(runs_dir: Optional[str] = DEFAULT_RUNS, results_dir: str = DEFAULT
             if r["task"] in budgets:
                 r["class"] = classify(r, budgets[r["task"]])
                 groups.setdefault((r["task"], r["algo"]), []).append(r)
-        out = {name: [] for name in ("curves_return", "curves_logprob", "final", "diagnostics", "diagnostics_summary",
-                                     "runs")}
+        out = {name: [] for name in "curves_return curves_logprob final diagnostics diagnostics_summary runs".split()}
         for key in sorted(groups, key=lambda k: (_rank(hparams.tasks(), k[0]), _rank(hparams.ALGOS, k[1]), *k)):
             (task, algo), budget, cell = key, budgets[key[0]], groups[key]
             steps = [int(round(e)) for e in (np.arange(N_BINS) + 1) * budget / N_BINS]
@@ -215,11 +200,10 @@ def aggregate(runs_dir: Optional[str] = DEFAULT_RUNS, results_dir: str = DEFAULT
             out["final"].append({
                 "task": task, "algo": algo, "budget": budget, "n_seeds": len(fin),
                 "seeds": ";".join(str(r["seed"]) for r in used if r["class"] == "complete"),
-                "n_diverged": sum(r["class"] == "diverged" for r in cell),
-                "n_incomplete": sum(r["class"] == "incomplete" for r in cell), "final_mean": final_mean,
-                "final_std": final_std, "final_std_ddof0": _f(np.std(fin, ddof=0)) if fin else "",
-                "finals": ";".join(f"{v:.6g}" for v in fin), "paper_mean": paper[0] if paper else "",
-                "paper_std": paper[1] if paper else "",
+                **{f"n_{c}": sum(r["class"] == c for r in cell) for c in ("diverged", "incomplete")},
+                "final_mean": final_mean, "final_std": final_std,
+                "final_std_ddof0": _f(np.std(fin, ddof=0)) if fin else "", "finals": ";".join(f"{v:.6g}" for v in fin),
+                "paper_mean": paper[0] if paper else "", "paper_std": paper[1] if paper else "",
                 "paper_text_std": (hparams.paper_text_std(task, algo) or "") if paper else ""})
             # SMAC diagnostics (rows exist only where the trainer logged ell_sq, i.e. smac)
             per_seed: dict = {}
@@ -259,8 +243,7 @@ RULES = {  # kind of claim -> when it holds; the report quotes these
               "not the size; the measured ratio stands beside the paper's",
     "faster": "the algorithm reaches the threshold before the reference",
     "never_above": "the algorithm's seed-mean curve stays at or below the threshold over the whole run",
-    "below_until": "the algorithm's curve lies below the reference's on average up to the paper's step",
-}
+    "below_until": "the algorithm's curve lies below the reference's on average up to the paper's step"}
 
 PAPER_BUDGET = 5_000_000  # the paper's MuJoCo budget, as PAPER_BUDGET_NOTE infers it
 PAPER_BUDGET_NOTE = "inferred from its HalfCheetah text: 3.4 million timesteps are 68% of the training budget"
@@ -321,14 +304,12 @@ CLAIMS = [
     {"id": "humanoid-sgd-faster", "task": "Humanoid", "kind": "faster", "algo": "sgd", "ref": "smac", "threshold": 3105,
      "needs": None, "text": "AC-SGD is slightly faster than our method [read: to AC-Adam's final, 3105]"},
     _slower("pusher-cg-21", "Pusher", "cg", -441, 1.21, None, "passing the -441 threshold 21% faster than AC-CG"),
-    _slower("pusher-sgd-9", "Pusher", "sgd", -441, 1.09, None, "passing the -441 threshold 9% faster than AC-SGD"),
-]
+    _slower("pusher-sgd-9", "Pusher", "sgd", -441, 1.09, None, "passing the -441 threshold 9% faster than AC-SGD")]
 
 
 def cell_curves(runs: list[dict], windows: Optional[dict] = None) -> dict:
-    """{(task, algo): (span, seeds x bins smoothed curves, reach)} from run dicts. The 100 bins span the runs'
-    budget, or windows[task] steps where given (a shorter span keeps only the episodes inside it, a longer one
-    leaves the bins past the runs empty); reach = the steps the runs cover inside the span."""
+    """{(task, algo): (span, seeds x bins smoothed curves, reach)}: the 100 bins span the runs' budget, or windows[task]
+    steps where given (a longer span leaves the bins past the runs empty); reach = the steps the runs cover in it."""
     groups: dict = {}
     for r in runs:
         groups.setdefault((r["task"], r["algo"]), []).append(r)
@@ -350,25 +331,14 @@ def first_crossing(curve: np.ndarray, threshold: float, budget: int) -> Optional
 
 def fmt_step(s) -> str:
     """34_500 -> '34.5k', 150_000 -> '150k', 1_680_000 -> '1.68M', None -> 'never'."""
-    if s is None:
-        return "never"
-    return f"{s / 1e6:.2f}M" if s >= 1e6 else f"{s / 1e3:.1f}".rstrip("0").rstrip(".") + "k"
-
-
-def _crossings(cells, task, algo, thr) -> tuple:
-    """(the seed-mean curve's first crossing, the per-seed crossings, those sorted as text)."""
-    span, curves, _ = cells[(task, algo)]
-    seeds = [first_crossing(c, thr, span) for c in curves]
-    spread = ", ".join(fmt_step(s) for s in sorted(seeds, key=lambda s: math.inf if s is None else s))
-    return first_crossing(across_seeds(curves)[0], thr, span), seeds, spread
+    return "never" if s is None else f"{s / 1e6:.2f}M" if s >= 1e6 else f"{s / 1e3:.1f}".rstrip("0").rstrip(".") + "k"
 
 
 STRICT = {  # issue 27's names for the verdict of a "slower" / "faster" claim that holds on its direction
     "held": "the measured ratio within a factor 1.25 of the paper's, and the per-seed crossings separate (every seed "
             "of the faster algorithm crosses before every seed of the slower one)",
     "direction only": "the order is the paper's, but the ratio is not within 1.25x of the paper's or the seeds overlap",
-    "baseline never reaches it": "the paper says the slower algorithm reaches the threshold later; ours never does",
-}
+    "baseline never reaches it": "the paper says the slower algorithm reaches the threshold later; ours never does"}
 ORDER = ("held", "direction only", "baseline never reaches it", "not held")  # combined(): the less favourable wins
 COLUMNS = [("Task", lambda r: r["task"]), ("Claim (paper, section Results; [ ]: ours)", lambda r: r["claim"]),
            ("Measured (seed-mean curve)", lambda r: r["measured"]), ("Per seed", lambda r: r["seeds"]),
@@ -388,17 +358,20 @@ def strict_verdict(verdict: str, t, t_ref, fast_seeds: list, slow_seeds: list, p
 
 
 def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict] = None) -> list[dict]:
-    """One row per claim: id, task, claim, kind, algo, measured, seeds, verdict, and for a judged claim
-    steps: (crossing step or None,) for reach_by, (algo's, ref's) with paper_ratio for slower / faster.
-    windows: {task: steps} the 100 bins span instead of the runs' budget (cell_curves)."""
-    cells = cell_curves(runs, windows)
-    rows = []
+    """One row per claim; a judged one has steps: (crossing step or None,) for reach_by, (algo's, ref's) with
+    paper_ratio for slower / faster. windows: {task: steps} the 100 bins span instead of the runs' budget."""
+    cells, rows = cell_curves(runs, windows), []
+
+    def crossings(task, algo, thr) -> tuple:  # (the seed-mean curve's first crossing, per-seed ones, sorted as text)
+        span, curves, _ = cells[(task, algo)]
+        seeds = [first_crossing(c, thr, span) for c in curves]
+        spread = ", ".join(fmt_step(s) for s in sorted(seeds, key=lambda s: math.inf if s is None else s))
+        return first_crossing(across_seeds(curves)[0], thr, span), seeds, spread
     for c in claims:
         if tasks and c["task"] not in tasks:
             continue
         task, algo, kind, thr = c["task"], c["algo"], c["kind"], c.get("threshold")
-        row = {"id": c["id"], "task": task, "claim": c["text"], "kind": kind, "algo": algo,
-               "measured": "", "seeds": "", "verdict": ""}
+        row = dict(id=c["id"], task=task, claim=c["text"], kind=kind, algo=algo, measured="", seeds="", verdict="")
         needed = [algo] + ([c["ref"]] if "ref" in c else [])
         if any((task, a) not in cells for a in needed):
             rows.append({**row, "verdict": "no runs"})
@@ -409,14 +382,14 @@ def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict
                          "verdict": "beyond budget"})
             continue
         if kind == "reach_by":
-            t, _, spread = _crossings(cells, task, algo, thr)
+            t, _, spread = crossings(task, algo, thr)
             held = t is not None and t <= TOL * c["step"]
             row.update(measured=f"{algo} " + (f"reaches {thr:g} at {fmt_step(t)}" if t is not None
                                               else f"does not reach {thr:g}") + f" (paper {fmt_step(c['step'])})",
                        seeds=spread, steps=(t,))
         elif kind in ("slower", "faster"):
-            t, seeds, spread = _crossings(cells, task, algo, thr)
-            t_ref, seeds_ref, spread_ref = _crossings(cells, task, c["ref"], thr)
+            t, seeds, spread = crossings(task, algo, thr)
+            t_ref, seeds_ref, spread_ref = crossings(task, c["ref"], thr)
             # compare over the span both cells cover: a crossing past the shorter one was not seen by the other
             t, t_ref = (None if x is None or x > budget else x for x in (t, t_ref))
             if c["needs"] is None and t is None and t_ref is None and budget < PAPER_BUDGET:
@@ -461,7 +434,7 @@ def combined(row: dict) -> str:
 
 
 # ---- The fidelity study (issue 11): which reading of what the paper leaves unsaid reproduces its claims?
-# Written before any fidelity run; the runs and the score follow it, not the other way round.
+# The rule was written before any fidelity run; the runs and the score follow it, not the other way round.
 FIDELITY_RULE = """\
 Score of a reading = the number of the paper's classic-control milestone claims (benchmark/milestones.py,
 Acrobot and CartPole: 10 claims, all within the 150k-step budget; Pendulum's only quantitative claim is at
@@ -483,8 +456,8 @@ def fidelity_score(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELITY_
         if not runs:
             continue
         verdicts = evaluate(runs, tasks=hparams.FIDELITY_TASKS)
-        rows.append({"reading": r, "flags": " ".join(reading_flags(r)),
-                     "changes": READINGS[r][1] if r in READINGS else len(r.split("+")),
+        rows.append({"reading": r, "flags": " ".join(hparams.reading_flags(r)),
+                     "changes": hparams.READINGS[r][1] if r in hparams.READINGS else len(r.split("+")),
                      "held": sum(v["verdict"] == "held" for v in verdicts),
                      "evaluable": sum(v["verdict"] in ("held", "not held") for v in verdicts), "runs": len(runs),
                      "diverged": sum(x["status"] == "diverged" for x in runs)})
@@ -500,13 +473,6 @@ def fidelity_score(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELITY_
     return rows
 
 
-def steps_per_rollout(name: str) -> int:
-    """Actor steps per rollout of a reading: minibatches x epochs."""
-    flags = reading_flags(name)
-    return math.prod(int(flags[flags.index(f) + 1]) if f in flags else 1
-                     for f in ("--num-minibatches", "--update-epochs"))
-
-
 def rescored(rows: list[dict], verdicts: dict, drop: set) -> list[dict]:
     """The score rows with "held" recounted from verdicts ({reading: {claim id: row}}) without the claims in drop."""
     return [{**r, "held": sum(v["verdict"] == "held" for cid, v in verdicts[r["reading"]].items() if cid not in drop)}
@@ -515,7 +481,11 @@ def rescored(rows: list[dict], verdicts: dict, drop: set) -> list[dict]:
 
 def fidelity_choose(rows: list[dict]) -> str:
     """The rule's choice among scored readings."""
-    order = list(READINGS)
+    def steps_per_rollout(name: str) -> int:  # actor steps per rollout of a reading: minibatches x epochs
+        flags = hparams.reading_flags(name)
+        return math.prod(int(flags[flags.index(f) + 1]) if f in flags else 1
+                         for f in ("--num-minibatches", "--update-epochs"))
+    order = list(hparams.READINGS)
     best = min(rows, key=lambda r: (-r["held"], r["changes"], steps_per_rollout(r["reading"]),
                                     order.index(r["reading"]) if r["reading"] in order else len(order)))
     literal = next((r for r in rows if r["reading"] == "literal"), None)
@@ -526,12 +496,10 @@ def adam_check(budget: int = 111_000, seed: int = 1) -> dict:
     """Run the paper's CartPole AC-Adam row (paper-literal) and measure how far the actor moved:
     max |theta - theta_0| over parameters against the bound 3.2 * eta * (number of Adam steps)."""
     import torch
-
     from benchmark import trainer as sa
-    flags = hparams.lookup("CartPole", "adam")
     with tempfile.TemporaryDirectory() as tmp:
-        assert sa.main(flags + ["--total-timesteps", str(budget), "--seed", str(seed), "--runs-dir", tmp,
-                                "--no-tensorboard"]) == 0
+        assert sa.main(hparams.lookup("CartPole", "adam") + ["--total-timesteps", str(budget), "--seed", str(seed),
+                                                              "--runs-dir", tmp, "--no-tensorboard"]) == 0
         run = os.path.join(tmp, os.listdir(tmp)[0])
         ckpt = sa.load_checkpoint(run)  # weights_only: loading runs no code
         args = sa.args_from_checkpoint(ckpt["args"])
@@ -566,17 +534,12 @@ def direction(method, theta, lam_p, damping, n_samples, rng):
 
 def toy_grid_cosines(method: str, lam_p: float, damping: float, n_samples: int, seed: int,
                      reference: str = "NPG", half_width: float = 4.0, n: int = 21) -> np.ndarray:
-    """Cosine of `method` to `reference` on an n x n grid of log-odds (u0, u1) in [-w, w]^2: every direction
-    evaluated at the same policies (no trajectories). Returns shape (n*n,)."""
+    """Cosine of `method` to `reference` at the same policies: an n x n grid of log-odds (u0, u1) in [-w, w]^2."""
     rng = np.random.default_rng(seed)
     us = np.linspace(-half_width, half_width, n)
     thetas = [np.array([-u0 / lam_p, -u1]) for u0 in us for u1 in us]
     return np.array([sn._cos(direction(method, theta, lam_p, damping, n_samples, rng),
                              direction(reference, theta, lam_p, damping, n_samples, rng)) for theta in thetas])
-
-
-def _mean_min(cosines) -> str:
-    return f"{np.nanmean(cosines):+.3f} [{np.nanmin(cosines):+.3f}]"
 
 
 def toy_main(argv=None) -> int:
@@ -587,19 +550,22 @@ def toy_main(argv=None) -> int:
     p.add_argument("--n-samples", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
+
+    def mean_min(cosines) -> str:
+        return f"{np.nanmean(cosines):+.3f} [{np.nanmin(cosines):+.3f}]"
     print("[A'] SM-expected along its own trajectory (smac_numpy.py toy-mdp's defaults), cosine to NPG / NPG-w, "
           "mean [min] over iterations")
     for lp in sn.TOY_LAMBDA_PS:
         r = sn.toy_run("SM-expected", lp, damping=a.damping, n_samples=a.n_samples, seed=a.seed, direction=direction)
         hit = np.nonzero(r["J"] >= 1.9)[0]
-        print(f"  lambda_p={lp:<5} {'SM-expected':<14} cos(NPG) {_mean_min(r['cos_npg'])}   cos(NPG-w) "
-              f"{_mean_min(r['cos_npg_weighted'])}   final J {r['J'][-1]:.4f}   first J>=1.9 at iter "
+        print(f"  lambda_p={lp:<5} {'SM-expected':<14} cos(NPG) {mean_min(r['cos_npg'])}   cos(NPG-w) "
+              f"{mean_min(r['cos_npg_weighted'])}   final J {r['J'][-1]:.4f}   first J>=1.9 at iter "
               f"{hit[0] if len(hit) else 'never'}")
     print("[B] cosine to NPG / NPG-w at the same policies: 21x21 grid of log-odds in [-4,4]^2, mean [min]")
     for lp in sn.TOY_LAMBDA_PS:
         for m in ("PG", "SM-printed", "SM-expected", "SM-sampled", "SM-batch-mean"):
             c1, c2 = (toy_grid_cosines(m, lp, a.damping, a.n_samples, a.seed, ref) for ref in ("NPG", "NPG-weighted"))
-            print(f"  lambda_p={lp:<5} {m:<14} cos(NPG) {_mean_min(c1)}   cos(NPG-w) {_mean_min(c2)}")
+            print(f"  lambda_p={lp:<5} {m:<14} cos(NPG) {mean_min(c1)}   cos(NPG-w) {mean_min(c2)}")
     print("[C] damping sweep: mean cosine to NPG (printed F) on the grid of [B]")
     print("  lambda_p  damping   SM-printed  SM-expected  SM-sampled  SM-batch-mean   (PG)")
     for lp in sn.TOY_LAMBDA_PS:
@@ -621,9 +587,8 @@ PAPER_SEEDS = 5  # the paper's tab:performance: 5 seeds per cell
 
 def load_cells(source: Union[str, list], budgets: Optional[dict] = None) -> dict:
     """{(task, algo): {"finished": [(seed, final, curve)], "diverged": [(seed, curve)], "short": [seeds]}} from a
-    compact-logs directory or a list of loaded runs, binned over each task's stage-1 budget or `budgets[task]`.
-    A diverged run's curve stops (NaN) where it diverged; a finished run without a finite final value (no
-    episode at all) counts as short."""
+    compact-logs directory or loaded runs, binned over each task's stage-1 budget or `budgets[task]`. A diverged
+    run's curve stops (NaN) where it diverged; a finished run without a finite final value counts as short."""
     cells: dict = {}
     for run in compact.discover_logs(source) if isinstance(source, str) else source:
         budget = (budgets or {}).get(run["task"]) or stage1_budget(run["task"])
@@ -651,9 +616,8 @@ def peaks(cell: dict, budget: int) -> list[tuple[int, float, int, float]]:
 
 def cell_rows(cells: dict) -> list[dict]:
     """One row per (task, algorithm) with runs: finals, mean, std, bootstrap CI (>= MIN_CI_SEEDS finished seeds),
-    the paper's mean ± std, whether the paper's mean is inside our CI, and Welch's test of our seeds against the
-    paper's mean ± std as a 5-seed sample (scipy.stats.ttest_ind_from_stats), since the paper's mean is an
-    estimate too."""
+    whether the paper's mean is inside it, and Welch's test of our seeds against the paper's mean ± std as a
+    5-seed sample (scipy.stats.ttest_ind_from_stats), since the paper's mean is an estimate too."""
     rows = []
     for task, algo in ((t, a) for t in hparams.tasks() for a in hparams.ALGOS if cells.get((t, a))):
         cell = cells[(task, algo)]
@@ -703,11 +667,9 @@ def normalized(cells: dict, n_runs: int, algos=hparams.PAPER_ALGOS) -> tuple[dic
 
 
 def aggregates(cells: dict, min_seeds: int, results_dir: str, reps: int) -> Optional[dict]:
-    """rliable aggregates over the tasks where all the algorithms run (the paper's five and sgd-matched) have
-    `use` finished or diverged runs (scored_runs), `use` in 2..min_seeds chosen for the most tasks (a 3-seed grid
-    over nine tasks says more than 5 seeds on two), then the most runs.
-    Writes aggregates.csv and improvement.csv (report.compute draws the figures); None (and no stale CSVs) if
-    no task qualifies."""
+    """rliable aggregates over the tasks where all the algorithms run have `use` scored_runs, `use` in 2..min_seeds
+    chosen for the most tasks (3 seeds on nine tasks say more than 5 on two), then the most runs. Writes
+    aggregates.csv and improvement.csv; None (and no stale CSVs) if no task qualifies."""
     algos = [a for a in hparams.ALGOS if any((t, a) in cells for t in hparams.tasks())]  # sgd-matched too (issue 27)
     per_task = [min(_n_scored(cells, t, a) for a in algos) for t in hparams.tasks()]
     use = max(range(2, min_seeds + 1), key=lambda n: (sum(s >= n for s in per_task), n))
@@ -757,24 +719,34 @@ def write_defaults_csv(path: str = DEFAULTS_CSV, logs_dir: str = hparams.DEFAULT
     return path if rows else None
 
 
-def defaults_choice(rows: list[dict]) -> tuple[dict, dict]:
-    """({(setting, env_id, algo): mean final over seeds}, {setting: score}): score = mean over the task x algorithm
-    cells of the final min-max normalized per task over every setting and algorithm; the rule picks the highest."""
+def defaults_main(argv=None) -> int:
+    """Score = mean over the task x algorithm cells of the seed-mean final return min-max normalized per task over
+    every setting and algorithm; the rule picks the highest."""
+    argparse.ArgumentParser(prog="aggregate.py defaults", description="the normalization-defaults sweep: final "
+                            "returns per setting, each setting's score and the rule's choice").parse_args(argv)
+    rows = defaults_rows()
+    if len(rows) < len(hparams.DEFAULTS_SETTINGS) * len(hparams.DEFAULTS_ROWS) * 3:
+        print(f"error: {len(rows)} runs in {hparams.DEFAULTS_LOGS}; run `python benchmark/sweep.py --study defaults`",
+              file=sys.stderr)
+        return 2
     cells: dict = {}
     for r in rows:
         cells.setdefault((r["setting"], r["env_id"], r["algo"]), []).append(float(r["final_return"]))
     mean = {k: float(np.mean(v)) for k, v in cells.items()}
     envs = sorted({k[1] for k in mean})
-    lo = {e: min(v for k, v in mean.items() if k[1] == e) for e in envs}
-    hi = {e: max(v for k, v in mean.items() if k[1] == e) for e in envs}
+    lo, hi = ({e: extreme(v for k, v in mean.items() if k[1] == e) for e in envs} for extreme in (min, max))
     score = {s: float(np.mean([(mean[(s, e, a)] - lo[e]) / (hi[e] - lo[e] + 1e-12) for e in envs
                                for a in DEFAULTS_ALGOS])) for s in hparams.DEFAULTS_SETTINGS}
-    return mean, score
+    print("| setting | " + " | ".join(f"{e.split('-v')[0]} {a}" for e in envs for a in DEFAULTS_ALGOS) + " | score |")
+    for s in hparams.DEFAULTS_SETTINGS:
+        print(f"| {s} | " + " | ".join(f"{mean[(s, e, a)]:.1f}" for e in envs for a in DEFAULTS_ALGOS)
+              + f" | {score[s]:.3f} |")
+    print(f"chosen by the rule: {max(score, key=score.get)}")
+    return 0
 
 
 # ---- Command lines
 def fidelity_main(argv=None) -> int:
-    """python benchmark/aggregate.py fidelity score|adam-check|rule."""
     p = argparse.ArgumentParser(prog="aggregate.py fidelity", description="score the fidelity study's readings")
     p.add_argument("cmd", choices=["score", "adam-check", "rule"])
     cmd = p.parse_args(argv).cmd
@@ -795,26 +767,7 @@ def fidelity_main(argv=None) -> int:
     return 0
 
 
-def defaults_main(argv=None) -> int:
-    argparse.ArgumentParser(prog="aggregate.py defaults", description="the normalization-defaults sweep: final "
-                            "returns per setting, each setting's score and the rule's choice").parse_args(argv)
-    rows = defaults_rows()
-    if len(rows) < len(hparams.DEFAULTS_SETTINGS) * len(hparams.DEFAULTS_ROWS) * 3:
-        print(f"error: {len(rows)} runs in {hparams.DEFAULTS_LOGS}; run `python benchmark/sweep.py --study defaults`",
-              file=sys.stderr)
-        return 2
-    mean, score = defaults_choice(rows)
-    envs = sorted({k[1] for k in mean})
-    print("| setting | " + " | ".join(f"{e.split('-v')[0]} {a}" for e in envs for a in DEFAULTS_ALGOS) + " | score |")
-    for s in hparams.DEFAULTS_SETTINGS:
-        print(f"| {s} | " + " | ".join(f"{mean[(s, e, a)]:.1f}" for e in envs for a in DEFAULTS_ALGOS)
-              + f" | {score[s]:.3f} |")
-    print(f"chosen by the rule: {max(score, key=score.get)}")
-    return 0
-
-
 def claims_main(argv=None) -> int:
-    """python benchmark/aggregate.py claims SOURCE [--raw]: the claims table of some runs."""
     p = argparse.ArgumentParser(prog="aggregate.py claims", description="the paper's timestep claims on some runs")
     p.add_argument("source", help="compact logs root ({task}/{algo}/seed{n}.json.gz) or, with --raw, a runs dir")
     p.add_argument("--raw", action="store_true", help="source is a sweep runs directory")

@@ -70,7 +70,6 @@ OBS_DIM, ACT_DIM = 11, 3  # Hopper
 DOC = {p.split(":")[0]: p for p in __doc__.split("\n\n")[1:]}  # each subcommand's paragraph
 
 
-# ---- shared: actor and batch, timing ----
 def setup(width: int, batch: int, device: str, seed: int = 0):
     """Gaussian actor (Hopper dims, two hidden layers of `width`) and a random batch of `batch` samples."""
     torch.manual_seed(seed)
@@ -113,10 +112,8 @@ def update_ms(steps: dict, width=64, device="cpu", T=1000, repeats=200, warmup=2
     return {k: statistics.median(v) for k, v in interleaved_ms(calls, repeats, warmup, device).items()}
 
 
-# ---- throughput ----
 def env_limit_sps(env_id: str, steps: int, sample_each_step: bool) -> float:
-    """Random-action env.step()s per second; actions drawn before the clock starts (the real limit of a 1-env
-    trainer) or, the older baseline, action_space.sample() inside the loop."""
+    """env.step()s per second with random actions drawn beforehand (the limit) or sampled in the loop (old baseline)."""
     env = gym.make(env_id, disable_env_checker=True)
     env.reset(seed=0)
     env.action_space.seed(0)
@@ -211,7 +208,6 @@ def throughput(opts) -> None:
                        "sgd_update_ms": sgd_ms, "micro_ms": micro}, f, indent=2)
 
 
-# ---- update-cost (and the drop-in SMAC steps that direction-cost times) ----
 METHODS = ["sgd", "adam", "smac", "smac-generic", "smac-2bw", "smac-ps", "cg", "kfac"]
 
 
@@ -341,23 +337,21 @@ def update_cost(a) -> None:
         d = sum(p.numel() for p in actor0.parameters())
         for method in methods:
             ms, reps, sbytes, estimate = time_method(method, actor0, batch, a)
-            mem = transient = None
-            if ms is not None and not a.no_memory:
+            ok, mem, transient = ms is not None, None, None
+            if ok and not a.no_memory:
                 transient = memory_cuda(method, actor0, batch) if a.device == "cuda" else memory_cpu(width, method, a)
                 mem = transient + sbytes / 2**20  # what one update needs beyond actor + batch
             if method == "sgd":
                 sgd_ms, sgd_mem = ms, mem
             row = {"device": device_name, "threads": a.threads, "batch": a.batch, "width": width, "d": d,
-                   "method": method, "status": "ok" if ms is not None else "skipped",
-                   "ms": ms, "repeats": reps, "ratio_to_sgd": ms / sgd_ms if ms is not None else None,
-                   "transient_peak_mb": transient, "peak_delta_mb": mem,
+                   "method": method, "status": "ok" if ok else "skipped", "ms": ms, "repeats": reps,
+                   "ratio_to_sgd": ms / sgd_ms if ok else None, "transient_peak_mb": transient, "peak_delta_mb": mem,
                    "extra_mb": (mem - sgd_mem) if mem is not None and sgd_mem is not None else None,
-                   "state_mb": sbytes / 2**20 if ms is not None else None,
-                   "note": "" if ms is not None else
-                   f"estimated {estimate:.0f} s per call > {a.per_sample_limit_s:g} s"}
+                   "state_mb": sbytes / 2**20 if ok else None,
+                   "note": "" if ok else f"estimated {estimate:.0f} s per call > {a.per_sample_limit_s:g} s"}
             rows.append(row)
             print(f"w={width:5d} d={d:9d} {method:8s} " + (f"{ms:10.2f} ms  x{row['ratio_to_sgd']:6.2f}  "
-                  f"mem+{mem if mem is not None else float('nan'):8.1f} MiB  ({reps} reps)" if ms is not None
+                  f"mem+{mem if mem is not None else float('nan'):8.1f} MiB  ({reps} reps)" if ok
                   else row["note"]), file=sys.stderr, flush=True)
     write_csv(stem + ".csv", rows)
     plot(rows, stem + ".png", device_name, a.batch)
@@ -406,7 +400,6 @@ def plot(rows, path, device_name, batch) -> None:
     fig.savefig(path, dpi=120)
 
 
-# ---- ablation-costs, device-check, direction-cost ----
 def ablation_costs(opts) -> None:
     torch.set_num_threads(opts.threads)
     actor, batch = setup(opts.width, opts.batch, "cpu")
@@ -476,7 +469,6 @@ def direction_cost(a) -> None:
     print(f"{a.device}, {a.threads} thread(s), torch {torch.__version__}, {a.rounds} interleaved rounds; wrote {a.out}")
 
 
-# ---- command line ----
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", metavar="command", required=True)

@@ -65,10 +65,6 @@ class Job:
         return f"{self.tag + '/' if self.tag else ''}{self.task}/{self.algo}/seed{self.seed}"
 
 
-def _abs(path: Optional[str]) -> Optional[str]:
-    return os.path.abspath(path) if path else None
-
-
 def _job(root: str, task: str, algo: str, seed: int, budget: int, flags=(), *args, **kwargs) -> Job:
     return Job(task, algo, seed, budget, os.path.join(root, task, algo, f"seed{seed}"), list(flags), *args, **kwargs)
 
@@ -76,9 +72,10 @@ def _job(root: str, task: str, algo: str, seed: int, budget: int, flags=(), *arg
 def make_jobs(tasks, algos, seeds, budgets, runs_dir, checkpoint_every=10, horizon="paper", num_steps=None,
               extra_flags=(), logs_dir=None, tag="", extend_from=None) -> list[Job]:
     """The grid's jobs, tasks x algos x seeds, each with its row's flags (hparams.lookup)."""
+    logs_dir, extend_from = (os.path.abspath(p) if p else None for p in (logs_dir, extend_from))
     return [_job(os.path.abspath(runs_dir), task, algo, seed, budgets[task],
                  hparams.lookup(task, algo, horizon=horizon, num_steps=num_steps), checkpoint_every, horizon, num_steps,
-                 extra_flags=list(extra_flags), logs_dir=_abs(logs_dir), tag=tag, extend_from=_abs(extend_from))
+                 extra_flags=list(extra_flags), logs_dir=logs_dir, tag=tag, extend_from=extend_from)
             for task, algo, seed in itertools.product(tasks, algos, seeds)]
 
 
@@ -98,19 +95,10 @@ def ablation_jobs(sections=None, seeds=(1, 2, 3), runs_dir=None, budget=hparams.
     runs_dir = os.path.abspath(runs_dir or f"{DEFAULT_RUNS}_ablations")
     cells = [(c.task, c.run_variant, c.flags) for c in hparams.all_cells(sections)]
     cells += [(t, "sgd", hparams.lookup(t, "sgd")) for t in hparams.ABLATION_REF_TASKS]
-    jobs, first = [], {}
-    for seed in sorted(seeds):
-        jobs += [_job(runs_dir, task, variant, seed, budget, flags, checkpoint_every,
-                      logs_dir=os.path.abspath(logs_dir), tag="ablations") for task, variant, flags in cells]
+    logs_dir, first = os.path.abspath(logs_dir), {}
+    jobs = [_job(runs_dir, task, variant, seed, budget, flags, checkpoint_every, logs_dir=logs_dir, tag="ablations")
+            for seed in sorted(seeds) for task, variant, flags in cells]
     return [j for j in jobs if first.setdefault(j.seed_dir, j) is j]  # the first job per run directory
-
-
-def _override(flags: list[str], **values) -> list[str]:
-    """flags with each `--name value` pair replaced (name given as python identifier)."""
-    out = list(flags)
-    for name, value in values.items():
-        out[out.index("--" + name.replace("_", "-")) + 1] = f"{value:g}"
-    return out
 
 
 def prereg_jobs(reg: dict, blocks=None, runs_root=None, logs_root: str = REPO, checkpoint_every=10) -> list[Job]:
@@ -126,8 +114,10 @@ def prereg_jobs(reg: dict, blocks=None, runs_root=None, logs_root: str = REPO, c
             continue
         extra, logs = list(reg["common"][f"reading_flags_{b['reading']}"]), os.path.join(logs_root, b["logs"])
         if name == "lambda":  # (sub-grid, task, algo, flags): one sub-grid per damping, named and tagged lam<value>
-            cells = [(f"lam{lam:g}", b["task"], "smac", _override(hparams.lookup(b["task"], "smac"), damping=lam,
-                                                                  learning_rate=b["eta_over_lambda"] * lam))
+            smac = hparams.lookup(b["task"], "smac")  # --damping becomes lam, --learning-rate eta_over_lambda * lam
+            scale = {smac.index("--damping") + 1: 1, smac.index("--learning-rate") + 1: b["eta_over_lambda"]}
+            cells = [(f"lam{lam:g}", b["task"], "smac", [f"{scale[i] * lam:g}" if i in scale else flag
+                                                         for i, flag in enumerate(smac)])
                      for lam in b["damping"] if lam != 1e-2]
         else:
             seeds = [s for s in seeds if s > 5] if name == "equivalence" else seeds
@@ -155,15 +145,10 @@ def defaults_jobs(seeds, runs_dir=None, logs_dir=hparams.DEFAULTS_LOGS, checkpoi
     return sorted(jobs, key=lambda j: -j.budget)
 
 
-def sb3_jobs(tasks, seeds, budget, runs_dir=None) -> list[Job]:
-    """Outside reference: SB3 A2C with its own defaults (n_steps 5, RMSprop 7e-4, ent_coef 0, vf_coef 0.5, max_grad_norm
-    0.5, gae_lambda 1, 64-64 tanh, shared optimizer), 1000-step episodes; an unfinished run starts over (needs
-    `pip install stable-baselines3`)."""
-    return [_job(os.path.abspath(runs_dir or DEFAULT_RUNS), t, "sb3-a2c", s, budget) for s in seeds for t in tasks]
-
-
 def sb3_run(task: str, seed: int, budget: int, seed_dir: str) -> int:
-    """One SB3 A2C run, writing episodes.csv, summary.json and config.json (what the harness reads) to seed_dir/sb3."""
+    """One SB3 A2C run with SB3's own defaults (n_steps 5, RMSprop 7e-4, ent_coef 0, vf_coef 0.5, max_grad_norm 0.5,
+    gae_lambda 1, 64-64 tanh, shared optimizer), 1000-step episodes, writing episodes.csv, summary.json and config.json
+    (what the harness reads) to seed_dir/sb3; an unfinished run starts over (needs `pip install stable-baselines3`)."""
     import gymnasium as gym
     import stable_baselines3
     import torch
@@ -259,8 +244,7 @@ def inspect_job(job: Job) -> tuple[str, Optional[str]]:
 
 
 def plan(job: Job) -> tuple[str, Optional[str], Optional[str]]:
-    """(state, run_dir, src): inspect_job's state and run directory, and for a fresh job the smaller grid's
-    run it continues (extension_source), with state "extend" then. What --dry-run prints and prepare() does."""
+    """(state, run_dir, src): inspect_job's, and for a fresh job the smaller grid's run it continues ("extend")."""
     state, run_dir = inspect_job(job)
     src = extension_source(job) if state == "fresh" else None
     return ("extend" if src else state), run_dir, src
@@ -271,22 +255,15 @@ def extension_source(job: Job) -> Optional[str]:
     at a budget <= this job's, checkpointed), or None; no schedule depends on --total-timesteps, so it is exact."""
     if not job.extend_from:
         return None
-    src_seed = os.path.join(job.extend_from, job.task, job.algo, f"seed{job.seed}")
-    src = find_run_dir(src_seed)
+    from benchmark import trainer
+    src = find_run_dir(src_seed := os.path.join(job.extend_from, job.task, job.algo, f"seed{job.seed}"))
     summary = read_summary(src)
     if not (src and summary and summary.get("status") == "finished" and summary.get("global_step", 0) <= job.budget
-            and os.path.isfile(os.path.join(src, "checkpoint.pt"))):
-        return None
-    from benchmark import trainer
-    if trainer.run_dir_locked(src):  # a live trainer is extending it itself
-        return None
-    try:
-        with open(os.path.join(src_seed, "job.json")) as f:
-            asked = json.load(f)
-    except (OSError, ValueError):
-        return None
-    same = all(asked.get(k) == getattr(job, k) for k in ("flags", "extra_flags", "horizon", "num_steps"))
-    return src if same else None
+            and os.path.isfile(os.path.join(src, "checkpoint.pt"))) or trainer.run_dir_locked(src):
+        return None  # not a finished checkpointed run, or a live trainer is extending it itself
+    asked = compact.read_json(os.path.join(src_seed, "job.json"))
+    keys = ("flags", "extra_flags", "horizon", "num_steps")
+    return src if asked is not None and all(asked.get(k) == getattr(job, k) for k in keys) else None
 
 
 def command(job: Job, state: str, run_dir: Optional[str]) -> list[str]:
@@ -311,7 +288,6 @@ def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
         return "busy", None
     if state in ("fresh", "extend") and run_dir is not None:
         shutil.rmtree(run_dir)        # started but never checkpointed: nothing to resume from
-        run_dir = None
     if state == "extend":             # continue the smaller grid's finished run (a copy; the source stays)
         run_dir = os.path.join(job.seed_dir, os.path.basename(src))
         shutil.copytree(src, run_dir, ignore=shutil.ignore_patterns("*.lock", "events.out.tfevents*"))
@@ -407,12 +383,8 @@ class Progress:
 
     def __init__(self, jobs: list[Job], interval: float):
         self.jobs, self.interval, self.t0, self.last = jobs, interval, time.time(), 0.0
-        self.start = {j.name: self.steps(j) for j in jobs}
+        self.start = {j.name: min(last_global_step(j.seed_dir), j.budget) for j in jobs}
         self.tty, self.finished = sys.stdout.isatty(), set()
-
-    @staticmethod
-    def steps(job: Job) -> int:
-        return min(last_global_step(job.seed_dir), job.budget)
 
     def show(self, done: int, running: list[Job], left: int, force: bool = False):
         """Print the progress line: every `interval` seconds in place on a terminal, or now on its own line."""
@@ -420,7 +392,7 @@ class Progress:
         if not force and now - self.last < self.interval:
             return
         self.last, elapsed = now, now - self.t0
-        moved = sum(self.steps(j) - self.start[j.name] for j in running)
+        moved = sum(min(last_global_step(j.seed_dir), j.budget) - self.start[j.name] for j in running)
         gained = moved + sum(j.budget - self.start[j.name] for j in self.jobs if j.name in self.finished)
         remaining = sum(j.budget - self.start[j.name] for j in self.jobs if j.name not in self.finished) - moved
         rate = gained / elapsed if elapsed > 0 else 0.0
@@ -439,13 +411,12 @@ def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
     def reap(block: bool):
         for name, (job, proc, state) in list(running.items()):
             if (rc := proc.wait() if block else proc.poll()) is not None:
-                results[name] = {"name": name, "state": state, "outcome": outcome(job, rc), "rc": rc}
+                result = results[name] = {"name": name, "state": state, "outcome": outcome(job, rc), "rc": rc}
                 save_compact_log(job)
                 prog.finished.add(name)
                 del running[name]
                 if not interrupted:
-                    print(("\n" if prog.tty else "") + f"[sweep] {name}: {results[name]['outcome']} (exit {rc})",
-                          flush=True)
+                    print(("\n" if prog.tty else "") + f"[sweep] {name}: {result['outcome']} (exit {rc})", flush=True)
 
     try:
         while queue or running:
@@ -496,10 +467,9 @@ def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: floa
             ready, pending = ray.wait(pending, num_returns=1, timeout=1.0)
             for ref in ready:
                 job = refs[ref]
-                results[job.name] = ray.get(ref)
+                result = results[job.name] = ray.get(ref)
                 prog.finished.add(job.name)
-                print(f"[sweep] {job.name}: {results[job.name]['outcome']} (exit {results[job.name]['rc']})",
-                      flush=True)
+                print(f"[sweep] {job.name}: {result['outcome']} (exit {result['rc']})", flush=True)
             running = [refs[r] for r in pending if last_global_step(refs[r].seed_dir) > 0]
             prog.show(len(results), running, len(pending) - len(running))
     except KeyboardInterrupt:
@@ -612,9 +582,10 @@ def study_jobs(args) -> list[Job]:
     if args.study == "defaults":
         return defaults_jobs(seeds("1-5"), args.runs_dir, logs or hparams.DEFAULTS_LOGS, args.checkpoint_every)
     tasks = select(args.tasks, "task")
-    if args.study == "sb3":
-        return sb3_jobs(tasks if args.tasks != "all" else hparams.tasks("mujoco"), seeds("1-3"),
-                        int(args.budget or 300_000), args.runs_dir)
+    if args.study == "sb3":  # outside reference (sb3_run)
+        tasks = tasks if args.tasks != "all" else hparams.tasks("mujoco")
+        seeds_, budget, root = seeds("1-3"), int(args.budget or 300_000), os.path.abspath(args.runs_dir or DEFAULT_RUNS)
+        return [_job(root, t, "sb3-a2c", s, budget) for s in seeds_ for t in tasks]
     algos, seeds_ = select(args.algos, "algo"), seeds(DEFAULT_SEEDS)
     budgets = parse_budget(args.budget or DEFAULT_BUDGET, tasks)
     reading_flags = hparams.reading_flags(args.reading)

@@ -131,14 +131,10 @@ def check_args(args: LabArgs) -> None:
                 raise ConfigError(f"{flag} must be {what}, got {value}")
     finite_positive = lambda v: v > 0 and math.isfinite(v)  # noqa: E731
     finite_nonnegative = lambda v: v >= 0 and math.isfinite(v)  # noqa: E731
-    require("--learning-rate --critic-learning-rate --damping --total-timesteps --num-steps --num-envs "
-            "--critic-updates --eval-episodes --eval-max-steps --torch-threads", finite_positive, "a finite number > 0")
-    require("--gamma --gae-lambda", lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
-    require("--ent-coef --max-grad-norm --checkpoint-every", finite_nonnegative, "a finite number >= 0")
+    require("--critic-updates --eval-episodes --eval-max-steps --torch-threads", finite_positive, "a finite number > 0")
+    require("--ent-coef --max-grad-norm", finite_nonnegative, "a finite number >= 0")
     require("--log-std-init", math.isfinite, "a finite number")
-    require("--seed", lambda v: 0 <= v < 2**32, "in [0, 2**32)")
-    if (not args.exp_name or "/" in args.exp_name or os.sep in args.exp_name or ".." in args.exp_name
-            or args.exp_name.startswith(".")):
+    if os.sep in args.exp_name or ".." in args.exp_name:  # the reference refuses an empty name, '/' and a leading '.'
         raise ConfigError(f"--exp-name must be a plain name (no '/', no '..', not starting with '.'), got {args.exp_name!r}")
     name_len = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}-99".encode())
     if name_len > 255:
@@ -150,8 +146,6 @@ def check_args(args: LabArgs) -> None:
                           f"{args.num_steps * args.num_envs} transitions (--num-steps x --num-envs)")
     if args.optimizer == "smac" and args.fisher != "batch-mean" and (args.num_minibatches > 1 or args.update_epochs > 1):
         raise ConfigError(f"--num-minibatches / --update-epochs > 1 need --fisher batch-mean, got --fisher {args.fisher}")
-    if not args.hidden_sizes or min(args.hidden_sizes) <= 0:
-        raise ConfigError(f"--hidden-sizes must be one or more positive widths, got {args.hidden_sizes}")
     require("--cg-iters --kfac-damping --kfac-update-freq", finite_positive, "a finite number > 0")  # baselines
     require("--cg-damping --cg-max-kl --kfac-kl-clip", finite_nonnegative, "a finite number >= 0")
     require("--kfac-decay", lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
@@ -216,9 +210,7 @@ def check_env_id(env_id: str, note: bool = True) -> tuple[gym.Space, gym.Space]:
 
 
 # --- Actor steps. One signature: step(actor, batch, args, state) -> diagnostics ---
-def actor_state_dict(state: dict) -> dict:
-    """An actor step's state as a checkpoint holds it (plain tensors and containers): a deep copy."""
-    return copy.deepcopy(state)
+actor_state_dict = copy.deepcopy  # an actor step's state as a checkpoint holds it (plain tensors and containers)
 
 
 def load_actor_state(saved: dict, actor: Actor, args: LabArgs) -> dict:
@@ -226,8 +218,7 @@ def load_actor_state(saved: dict, actor: Actor, args: LabArgs) -> dict:
 
 
 def smac_direction_batched(params, log_probs: torch.Tensor, advantages: torch.Tensor, damping: float):
-    """smac_a2c.smac_direction with l_bar and g from ONE vmapped vector-Jacobian product instead of two backward
-    passes (same numbers; no faster on the CPU: python benchmark/costs.py direction-cost)."""
+    """smac_a2c.smac_direction from ONE vmapped vector-Jacobian product (same numbers; no faster: costs.py)."""
     params, B = trainable_parameters(params), log_probs.shape[0]
     weights = torch.stack([torch.full_like(log_probs, 1.0 / B), advantages.detach().to(log_probs.dtype) / B])
     grads = torch.autograd.grad(log_probs, params, grad_outputs=weights, is_grads_batched=True, allow_unused=True)
@@ -242,7 +233,7 @@ def clip_norm(v: torch.Tensor, max_norm: float) -> torch.Tensor:
 
 def actor_layer_io(actor: Actor, obs: torch.Tensor) -> tuple[list, list, torch.Tensor]:
     """The actor's only forward (Actor.forward calls it): (xs, zs, out), each Linear layer's input x and
-    pre-activation z = W x + b over actor.linears, and the network output (logits or means)."""
+    pre-activation z = W x + b, and the network output (logits or means)."""
     act = ACTIVATIONS[actor.activation][0]
     xs, zs, h = [], [], obs
     for i, linear in enumerate(actor.linears):
@@ -253,9 +244,8 @@ def actor_layer_io(actor: Actor, obs: torch.Tensor) -> tuple[list, list, torch.T
 
 
 def per_sample_score_factors(actor: Actor, obs: torch.Tensor, actions: torch.Tensor):
-    """One forward and ONE backward to the pre-activations: (xs, deltas, dlog_std), per Linear layer inputs x_i
-    (B, n_in) and delta_i = d log pi_i / d z_i (B, n_out), plus d log pi_i / d log_std (B, act_dim) (None if
-    Categorical). Sample i's score is l_i = [delta_i x_i^T, delta_i] per layer, never a (B, d) matrix."""
+    """One forward and ONE backward to the pre-activations: per layer inputs x_i, delta_i = d log pi_i / d z_i and
+    d log pi_i / d log_std (None if Categorical); sample i's score is l_i = [delta_i x_i^T, delta_i] per layer."""
     xs, zs, h = actor_layer_io(actor, obs)
     if actor.discrete:
         return xs, list(torch.autograd.grad(actor.log_prob_from_output(h, actions).sum(), zs)), None
@@ -266,13 +256,8 @@ def per_sample_score_factors(actor: Actor, obs: torch.Tensor, actions: torch.Ten
 
 def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: torch.Tensor,
                                    advantages: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """l_bar = grad mean_i log pi(a_i|s_i) and g = grad mean_i log pi(a_i|s_i) A_i, from ONE backward pass.
-
-    Backpropagation is linear in each sample's upstream gradient, so both vectors are
-    sum_i w_i grad log pi_i with per-sample weights w_i = 1/B (l_bar) and A_i/B (g). For a
-    Linear layer z = W x + b, grad_W sum_i w_i log pi_i = sum_i w_i delta_i x_i^T with
-    delta_i = d log pi_i / d z_i: one backward to the pre-activations gives every delta_i,
-    then one small matmul per layer gives both vectors (equal to two autograd.grad calls: tests/test_smac_a2c.py)."""
+    """l_bar = grad mean_i log pi(a_i|s_i), g = grad mean_i log pi(a_i|s_i) A_i from ONE backward: per layer
+    z = W x + b, grad_W sum_i w_i log pi_i = sum_i w_i delta_i x_i^T (delta_i = d log pi_i / d z_i, w_i = 1/B, A_i/B)"""
     xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
     with torch.no_grad():
         adv, parts = advantages.unsqueeze(-1), {}  # parts: parameter -> (its part of sum_i l_i, of sum_i A_i l_i)
@@ -290,15 +275,17 @@ def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: tor
 
 
 def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
-    """SMAC. batch-mean (Practical Method): F~ = lambda I + l_bar l_bar^T, one step per rollout.
-    per-sample (Algorithm 1): for each sample in rollout order, at the current theta,
-    l = grad log pi(a|s), g = l A, theta <- theta + eta (lambda I + l l^T)^-1 g.
-    per-sample-parallel: smac_per_sample_parallel_step. batch-mean with --prev-ef-beta > 0: F~ is
-    replaced by F_k = lambda_k I + sum_j w_j l_bar_j l_bar_j^T (prev_ef_push_, woodbury_direction).
-    --step-normalization: the direction is rescaled to |g| (normalize_step)."""
-    params = trainable_parameters(actor)
+    """SMAC. batch-mean (Practical Method): F~ = lambda I + l_bar l_bar^T, one step per rollout (--prev-ef-beta > 0:
+    F_k = lambda_k I + sum_j w_j l_bar_j l_bar_j^T instead). per-sample (Algorithm 1): for each sample in rollout
+    order, at the current theta, l = grad log pi(a|s), g = l A, theta <- theta + eta (lambda I + l l^T)^-1 g.
+    per-sample-parallel: Algorithm 1's per-sample steps, all at the same theta, summed (one backward, no loop):
+        theta <- theta + eta * sum_i c_i l_i,   c_i = A_i s_i / (lambda + |l_i|^2)
+    since (lambda I + l_i l_i^T)^-1 l_i A_i = l_i A_i / (lambda + |l_i|^2). The SUM, not the mean: Algorithm 1 moves
+    theta by eta sum_i F_i^-1 g_i + O(eta^2), so the two agree to first order in eta at the same --learning-rate.
+    s_i = min(1, max_grad_norm / |l_i A_i|) clips each g_i as per-sample does; no entropy bonus (as per-sample).
+    Its diagnostics, as per-sample's: g = mean_i g_i, step = mean_i F_i^-1 g_i (theta moves by eta * B * step)."""
+    params, obs, actions, adv = trainable_parameters(actor), batch["obs"], batch["actions"], batch["advantages"]
     if args.fisher == "per-sample":
-        obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
         g_sum, step_sum, ell_sq, n = 0.0, 0.0, 0.0, obs.shape[0]
         for i in range(n):  # Algorithm 1: "for all samples k"
             ell = flat_grad(actor.log_prob(obs[i:i + 1], actions[i:i + 1]).sum(), params)
@@ -308,17 +295,27 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
             g_sum, step_sum, ell_sq = g_sum + g, step_sum + step, ell_sq + torch.dot(ell, ell)
         return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq / n}
     if args.fisher == "per-sample-parallel":
-        return smac_per_sample_parallel_step(actor, batch, args, params)
+        if type(actor) is not Actor:
+            raise TypeError("--fisher per-sample-parallel needs the trainer's Actor MLP (per-layer score factors)")
+        xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
+        with torch.no_grad():
+            sq, a = per_sample_score_sq_norms(xs, deltas, dlog_std), adv
+            if args.max_grad_norm > 0:  # clip_norm of each g_i = A_i l_i, |g_i| = |A_i| |l_i|
+                a = adv * torch.clamp(args.max_grad_norm / (adv.abs() * sq.sqrt() + 1e-12), max=1.0)
+            g_sum, step_sum = weighted_score_sums(xs, deltas, dlog_std, torch.stack([a, a / (args.damping + sq)], 1))
+            if args.step_normalization:
+                step_sum = normalize_step(step_sum, g_sum)
+            apply_step_(params, step_sum, args.learning_rate)
+            return {"g": g_sum / obs.shape[0], "step": step_sum / obs.shape[0], "ell_sq_mean": sq.mean()}
     if type(actor) is Actor:  # the trainer's own MLP: one backward to the pre-activations (fast path)
-        ell, g = mean_score_and_policy_gradient(actor, batch["obs"], batch["actions"], batch["advantages"])
+        ell, g = mean_score_and_policy_gradient(actor, obs, actions, adv)
     else:  # any other network (a subclass may change the forward): the generic path of smac_direction
-        ell, g = mean_score_and_gradient(params, actor.log_prob(batch["obs"], batch["actions"]), batch["advantages"])
-    if args.ent_coef > 0:
-        # a Gaussian's entropy depends on log_std alone: the other parameters' gradients are zeros, not an error
-        grads = torch.autograd.grad(actor.entropy(batch["obs"]).mean(), params, allow_unused=True, materialize_grads=True)
+        ell, g = mean_score_and_gradient(params, actor.log_prob(obs, actions), adv)
+    if args.ent_coef > 0:  # a Gaussian's entropy depends on log_std alone: other gradients are zeros, not an error
+        grads = torch.autograd.grad(actor.entropy(obs).mean(), params, allow_unused=True, materialize_grads=True)
         g = g + args.ent_coef * torch.cat([gr.reshape(-1) for gr in grads])
     if args.loss_reduction == "sum":  # sums over the batch instead of means: B l_bar, B g
-        ell, g = ell * batch["obs"].shape[0], g * batch["obs"].shape[0]
+        ell, g = ell * obs.shape[0], g * obs.shape[0]
     g = clip_norm(g, args.max_grad_norm)
     if args.prev_ef_beta > 0:  # previous-EF mixing: F_k^-1 g by Woodbury, O(d r + r^3)
         prev_ef_push_(state, ell, args.prev_ef_beta, args.prev_ef_rank, args.damping, args.prev_ef_damping)
@@ -332,9 +329,7 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
 
 
 def actor_update(actor: Actor, batch: dict, args: Args, state: dict) -> list[dict]:
-    """All actor steps of one update, a list of their diagnostics: --update-epochs passes over the rollout, each split
-    into --num-minibatches minibatches (in rollout order, or reshuffled every pass with --shuffle-minibatches,
-    torch's RNG), one ACTOR_STEPS step per minibatch. Paper-literal (1 x 1): one step on the whole rollout."""
+    """All actor steps of one update (a list of their diagnostics): --update-epochs passes, --num-minibatches each."""
     step = ACTOR_STEPS[args.optimizer]
     if args.num_minibatches == 1 and args.update_epochs == 1:
         return [step(actor, batch, args, state)]
@@ -360,8 +355,7 @@ def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, return
 
 # --- AC-SGD and AC-Adam with the lab's entropy bonus, clipping and --loss-reduction ---
 def policy_objective(actor: Actor, batch: dict, args: Args, log_probs=None) -> torch.Tensor:
-    """mean_i log pi(a_i|s_i) A_i + ent_coef * mean entropy (sums with --loss-reduction sum): its gradient is g.
-    log_probs: log pi(a_i|s_i) if already computed (kfac_step's forward)."""
+    """mean_i log pi(a_i|s_i) A_i + ent_coef * mean entropy (sums with --loss-reduction sum): its gradient is g."""
     log_probs = actor.log_prob(batch["obs"], batch["actions"]) if log_probs is None else log_probs
     reduce = torch.sum if args.loss_reduction == "sum" else torch.mean
     objective = reduce(log_probs * batch["advantages"])
@@ -395,34 +389,27 @@ def adam_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
 
 
 # --- The paper's natural-gradient baselines: AC-CG (TRPO's Fisher-vector products) and AC-KFAC (ACKTR's K-FAC) ---
-def mean_kl(actor: Actor, obs: torch.Tensor) -> torch.Tensor:
-    """mean_s KL(pi_old(.|s) || pi_theta(.|s)) with pi_old = pi_theta detached. It is zero at
-    theta_old and its Hessian there is the Fisher F = mean_s E_{a~pi(.|s)}[l l^T] (TRPO)."""
+def fisher_vector_product(actor: Actor, obs: torch.Tensor):
+    """v -> F v = grad_theta (grad_theta KL . v) by double backward. KL = mean_s KL(pi_old(.|s) || pi_theta(.|s)),
+    pi_old = pi_theta detached, is zero at theta_old; its Hessian there is F = mean_s E_{a~pi(.|s)}[l l^T] (TRPO)."""
     out = actor(obs)
     if actor.discrete:
         logp = torch.log_softmax(out, dim=-1)
-        return (logp.detach().exp() * (logp.detach() - logp)).sum(-1).mean()
-    log_std, mu_old, log_std_old = actor.log_std, out.detach(), actor.log_std.detach()
-    # KL(N(mu_o, s_o^2) || N(mu, s^2)) = log s - log s_o + (s_o^2 + (mu_o - mu)^2) / (2 s^2) - 1/2, per action dim
-    kl = (log_std - log_std_old - 0.5
-          + (torch.exp(2 * log_std_old) + (mu_old - out).pow(2)) / (2 * torch.exp(2 * log_std)))
-    return kl.sum(-1).mean()
-
-
-def fisher_vector_product(actor: Actor, obs: torch.Tensor):
-    """Returns v -> F v, F = Hessian of mean_kl at theta_old, by double backward (never a d x d matrix):
-    F v = grad_theta (grad_theta KL . v). The forward and the first backward are shared by all calls."""
+        kl = (logp.detach().exp() * (logp.detach() - logp)).sum(-1).mean()
+    else:
+        log_std, mu_old, log_std_old = actor.log_std, out.detach(), actor.log_std.detach()
+        # KL(N(mu_o, s_o^2) || N(mu, s^2)) = log s - log s_o + (s_o^2 + (mu_o - mu)^2) / (2 s^2) - 1/2, per action dim
+        kl = (log_std - log_std_old - 0.5
+              + (torch.exp(2 * log_std_old) + (mu_old - out).pow(2)) / (2 * torch.exp(2 * log_std))).sum(-1).mean()
     params = list(actor.parameters())
-    grad_kl = torch.cat([g.reshape(-1) for g in torch.autograd.grad(mean_kl(actor, obs), params, create_graph=True)])
+    grad_kl = torch.cat([g.reshape(-1) for g in torch.autograd.grad(kl, params, create_graph=True)])
     return lambda v: torch.cat([h.reshape(-1) for h in torch.autograd.grad(
         torch.dot(grad_kl, v), params, retain_graph=True, materialize_grads=True)])
 
 
 def conjugate_gradient(fvp, b: torch.Tensor, iters: int, residual_tol: float = 1e-10) -> torch.Tensor:
-    """Solve M x = b for symmetric positive-definite M, given only v -> M v (CG as in TRPO's code).
-    Starts from x = 0; at most `iters` products; stops once the squared residual r^T r < residual_tol."""
-    x = torch.zeros_like(b)
-    r, p = b.clone(), b.clone()  # residual r = b - M x, first search direction p = r
+    """Solve M x = b for symmetric positive-definite M, given only v -> M v (CG as in TRPO's code), from x = 0."""
+    x, r, p = torch.zeros_like(b), b.clone(), b.clone()  # residual r = b - M x, first search direction p = r
     rr = torch.dot(r, r)
     for _ in range(iters):
         if rr < residual_tol:
@@ -460,30 +447,12 @@ def sample_actions(actor: Actor, out: torch.Tensor) -> torch.Tensor:
         return out + torch.exp(actor.log_std) * torch.randn_like(out)
 
 
-def kfac_factor_stats(xs: list, gs: list) -> list:
-    """One batch's Kronecker factors per Linear layer z = W x + b (Martens & Grosse 2015), the Fisher block of [W b]
-    (column-stacked) being approximated by A (x) G:
-        A = (1/B) sum_i a_i a_i^T,  a_i = [x_i, 1]              (layer input with a bias column)
-        G = (1/B) sum_i g_i g_i^T,  g_i = d log pi(a~_i|s_i) / d z_i,  a~_i ~ pi(.|s_i)"""
-    with_bias = [torch.cat([x, torch.ones_like(x[:, :1])], dim=1) for x in xs]
-    return [(a.T @ a / x.shape[0], g.T @ g / x.shape[0]) for x, a, g in zip(xs, with_bias, gs)]
-
-
-def kfac_precondition(grad: torch.Tensor, eig_a, eig_g, damping: float) -> torch.Tensor:
-    """(A (x) G + damping I)^-1 vec(grad) for grad = [grad_W grad_b] of shape (out, in + 1), with
-    A = Q_a diag(d_a) Q_a^T and G = Q_g diag(d_g) Q_g^T (ACKTR's damping convention):
-        G^-1 grad A^-1  ->  Q_g [ (Q_g^T grad Q_a) / (d_g d_a^T + damping) ] Q_a^T      (elementwise /)"""
-    (d_a, q_a), (d_g, q_g) = eig_a, eig_g
-    return q_g @ ((q_g.T @ grad @ q_a) / (d_g[:, None] * d_a[None, :] + damping)) @ q_a.T
-
-
 def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
-    """AC-KFAC: ACKTR's K-FAC natural gradient for the actor (no momentum, no critic curvature).
-    Per Linear layer: EMA factors A, G (kfac_factor_stats) with --kfac-decay, eigendecompositions
-    every --kfac-update-freq updates, step_[W b] = (A (x) G + lambda I)^-1 vec(g_[W b]). The Gaussian
-    log_std uses its exact Fisher block, 2 I (no cross terms with the mean): step = g / (2 + lambda).
-    KL clip (ACKTR): step *= nu = min(1, sqrt(kl_clip / (eta^2 g^T step))); off with --kfac-kl-clip 0.
-    state: kfac_A, kfac_G (factor lists), kfac_eig_A, kfac_eig_G ((eigenvalues, eigenvectors) lists), kfac_updates."""
+    """AC-KFAC: ACKTR's K-FAC natural gradient for the actor (no momentum, no critic curvature). Per Linear layer
+    z = W x + b, the Fisher block of [W b] is A (x) G (Martens & Grosse 2015), EMAs of the batch factors
+    A = mean_i a_i a_i^T, a_i = [x_i, 1], G = mean_i g_i g_i^T, g_i = d log pi(a~_i|s_i) / d z_i, a~_i ~ pi(.|s_i);
+    step_[W b] = (A (x) G + lambda I)^-1 vec(g_[W b]); log_std's exact Fisher block is 2 I: step = g / (2 + lambda).
+    KL clip (ACKTR): step *= nu = min(1, sqrt(kl_clip / (eta^2 g^T step)))."""
     params = list(actor.parameters())
     xs, zs, out = actor_layer_io(actor, batch["obs"])
     # output gradients of log-probabilities of actions SAMPLED from the policy (true Fisher, as ACKTR)
@@ -495,7 +464,8 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
             if key in state:
                 state[key] = [tuple(t.to(g.device) for t in v) if isinstance(v, (tuple, list)) else v.to(g.device)
                               for v in state[key]]
-        stats = kfac_factor_stats(xs, gs)
+        with_bias = [torch.cat([x, torch.ones_like(x[:, :1])], dim=1) for x in xs]
+        stats = [(a.T @ a / x.shape[0], gz.T @ gz / x.shape[0]) for x, a, gz in zip(xs, with_bias, gs)]
         if "kfac_A" not in state:  # first update: the factors start at the first batch's statistics (ACKTR)
             state["kfac_A"], state["kfac_G"], state["kfac_updates"] = [a for a, _ in stats], [gg for _, gg in stats], 0
         else:  # exponential moving averages: A <- decay A + (1 - decay) A_batch, same for G
@@ -508,9 +478,10 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
             state["kfac_eig_G"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_G"])]
         state["kfac_updates"] += 1
         grads, out_parts = dict(zip(params, g.split([p.numel() for p in params]))), {}  # views of g per parameter
-        for linear, eig_a, eig_g in zip(actor.linears, state["kfac_eig_A"], state["kfac_eig_G"]):
+        for linear, (d_a, q_a), (d_g, q_g) in zip(actor.linears, state["kfac_eig_A"], state["kfac_eig_G"]):
             grad_wb = torch.cat([grads[linear.weight].view_as(linear.weight), grads[linear.bias][:, None]], dim=1)
-            v = kfac_precondition(grad_wb, eig_a, eig_g, args.kfac_damping)
+            # G^-1 grad A^-1 -> Q_g [(Q_g^T grad Q_a) / (d_g d_a^T + damping)] Q_a^T (elementwise /, ACKTR's damping)
+            v = q_g @ ((q_g.T @ grad_wb @ q_a) / (d_g[:, None] * d_a[None, :] + args.kfac_damping)) @ q_a.T
             out_parts[linear.weight], out_parts[linear.bias] = v[:, :-1].reshape(-1), v[:, -1]
         if not actor.discrete:  # log_std: exact Fisher block 2 I
             out_parts[actor.log_std] = grads[actor.log_std] / (2.0 + args.kfac_damping)
@@ -527,7 +498,7 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
 # --- SMAC's ablation modes (off by default): --fisher per-sample-parallel, --prev-ef-beta, --step-normalization ---
 def per_sample_score_sq_norms(xs, deltas, dlog_std) -> torch.Tensor:
     """|l_i|^2 for every sample, shape (B,): |delta_i x_i^T|_F^2 = |delta_i|^2 |x_i|^2, so
-    |l_i|^2 = sum_layers |delta_i|^2 (|x_i|^2 + 1) + |d log pi_i / d log_std|^2.   O(B * widths)."""
+    |l_i|^2 = sum_layers |delta_i|^2 (|x_i|^2 + 1) + |d log pi_i / d log_std|^2."""
     sq = 0.0
     for x, delta in zip(xs, deltas):
         sq = sq + delta.pow(2).sum(1) * (x.pow(2).sum(1) + 1.0)
@@ -537,8 +508,7 @@ def per_sample_score_sq_norms(xs, deltas, dlog_std) -> torch.Tensor:
 
 
 def weighted_score_sums(xs, deltas, dlog_std, weights: torch.Tensor) -> torch.Tensor:
-    """sum_i weights[i, k] l_i for each column k of weights (B, K): shape (K, d), laid out like
-    torch.cat of actor.parameters() (log_std first). Per layer one matmul (c (.) delta)^T x: O(K d) memory."""
+    """sum_i weights[i, k] l_i per column k of weights (B, K): shape (K, d), laid out as cat(actor.parameters())."""
     K, parts = weights.shape[1], [] if dlog_std is None else [weights.T @ dlog_std]  # (K, act_dim)
     for x, delta in zip(xs, deltas):
         wd = (weights[:, :, None] * delta[:, None, :]).reshape(delta.shape[0], -1)  # (B, K * n_out)
@@ -546,35 +516,10 @@ def weighted_score_sums(xs, deltas, dlog_std, weights: torch.Tensor) -> torch.Te
     return torch.cat(parts, dim=1)
 
 
-def smac_per_sample_parallel_step(actor: Actor, batch: dict, args: Args, params) -> dict:
-    """Algorithm 1's per-sample steps, all at the same theta, summed (one backward, no per-sample loop):
-        theta <- theta + eta * sum_i c_i l_i,   c_i = A_i s_i / (lambda + |l_i|^2)
-    since (lambda I + l_i l_i^T)^-1 l_i A_i = l_i A_i / (lambda + |l_i|^2) (l_i is an eigenvector). The SUM,
-    not the mean: Algorithm 1 moves theta by eta sum_i F_i^-1 g_i + O(eta^2), so the two agree to first
-    order in eta at the same --learning-rate. s_i = min(1, max_grad_norm / |l_i A_i|) clips each g_i as
-    per-sample does; no entropy bonus (as per-sample). |l_i|^2 and sum_i c_i l_i come from the per-layer
-    factors (per_sample_score_sq_norms, weighted_score_sums): O(d + B * widths) memory.
-    Diagnostics, as per-sample: g = mean_i g_i, step = mean_i F_i^-1 g_i (theta moves by eta * B * step)."""
-    if type(actor) is not Actor:
-        raise TypeError("--fisher per-sample-parallel needs the trainer's Actor MLP (per-layer score factors)")
-    obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
-    xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
-    with torch.no_grad():
-        sq, a = per_sample_score_sq_norms(xs, deltas, dlog_std), adv
-        if args.max_grad_norm > 0:  # clip_norm of each g_i = A_i l_i, |g_i| = |A_i| |l_i|
-            a = adv * torch.clamp(args.max_grad_norm / (adv.abs() * sq.sqrt() + 1e-12), max=1.0)
-        g_sum, step_sum = weighted_score_sums(xs, deltas, dlog_std, torch.stack([a, a / (args.damping + sq)], 1))
-        if args.step_normalization:
-            step_sum = normalize_step(step_sum, g_sum)
-        apply_step_(params, step_sum, args.learning_rate)
-        return {"g": g_sum / obs.shape[0], "step": step_sum / obs.shape[0], "ell_sq_mean": sq.mean()}
-
-
 def woodbury_direction(g: torch.Tensor, U: torch.Tensor, w: torch.Tensor, damping: float,
                        gram: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """F^-1 g for F = damping*I + U^T diag(w) U, U of shape (m, d) holding l_j as rows, w > 0 (m = 1, w = 1:
-    sherman_morrison_direction):   F^-1 g = (1/lambda) * (g - U^T (lambda diag(1/w) + U U^T)^-1 U g)   (Woodbury).
-    O(d m) for U g and U^T y, O(m^3) for the m x m solve (in float64); gram = U U^T if already known."""
+    """F^-1 g for F = damping*I + U^T diag(w) U, U of shape (m, d) holding l_j as rows, w > 0, by Woodbury:
+    F^-1 g = (1/lambda) * (g - U^T (lambda diag(1/w) + U U^T)^-1 U g), the m x m solve in float64; gram = U U^T."""
     if U.shape[0] == 0:
         return g / damping
     M = (U @ U.T if gram is None else gram).double() + torch.diag(damping / w.double())
@@ -583,12 +528,10 @@ def woodbury_direction(g: torch.Tensor, U: torch.Tensor, w: torch.Tensor, dampin
 
 
 def prev_ef_push_(state: dict, ell: torch.Tensor, beta: float, rank: int, damping: float, mode: str) -> None:
-    """Advance F_{k-1} -> F_k = beta F_{k-1} + (1-beta) l_k l_k^T in state (prev_ef_U (m, d) rows l_j,
-    prev_ef_w (m,) weights (1-beta) beta^(k-j), prev_ef_gram = U U^T (float64), prev_ef_damping = lambda_k).
-    fixed: lambda_k = lambda (recursion on the undamped EF from F_0 = 0; equivalently on the damped
-    one-sample Fishers lambda I + l l^T from lambda I). decay: lambda_k = beta lambda_{k-1}, lambda_0 = lambda
-    (recursion on the damped matrix from F_0 = lambda I), floored at 1e-30. Keeps the `rank` newest terms,
-    dropping earlier any with w_j |l_j|^2 <= 1e-12 lambda_k (changes F by < 1e-12 relative). O(d m) time."""
+    """Advance F_{k-1} -> F_k = beta F_{k-1} + (1-beta) l_k l_k^T in state (prev_ef_U (m, d) rows l_j, prev_ef_w (m,)
+    weights (1-beta) beta^(k-j), prev_ef_gram = U U^T (float64), prev_ef_damping = lambda_k). fixed: lambda_k = lambda
+    (undamped EF from F_0 = 0); decay: lambda_k = max(beta lambda_{k-1}, 1e-30) (damped, from F_0 = lambda I). Keeps
+    the `rank` newest terms, dropping earlier any with w_j |l_j|^2 <= 1e-12 lambda_k (changes F by < 1e-12 relative)."""
     with torch.no_grad():
         if "prev_ef_U" in state:  # .to: after a resume onto another device
             U = state["prev_ef_U"].to(ell.device, ell.dtype)
@@ -621,8 +564,7 @@ LAB_STEPS = {name: actor_update for name in ACTOR_STEPS}  # what smac_a2c.train 
 
 # --- Run management: run directories, locks, checkpoints, resume, evaluation, plots ---
 def create_run_dir(args: Args) -> str:
-    """runs/{env_id}__{exp_name}__{seed}__{unix_time}, created exclusively: a run never writes into a
-    directory another run owns (runs started in the same second get suffixes -2, -3, ...)."""
+    """runs/{env_id}__{exp_name}__{seed}__{unix_time}, created exclusively (same second: suffixes -2, -3, ...)."""
     name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")  # ALE/Pong-v5
     base = os.path.join(args.runs_dir, name)
     try:
@@ -674,8 +616,8 @@ def run_dir_locked(run_dir: str) -> bool:
 
 
 def truncate_logs_to(run_dir: str, global_step: int, update: int) -> None:
-    """Cut episodes.csv / updates.csv back to a checkpoint (rows after it and a torn last line are dropped, atomically),
-    so a resumed run appends after exactly the state it restored (after a hard kill the logs run ahead of it)."""
+    """Cut episodes.csv / updates.csv back to a checkpoint (after a hard kill the logs run ahead of it): rows after it
+    and a torn last line are dropped, atomically."""
     for name, column, limit in (("episodes.csv", "global_step", global_step), ("updates.csv", "update", update)):
         path = os.path.join(run_dir, name)
         if not os.path.isfile(path):
@@ -705,13 +647,16 @@ CHECKPOINT_KEYS = {"args", "global_step", "update", "actor", "critic", "critic_o
 
 
 def load_checkpoint(path: str) -> dict:
-    """Load a checkpoint without executing code: torch.load(weights_only=True) accepts only tensors and
-    plain Python containers (numpy arrays of checkpoints written before that rule are allowed too)."""
+    """Load a checkpoint without executing code: torch.load(weights_only=True), tensors and plain containers only."""
     path = os.path.join(path, "checkpoint.pt") if os.path.isdir(path) else path
     if not os.path.isfile(path):
         raise ConfigError(f"checkpoint {path!r} does not exist")
+    numpy_globals = [np.ndarray, np.dtype, type(np.dtype(np.float64))]  # what older checkpoints' arrays need
+    for mod in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        with contextlib.suppress(ImportError, AttributeError):
+            numpy_globals.append(getattr(__import__(mod, fromlist=["_reconstruct"]), "_reconstruct"))
     try:
-        with torch.serialization.safe_globals(_numpy_array_globals()):
+        with torch.serialization.safe_globals(numpy_globals):
             ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
         raise ConfigError(f"checkpoint {path!r} is corrupt, not a smac_a2c checkpoint, or holds objects that "
@@ -754,15 +699,6 @@ def load_checkpoint(path: str) -> dict:
     return ckpt
 
 
-def _numpy_array_globals() -> list:
-    """What an older checkpoint's numpy arrays unpickle through (data only, no code)."""
-    out = [np.ndarray, np.dtype, type(np.dtype(np.float64))]
-    for mod in ("numpy._core.multiarray", "numpy.core.multiarray"):
-        with contextlib.suppress(ImportError, AttributeError):
-            out.append(getattr(__import__(mod, fromlist=["_reconstruct"]), "_reconstruct"))
-    return out
-
-
 def args_from_checkpoint(saved: dict) -> Args:
     known = {f.name for f in fields(Args)}
     try:
@@ -774,8 +710,7 @@ def args_from_checkpoint(saved: dict) -> Args:
 
 def evaluate(ckpt: dict, episodes: int, seed: int, capture_video: bool = False,
              max_steps: int = 27_000) -> tuple[float, float]:
-    """Mean and std of undiscounted returns of the deterministic policy (mean action / argmax);
-    with capture_video every episode is recorded into RUN/videos/eval/."""
+    """Mean and std of undiscounted returns of the deterministic policy (mean action / argmax)."""
     args = args_from_checkpoint(ckpt["args"])
     obs_space, act_space = check_env_id(args.env_id)
     discrete = isinstance(act_space, gym.spaces.Discrete)
@@ -823,8 +758,7 @@ def read_run_csv(path: str, required: tuple = ()) -> dict:
 
 
 def plot_curve(steps: np.ndarray, returns: np.ndarray, budget: Optional[int] = None) -> tuple:
-    """(bin ends, curve) of the paper's protocol exactly as the report computes it (benchmark/protocol.py:
-    100 bins over the run's budget, EWM 0.1); budget defaults to the last episode's step."""
+    """(bin ends, curve) of the paper's protocol as the report computes it; budget defaults to the last step."""
     budget = int(budget or steps.max())
     curve = protocol.smoothed_curve(steps, returns, budget, last_step=min(int(steps.max()), budget))
     return np.arange(1, protocol.N_BINS + 1) * budget / protocol.N_BINS, curve
@@ -869,11 +803,10 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
         axes[1].set(xlabel="environment steps", ylabel="|l_bar|^2 / lambda", yscale="log",
                     title="SMAC: rank-1 term relative to damping")
         axes[2].set(xlabel="environment steps", ylabel="cos(g, step)", title="SMAC: cos(policy gradient, step)")
+        axes[2].ticklabel_format(axis="y", useOffset=False)
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())
-    if smac:
-        axes[2].ticklabel_format(axis="y", useOffset=False)
     fig.tight_layout()
     try:
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
@@ -900,8 +833,7 @@ def flags_given(argv: list[str]) -> set[str]:
 
 
 def resume_args(args: Args, argv: list[str], resume: dict) -> Args:
-    """The resumed run's flags: the saved ones, with only RESUME_MAY_CHANGE taken from the command line.
-    A flag that cannot change on resume and is given with another value is refused (exit 2)."""
+    """The resumed run's flags: the saved ones, only RESUME_MAY_CHANGE taken from the command line (others refused)."""
     saved, given = args_from_checkpoint(resume["args"]), flags_given(argv)
     refused = sorted(f for f in given - set(RESUME_MAY_CHANGE) if getattr(args, f) != getattr(saved, f))
     if refused:
@@ -922,19 +854,6 @@ def read_summary(run_dir: str) -> dict:  # RUN/summary.json, or {} when it is mi
         return {}
 
 
-def repair_summary(run_dir: str, ckpt: dict) -> None:
-    """A run whose checkpoint reached its budget is finished: a missing or `interrupted` summary.json is rewritten as
-    finished at the checkpoint's step, so the sweep packs the run instead of resuming it forever."""
-    path, summary = os.path.join(run_dir, "summary.json"), read_summary(run_dir)
-    if summary.get("status") == "finished" and summary.get("global_step") == ckpt["global_step"]:
-        return
-    summary.update(status="finished", signal=None, global_step=int(ckpt["global_step"]), updates=int(ckpt["update"]),
-                   repaired=f"status {summary.get('status', 'missing')!r} -> finished on resume at the budget")
-    summary.setdefault("run_dir", run_dir)
-    sa.atomic_write(path, summary)
-    print(f"repaired {path}: {summary['repaired']}", file=sys.stderr)
-
-
 def wandb_can_log() -> bool:
     """Whether W&B can log without asking (offline / disabled mode, an API key in the environment, or a ~/.netrc
     login for its host); decided before a run directory exists, so --track never blocks on W&B's prompt."""
@@ -947,29 +866,6 @@ def wandb_can_log() -> bool:
         return netrc.netrc(os.environ.get("NETRC")).authenticators(host) is not None
     except (OSError, netrc.NetrcParseError):
         return False
-
-
-def check_fits(args: LabArgs, ckpt: dict) -> None:
-    """Refuse (exit 2) a checkpoint whose networks, optimizer, statistics, counters or RNG states do not fit its
-    own flags (loaded into throwaway objects first, so nothing half-restored is trained on)."""
-    obs_space, act_space = check_env_id(args.env_id, note=False)
-    discrete = isinstance(act_space, gym.spaces.Discrete)
-    actor, critic = lab_networks(args, obs_space.shape[0], act_space.n if discrete else act_space.shape[0], discrete)
-    try:
-        actor.load_state_dict(ckpt["actor"])
-        critic.load_state_dict(ckpt["critic"])
-        torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate).load_state_dict(ckpt["critic_opt"])
-        norm = Normalizer(obs_space.shape[0], args.num_envs, args.gamma, False, False)
-        norm.load_state_dict(ckpt["normalizer"])
-        if norm.obs_rms.mean.shape != (obs_space.shape[0],) or norm.discounted_return.shape != (args.num_envs,):
-            raise ValueError(f"normalizer statistics of shape {norm.obs_rms.mean.shape}, "
-                             f"{norm.discounted_return.shape}")
-        np.random.default_rng().bit_generator.state = ckpt["rng"]["numpy"]  # the three RNG states, on throwaways
-        torch.Generator().set_state(ckpt["rng"]["torch"])
-        __import__("random").Random().setstate(ckpt["rng"]["python"])
-    except (RuntimeError, KeyError, ValueError, TypeError) as e:
-        raise ConfigError(f"checkpoint {ckpt['path']!r} does not fit this run's networks or environment "
-                          f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
 
 
 def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
@@ -985,8 +881,26 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
         if not wandb_can_log():
             raise ConfigError("--track: W&B is not logged in here; run `wandb login`, or set WANDB_MODE=offline "
                               "(and `wandb sync RUN/wandb/offline-run-*` later)")
-    if resume is not None:
-        check_fits(args, resume)  # before anything is created or cut
+    if resume is not None:  # a checkpoint that does not fit its flags is refused: loaded into throwaway objects first
+        obs_space, act_space = check_env_id(args.env_id, note=False)
+        discrete = isinstance(act_space, gym.spaces.Discrete)
+        act_dim = act_space.n if discrete else act_space.shape[0]
+        actor, critic = lab_networks(args, obs_space.shape[0], act_dim, discrete)
+        try:
+            actor.load_state_dict(resume["actor"])
+            critic.load_state_dict(resume["critic"])
+            torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate).load_state_dict(resume["critic_opt"])
+            norm = Normalizer(obs_space.shape[0], args.num_envs, args.gamma, False, False)
+            norm.load_state_dict(resume["normalizer"])
+            if norm.obs_rms.mean.shape != (obs_space.shape[0],) or norm.discounted_return.shape != (args.num_envs,):
+                raise ValueError(f"normalizer statistics of shape {norm.obs_rms.mean.shape}, "
+                                 f"{norm.discounted_return.shape}")
+            np.random.default_rng().bit_generator.state = resume["rng"]["numpy"]  # the three RNG states, on throwaways
+            torch.Generator().set_state(resume["rng"]["torch"])
+            __import__("random").Random().setstate(resume["rng"]["python"])
+        except (RuntimeError, KeyError, ValueError, TypeError) as e:
+            raise ConfigError(f"checkpoint {resume['path']!r} does not fit this run's networks or environment "
+                              f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
     run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
     if resume is not None and not os.path.isfile(os.path.join(run_dir, "config.json")):
         run_dir = create_run_dir(args)  # a checkpoint copied out of its run: continue it in a run directory of its own
@@ -994,7 +908,16 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
               file=sys.stderr)
     with RunLock(run_dir):
         if resume is not None and resume["global_step"] >= args.total_timesteps:
-            repair_summary(run_dir, resume)
+            # a run whose checkpoint reached its budget is finished: a missing or `interrupted` summary.json is
+            # rewritten as finished, so the sweep packs the run instead of resuming it forever
+            path, summary = os.path.join(run_dir, "summary.json"), read_summary(run_dir)
+            if summary.get("status") != "finished" or summary.get("global_step") != resume["global_step"]:
+                repaired = f"status {summary.get('status', 'missing')!r} -> finished on resume at the budget"
+                summary.update(status="finished", signal=None, global_step=int(resume["global_step"]),
+                               updates=int(resume["update"]), repaired=repaired)
+                summary.setdefault("run_dir", run_dir)
+                sa.atomic_write(path, summary)
+                print(f"repaired {path}: {summary['repaired']}", file=sys.stderr)
             print(f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps")
             return run_dir, "finished"
         if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):
@@ -1018,9 +941,8 @@ class Crashed(Exception):
 
 
 def record_crash(run_dir: str, error: BaseException, fresh: bool) -> str:
-    """Keep the run consistent after an unexpected exception, and return the one-line message: the traceback in
-    RUN/traceback.txt, summary.json with status `crashed` and the error's line, no checkpoint.pt.tmp (the last good
-    checkpoint.pt is kept). A fresh run that died before it logged anything (e.g. too large networks) is removed."""
+    """Keep the run consistent after an unexpected exception, and return the one-line message. A fresh run that died
+    before it logged anything (e.g. too large networks) is removed."""
     import shutil
     import traceback
     line = f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"
@@ -1037,19 +959,10 @@ def record_crash(run_dir: str, error: BaseException, fresh: bool) -> str:
     return f"{line} (traceback in {os.path.join(run_dir, 'traceback.txt')}; status crashed in summary.json)"
 
 
-def parse_args(argv: list[str]) -> LabArgs:
-    """The reference's parser (tyro's multi-line error box reduced to one line, a ConfigError: exit 2) on LabArgs."""
-    return sa.parse_args(argv, LabArgs, "python -m benchmark.trainer")
-
-
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = parse_args(argv)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    try:
+        args = sa.parse_args(argv, LabArgs, "python -m benchmark.trainer")  # tyro's error box as one line: exit 2
         check_args(args)
         torch.set_num_threads(args.torch_threads)
         if args.plot:
@@ -1066,9 +979,8 @@ def main(argv=None) -> int:
             print(f"eval {ckpt['args']['env_id']}: {mean:.2f} +- {std:.2f} over {args.eval_episodes} episodes "
                   f"(deterministic policy, {ckpt['path']})")
             return 0
-        resume = None
-        if args.resume:
-            resume = load_checkpoint(args.resume)
+        resume = load_checkpoint(args.resume) if args.resume else None
+        if resume is not None:
             args = resume_args(args, argv, resume)
             check_args(args)
         run_dir, status = train(args, resume)

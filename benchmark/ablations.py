@@ -291,16 +291,19 @@ def aggregate_all(seeds, logs_dir=LOGS, results_dir=RESULTS, budget=BUDGET):
                 "finals": ";".join(f"{v:.6g}" for v in s["finals"])}
                for s in stats + [dict(r, section="fisher-ref") for r in refs]])
     # a (task, variant) in several sections is one cell with the same runs: one row per (task, variant) [and seed]
-    unique = {(s["task"], s["variant"]): s for s in stats + refs}
+    unique: dict = {}
+    for s in stats + refs:
+        unique.setdefault((s["task"], s["variant"]), s)
     write_csv(os.path.join(results_dir, "curves.csv"),
               [{"task": s["task"], "variant": s["variant"], "source": s["source"], "bin": k,
                 "step": int(round((k + 1) * budget / N_BINS)), "mean": _num(s["curve_mean"][k]),
                 "std": _num(s["curve_std"][k]), "n": int(s["curve_n"][k]) if np.isfinite(s["curve_n"][k]) else 0}
                for s in unique.values() for k in range(N_BINS)])
-    run_rows = []
-    for c, seed in {(c.task, c.variant, seed): (c, seed) for c in all_cells() for seed in seeds}.values():
+    run_rows, seen = [], set()
+    for c, seed in ((c, seed) for c in all_cells() for seed in seeds):
         run = load_run(c.task, c.run_variant, seed, logs_dir)
-        if run is not None:
+        if run is not None and (c.task, c.variant, seed) not in seen:
+            seen.add((c.task, c.variant, seed))
             t = run["timing"]
             run_rows.append({"task": c.task, "variant": c.variant, "source": c.source, "seed": seed,
                              "status": run["status"], "global_step": run["last_step"], "wall_s": _num(t["wall_s"]),

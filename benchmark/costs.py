@@ -331,6 +331,7 @@ def update_cost(a) -> None:
     stem = a.out or os.path.join(ROOT, "docs", "update_cost" + ("_cuda" if a.device == "cuda" else ""))
     device_name = torch.cuda.get_device_name() if a.device == "cuda" else f"cpu ({a.threads} thread(s))"
     methods = ["sgd"] + [m for m in a.methods if m != "sgd"]  # sgd first: the reference
+    sgd_ms = sgd_mem = None
     rows, t_start = [], time.time()
     for width in a.widths:
         actor0, batch = setup(width, a.batch, a.device)

@@ -507,7 +507,8 @@ def verdict_section(d: Data, pre: dict, equiv: dict) -> list[str]:
             else "5. (aggregates need every cell)", ""]
 
 
-def fidelity_section(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELITY_RESULTS) -> list[str]:
+def fidelity_section(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELITY_RESULTS,
+                     write: bool = False) -> list[str]:
     """REPORT.md's fidelity section: the rule, every reading's score and per-claim verdicts, the choice."""
     fid = hparams.FIDELITY_BUDGET
     L = ["## Fidelity study: which reading of the paper reproduces its own claims?\n",
@@ -525,7 +526,7 @@ def fidelity_section(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELIT
                  f"= {c['bound']:.4f}) and the last 10 episodes return {c['mean_return_last10']:.1f} (a random policy "
                  f"≈ 22), against the paper's claim of 750 at ≈ 111k (one seed, seed {c.get('seed', 1)}). No parameter "
                  "can move further than that bound, so it is very unlikely that the paper ran AC-Adam this way.\n")
-    rows = aggregate.fidelity_score(logs_dir, results_dir, write=False)
+    rows = aggregate.fidelity_score(logs_dir, results_dir, write=write)  # write: its CSVs, before they are read
     if not rows:
         return L + ["No fidelity runs yet.\n"]
     verdicts = {}
@@ -594,7 +595,8 @@ def fidelity_section(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELIT
 
 def write_report(path: str = os.path.join(REPO, "benchmark", "REPORT.md"), logs_dir: Optional[str] = None,
                  headline_dir: Optional[str] = None, results_dir: str = STAGE1,
-                 figures_dir: str = FIGURES, reps: int = 2000) -> str:
+                 figures_dir: str = FIGURES, reps: int = 2000, write_fidelity: bool = False) -> str:
+    """REPORT.md and benchmark/report/*.md; write_fidelity: also the fidelity study's CSVs (the report command)."""
     from benchmark import prereg
     logs_dir = logs_dir or aggregate.stage1_logs()
     d = load(logs_dir, headline_dir, results_dir)
@@ -623,7 +625,7 @@ def write_report(path: str = os.path.join(REPO, "benchmark", "REPORT.md"), logs_
              ("claims.md", "The paper's timestep claims, claim by claim, and the 5M block",
               claims_section(d, logs_dir) + headline_section(d)),
              ("readings.md", "Which reading of the paper: the fidelity study and the earlier literal grid",
-              fidelity_section() + grid_300k_section(d)),
+              fidelity_section(write=write_fidelity) + grid_300k_section(d)),
              ("deviations.md", "Deviations from the paper", deviations_section(d))]
     os.makedirs(details, exist_ok=True)
     for name, title, body in pages:  # section text written for REPORT.md, its links moved one directory down
@@ -928,12 +930,10 @@ def main(argv=None) -> int:
                                 "docs/defaults_sweep.csv from the committed compact logs.")
     p.add_argument("--out", default=os.path.join(REPO, "benchmark", "REPORT.md"))
     args = p.parse_args(argv)
-    write_report(args.out)
-    print(f"wrote {args.out}")
+    write_report(args.out, write_fidelity=True)
+    print(f"wrote {args.out} (and the fidelity study's CSVs)")
     abl = ablations.write_all()
     print(f"wrote {abl}" if abl else "no ablation compact logs: ABLATIONS.md left as it is")
-    if aggregate.fidelity_score():  # benchmark/results/fidelity/{scores,claims,finals}.csv from the study's logs
-        print(f"wrote {os.path.relpath(hparams.FIDELITY_RESULTS, REPO)}/*.csv")
     dfl = aggregate.write_defaults_csv()
     print(f"wrote {dfl}" if dfl else "no defaults-sweep compact logs: docs/defaults_sweep.csv left as it is")
     return 0

@@ -255,12 +255,14 @@ def extension_source(job: Job) -> Optional[str]:
     at a budget <= this job's, checkpointed), or None; no schedule depends on --total-timesteps, so it is exact."""
     if not job.extend_from:
         return None
-    from benchmark import trainer
     src = find_run_dir(src_seed := os.path.join(job.extend_from, job.task, job.algo, f"seed{job.seed}"))
     summary = read_summary(src)
     if not (src and summary and summary.get("status") == "finished" and summary.get("global_step", 0) <= job.budget
-            and os.path.isfile(os.path.join(src, "checkpoint.pt"))) or trainer.run_dir_locked(src):
-        return None  # not a finished checkpointed run, or a live trainer is extending it itself
+            and os.path.isfile(os.path.join(src, "checkpoint.pt"))):
+        return None  # not a finished checkpointed run
+    from benchmark import trainer  # (imports torch: only when there is a candidate)
+    if trainer.run_dir_locked(src):
+        return None  # a live trainer is extending it itself
     asked = compact.read_json(os.path.join(src_seed, "job.json"))
     keys = ("flags", "extra_flags", "horizon", "num_steps")
     return src if asked is not None and all(asked.get(k) == getattr(job, k) for k in keys) else None
@@ -288,6 +290,7 @@ def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
         return "busy", None
     if state in ("fresh", "extend") and run_dir is not None:
         shutil.rmtree(run_dir)        # started but never checkpointed: nothing to resume from
+        run_dir = None
     if state == "extend":             # continue the smaller grid's finished run (a copy; the source stays)
         run_dir = os.path.join(job.seed_dir, os.path.basename(src))
         shutil.copytree(src, run_dir, ignore=shutil.ignore_patterns("*.lock", "events.out.tfevents*"))
@@ -543,8 +546,9 @@ def main(argv=None) -> int:
         code = _main(argv)
         sys.stdout.flush()  # inside the try: a reader that left shows here, not at exit
         return code
-    except BrokenPipeError:  # `sweep.py --dry-run | head`: the reader left (Python docs' recipe, exit 1)
+    except BrokenPipeError as e:  # `sweep.py --dry-run | head`: the reader left (Python docs' recipe, exit 1)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        print(f"[sweep] stopped: {e.strerror} (the output's reader left?)", file=sys.stderr)
         return 1
     finally:
         for sig, handler in previous.items():

@@ -139,7 +139,7 @@ def check_args(args: LabArgs) -> None:
     name_len = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}-99".encode())
     if name_len > 255:
         raise ConfigError(f"--exp-name is too long: the run directory name would have {name_len} bytes (limit 255)")
-    require("--video-every", lambda v: not v < 0, ">= 0")
+    require("--video-every", lambda v: v >= 0, ">= 0")
     require("--num-minibatches --update-epochs", lambda v: v >= 1, ">= 1")
     if args.num_minibatches > args.num_steps * args.num_envs:
         raise ConfigError(f"--num-minibatches {args.num_minibatches} exceeds the rollout's "
@@ -274,39 +274,53 @@ def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: tor
         return tuple(torch.cat([parts[p][k] for p in params]) / obs.shape[0] for k in (0, 1))
 
 
-def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
-    """SMAC. batch-mean (Practical Method): F~ = lambda I + l_bar l_bar^T, one step per rollout (--prev-ef-beta > 0:
-    F_k = lambda_k I + sum_j w_j l_bar_j l_bar_j^T instead). per-sample (Algorithm 1): for each sample in rollout
-    order, at the current theta, l = grad log pi(a|s), g = l A, theta <- theta + eta (lambda I + l l^T)^-1 g.
-    per-sample-parallel: Algorithm 1's per-sample steps, all at the same theta, summed (one backward, no loop):
+def smac_per_sample_step(actor: Actor, batch: dict, args: Args, params) -> dict:
+    """Algorithm 1: for each sample in rollout order, at the current theta, l = grad log pi(a|s), g = l A,
+    theta <- theta + eta (lambda I + l l^T)^-1 g."""
+    obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
+    g_sum, step_sum, ell_sq, n = 0.0, 0.0, 0.0, obs.shape[0]
+    for i in range(n):  # Algorithm 1: "for all samples k"
+        ell = flat_grad(actor.log_prob(obs[i:i + 1], actions[i:i + 1]).sum(), params)
+        g = clip_norm(ell * adv[i], args.max_grad_norm)  # g^k = grad log pi(a|s) A(s, a)
+        step = sherman_morrison_direction(g, ell, args.damping)  # eq. (matrixfree) / eta
+        apply_step_(params, step, args.learning_rate)
+        g_sum, step_sum, ell_sq = g_sum + g, step_sum + step, ell_sq + torch.dot(ell, ell)
+    return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq / n}
+
+
+def smac_per_sample_parallel_step(actor: Actor, batch: dict, args: Args, params) -> dict:
+    """Algorithm 1's per-sample steps, all at the same theta, summed (one backward, no per-sample loop):
+
         theta <- theta + eta * sum_i c_i l_i,   c_i = A_i s_i / (lambda + |l_i|^2)
+
     since (lambda I + l_i l_i^T)^-1 l_i A_i = l_i A_i / (lambda + |l_i|^2). The SUM, not the mean: Algorithm 1 moves
     theta by eta sum_i F_i^-1 g_i + O(eta^2), so the two agree to first order in eta at the same --learning-rate.
     s_i = min(1, max_grad_norm / |l_i A_i|) clips each g_i as per-sample does; no entropy bonus (as per-sample).
-    Its diagnostics, as per-sample's: g = mean_i g_i, step = mean_i F_i^-1 g_i (theta moves by eta * B * step)."""
+    Diagnostics, as per-sample: g = mean_i g_i, step = mean_i F_i^-1 g_i (theta moves by eta * B * step)."""
+    if type(actor) is not Actor:
+        raise TypeError("--fisher per-sample-parallel needs the trainer's Actor MLP (per-layer score factors)")
+    obs, adv = batch["obs"], batch["advantages"]
+    xs, deltas, dlog_std = per_sample_score_factors(actor, obs, batch["actions"])
+    with torch.no_grad():
+        sq, a = per_sample_score_sq_norms(xs, deltas, dlog_std), adv
+        if args.max_grad_norm > 0:  # clip_norm of each g_i = A_i l_i, |g_i| = |A_i| |l_i|
+            a = adv * torch.clamp(args.max_grad_norm / (adv.abs() * sq.sqrt() + 1e-12), max=1.0)
+        g_sum, step_sum = weighted_score_sums(xs, deltas, dlog_std, torch.stack([a, a / (args.damping + sq)], 1))
+        if args.step_normalization:
+            step_sum = normalize_step(step_sum, g_sum)
+        apply_step_(params, step_sum, args.learning_rate)
+        return {"g": g_sum / obs.shape[0], "step": step_sum / obs.shape[0], "ell_sq_mean": sq.mean()}
+
+
+def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
+    """SMAC. batch-mean (Practical Method): F~ = lambda I + l_bar l_bar^T, one step per rollout (--prev-ef-beta > 0:
+    F_k = lambda_k I + sum_j w_j l_bar_j l_bar_j^T instead, by Woodbury); per-sample (Algorithm 1) and
+    per-sample-parallel: the two functions above. --step-normalization rescales the direction to |g|."""
     params, obs, actions, adv = trainable_parameters(actor), batch["obs"], batch["actions"], batch["advantages"]
     if args.fisher == "per-sample":
-        g_sum, step_sum, ell_sq, n = 0.0, 0.0, 0.0, obs.shape[0]
-        for i in range(n):  # Algorithm 1: "for all samples k"
-            ell = flat_grad(actor.log_prob(obs[i:i + 1], actions[i:i + 1]).sum(), params)
-            g = clip_norm(ell * adv[i], args.max_grad_norm)  # g^k = grad log pi(a|s) A(s, a)
-            step = sherman_morrison_direction(g, ell, args.damping)  # eq. (matrixfree) / eta
-            apply_step_(params, step, args.learning_rate)
-            g_sum, step_sum, ell_sq = g_sum + g, step_sum + step, ell_sq + torch.dot(ell, ell)
-        return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq / n}
+        return smac_per_sample_step(actor, batch, args, params)
     if args.fisher == "per-sample-parallel":
-        if type(actor) is not Actor:
-            raise TypeError("--fisher per-sample-parallel needs the trainer's Actor MLP (per-layer score factors)")
-        xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
-        with torch.no_grad():
-            sq, a = per_sample_score_sq_norms(xs, deltas, dlog_std), adv
-            if args.max_grad_norm > 0:  # clip_norm of each g_i = A_i l_i, |g_i| = |A_i| |l_i|
-                a = adv * torch.clamp(args.max_grad_norm / (adv.abs() * sq.sqrt() + 1e-12), max=1.0)
-            g_sum, step_sum = weighted_score_sums(xs, deltas, dlog_std, torch.stack([a, a / (args.damping + sq)], 1))
-            if args.step_normalization:
-                step_sum = normalize_step(step_sum, g_sum)
-            apply_step_(params, step_sum, args.learning_rate)
-            return {"g": g_sum / obs.shape[0], "step": step_sum / obs.shape[0], "ell_sq_mean": sq.mean()}
+        return smac_per_sample_parallel_step(actor, batch, args, params)
     if type(actor) is Actor:  # the trainer's own MLP: one backward to the pre-activations (fast path)
         ell, g = mean_score_and_policy_gradient(actor, obs, actions, adv)
     else:  # any other network (a subclass may change the forward): the generic path of smac_direction
@@ -569,10 +583,13 @@ def create_run_dir(args: Args) -> str:
     base = os.path.join(args.runs_dir, name)
     try:
         os.makedirs(args.runs_dir, exist_ok=True)
-        for path in [base] + [f"{base}-{k}" for k in range(2, 10_000)]:
-            with contextlib.suppress(FileExistsError):
+        for k in range(1, 10_000):  # runs started in the same second: -2, -3, ...
+            path = base if k == 1 else f"{base}-{k}"
+            try:
                 os.mkdir(path)
                 return path
+            except FileExistsError:
+                continue
     except OSError as e:
         raise ConfigError(f"--runs-dir {args.runs_dir!r}: cannot create a run directory there ({e.strerror})") from None
     raise ConfigError(f"--runs-dir {args.runs_dir!r}: too many runs named {os.path.basename(base)}")

@@ -213,3 +213,11 @@ def test_the_committed_fidelity_csvs_are_what_the_committed_logs_give(tmp_path):
     for name in ("scores.csv", "claims.csv", "finals.csv"):
         committed = open(os.path.join(hparams.FIDELITY_RESULTS, name), "rb").read()
         assert (tmp_path / name).read_bytes() == committed, name
+
+
+def test_the_fidelity_section_reads_the_csvs_it_has_just_written(tmp_path):
+    """report.py's fidelity section writes the study's CSVs before its finals table reads them (it used to read
+    the previous run's finals.csv)."""
+    from benchmark import report
+    text = "\n".join(report.fidelity_section(results_dir=str(tmp_path), write=True))
+    assert "Final return (seed mean of the last smoothed bin" in text and (tmp_path / "finals.csv").is_file()

@@ -310,7 +310,7 @@ def test_a_dry_run_piped_into_head_ends_without_a_traceback():
     assert p.stdout.readline().startswith("[sweep] ablations")
     p.stdout.close()                       # the reader leaves, as head does
     err = p.stderr.read()
-    assert p.wait(timeout=120) in (0, 1) and "Traceback" not in err and "BrokenPipe" not in err, err
+    assert p.wait(timeout=120) in (0, 1) and "Traceback" not in err and len(err.splitlines()) <= 1, err
 
 
 COSTS = os.path.join(REPO, "benchmark", "costs.py")

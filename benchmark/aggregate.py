@@ -1,5 +1,4 @@
-"""Aggregate runs with the paper's protocol -> small CSVs (final values, curves, SMAC diagnostics,
-SMAC vs sgd-matched) that benchmark/report.py turns into REPORT.md; the paper's timestep claims, the fidelity
+"""Aggregate runs with the paper's protocol -> small CSVs (final values, curves, SMAC diagnostics) that benchmark/report.py turns into REPORT.md; the paper's timestep claims, the fidelity
 study's score, the stage-1 grid's cells and rliable aggregates, and the toy MDP's cosine study.
 
 Usage: aggregate.py [--runs-dir DIR | --logs-dir DIR] [--results-dir DIR] [--budget B] (default: the stage-1 grid's
@@ -32,7 +31,7 @@ import smac_numpy as sn  # noqa: E402
 from benchmark import compact, hparams, stats  # noqa: E402
 from benchmark.compact import DEFAULT_RUNS, discover  # noqa: E402
 from benchmark.protocol import N_BINS, across_seeds, bin_quantiles, smoothed_curve  # noqa: E402
-from benchmark.stats import bootstrap_diff_ci, permutation_test, table, welch_test, write_csv  # noqa: E402
+from benchmark.stats import table, write_csv  # noqa: E402
 
 DEFAULT_RESULTS = os.path.join(REPO, "benchmark", "results", "stage1")
 
@@ -62,67 +61,6 @@ def _mean_std(xs: list) -> tuple[str, str]:
 
 def _rank(seq, x) -> int:
     return seq.index(x) if x in seq else 99
-
-
-# ---- SMAC vs sgd-matched on per-seed final values (the tests are benchmark/stats.py: scipy.stats)
-def matched_verdict(welch: Optional[dict], ci: tuple, alpha: float = 0.05) -> str:
-    """'smac' / 'sgd-matched' (Welch p < alpha AND the bootstrap CI excludes 0 on the same side), 'suggestive: '
-    + that (exactly one of the two), 'not distinguishable' (neither), '' (not enough seeds)."""
-    if welch is None or not np.isfinite(ci[0]):
-        return ""
-    sig_t, sig_ci = welch["p"] < alpha, ci[0] > 0 or ci[1] < 0
-    better = "smac" if welch["diff"] > 0 else "sgd-matched"
-    return better if sig_t and sig_ci else ("suggestive: " + better if sig_t or sig_ci else "not distinguishable")
-
-
-def same_start_counts(groups: dict) -> dict:
-    """task -> (seeds whose SMAC and sgd-matched runs logged the same first-update value loss, i.e. the same
-    initial networks and first rollout; seeds present in both)."""
-    out = {}
-    for (task, algo), runs in groups.items():
-        if algo != "smac" or (task, "sgd-matched") not in groups:
-            continue
-        other = {r["seed"]: r["updates"]["value_loss"] for r in groups[(task, "sgd-matched")]}
-        both = [(r["updates"]["value_loss"], other[r["seed"]]) for r in runs if r["seed"] in other]
-        out[task] = (sum(a.size > 0 and b.size > 0 and a[0] == b[0] for a, b in both), len(both))
-    return out
-
-
-def compare_matched(final_rows: list[dict], diag_summary: list[dict], same_start: Optional[dict] = None) -> list[dict]:
-    """Per task with both cells: SMAC vs sgd-matched on the per-seed finals (Welch's t, bootstrap CI, permutation p)
-    beside the SMAC diagnostics. Without a test (< 2 finals on a side), a one-sided divergence is the verdict."""
-    fin = {(r["task"], r["algo"]): r for r in final_rows}
-    diag = {r["task"]: r for r in diag_summary if r["algo"] == "smac"}
-    out = []
-    for task in sorted({t for t, a in fin if a == "smac" and (t, "sgd-matched") in fin},
-                       key=lambda t: _rank(hparams.tasks(), t)):
-        s, m = fin[(task, "smac")], fin[(task, "sgd-matched")]
-        fa, fb = ([float(x) for x in r["finals"].split(";")] if r["finals"] else [] for r in (s, m))
-        w = welch_test(fa, fb)  # None unless both sides have 2 finals
-        ci = (*bootstrap_diff_ci(fa, fb), "scipy percentile, 20000 resamples") if w else (math.nan, math.nan, "")
-        perm_p, perm_min = permutation_test(fa, fb)
-        pooled = math.sqrt((np.var(fa, ddof=1) + np.var(fb, ddof=1)) / 2) if w else math.nan
-        sm = hparams.settings(task, "smac") if task in hparams.tasks() else {}
-        div_s, div_m = int(s["n_diverged"] or 0), int(m["n_diverged"] or 0)
-        verdict = matched_verdict(w, ci)
-        if not verdict and div_s != div_m:
-            verdict = "sgd-matched diverged" if div_m > div_s else "smac diverged"
-        (smac_mean, smac_std), (matched_mean, matched_std) = _mean_std(fa), _mean_std(fb)
-        same = (same_start or {}).get(task, ("", ""))
-        out.append({"task": task, "damping": sm.get("damping", ""), "eta_smac": sm.get("learning_rate", ""),
-                    "eta_matched": hparams.settings(task, "sgd-matched")["learning_rate"] if sm else "",
-                    "budget": s["budget"], "n_smac": len(fa), "n_matched": len(fb), "n_diverged_smac": s["n_diverged"],
-                    "n_diverged_matched": m["n_diverged"], "smac_mean": smac_mean, "smac_std": smac_std,
-                    "matched_mean": matched_mean, "matched_std": matched_std, "smac_finals": s["finals"],
-                    "matched_finals": m["finals"], "diff": _f(w["diff"]) if w else "",
-                    "effect_size": _f(w["diff"] / pooled) if w and pooled > 0 else "",
-                    **{f"welch_{k}": _f(w[k]) if w else "" for k in ("t", "df", "p", "mdd")},
-                    "boot_lo": _f(ci[0]), "boot_hi": _f(ci[1]), "boot_kind": ci[2], "perm_p": _f(perm_p),
-                    "perm_min_p": _f(perm_min), "verdict": verdict, "same_start_seeds": same[0],
-                    "paired_seeds": same[1], **{f"{n}_median": diag.get(task, {}).get(f"{n}_median", "") for n in (
-                        "ell_sq_over_lambda", "ell_sq_over_lambda_last10pct", "cos_g_step", "removed_frac",
-                        "removed_frac_last10pct", "step_over_sgd", "cos_g_ell")}})
-    return out
 
 
 # ---- Aggregation
@@ -230,8 +168,6 @@ def aggregate(runs_dir: Optional[str] = DEFAULT_RUNS, results_dir: str = DEFAULT
             out["diagnostics_summary"].append(srow)
         for name, rows in out.items():
             write_csv(os.path.join(results_dir, name + ".csv"), rows)
-        write_csv(os.path.join(results_dir, "smac_vs_matched.csv"),
-                  compare_matched(out["final"], out["diagnostics_summary"], same_start_counts(groups)))
         return {"runs": len(runs), "cells": len(out["final"]), "budgets": budgets}
 
 

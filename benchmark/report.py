@@ -35,7 +35,6 @@ STAGE1 = os.path.join(REPO, "benchmark", "results", "stage1")
 GRID_300K = os.path.join(REPO, "benchmark", "results", "grid_300k")
 FIGURES = os.path.join(REPO, "docs", "figures")
 NOT_RUN = "not run yet"
-RATIO_SGD = 0.1  # median |l_bar|^2/lambda below this: "SGD regime" (the step is within ~10% of g/lambda)
 N_HEADLINE = 2 * 5  # the 5M block: HalfCheetah SMAC and AC-CG x 5 seeds
 EQUIV_MARGIN = 0.1  # normalized score, the margin of the pre-registration (benchmark/preregistration.toml)
 
@@ -46,7 +45,6 @@ class Data:
     runs: list                      # stage-1 compact logs, loaded
     headline: list                  # HalfCheetah SMAC / AC-CG at 5M, loaded
     final: dict                     # stage1/final.csv by (task, algo)
-    matched: list                   # stage1/smac_vs_matched.csv
     diag: dict                      # stage1/diagnostics_summary.csv by task (SMAC)
     claims: list = field(default_factory=list)
     cells: list = field(default_factory=list)   # aggregate.cell_rows
@@ -67,7 +65,7 @@ def load(logs_dir: Optional[str] = None, headline_dir: Optional[str] = None, res
     if runs:
         aggregate.aggregate(None, results_dir, meta["stage1_budget"], runs=runs)
     res = lambda name: read_csv(os.path.join(results_dir, name))  # noqa: E731
-    return Data(runs=runs, headline=headline, final=by_cell(res("final.csv")), matched=res("smac_vs_matched.csv"),
+    return Data(runs=runs, headline=headline, final=by_cell(res("final.csv")),
                 diag={r["task"]: r for r in res("diagnostics_summary.csv") if r["algo"] == "smac"})
 
 
@@ -108,11 +106,6 @@ def other_text(r: dict) -> str:
         return "–"
     cause = f" ({change_cause(r)})" if o["verdict"] != r["verdict"] else ""
     return f"**{named(o)}**" + (f": {o['measured']}" if o["measured"] else "") + cause
-
-
-def perm_floor(n1: int, n2: int) -> float:
-    """The smallest two-sided exact permutation p with n1 and n2 observations."""
-    return min(1.0, 2 / math.comb(n1 + n2, n1))
 
 
 def ordering_section(d: Data) -> list[str]:
@@ -171,69 +164,6 @@ def claims_section(d: Data, logs_dir: str) -> list[str]:
                                                         ("Final", lambda r: f"**{aggregate.combined(r)}**")]) + [""])
 
 
-VERDICT_TEXT = {"smac": "SMAC better beyond seed noise", "sgd-matched": "sgd-matched better beyond seed noise",
-                "suggestive: smac": "suggestive, SMAC ahead (one test of two)",
-                "suggestive: sgd-matched": "suggestive, sgd-matched ahead (one test of two)",
-                "not distinguishable": "not distinguishable from seed noise", "": "too few seeds to test",
-                "too few seeds": "too few seeds to test",
-                "sgd-matched diverged": "sgd-matched diverged where SMAC did not (no test)",
-                "smac diverged": "SMAC diverged where sgd-matched did not (no test)"}
-
-def matched_section(rows: list[dict], title: str, budget_note: str) -> list[str]:
-    """SMAC vs sgd-matched (issue 8) from a smac_vs_matched.csv: the table, then what it says by regime."""
-    L = [f"## {title}\n",
-         "The SMAC step is F̃⁻¹g = g⊥/λ + g∥/(λ + ‖ℓ̄‖²) (g∥, g⊥: g's components along and orthogonal to ℓ̄); when "
-         "‖ℓ̄‖²/λ ≪ 1 it is g/λ, an SGD step of size η/λ. `sgd-matched` is AC-SGD with exactly that step size, "
-         "η = η_SMAC/λ, everything else from SMAC's row; apart from seed noise, a difference between the two is the "
-         f"rank-1 correction. {budget_note}\n",
-         "**Test** (per task, on the seeds' finals): Welch's t-test (`scipy.stats.ttest_ind(equal_var=False)`) and "
-         "a 95 % percentile bootstrap CI of the difference (`scipy.stats.bootstrap`, 20,000 resamples); \"beyond "
-         "seed noise\" = p < 0.05 **and** the CI excludes 0, one of the two alone is \"suggestive\". Exact "
-         "permutation p as a check. MDD: the smallest |difference| that would have reached p < 0.05 with the "
-         "observed spread. ‖ℓ̄‖²/λ, removed (the fraction of ‖g/λ‖ the rank-1 term takes away) and ‖step‖/‖g/λ‖: "
-         "medians over SMAC's updates and seeds. Rows sorted by ‖ℓ̄‖²/λ.\n"]
-    if not rows:
-        return L + [f"No task has both SMAC and sgd-matched results yet ({NOT_RUN}).\n"]
-    ratio = lambda r: num(r["ell_sq_over_lambda_median"])  # noqa: E731
-    rows = sorted(rows, key=lambda r: 1e300 if ratio(r) is None else ratio(r))
-    L += table(rows, [
-        ("Task", lambda r: r["task"]), ("λ", lambda r: fmt(r["damping"])),
-        ("η_SMAC → η/λ", lambda r: f"{fmt(r['eta_smac'])} → {fmt(r['eta_matched'])}"),
-        ("‖ℓ̄‖²/λ", lambda r: fmt(r["ell_sq_over_lambda_median"])),
-        ("removed", lambda r: pct(r["removed_frac_median"])),
-        ("‖step‖/‖g/λ‖", lambda r: fmt(r["step_over_sgd_median"])),
-        ("SMAC", lambda r: f"{mean_std(r['smac_mean'], r['smac_std'])} (n={r['n_smac']})"),
-        ("sgd-matched", lambda r: f"{mean_std(r['matched_mean'], r['matched_std'])} (n={r['n_matched']})"
-         + (f" ({r['n_diverged_matched']} diverged)" if int(r["n_diverged_matched"] or 0) else "")),
-        ("SMAC − matched [95 % CI]", lambda r: estimate(r['diff'], r['boot_lo'], r['boot_hi'])),
-        ("Welch t (df), p", lambda r: "–" if num(r["welch_t"]) is None else
-         f"{num(r['welch_t']):.2f} ({num(r['welch_df']):.1f}), {num(r['welch_p']):.3f}"),
-        ("MDD", lambda r: fmt(r["welch_mdd"])), ("perm. p", lambda r: fmt(r["perm_p"])),
-        ("verdict", lambda r: VERDICT_TEXT.get(r["verdict"], r["verdict"])
-         + (f" (SMAC {r['n_diverged_smac']} diverged)" if int(r["n_diverged_smac"] or 0) else ""))]) + [""]
-    groups = {}
-    for r in rows:
-        x = ratio(r)
-        reg = "–" if x is None else f"< {RATIO_SGD:g}" if x < RATIO_SGD else "< 1" if x < 1 else "≥ 1"
-        groups.setdefault(reg, []).append(r)
-    meaning = {f"< {RATIO_SGD:g}": "SMAC is SGD with step η/λ up to the removed fraction",
-               "< 1": "in between", "≥ 1": "the rank-1 term dominates along ℓ̄", "–": "no SMAC diagnostics"}
-    for reg, rs in groups.items():
-        verdicts = Counter(VERDICT_TEXT.get(r["verdict"], r["verdict"]) for r in rs)
-        L.append(f"- ‖ℓ̄‖²/λ {reg} ({meaning[reg]}): {', '.join(r['task'] for r in rs)} — "
-                 + "; ".join(f"{v}: {n}" for v, n in verdicts.items()) + ".")
-    tested = [r for r in rows if num(r["welch_df"]) is not None]
-    if tested:
-        n = sorted({r["n_smac"] for r in tested} | {r["n_matched"] for r in tested})
-        L.append(f"- Power: with n = {', '.join(n)} seeds per side, \"not distinguishable\" means no evidence either "
-                 f"way, not equality (MDD column); with {len(tested)} tasks tested at 0.05, about "
-                 f"{0.05 * len(tested):.2g} false positives are expected even if nothing differs. The exact "
-                 "permutation p cannot fall below 2 / C(n₁ + n₂, n₁): "
-                 + ", ".join(f"{perm_floor(a, b):.2g} at {a} vs {b}" for a, b in
-                             sorted({(int(r["n_smac"]), int(r["n_matched"])) for r in tested})) + ".")
-    return L + [""]
-
-
 def diagnostics_section(d: Data) -> list[str]:
     rows = [d.diag[t] for t in hparams.tasks() if t in d.diag]
     cos = lambda r: "–" if num(r["cos_g_step_median"]) is None else f"{num(r['cos_g_step_median']):.4f}"  # noqa: E731
@@ -242,7 +172,9 @@ def diagnostics_section(d: Data) -> list[str]:
             "means F̃⁻¹g ≈ g/λ. \"removed\" = ‖g/λ − F̃⁻¹g‖/‖g/λ‖, the fraction of the uncorrected step the rank-1 "
             "term takes away. Per run the median over training bins; the table gives the median over seeds [min, "
             "max over seeds] and the median over the last 10 % of training. Over training, beside the return curves "
-            "of SMAC and `sgd-matched`: `docs/figures/smac_diagnostics.png`.\n"] + (table(rows, [
+            "of SMAC and `sgd-matched`: `docs/figures/smac_diagnostics.png`. SMAC against `sgd-matched` (AC-SGD at "
+            "SMAC's η/λ), paired by seed with TOST: the per-task table of [the report](REPORT.md) and the "
+            "[pre-registered study](prereg.md).\n"] + (table(rows, [
         ("Task", lambda r: r["task"]), ("λ", lambda r: fmt(r["damping"])),
         ("‖ℓ̄‖²/λ [min, max run]", lambda r: f"{fmt(r['ell_sq_over_lambda_median'])} "
          f"{interval(r['ell_sq_over_lambda_min_run'], r['ell_sq_over_lambda_max_run'])}"),
@@ -328,7 +260,6 @@ def reading_cell(row: Optional[dict]) -> str:
 def grid_300k_section(d: Data) -> list[str]:
     """The earlier literal grid (3 seeds x 300k steps, results/grid_300k/), the stage-1 runs' first 300k beside it."""
     final = by_cell(read_csv(os.path.join(GRID_300K, "final.csv")))
-    matched = read_csv(os.path.join(GRID_300K, "smac_vs_matched.csv"))
     if not final:
         return []
     L = ["## Earlier grid: paper-literal reading, 3 seeds × 300k steps\n",
@@ -337,15 +268,6 @@ def grid_300k_section(d: Data) -> list[str]:
          "runs were not kept). Final mean ± std (n seeds); the paper's values are in the stage-1 table above.\n"]
     L += table(hparams.tasks(), [("Task", lambda t: t)] + [
         (hparams.algo_label(a), lambda t, a=a: final_cell(final.get((t, a)))) for a in hparams.ALGOS]) + [""]
-    if matched:
-        pairs = sorted({(int(r["n_smac"]), int(r["n_matched"])) for r in matched
-                        if int(r["n_smac"]) >= 2 and int(r["n_matched"]) >= 2})
-        L.append("SMAC vs sgd-matched on this grid: " + "; ".join(
-            f"{r['task']} (‖ℓ̄‖²/λ {fmt(r['ell_sq_over_lambda_median'])}; seeds {r['n_smac']}/{r['n_matched']}): "
-            f"{VERDICT_TEXT.get(r['verdict'], r['verdict'])}"
-            for r in sorted(matched, key=lambda r: num(r["ell_sq_over_lambda_median"]) or 0))
-            + ". The exact permutation p cannot go below "
-            + ", ".join(f"{perm_floor(a, b):.2g} at {a} vs {b} seeds" for a, b in pairs) + ".\n")
     span, pairs = literal_vs_norm(d)
     if pairs:  # the stage-1 `norm` runs over the literal grid's first steps (same protocol)
         algos = ("smac",) + tuple(a for a in hparams.ALGOS if a != "smac")
@@ -619,8 +541,6 @@ def write_report(path: str = os.path.join(REPO, "benchmark", "REPORT.md"), logs_
               + ["**Learning curves** (stage 1; 100 bins, EWM 0.1, mean ± std over seeds; every run raw in "
                  "`docs/figures/returns_raw.png`, mean log π(a|s) in `docs/figures/logprob.png`):\n",
                  "![returns](../docs/figures/returns_smoothed.png)\n"] + ordering_section(d)
-              + matched_section(d.matched, "Is batch-mean SMAC more than a rescaled SGD?",
-                                "Stage-1 runs (the budgets above; n seeds per cell in the table).")
               + diagnostics_section(d)),
              ("claims.md", "The paper's timestep claims, claim by claim, and the 5M block",
               claims_section(d, logs_dir) + headline_section(d)),

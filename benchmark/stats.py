@@ -2,12 +2,9 @@
 two-sample tests and bootstrap intervals, rliable (Agarwal et al. 2021) for aggregates across tasks.
 
 Per task (per-seed final values of two algorithms):
-    welch_test           Welch's t-test (scipy.stats.ttest_ind, equal_var=False) + the smallest detectable
-                         difference at p < 0.05 (t_{0.975, df} * se)
-    bootstrap_diff_ci    percentile bootstrap CI of mean(a) - mean(b) (scipy.stats.bootstrap)
+    welch_test           Welch's t-test (scipy.stats.ttest_ind, equal_var=False)
     bootstrap_mean_ci    percentile bootstrap CI of one cell's mean
     welch_vs_summary     Welch's t-test of our seeds against a paper's mean ± std over n seeds
-    permutation_test     exact two-sided permutation test of the difference of means (scipy.stats.permutation_test)
 Across tasks (scores normalized per task to [random policy = 0, best of the paper's table = 1]):
     normalize            the normalization
     aggregate_intervals  IQM, mean, median, optimality gap with stratified-bootstrap CIs (rliable)
@@ -33,7 +30,7 @@ from scipy import stats as sps
 
 def welch_test(a, b) -> Optional[dict]:
     """Welch's unequal-variance t-test of mean(a) - mean(b); None with fewer than 2 values per side.
-    Returns diff, se, t, df (Welch-Satterthwaite), p (two-sided) and mdd = t_{0.975, df} * se."""
+    Returns diff, se, t, df (Welch-Satterthwaite) and p (two-sided)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.size < 2 or b.size < 2:
         return None
@@ -41,11 +38,9 @@ def welch_test(a, b) -> Optional[dict]:
     diff, se = float(a.mean() - b.mean()), math.sqrt(va + vb)
     if se == 0.0:
         return {"diff": diff, "se": 0.0, "t": math.copysign(math.inf, diff) if diff else 0.0,
-                "df": float(a.size + b.size - 2), "p": 0.0 if diff else 1.0, "mdd": 0.0}
+                "df": float(a.size + b.size - 2), "p": 0.0 if diff else 1.0}
     res = sps.ttest_ind(a, b, equal_var=False)
-    df = float(res.df)
-    return {"diff": diff, "se": se, "t": float(res.statistic), "df": df, "p": float(res.pvalue),
-            "mdd": float(sps.t.ppf(0.975, df)) * se}
+    return {"diff": diff, "se": se, "t": float(res.statistic), "df": float(res.df), "p": float(res.pvalue)}
 
 
 def welch_vs_summary(a, mean_b: float, std_b: float, n_b: int) -> Optional[dict]:
@@ -58,20 +53,6 @@ def welch_vs_summary(a, mean_b: float, std_b: float, n_b: int) -> Optional[dict]
     return {"diff": float(a.mean() - mean_b), "t": float(res.statistic), "p": float(res.pvalue)}
 
 
-def _mean_diff(x, y, axis=-1):
-    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
-
-
-def bootstrap_diff_ci(a, b, level: float = 0.95, n_resamples: int = 20_000, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap CI of mean(a) - mean(b), each group resampled on its own (scipy.stats.bootstrap)."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.size < 2 or b.size < 2:
-        return (math.nan, math.nan)
-    res = sps.bootstrap((a, b), _mean_diff, n_resamples=n_resamples, confidence_level=level, method="percentile",
-                        paired=False, vectorized=True, rng=np.random.default_rng(seed))
-    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
-
-
 def bootstrap_mean_ci(x, level: float = 0.95, n_resamples: int = 20_000, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap CI of mean(x) (scipy.stats.bootstrap); NaNs with fewer than 2 values."""
     x = np.asarray(x, dtype=np.float64)
@@ -80,21 +61,6 @@ def bootstrap_mean_ci(x, level: float = 0.95, n_resamples: int = 20_000, seed: i
     res = sps.bootstrap((x,), np.mean, n_resamples=n_resamples, confidence_level=level, method="percentile",
                         vectorized=True, rng=np.random.default_rng(seed))
     return (float(res.confidence_interval.low), float(res.confidence_interval.high))
-
-
-def permutation_test(a, b) -> tuple[float, float]:
-    """Exact two-sided permutation test of the difference of means over all splits of the pooled values
-    (scipy.stats.permutation_test). Returns (p, the smallest p any data could give with these group
-    sizes: scipy's p for completely separated groups); NaNs with fewer than 2 values in a group."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.size < 2 or b.size < 2:  # scipy needs two observations per group
-        return (math.nan, math.nan)
-    splits = math.comb(a.size + b.size, a.size)
-    test = lambda x, y: float(min(1.0, sps.permutation_test(
-        (x, y), _mean_diff, permutation_type="independent", alternative="two-sided",
-        n_resamples=splits + 1, vectorized=True).pvalue))
-    separated = (np.arange(a.size) + b.size + 1.0, np.arange(b.size, dtype=np.float64))  # the most extreme data
-    return test(a, b), test(*separated)
 
 
 def normalize(score, random_score: float, best_score: float):

@@ -110,7 +110,7 @@ def test_every_claim_kind_has_a_written_rule_and_the_report_names_why_a_verdict_
     assert {c["kind"] for c in aggregate.CLAIMS} == set(aggregate.RULES)
     runs = [fake_run("Acrobot", "smac", s, 20_000, low=-1000.0, high=-100.0, budget=500_000) for s in (1, 2)]
     runs += [fake_run("CartPole", "kfac", s, 200_000, low=300.0, high=900.0, budget=500_000) for s in (1, 2)]
-    d = report.Data(runs=runs, headline=[], final={}, matched=[], diag={})
+    d = report.Data(runs=runs, headline=[], final={}, diag={})
     d.claims = report.evaluate_claims(d)
     rows = {c["id"]: c for c in d.claims}
     acro, kfac = rows["acrobot-smac-40k"], rows["cartpole-kfac-40pct"]

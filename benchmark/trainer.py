@@ -179,13 +179,13 @@ def lab_networks(args: LabArgs, obs_dim: int, act_dim: int, discrete: bool):
     return _ref_networks(args, obs_dim, act_dim, discrete, args.activation, args.log_std_init)
 
 
-def check_env_id(env_id: str, note: bool = True) -> tuple[gym.Space, gym.Space]:
+def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
     """(observation_space, action_space), or a ConfigError with a hint; one note for an out-of-date id (Hopper-v4)."""
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             env = gym.make(env_id, disable_env_checker=True)
-        if note and any("out of date" in str(w.message) for w in caught):
+        if any("out of date" in str(w.message) for w in caught):
             print(f"note: {env_id} is out of date for gymnasium; the MuJoCo -v4 ids are this project's default "
                   f"because they are the paper's era, and the -v5 ids work too (e.g. --env-id "
                   f"{env_id.rsplit('-v', 1)[0]}-v5)", file=sys.stderr)
@@ -888,8 +888,9 @@ def wandb_can_log() -> bool:
 def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
     """smac_a2c.train with the lab's steps, environments and networks in a locked run directory of its own (or the
     resumed one). Returns (run_dir, outcome): finished, diverged, or the signal that interrupted it."""
-    check_env_id(args.env_id)  # bad input is refused before a run directory exists
-    sa.check_env(args.env_id, args.capture_video)
+    obs_space, act_space = check_env_id(args.env_id)  # bad input is refused before a run directory exists
+    if args.capture_video:  # the reference's probe of a frame and moviepy, also before a run directory exists
+        sa.check_env(args.env_id, capture_video=True)
     if args.track:
         try:
             __import__("wandb")
@@ -899,7 +900,6 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
             raise ConfigError("--track: W&B is not logged in here; run `wandb login`, or set WANDB_MODE=offline "
                               "(and `wandb sync RUN/wandb/offline-run-*` later)")
     if resume is not None:  # a checkpoint that does not fit its flags is refused: loaded into throwaway objects first
-        obs_space, act_space = check_env_id(args.env_id, note=False)
         discrete = isinstance(act_space, gym.spaces.Discrete)
         act_dim = act_space.n if discrete else act_space.shape[0]
         actor, critic = lab_networks(args, obs_space.shape[0], act_dim, discrete)

@@ -1,5 +1,6 @@
 """Aggregate runs with the paper's protocol -> small CSVs (final values, curves, SMAC diagnostics) that
-benchmark/report.py turns into REPORT.md; the paper's timestep claims, the fidelity study's score, the stage-1 grid's cells and rliable aggregates, and the toy MDP's cosine study.
+benchmark/report.py turns into REPORT.md; the paper's timestep claims, the fidelity study's score, the stage-1
+grid's cells and rliable aggregates, and the toy MDP's cosine study.
 
 Usage: aggregate.py [--runs-dir DIR | --logs-dir DIR] [--results-dir DIR] [--budget B] (default: the stage-1 grid's
 committed compact logs -> results/stage1), or a subcommand: claims LOGS, fidelity score|adam-check|rule, toy, defaults.

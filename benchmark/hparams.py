@@ -232,6 +232,8 @@ FIDELITY_LOGS = os.path.join(FIDELITY_RESULTS, "logs")
 
 # The pre-registered study (issue 27): its blocks, tests and decision rules
 PREREG = os.path.join(REPO, "benchmark", "preregistration.toml")
+# Issue 37's pre-registered 5M runs: the paper's MuJoCo table and its six unjudged claims at its own budget
+PREREG_5M = os.path.join(REPO, "benchmark", "preregistration_5M.toml")
 
 
 def load_prereg(path: str = PREREG) -> dict:

@@ -129,6 +129,20 @@ def prereg_jobs(reg: dict, blocks=None, runs_root=None, logs_root: str = REPO, c
     return jobs
 
 
+def mujoco5m_jobs(reg: dict, runs_dir=None, logs_dir=None, checkpoint_every=10) -> list[Job]:
+    """Issue 37's 5M runs (preregistration_5M.toml): each [execution] item "task/algo" over the seeds, in that order,
+    with the reading's flags; the compact logs share a directory with the HalfCheetah 5M headline block."""
+    common = reg["common"]
+    runs_dir = runs_dir or os.path.join(REPO, common["runs_dir"])
+    logs_dir = logs_dir or os.path.join(REPO, common["logs"])
+    jobs = []
+    for item in reg["execution"]["order"]:
+        task, algo = item.split("/")
+        jobs += make_jobs([task], [algo], parse_seeds(common["seeds"]), {task: common["budget"]}, runs_dir,
+                          checkpoint_every, extra_flags=hparams.reading_flags(common["reading"]), logs_dir=logs_dir)
+    return jobs
+
+
 def defaults_jobs(seeds, runs_dir=None, logs_dir=hparams.DEFAULTS_LOGS, checkpoint_every=10) -> list[Job]:
     """The normalization-defaults sweep (hparams.DEFAULTS_*): every setting x task x algorithm x seed, longest first."""
     runs_dir = runs_dir or f"{DEFAULT_RUNS}_defaults"
@@ -494,9 +508,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add = p.add_argument
-    add("--study", choices=("grid", "fidelity", "ablations", "prereg", "defaults", "sb3", "random"), default="grid",
-        help="job list: grid (--tasks x --algos x --seeds), fidelity (--readings), ablations (--sections), prereg "
-        "(--blocks), defaults, sb3 (SB3 A2C on --tasks), random (the random policy's scores) (default: grid)")
+    add("--study", choices=("grid", "fidelity", "ablations", "prereg", "mujoco-5M", "defaults", "sb3", "random"),
+        default="grid", help="job list: grid (--tasks x --algos x --seeds), fidelity (--readings), ablations "
+        "(--sections), prereg (--blocks), mujoco-5M (preregistration_5M.toml), defaults, sb3 (SB3 A2C on --tasks), random (the random policy's scores) (default: grid)")
     add("--tasks", default="all", help="comma list of tasks, or all, classic, mujoco (default: all)")
     add("--algos", default="all", help=f"comma list of {', '.join(hparams.ALGOS)}, or all, paper")
     add("--seeds", default=None, help="e.g. 1-3 or 1,2,5 (default: the study's; grid 1-3)")
@@ -583,6 +597,8 @@ def study_jobs(args) -> list[Job]:
         reg = hparams.load_prereg()
         return prereg_jobs(reg, _names(args.blocks, reg["blocks"], "block"), args.runs_dir,
                            os.path.abspath(logs) if logs else REPO, args.checkpoint_every)
+    if args.study == "mujoco-5M":
+        return mujoco5m_jobs(hparams.load_prereg(hparams.PREREG_5M), args.runs_dir, logs, args.checkpoint_every)
     if args.study == "defaults":
         return defaults_jobs(seeds("1-5"), args.runs_dir, logs or hparams.DEFAULTS_LOGS, args.checkpoint_every)
     tasks = select(args.tasks, "task")

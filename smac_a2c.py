@@ -9,6 +9,7 @@ In your own loop, with any policy network: copy the four drop-in functions, then
     apply_step_(policy, smac_direction(policy, log_probs, advantages, damping), lr)
 AC-CG, AC-KFAC, SMAC's ablations, resume and evaluation are the lab's: `python -m benchmark.trainer --help`.
 """
+
 import contextlib
 import copy
 import csv
@@ -108,11 +109,14 @@ def parse_args(argv=None, cls=Args, prog: str = "python smac_a2c.py"):
 def check_args(args: Args) -> None:
     positive = "learning_rate", "damping", "critic_learning_rate", "total_timesteps", "num_envs", "num_steps"
     rules = [(name, "a finite number > 0", lambda v: v > 0 and math.isfinite(v)) for name in positive] + [
-        ("gamma", "in [0, 1]", lambda v: 0 <= v <= 1), ("gae_lambda", "in [0, 1]", lambda v: 0 <= v <= 1),
-        ("checkpoint_every", ">= 0", lambda v: v >= 0), ("seed", "in [0, 2**32)", lambda v: 0 <= v < 2**32),
+        ("gamma", "in [0, 1]", lambda v: 0 <= v <= 1),
+        ("gae_lambda", "in [0, 1]", lambda v: 0 <= v <= 1),
+        ("checkpoint_every", ">= 0", lambda v: v >= 0),
+        ("seed", "in [0, 2**32)", lambda v: 0 <= v < 2**32),
         ("hidden_sizes", "one or more positive widths", lambda v: len(v) > 0 and min(v) > 0),
         ("exp_name", "a plain name (no '/', no leading '.')", lambda v: v and "/" not in v and v[0] != "."),
-        ("track", "off without wandb installed (requirements.txt)", lambda v: not v or find_spec("wandb"))]
+        ("track", "off without wandb installed (requirements.txt)", lambda v: not v or find_spec("wandb")),
+    ]
     for name, allowed, ok in rules:
         if not ok(getattr(args, name)):
             raise ConfigError(f"--{name.replace('_', '-')} must be {allowed}, got {getattr(args, name)!r}")
@@ -129,18 +133,23 @@ def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.
         env = gym.make(env_id, render_mode="rgb_array") if capture_video else make_env(env_id)
         if capture_video:  # moviepy and one frame now: a machine that cannot record fails with one line
             import moviepy  # noqa: F401  (RecordVideo writes with it)
+
             env.reset(seed=0)
             assert env.render() is not None
     except Exception as e:
         hint = " Use Pusher-v5: Pusher-v4 needs mujoco < 3." if env_id.startswith("Pusher-v4") else ""
-        raise ConfigError(f"--env-id {env_id!r} cannot be built (or rendered, --capture-video) here "
-                          f"({type(e).__name__}: {str(e)[:150]}).{hint}".replace("\n", " ")) from None
+        raise ConfigError(
+            f"--env-id {env_id!r} cannot be built (or rendered, --capture-video) here "
+            f"({type(e).__name__}: {str(e)[:150]}).{hint}".replace("\n", " ")
+        ) from None
     obs_space, act_space = env.observation_space, env.action_space
     env.close()
     box = lambda space: isinstance(space, gym.spaces.Box) and len(space.shape) == 1  # noqa: E731
     if not box(obs_space) or not (box(act_space) or isinstance(act_space, gym.spaces.Discrete)):
-        raise ConfigError(f"--env-id {env_id!r}: spaces {obs_space} -> {act_space} are unsupported (need "
-                          f"1-D Box observations and Discrete or 1-D Box actions)")
+        raise ConfigError(
+            f"--env-id {env_id!r}: spaces {obs_space} -> {act_space} are unsupported (need "
+            f"1-D Box observations and Discrete or 1-D Box actions)"
+        )
     return obs_space, act_space
 
 
@@ -177,9 +186,13 @@ class Normalizer:  # --norm-obs, --norm-reward (CleanRL's wrappers); statistics 
         return np.clip(rewards / np.sqrt(self.ret_rms.var + 1e-8), -10.0, 10.0)
 
     def state_dict(self) -> dict:  # plain Python, so checkpoints load with torch.load(weights_only=True)
-        return {"discounted_return": self.discounted_return.tolist(), **{
-            k: {"mean": np.asarray(r.mean).tolist(), "var": np.asarray(r.var).tolist(), "count": r.count}
-            for k, r in (("obs_rms", self.obs_rms), ("ret_rms", self.ret_rms))}}
+        return {
+            "discounted_return": self.discounted_return.tolist(),
+            **{
+                k: {"mean": np.asarray(r.mean).tolist(), "var": np.asarray(r.var).tolist(), "count": r.count}
+                for k, r in (("obs_rms", self.obs_rms), ("ret_rms", self.ret_rms))
+            },
+        }
 
     def load_state_dict(self, d: dict) -> None:
         for rms, saved in ((self.obs_rms, d["obs_rms"]), (self.ret_rms, d["ret_rms"])):
@@ -200,8 +213,15 @@ def layer_init(layer: nn.Linear, std: float = math.sqrt(2)) -> nn.Linear:
 class Actor(nn.Module):
     """pi_theta(a|s) = Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)); theta: MLP and log_std."""
 
-    def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes=(64, 64),
-                 log_std_init: float = 0.0, activation: str = "tanh"):
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        discrete: bool,
+        hidden_sizes=(64, 64),
+        log_std_init: float = 0.0,
+        activation: str = "tanh",
+    ):
         super().__init__()
         sizes, self.discrete, self.activation = [obs_dim, *hidden_sizes, act_dim], discrete, activation
         self.linears = nn.ModuleList(layer_init(nn.Linear(i, o)) for i, o in zip(sizes, sizes[1:-1]))
@@ -231,8 +251,14 @@ class Actor(nn.Module):
         return (self.log_std + 0.5 * math.log(2 * math.pi * math.e)).sum().expand(obs.shape[0])
 
 
-def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, activation: str = "tanh",
-                  log_std_init: float = 0.0) -> tuple[Actor, nn.Module]:
+def make_networks(
+    args: Args,
+    obs_dim: int,
+    act_dim: int,
+    discrete: bool,
+    activation: str = "tanh",
+    log_std_init: float = 0.0,
+) -> tuple[Actor, nn.Module]:
     """The actor, and the critic V_phi(s): an MLP with a scalar output, shape (B,)."""
     actor = Actor(obs_dim, act_dim, discrete, args.hidden_sizes, log_std_init, activation)
     sizes, layers = [obs_dim, *args.hidden_sizes], []
@@ -243,8 +269,10 @@ def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, activa
 
 class RolloutPolicy:  # the actor's numpy copy, acting in the rollout (a batch-1 forward: a third of torch's)
     def __init__(self, actor: Actor):
-        self.layers = [(m.weight.detach().cpu().double().numpy(), m.bias.detach().cpu().double().numpy())
-                       for m in actor.linears]
+        self.layers = [
+            (m.weight.detach().cpu().double().numpy(), m.bias.detach().cpu().double().numpy())
+            for m in actor.linears
+        ]
         self.discrete, self.act = actor.discrete, ACTIVATIONS[actor.activation][1]
         self.std = None if actor.discrete else np.exp(actor.log_std.detach().cpu().double().numpy())
 
@@ -279,10 +307,16 @@ def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages: torch.T
     if log_probs.dim() != 1 or advantages.shape != log_probs.shape:
         raise ValueError(f"log_probs, advantages need shape (B,), got {log_probs.shape}, {advantages.shape}")
     weights = (torch.full_like(log_probs, 1.0 / len(log_probs)), advantages.detach() / len(log_probs))
-    grads = [torch.autograd.grad(log_probs, params, grad_outputs=w, retain_graph=i == 0, allow_unused=True)
-             for i, w in enumerate(weights)]  # two backward passes through the same graph
-    ell, g = (torch.cat([torch.zeros_like(p).reshape(-1) if gr is None else gr.reshape(-1)
-                         for p, gr in zip(params, gs)]) for gs in grads)
+    grads = [
+        torch.autograd.grad(log_probs, params, grad_outputs=w, retain_graph=i == 0, allow_unused=True)
+        for i, w in enumerate(weights)
+    ]  # two backward passes through the same graph
+    ell, g = (
+        torch.cat(
+            [torch.zeros_like(p).reshape(-1) if gr is None else gr.reshape(-1) for p, gr in zip(params, gs)]
+        )
+        for gs in grads
+    )
     return ell, g
 
 
@@ -316,7 +350,7 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     if args.fisher == "per-sample":
         params, n, g_sum, step_sum, ell_sq = trainable_parameters(actor), obs.shape[0], 0.0, 0.0, 0.0
         for i in range(n):  # Algorithm 1: "for all samples k"
-            ell = flat_grad(actor.log_prob(obs[i:i + 1], actions[i:i + 1]).sum(), params)
+            ell = flat_grad(actor.log_prob(obs[i : i + 1], actions[i : i + 1]).sum(), params)
             step = sherman_morrison_direction(ell * adv[i], ell, args.damping)  # eq. (matrixfree) / eta
             apply_step_(params, step, args.learning_rate)
             g_sum, step_sum, ell_sq = g_sum + ell * adv[i], step_sum + step, ell_sq + torch.dot(ell, ell)
@@ -329,8 +363,10 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
 
 def sgd_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     """AC-SGD: theta <- theta + eta g, g = grad mean_i log pi(a_i|s_i) A_i."""
-    g = flat_grad((actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"]).mean(),
-                  list(actor.parameters()))
+    g = flat_grad(
+        (actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"]).mean(),
+        list(actor.parameters()),
+    )
     apply_step_(actor, g, args.learning_rate)
     return {"g": g, "step": g}
 
@@ -361,9 +397,14 @@ def step_diagnostics(diag: dict) -> dict:
         ell = diag["ell"].double()
         ell_sq, par = torch.dot(ell, ell).item(), (torch.dot(ell, step).abs() / (ell.norm() + 1e-300)).item()
         perp = math.sqrt(max(step.norm().item() ** 2 - par**2, 0.0))
-    return {"ell_sq": ell_sq, "g_norm": g.norm().item(), "step_norm": step.norm().item(),
-            "cos_g_step": (torch.dot(g, step) / (g.norm() * step.norm() + 1e-300)).item(),
-            "step_par_norm": par, "step_perp_norm": perp}
+    return {
+        "ell_sq": ell_sq,
+        "g_norm": g.norm().item(),
+        "step_norm": step.norm().item(),
+        "cos_g_step": (torch.dot(g, step) / (g.norm() * step.norm() + 1e-300)).item(),
+        "step_par_norm": par,
+        "step_perp_norm": perp,
+    }
 
 
 def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
@@ -387,8 +428,14 @@ def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, return
 
 def with_hash(state: dict) -> dict:
     """The checkpoint plus "sha256", a hash of its other contents as JSON (a tensor: dtype, shape, bytes)."""
-    text = json.dumps({k: v for k, v in state.items() if k != "sha256"}, default=lambda t: [
-        str(t.dtype), list(t.shape), hashlib.sha256(t.detach().cpu().numpy().tobytes()).hexdigest()])
+    text = json.dumps(
+        {k: v for k, v in state.items() if k != "sha256"},
+        default=lambda t: [
+            str(t.dtype),
+            list(t.shape),
+            hashlib.sha256(t.detach().cpu().numpy().tobytes()).hexdigest(),
+        ],
+    )
     return {**state, "sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
@@ -406,8 +453,15 @@ def new_run_dir(args: Args) -> str:
 
 
 # ======== Training
-def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_networks=make_networks,
-          critic_step=critic_step, run_dir: Optional[str] = None, resume: Optional[dict] = None):
+def train(
+    args: Args,
+    actor_steps: dict = ACTOR_STEPS,
+    make_env=make_env,
+    make_networks=make_networks,
+    critic_step=critic_step,
+    run_dir: Optional[str] = None,
+    resume: Optional[dict] = None,
+):
     """Train; returns (run directory, finished / diverged / the signal that stopped it). The keywords are the
     lab's way in (benchmark/trainer.py: other algorithms, ablations, resume); main() passes only run_dir."""
     obs_space, act_space = check_env(args.env_id, args.capture_video)
@@ -426,8 +480,16 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
 
     def snapshot() -> dict:  # all the training state: a checkpoint, or the rollback point of an update
         rngs = {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state(), "python": random.getstate()}
-        return copy.deepcopy({"args": asdict(args), "global_step": global_step, "update": update, "rng": rngs,
-                              "actor_state": actor_state, **{k: v.state_dict() for k, v in stateful.items()}})
+        return copy.deepcopy(
+            {
+                "args": asdict(args),
+                "global_step": global_step,
+                "update": update,
+                "rng": rngs,
+                "actor_state": actor_state,
+                **{k: v.state_dict() for k, v in stateful.items()},
+            }
+        )
 
     def restore(state: dict) -> None:
         nonlocal global_step, update, actor_state
@@ -438,23 +500,41 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
         rng.bit_generator.state = state["rng"]["numpy"]
         torch.set_rng_state(state["rng"]["torch"])
         random.setstate(state["rng"]["python"])
+
     if resume is not None:  # the lab's --resume: continue exactly where the checkpoint stopped
         restore(resume)
     run_dir = run_dir or new_run_dir(args)
-    atomic_write(os.path.join(run_dir, "config.json"), {
-        "args": asdict(args), "device": str(device), "torch": torch.__version__, "gymnasium": gym.__version__,
-        "numpy": np.__version__, "python": sys.version.split()[0], "resumed_from_step": global_step,
-        "mujoco": getattr(sys.modules.get("mujoco"), "__version__", None)})  # None: a run without MuJoCo
+    atomic_write(
+        os.path.join(run_dir, "config.json"),
+        {
+            "args": asdict(args),
+            "device": str(device),
+            "torch": torch.__version__,
+            "gymnasium": gym.__version__,
+            "numpy": np.__version__,
+            "python": sys.version.split()[0],
+            "resumed_from_step": global_step,
+            "mujoco": getattr(sys.modules.get("mujoco"), "__version__", None),
+        },
+    )  # None: a run without MuJoCo
     ckpt_path, writer, wandb_run = os.path.join(run_dir, "checkpoint.pt"), None, None
     if args.tensorboard:
         from torch.utils.tensorboard import SummaryWriter
+
         writer = SummaryWriter(run_dir)
     if args.track:  # a resumed run continues the same W&B run: its id comes from the run directory
         import wandb
-        wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, dir=run_dir,
-                               config=asdict(args), name=os.path.basename(run_dir), resume="allow",
-                               id=hashlib.sha1(os.path.abspath(run_dir).encode()).hexdigest()[:16],
-                               settings=wandb.Settings(init_timeout=60))  # a bounded wait without network
+
+        wandb_run = wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            dir=run_dir,
+            config=asdict(args),
+            name=os.path.basename(run_dir),
+            resume="allow",
+            id=hashlib.sha1(os.path.abspath(run_dir).encode()).hexdigest()[:16],
+            settings=wandb.Settings(init_timeout=60),
+        )  # a bounded wait without network
         wandb_run.define_metric("*", step_metric="global_step")
 
     def log(name: str, row: dict) -> None:  # RUN/{name}.csv (with its header), TensorBoard, W&B
@@ -462,12 +542,16 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
         header = [list(row)] if not os.path.isfile(path) or os.path.getsize(path) == 0 else []
         with open(path, "a", newline="") as f:
             csv.writer(f).writerows(header + [list(row.values())])
-        scalars = {f"{'losses' if name == 'updates' and k != 'sps' else 'charts'}/{k}": v
-                   for k, v in row.items() if k not in ("update", "global_step")}
+        scalars = {
+            f"{'losses' if name == 'updates' and k != 'sps' else 'charts'}/{k}": v
+            for k, v in row.items()
+            if k not in ("update", "global_step")
+        }
         for k, v in scalars.items() if writer else ():
             writer.add_scalar(k, v, row["global_step"])
         if wandb_run:
             wandb_run.log({**scalars, "global_step": row["global_step"]})
+
     # environments seeded as gymnasium's vector envs seed them (env i: seed + i), rollout buffers (T, N, ...)
     video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
     envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(N)]
@@ -480,8 +564,15 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
     stop = []  # Ctrl-C / SIGTERM / SIGHUP: finish the current update, checkpoint, exit 130 / 143 / 129
     handlers = {sig: signal.signal(sig, lambda s, _: stop.append(signal.Signals(s).name)) for sig in SIGNALS}
     status, start_time, start_step, last_line = "finished", time.time(), global_step, time.time()
-    bar = tqdm(total=args.total_timesteps, initial=global_step, unit="step", unit_scale=True,
-               dynamic_ncols=True, disable=not sys.stdout.isatty(), file=sys.stdout)
+    bar = tqdm(
+        total=args.total_timesteps,
+        initial=global_step,
+        unit="step",
+        unit_scale=True,
+        dynamic_ncols=True,
+        disable=not sys.stdout.isatty(),
+        file=sys.stdout,
+    )
     while global_step < args.total_timesteps and not stop:
         # 1. rollout: T steps in every env, acting with the numpy copy of the current policy
         for t in range(T):
@@ -494,8 +585,14 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
                 buf_next_obs[t, i] = next_obs  # s_{t+1}: the final observation if the episode ends here
                 ep_return[i], ep_length[i] = ep_return[i] + buf_rewards[t, i], ep_length[i] + 1
                 if terminated or truncated:
-                    log("episodes", {"global_step": global_step + (t + 1) * N, "episodic_return":
-                                     float(ep_return[i]), "episodic_length": int(ep_length[i])})
+                    log(
+                        "episodes",
+                        {
+                            "global_step": global_step + (t + 1) * N,
+                            "episodic_return": float(ep_return[i]),
+                            "episodic_length": int(ep_length[i]),
+                        },
+                    )
                     recent_returns = (recent_returns + [float(ep_return[i])])[-10:]
                     ep_return[i], ep_length[i] = 0.0, 0
                     next_obs, _ = env.reset()
@@ -506,8 +603,15 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
             b_obs = tensor(normalizer.obs(buf_obs)).reshape(T * N, obs_dim)
             values = critic(b_obs).reshape(T, N).cpu().numpy()
             next_values = critic(tensor(normalizer.obs(buf_next_obs))).cpu().numpy()
-        adv, returns = compute_gae(normalizer.rewards(buf_rewards, buf_dones), values, next_values,
-                                   buf_terminations, buf_dones, args.gamma, args.gae_lambda)
+        adv, returns = compute_gae(
+            normalizer.rewards(buf_rewards, buf_dones),
+            values,
+            next_values,
+            buf_terminations,
+            buf_dones,
+            args.gamma,
+            args.gae_lambda,
+        )
         adv = tensor(adv).reshape(-1)
         adv = (adv - adv.mean()) / (adv.std() + 1e-8) if args.norm_adv else adv
         actions = tensor(buf_actions).reshape(T * N, *(() if discrete else (act_dim,)))
@@ -533,18 +637,30 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
             entropy = actor.entropy(batch["obs"]).mean().item()
         steps = [step_diagnostics(d) for d in (diags if isinstance(diags, list) else [diags])]
         sps = (global_step - start_step) / max(time.time() - start_time, 1e-9)
-        log("updates", {"update": update, "global_step": global_step, "value_loss": value_loss,
-                        "mean_logprob": logp, "entropy": entropy,
-                        **{k: float(np.mean([s[k] for s in steps])) for k in steps[0]},
-                        "actor_update_ms": actor_ms, "sps": sps})
+        log(
+            "updates",
+            {
+                "update": update,
+                "global_step": global_step,
+                "value_loss": value_loss,
+                "mean_logprob": logp,
+                "entropy": entropy,
+                **{k: float(np.mean([s[k] for s in steps])) for k in steps[0]},
+                "actor_update_ms": actor_ms,
+                "sps": sps,
+            },
+        )
         if args.checkpoint_every and update % args.checkpoint_every == 0:
             atomic_write(ckpt_path, snapshot(), json_file=False)
         ret10 = f"{np.mean(recent_returns):.1f}" if recent_returns else "-"
         bar.update(global_step - bar.n)
         bar.set_postfix(sps=f"{sps:.0f}", ret10=ret10, refresh=False)
         if bar.disable and (update % 10 == 0 or time.time() - last_line >= 30):  # not a terminal: plain lines
-            print(f"step {global_step:,}/{args.total_timesteps:,} | update {update} | {sps:.0f} SPS | "
-                  f"mean return of the last 10 episodes {ret10}", flush=True)
+            print(
+                f"step {global_step:,}/{args.total_timesteps:,} | update {update} | {sps:.0f} SPS | "
+                f"mean return of the last 10 episodes {ret10}",
+                flush=True,
+            )
             last_line = time.time()
     status = "interrupted" if stop and status == "finished" and global_step < args.total_timesteps else status
     atomic_write(ckpt_path, snapshot(), json_file=False)  # always: at the end, on Ctrl-C, on divergence
@@ -554,16 +670,25 @@ def train(args: Args, actor_steps: dict = ACTOR_STEPS, make_env=make_env, make_n
         wandb_run.log({"videos": wandb.Video(video)})  # with --capture-video, the run's videos go to W&B too
     wandb_run.finish() if wandb_run else None
     wall, mean10 = time.time() - start_time, float(np.mean(recent_returns)) if recent_returns else math.nan
-    summary = {"status": status, "signal": stop[0] if status == "interrupted" else None, "updates": update,
-               "global_step": global_step, "wall_time_s": wall, "sps": (global_step - start_step) / wall,
-               "mean_return_last10": mean10 if math.isfinite(mean10) else None, "run_dir": run_dir}
+    summary = {
+        "status": status,
+        "signal": stop[0] if status == "interrupted" else None,
+        "updates": update,
+        "global_step": global_step,
+        "wall_time_s": wall,
+        "sps": (global_step - start_step) / wall,
+        "mean_return_last10": mean10 if math.isfinite(mean10) else None,
+        "run_dir": run_dir,
+    }
     atomic_write(os.path.join(run_dir, "summary.json"), summary)
     for sig, handler in handlers.items():  # the signal handlers go last: a second Ctrl-C still ends cleanly
         signal.signal(sig, handler)
     if status == "diverged":
         print(f"diverged at update {update + 1} (NaN/Inf); the state before it: {ckpt_path}", file=sys.stderr)
-    print(f"{status}: {global_step} steps ({global_step - start_step} in {wall:.1f}s, {summary['sps']:.0f} "
-          f"SPS), mean return of the last 10 episodes {mean10:.2f}; run dir {run_dir}")
+    print(
+        f"{status}: {global_step} steps ({global_step - start_step} in {wall:.1f}s, {summary['sps']:.0f} "
+        f"SPS), mean return of the last 10 episodes {mean10:.2f}; run dir {run_dir}"
+    )
     return run_dir, stop[0] if status == "interrupted" else status
 
 

@@ -5,6 +5,7 @@
 3. the paper's two-state toy MDP: exact J, grad J, Fishers, the PG / NPG / SM flows and the figure.
 CLI: python smac_numpy.py toy-mdp [--help]       (the cosine-grid study: python benchmark/aggregate.py toy)
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -64,7 +65,9 @@ class LogLinearPolicy:
 
     def log_prob(self, theta: np.ndarray, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """(B,) log pi(a_i|s_i)."""
-        return np.take_along_axis(self.log_probs(theta, obs), np.asarray(actions, dtype=np.int64)[:, None], 1)[:, 0]
+        return np.take_along_axis(
+            self.log_probs(theta, obs), np.asarray(actions, dtype=np.int64)[:, None], 1
+        )[:, 0]
 
     def score(self, theta: np.ndarray, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """(B, d) analytic score ell = phi(s,a) - E_{a'~pi}[phi(s,a')] = (onehot(a) - pi) ⊗ [s,1]."""
@@ -74,8 +77,14 @@ class LogLinearPolicy:
         return ((onehot - p)[:, :, None] * x[:, None, :]).reshape(x.shape[0], self.dim)
 
 
-def log_linear_smac_direction(policy: LogLinearPolicy, theta: np.ndarray, obs: np.ndarray, actions: np.ndarray,
-                              advantages: np.ndarray, damping: float) -> np.ndarray:
+def log_linear_smac_direction(
+    policy: LogLinearPolicy,
+    theta: np.ndarray,
+    obs: np.ndarray,
+    actions: np.ndarray,
+    advantages: np.ndarray,
+    damping: float,
+) -> np.ndarray:
     """The batch-mean SMAC direction (Practical Method) from the policy's analytic scores:
     l_bar = mean_i l_i, g = mean_i l_i A_i, returns (damping I + l_bar l_bar^T)^-1 g, shape (d,) laid out like theta."""
     L = policy.score(theta, obs, actions)
@@ -83,13 +92,20 @@ def log_linear_smac_direction(policy: LogLinearPolicy, theta: np.ndarray, obs: n
     return sherman_morrison_direction(g, L.mean(0), damping)
 
 
-def log_linear_algorithm1(policy: LogLinearPolicy, theta: np.ndarray, obs: np.ndarray, actions: np.ndarray,
-                          advantages: np.ndarray, damping: float, lr: float) -> np.ndarray:
+def log_linear_algorithm1(
+    policy: LogLinearPolicy,
+    theta: np.ndarray,
+    obs: np.ndarray,
+    actions: np.ndarray,
+    advantages: np.ndarray,
+    damping: float,
+    lr: float,
+) -> np.ndarray:
     """Algorithm 1: for each sample in order, at the current theta, l = score, g = l A,
     theta <- theta + lr (damping I + l l^T)^-1 g. Returns the final theta."""
     theta = np.array(theta, dtype=np.float64)
     for i in range(len(actions)):
-        ell = policy.score(theta, obs[i:i + 1], actions[i:i + 1])[0]
+        ell = policy.score(theta, obs[i : i + 1], actions[i : i + 1])[0]
         theta = theta + lr * sherman_morrison_direction(ell * advantages[i], ell, damping)
     return theta
 
@@ -155,8 +171,10 @@ def toy_fisher_printed(theta: np.ndarray, lam_p: float) -> np.ndarray:
 
 def toy_fisher_state(theta: np.ndarray, lam_p: float, x: int) -> np.ndarray:
     """Paper eq. `fim` by definition: F_x = sum_a pi(a|x) ell ell^T, shape (2, 2)."""
-    return sum(toy_prob(theta, lam_p, x, a) * np.outer(toy_score(theta, lam_p, x, a), toy_score(theta, lam_p, x, a))
-               for a in (0, 1))
+    return sum(
+        toy_prob(theta, lam_p, x, a) * np.outer(toy_score(theta, lam_p, x, a), toy_score(theta, lam_p, x, a))
+        for a in (0, 1)
+    )
 
 
 def toy_visitation(theta: np.ndarray, lam_p: float) -> np.ndarray:
@@ -209,38 +227,65 @@ def toy_sample_scores(theta: np.ndarray, lam_p: float, n: int, rng: np.random.Ge
     return table_l[xs, acts], table_A[xs, acts]
 
 
-def toy_sm_sampled(theta: np.ndarray, lam_p: float, damping: float, n: int, rng: np.random.Generator,
-                   batch_mean: bool = False) -> np.ndarray:
+def toy_sm_sampled(
+    theta: np.ndarray,
+    lam_p: float,
+    damping: float,
+    n: int,
+    rng: np.random.Generator,
+    batch_mean: bool = False,
+) -> np.ndarray:
     """SM direction from sampled scores ell_i, exact advantages A_i: per-sample (Algorithm 1 at a fixed theta),
     mean_i ell_i A_i / (lambda + |ell_i|^2); batch_mean (Practical Method): (lambda I + lbar lbar^T)^-1 gbar."""
     L, A = toy_sample_scores(theta, lam_p, n, rng)
     G = L * A[:, None]
-    return (sherman_morrison_direction(G.mean(0), L.mean(0), damping) if batch_mean
-            else sherman_morrison_direction_batched(G, L, damping).mean(0))
+    return (
+        sherman_morrison_direction(G.mean(0), L.mean(0), damping)
+        if batch_mean
+        else sherman_morrison_direction_batched(G, L, damping).mean(0)
+    )
 
 
 def _cos(u: np.ndarray, v: np.ndarray) -> float:
-    return float(u @ v / np.linalg.norm(u) / np.linalg.norm(v)) if np.linalg.norm(u) * np.linalg.norm(v) else np.nan
+    return (
+        float(u @ v / np.linalg.norm(u) / np.linalg.norm(v))
+        if np.linalg.norm(u) * np.linalg.norm(v)
+        else np.nan
+    )
 
 
 TOY_METHODS = ("PG", "NPG", "NPG-weighted", "SM-printed", "SM-sampled", "SM-batch-mean")
 
 
-def toy_direction(method: str, theta: np.ndarray, lam_p: float, damping: float, n_samples: int,
-                  rng: np.random.Generator) -> np.ndarray:
+def toy_direction(
+    method: str, theta: np.ndarray, lam_p: float, damping: float, n_samples: int, rng: np.random.Generator
+) -> np.ndarray:
     """One of TOY_METHODS evaluated at theta, shape (2,)."""
-    directions = {"PG": lambda: toy_grad_J(theta, lam_p), "NPG": lambda: toy_npg_printed(theta, lam_p),
-                  "NPG-weighted": lambda: toy_npg(theta, lam_p, weighted=True),
-                  "SM-printed": lambda: toy_sm_printed(theta, lam_p, damping),
-                  "SM-sampled": lambda: toy_sm_sampled(theta, lam_p, damping, n_samples, rng),
-                  "SM-batch-mean": lambda: toy_sm_sampled(theta, lam_p, damping, n_samples, rng, batch_mean=True)}
+    directions = {
+        "PG": lambda: toy_grad_J(theta, lam_p),
+        "NPG": lambda: toy_npg_printed(theta, lam_p),
+        "NPG-weighted": lambda: toy_npg(theta, lam_p, weighted=True),
+        "SM-printed": lambda: toy_sm_printed(theta, lam_p, damping),
+        "SM-sampled": lambda: toy_sm_sampled(theta, lam_p, damping, n_samples, rng),
+        "SM-batch-mean": lambda: toy_sm_sampled(theta, lam_p, damping, n_samples, rng, batch_mean=True),
+    }
     if method not in directions:
         raise ValueError(f"unknown method {method!r}")
     return directions[method]()
 
 
-def toy_run(method: str, lam_p: float, *, start_pi: tuple[float, float] = (0.9, 0.2), step: float = 0.05,
-            iters: int = 300, damping: float = 0.1, n_samples: int = 100, seed: int = 0, direction=None) -> dict:
+def toy_run(
+    method: str,
+    lam_p: float,
+    *,
+    start_pi: tuple[float, float] = (0.9, 0.2),
+    step: float = 0.05,
+    iters: int = 300,
+    damping: float = 0.1,
+    n_samples: int = 100,
+    seed: int = 0,
+    direction=None,
+) -> dict:
     """Iterate theta <- theta + step dir/|dir| (fixed Euclidean length) from pi(a=0|x) = start_pi. Returns theta,
     log_odds (iters+1, 2), J (iters+1,), the cosines to the printed and weighted NPG before each step.
     direction(method, theta, lam_p, damping, n_samples, rng): another set of methods (default toy_direction)."""
@@ -257,17 +302,31 @@ def toy_run(method: str, lam_p: float, *, start_pi: tuple[float, float] = (0.9, 
         thetas.append(theta.copy())
         Js.append(toy_J(theta, lam_p))
     thetas = np.array(thetas)
-    return {"theta": thetas, "log_odds": np.array([toy_log_odds(t, lam_p) for t in thetas]),
-            "J": np.array(Js), "cos_npg": np.array(cos_npg), "cos_npg_weighted": np.array(cos_w)}
+    return {
+        "theta": thetas,
+        "log_odds": np.array([toy_log_odds(t, lam_p) for t in thetas]),
+        "J": np.array(Js),
+        "cos_npg": np.array(cos_npg),
+        "cos_npg_weighted": np.array(cos_w),
+    }
 
 
 def toy_plot(runs: dict, path: Path, methods: tuple[str, ...]) -> None:
     """The paper's two panels: log-odds (x=0 vs x=1) and J per iteration; colour = method, style = lambda_p."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    colors = {"PG": "0.55", "NPG": "tab:blue", "NPG-weighted": "tab:purple", "SM-printed": "tab:red",
-              "SM-expected": "tab:orange", "SM-sampled": "tab:green", "SM-batch-mean": "tab:olive"}
+
+    colors = {
+        "PG": "0.55",
+        "NPG": "tab:blue",
+        "NPG-weighted": "tab:purple",
+        "SM-printed": "tab:red",
+        "SM-expected": "tab:orange",
+        "SM-sampled": "tab:green",
+        "SM-batch-mean": "tab:olive",
+    }
     styles = {0.75: ":", 1.0: "--", 2.0: "-"}
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 5))
     for (m, lp), r in runs.items():
@@ -279,9 +338,12 @@ def toy_plot(runs: dict, path: Path, methods: tuple[str, ...]) -> None:
     start = next(iter(runs.values()))["log_odds"][0]
     ax0.plot(*start, "ko", ms=5)
     ax0.annotate("start", start, textcoords="offset points", xytext=(6, -10))
-    ax0.set(xlim=(-12, 12), xlabel="log-odds of self-loop at x=0:  log π(0|0)/π(1|0)   (NPG runs exit right)",
-            ylabel="log-odds of self-loop at x=1:  log π(0|1)/π(1|1)",
-            title="trajectories in log-odds space (optimum: up-left)")
+    ax0.set(
+        xlim=(-12, 12),
+        xlabel="log-odds of self-loop at x=0:  log π(0|0)/π(1|0)   (NPG runs exit right)",
+        ylabel="log-odds of self-loop at x=1:  log π(0|1)/π(1|1)",
+        title="trajectories in log-odds space (optimum: up-left)",
+    )
     ax1.set(xlabel="iteration", ylabel="J(θ) = π0 + 2(1-π0)π1", title="return over iterations")
     ax1.legend(fontsize=6.5, ncol=2, loc="upper left")
     fig.tight_layout()
@@ -290,25 +352,38 @@ def toy_plot(runs: dict, path: Path, methods: tuple[str, ...]) -> None:
 
 
 # ---- CLI -------------------------------------------------------------------------------------------------
-def run_toy(lambda_ps=TOY_LAMBDA_PS, start_pi0=0.9, start_pi1=0.2, step=0.05, iters=300, damping=0.1, n_samples=100,
-            seed=0, out: Path = Path("docs/toy_mdp.png")) -> dict:
+def run_toy(
+    lambda_ps=TOY_LAMBDA_PS,
+    start_pi0=0.9,
+    start_pi1=0.2,
+    step=0.05,
+    iters=300,
+    damping=0.1,
+    n_samples=100,
+    seed=0,
+    out: Path = Path("docs/toy_mdp.png"),
+) -> dict:
     """Every method on every lambda_p from the same start; prints the cosines along each run, writes the figure."""
     kw = dict(start_pi=(start_pi0, start_pi1), step=step, iters=iters, n_samples=n_samples, seed=seed)
     runs = {(m, lp): toy_run(m, lp, damping=damping, **kw) for lp in lambda_ps for m in TOY_METHODS}
     u = toy_log_odds(toy_theta_from_pi(start_pi0, start_pi1, 1.0), 1.0)
-    print(f"toy MDP (H=2, gamma=1, x=0 self-loop terminal; J = pi0 + 2(1-pi0)pi1). start pi(a=0|x=0)={start_pi0}, "
-          f"pi(a=0|x=1)={start_pi1} (log-odds {u[0]:+.3f}, {u[1]:+.3f}, same policy for every lambda_p)\n"
-          f"step rule: theta += {step} * d/|d|, {iters} iterations; damping={damping}; SM-sampled/SM-batch-mean: "
-          f"{n_samples} (x,a) ~ d(x)pi(a|x) per iteration, numpy default_rng({seed})\ncosine to NPG along each "
-          "method's own trajectory, mean [min] over iterations; NPG = printed F, NPG-w = visitation-weighted F")
+    print(
+        f"toy MDP (H=2, gamma=1, x=0 self-loop terminal; J = pi0 + 2(1-pi0)pi1). start pi(a=0|x=0)={start_pi0}, "
+        f"pi(a=0|x=1)={start_pi1} (log-odds {u[0]:+.3f}, {u[1]:+.3f}, same policy for every lambda_p)\n"
+        f"step rule: theta += {step} * d/|d|, {iters} iterations; damping={damping}; SM-sampled/SM-batch-mean: "
+        f"{n_samples} (x,a) ~ d(x)pi(a|x) per iteration, numpy default_rng({seed})\ncosine to NPG along each "
+        "method's own trajectory, mean [min] over iterations; NPG = printed F, NPG-w = visitation-weighted F"
+    )
     for lp in lambda_ps:
         for m in TOY_METHODS:
             r = runs[(m, lp)]
             hit = np.nonzero(r["J"] >= 1.9)[0]
             c = r["cos_npg"]
-            print(f"  lambda_p={lp:<5} {m:<14} cos(NPG) {np.nanmean(c):+.3f} [{np.nanmin(c):+.3f}]"
-                  f"   cos(NPG-w) {np.nanmean(r['cos_npg_weighted']):+.3f} [{np.nanmin(r['cos_npg_weighted']):+.3f}]"
-                  f"   final J {r['J'][-1]:.4f}   first J>=1.9 at iter {hit[0] if len(hit) else 'never'}")
+            print(
+                f"  lambda_p={lp:<5} {m:<14} cos(NPG) {np.nanmean(c):+.3f} [{np.nanmin(c):+.3f}]"
+                f"   cos(NPG-w) {np.nanmean(r['cos_npg_weighted']):+.3f} [{np.nanmin(r['cos_npg_weighted']):+.3f}]"
+                f"   final J {r['J'][-1]:.4f}   first J>=1.9 at iter {hit[0] if len(hit) else 'never'}"
+            )
     toy_plot(runs, out, ("PG", "NPG", "NPG-weighted", "SM-printed", "SM-sampled"))
     print(f"wrote {out}")
     return runs
@@ -323,25 +398,38 @@ class OneLineParser(argparse.ArgumentParser):
 def main(argv: list[str] | None = None) -> int:
     p = OneLineParser(description=__doc__.split("\n")[0])
     t = p.add_subparsers(dest="cmd", required=True, parser_class=OneLineParser).add_parser(
-        "toy-mdp", help="iterate PG / NPG / SM on the toy MDP, print cosines, write the figure")
+        "toy-mdp", help="iterate PG / NPG / SM on the toy MDP, print cosines, write the figure"
+    )
     t.add_argument("--lambda-ps", type=float, nargs="+", default=list(TOY_LAMBDA_PS), help="paper: 0.75 1 2")
     t.add_argument("--start-pi0", type=float, default=0.9, help="initial pi(a=0|x=0), the poor self-loop")
     t.add_argument("--start-pi1", type=float, default=0.2, help="initial pi(a=0|x=1)")
-    t.add_argument("--step", type=float, default=0.05, help="Euclidean step length in theta (theta += step d/|d|)")
+    t.add_argument(
+        "--step", type=float, default=0.05, help="Euclidean step length in theta (theta += step d/|d|)"
+    )
     t.add_argument("--iters", type=int, default=300, help="iterations per run")
     t.add_argument("--damping", type=float, default=0.1, help="Sherman-Morrison damping lambda")
     t.add_argument("--n-samples", type=int, default=100, help="(x, a) samples per iteration (SM-sampled)")
     t.add_argument("--seed", type=int, default=0, help="numpy default_rng seed of the sampled directions")
     t.add_argument("--out", type=Path, default=Path("docs/toy_mdp.png"), help="the two-panel figure")
     a = p.parse_args(argv)
-    bad = [msg for ok, msg in [(all(lp > 0 for lp in a.lambda_ps), "--lambda-ps must be positive"),
-                               (0 < a.start_pi0 < 1 and 0 < a.start_pi1 < 1, "--start-pi0, -pi1 must be in (0, 1)"),
-                               (a.step > 0 and a.iters >= 1 and a.n_samples >= 1, "need --step > 0, --iters >= 1, "
-                                                                                  "--n-samples >= 1"),
-                               (a.damping > 0, "--damping must be > 0")] if not ok]
+    bad = [
+        msg
+        for ok, msg in [
+            (all(lp > 0 for lp in a.lambda_ps), "--lambda-ps must be positive"),
+            (0 < a.start_pi0 < 1 and 0 < a.start_pi1 < 1, "--start-pi0, -pi1 must be in (0, 1)"),
+            (
+                a.step > 0 and a.iters >= 1 and a.n_samples >= 1,
+                "need --step > 0, --iters >= 1, --n-samples >= 1",
+            ),
+            (a.damping > 0, "--damping must be > 0"),
+        ]
+        if not ok
+    ]
     if bad:
         p.error(bad[0])  # one line, exit 2
-    run_toy(tuple(a.lambda_ps), a.start_pi0, a.start_pi1, a.step, a.iters, a.damping, a.n_samples, a.seed, a.out)
+    run_toy(
+        tuple(a.lambda_ps), a.start_pi0, a.start_pi1, a.step, a.iters, a.damping, a.n_samples, a.seed, a.out
+    )
     return 0
 
 

@@ -11,6 +11,7 @@ contribute their curve up to the divergence but no final value; runs that have n
 running) are left out and counted as incomplete. SMAC diagnostics (updates.csv, smac_diagnostics): per bin, the
 median over the bin's updates in each run, then median and 10%/90% quantiles (linear interpolation) across seeds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,9 @@ DEFAULT_RESULTS = os.path.join(REPO, "benchmark", "results", "stage1")
 
 def stage1_logs() -> str:
     """Compact logs of the stage-1 grid: benchmark/results/logs/<reading of hyperparams.toml [meta]>."""
-    return os.path.join(REPO, "benchmark", "results", "logs", hparams.load()["meta"]["grid_readings"]["stage1"])
+    return os.path.join(
+        REPO, "benchmark", "results", "logs", hparams.load()["meta"]["grid_readings"]["stage1"]
+    )
 
 
 def stage1_budgets() -> dict:
@@ -78,12 +81,19 @@ def smac_diagnostics(u: dict, lam: float, cfg: Optional[dict] = None) -> dict:
     These hold for the plain batch-mean step only; runs with another --fisher, previous-EF mixing or step
     normalization (cfg from config.json) get NaN for removed_frac, step_over_sgd and cos_g_ell (via a NaN |g|)."""
     ell_sq = u["ell_sq"]
-    plain = not cfg or (cfg.get("fisher", "batch-mean") == "batch-mean" and not cfg.get("prev_ef_beta")
-                        and not cfg.get("step_normalization"))
+    plain = not cfg or (
+        cfg.get("fisher", "batch-mean") == "batch-mean"
+        and not cfg.get("prev_ef_beta")
+        and not cfg.get("step_normalization")
+    )
     g_norm = np.where(u["g_norm"] > 0, u["g_norm"], np.nan) if plain else np.full_like(ell_sq, np.nan)
-    return {"ell_sq_over_lambda": ell_sq / lam, "cos_g_step": u["cos_g_step"],
-            "removed_frac": u["step_par_norm"] * ell_sq / g_norm, "step_over_sgd": u["step_norm"] * lam / g_norm,
-            "cos_g_ell": u["step_par_norm"] * (lam + ell_sq) / g_norm}
+    return {
+        "ell_sq_over_lambda": ell_sq / lam,
+        "cos_g_step": u["cos_g_step"],
+        "removed_frac": u["step_par_norm"] * ell_sq / g_norm,
+        "step_over_sgd": u["step_norm"] * lam / g_norm,
+        "cos_g_ell": u["step_par_norm"] * (lam + ell_sq) / g_norm,
+    }
 
 
 def classify(run: dict, budget: int) -> str:
@@ -92,58 +102,112 @@ def classify(run: dict, budget: int) -> str:
     return "diverged" if run["status"] == "diverged" else "complete" if complete else "incomplete"
 
 
-def aggregate(runs_dir: Optional[str] = DEFAULT_RUNS, results_dir: str = DEFAULT_RESULTS,
-              budget_spec: Optional[str] = None, logs_dir: Optional[str] = None, runs: Optional[list] = None) -> dict:
+def aggregate(
+    runs_dir: Optional[str] = DEFAULT_RUNS,
+    results_dir: str = DEFAULT_RESULTS,
+    budget_spec: Optional[str] = None,
+    logs_dir: Optional[str] = None,
+    runs: Optional[list] = None,
+) -> dict:
     """Aggregate `runs` (run dicts), else the compact logs in logs_dir, else the runs in runs_dir, into results_dir."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # nan-medians of bins without any update
         if runs is None:
             runs = compact.discover_logs(logs_dir) if logs_dir else discover(runs_dir)
         if not runs:  # never overwrite committed results with nothing (e.g. a fresh clone without raw runs)
-            print(f"aggregate: no runs found in {logs_dir or runs_dir}; {results_dir} left as it is", file=sys.stderr)
+            print(
+                f"aggregate: no runs found in {logs_dir or runs_dir}; {results_dir} left as it is",
+                file=sys.stderr,
+            )
             return {"runs": 0, "cells": 0, "budgets": {}}
         if budget_spec:  # sweep.py --budget syntax, else each task's largest job budget
             budgets = hparams.parse_budget(budget_spec, sorted({r["task"] for r in runs}) or None)
         else:
-            budgets = {t: max(int(r["job_budget"] or r["last_step"]) for r in runs if r["task"] == t)
-                       for t in dict.fromkeys(r["task"] for r in runs)}
+            budgets = {
+                t: max(int(r["job_budget"] or r["last_step"]) for r in runs if r["task"] == t)
+                for t in dict.fromkeys(r["task"] for r in runs)
+            }
         os.makedirs(results_dir, exist_ok=True)
         groups: dict = {}
         for r in runs:
             if r["task"] in budgets:
                 r["class"] = classify(r, budgets[r["task"]])
                 groups.setdefault((r["task"], r["algo"]), []).append(r)
-        out = {name: [] for name in "curves_return curves_logprob final diagnostics diagnostics_summary runs".split()}
-        for key in sorted(groups, key=lambda k: (_rank(hparams.tasks(), k[0]), _rank(hparams.ALGOS, k[1]), *k)):
+        out = {
+            name: []
+            for name in "curves_return curves_logprob final diagnostics diagnostics_summary runs".split()
+        }
+        for key in sorted(
+            groups, key=lambda k: (_rank(hparams.tasks(), k[0]), _rank(hparams.ALGOS, k[1]), *k)
+        ):
             (task, algo), budget, cell = key, budgets[key[0]], groups[key]
             steps = [int(round(e)) for e in (np.arange(N_BINS) + 1) * budget / N_BINS]
-            used = sorted((r for r in cell if r["class"] in ("complete", "diverged")), key=lambda r: r["seed"])
+            used = sorted(
+                (r for r in cell if r["class"] in ("complete", "diverged")), key=lambda r: r["seed"]
+            )
             lasts = [min(r["last_step"], budget) if r["class"] == "diverged" else budget for r in used]
-            ret_curves, logp_curves = ([smoothed_curve(r[log]["global_step"], r[log][col], budget, last)
-                                        for r, last in zip(used, lasts)]
-                                       for log, col in (("episodes", "episodic_return"), ("updates", "mean_logprob")))
+            ret_curves, logp_curves = (
+                [
+                    smoothed_curve(r[log]["global_step"], r[log][col], budget, last)
+                    for r, last in zip(used, lasts)
+                ]
+                for log, col in (("episodes", "episodic_return"), ("updates", "mean_logprob"))
+            )
             finals = {id(r): c[-1] for r, c in zip(used, ret_curves) if r["class"] == "complete"}
-            out["runs"] += [{"task": task, "algo": algo, "seed": r["seed"], "budget": budget, "class": r["class"],
-                             "status": r["status"], "global_step": r["last_step"],
-                             "episodes": int(r["episodes"]["global_step"].size),
-                             "final_smoothed": f"{finals[id(r)]:.6g}" if id(r) in finals else ""} for r in cell]
+            out["runs"] += [
+                {
+                    "task": task,
+                    "algo": algo,
+                    "seed": r["seed"],
+                    "budget": budget,
+                    "class": r["class"],
+                    "status": r["status"],
+                    "global_step": r["last_step"],
+                    "episodes": int(r["episodes"]["global_step"].size),
+                    "final_smoothed": f"{finals[id(r)]:.6g}" if id(r) in finals else "",
+                }
+                for r in cell
+            ]
             if not used:
                 continue
             for name, curves in (("curves_return", ret_curves), ("curves_logprob", logp_curves)):
                 mean, std, n = across_seeds(np.array(curves))
-                out[name] += [{"task": task, "algo": algo, "bin": k, "step": steps[k], "mean": _f(mean[k]),
-                               "std": _f(std[k]), "n": int(n[k])} for k in range(N_BINS)]
+                out[name] += [
+                    {
+                        "task": task,
+                        "algo": algo,
+                        "bin": k,
+                        "step": steps[k],
+                        "mean": _f(mean[k]),
+                        "std": _f(std[k]),
+                        "n": int(n[k]),
+                    }
+                    for k in range(N_BINS)
+                ]
             fin = [v for v in finals.values() if np.isfinite(v)]
             final_mean, final_std = _mean_std(fin)
-            paper = hparams.paper_result(task, algo) if task in hparams.tasks() and algo in hparams.ALGOS else None
-            out["final"].append({
-                "task": task, "algo": algo, "budget": budget, "n_seeds": len(fin),
-                "seeds": ";".join(str(r["seed"]) for r in used if r["class"] == "complete"),
-                **{f"n_{c}": sum(r["class"] == c for r in cell) for c in ("diverged", "incomplete")},
-                "final_mean": final_mean, "final_std": final_std,
-                "final_std_ddof0": _f(np.std(fin, ddof=0)) if fin else "", "finals": ";".join(f"{v:.6g}" for v in fin),
-                "paper_mean": paper[0] if paper else "", "paper_std": paper[1] if paper else "",
-                "paper_text_std": (hparams.paper_text_std(task, algo) or "") if paper else ""})
+            paper = (
+                hparams.paper_result(task, algo)
+                if task in hparams.tasks() and algo in hparams.ALGOS
+                else None
+            )
+            out["final"].append(
+                {
+                    "task": task,
+                    "algo": algo,
+                    "budget": budget,
+                    "n_seeds": len(fin),
+                    "seeds": ";".join(str(r["seed"]) for r in used if r["class"] == "complete"),
+                    **{f"n_{c}": sum(r["class"] == c for r in cell) for c in ("diverged", "incomplete")},
+                    "final_mean": final_mean,
+                    "final_std": final_std,
+                    "final_std_ddof0": _f(np.std(fin, ddof=0)) if fin else "",
+                    "finals": ";".join(f"{v:.6g}" for v in fin),
+                    "paper_mean": paper[0] if paper else "",
+                    "paper_std": paper[1] if paper else "",
+                    "paper_text_std": (hparams.paper_text_std(task, algo) or "") if paper else "",
+                }
+            )
             # SMAC diagnostics (rows exist only where the trainer logged ell_sq, i.e. smac)
             per_seed: dict = {}
             for r in used:
@@ -157,15 +221,34 @@ def aggregate(runs_dir: Optional[str] = DEFAULT_RUNS, results_dir: str = DEFAULT
             cols, srow = {}, {"task": task, "algo": algo, "damping": used[0]["damping"], "n_seeds": n_seeds}
             for name, mats in per_seed.items():
                 m = np.array(mats)
-                cols.update({f"{name}_median": np.nanmedian(m, 0), f"{name}_p10": np.nanquantile(m, 0.1, 0),
-                             f"{name}_p90": np.nanquantile(m, 0.9, 0)})
+                cols.update(
+                    {
+                        f"{name}_median": np.nanmedian(m, 0),
+                        f"{name}_p10": np.nanquantile(m, 0.1, 0),
+                        f"{name}_p90": np.nanquantile(m, 0.9, 0),
+                    }
+                )
                 run_medians = [np.nanmedian(x) for x in mats]  # each run: median over its bins
                 last10 = np.concatenate([x[-10:] for x in mats])  # the last 10% of training
-                srow.update({f"{name}_median": _f(np.median(run_medians)), f"{name}_min_run": _f(np.min(run_medians)),
-                             f"{name}_max_run": _f(np.max(run_medians)),
-                             f"{name}_last10pct_median": _f(np.nanmedian(last10))})
-            out["diagnostics"] += [{"task": task, "algo": algo, "bin": k, "step": steps[k], "n": n_seeds,
-                                    **{c: _f(v[k]) for c, v in cols.items()}} for k in range(N_BINS)]
+                srow.update(
+                    {
+                        f"{name}_median": _f(np.median(run_medians)),
+                        f"{name}_min_run": _f(np.min(run_medians)),
+                        f"{name}_max_run": _f(np.max(run_medians)),
+                        f"{name}_last10pct_median": _f(np.nanmedian(last10)),
+                    }
+                )
+            out["diagnostics"] += [
+                {
+                    "task": task,
+                    "algo": algo,
+                    "bin": k,
+                    "step": steps[k],
+                    "n": n_seeds,
+                    **{c: _f(v[k]) for c, v in cols.items()},
+                }
+                for k in range(N_BINS)
+            ]
             out["diagnostics_summary"].append(srow)
         for name, rows in out.items():
             write_csv(os.path.join(results_dir, name + ".csv"), rows)
@@ -177,71 +260,175 @@ TOL = 1.25  # reach_by: within 25 % of the paper's step (or earlier)
 RULES = {  # kind of claim -> when it holds; the report quotes these
     "reach_by": f"the algorithm reaches the threshold by {TOL:g} x the paper's step (earlier is fine)",
     "slower": "the algorithm reaches the threshold later than SMAC (or never while SMAC does): the direction, "
-              "not the size; the measured ratio stands beside the paper's",
+    "not the size; the measured ratio stands beside the paper's",
     "faster": "the algorithm reaches the threshold before the reference",
     "never_above": "the algorithm's seed-mean curve stays at or below the threshold over the whole run",
-    "below_until": "the algorithm's curve lies below the reference's on average up to the paper's step"}
+    "below_until": "the algorithm's curve lies below the reference's on average up to the paper's step",
+}
 
 PAPER_BUDGET = 5_000_000  # the paper's MuJoCo budget, as PAPER_BUDGET_NOTE infers it
 PAPER_BUDGET_NOTE = "inferred from its HalfCheetah text: 3.4 million timesteps are 68% of the training budget"
 NOT_JUDGED = (  # the Results section's other statements, and where the report deals with them
-    "the Results text's final-return gaps (HalfCheetah \"surpassing ... AC-CG, by over 1100 points\", Hopper "
-    "\"approximately 30 points\", Swimmer \"approximately 5 points\"): the final-returns table and the 5M block; "
-    "MuJoCo \"outperforms the other baselines ... in all but one task\": the orderings; qualitative statements "
-    "(Acrobot \"unstable training until approximately 125000 timesteps\"; stability comparisons; Walker2d \"learns "
-    "faster than the baselines in the first 60% of the timesteps\", i.e. the first 3M of 5M): not judged.")
+    'the Results text\'s final-return gaps (HalfCheetah "surpassing ... AC-CG, by over 1100 points", Hopper '
+    '"approximately 30 points", Swimmer "approximately 5 points"): the final-returns table and the 5M block; '
+    'MuJoCo "outperforms the other baselines ... in all but one task": the orderings; qualitative statements '
+    '(Acrobot "unstable training until approximately 125000 timesteps"; stability comparisons; Walker2d "learns '
+    'faster than the baselines in the first 60% of the timesteps", i.e. the first 3M of 5M): not judged.'
+)
 
 
 def _slower(cid, task, algo, thr, ratio, ref_step, text, ref="smac"):
     needs = int(ref_step * ratio) if ref_step else None  # no step in the paper: judged once either crosses
-    return {"id": cid, "task": task, "kind": "slower", "algo": algo, "ref": ref, "threshold": thr,
-            "ratio": ratio, "needs": needs, "text": text}
+    return {
+        "id": cid,
+        "task": task,
+        "kind": "slower",
+        "algo": algo,
+        "ref": ref,
+        "threshold": thr,
+        "ratio": ratio,
+        "needs": needs,
+        "text": text,
+    }
 
 
 def _reach(cid, task, algo, thr, step, text):
-    return {"id": cid, "task": task, "kind": "reach_by", "algo": algo, "threshold": thr, "step": step, "needs": step,
-            "text": text}
+    return {
+        "id": cid,
+        "task": task,
+        "kind": "reach_by",
+        "algo": algo,
+        "threshold": thr,
+        "step": step,
+        "needs": step,
+        "text": text,
+    }
 
 
 CLAIMS = [
-    _reach("acrobot-smac-40k", "Acrobot", "smac", -400, 40_000,
-           "SMAC only requires 40000 timesteps to pass the average return threshold of -400"),
+    _reach(
+        "acrobot-smac-40k",
+        "Acrobot",
+        "smac",
+        -400,
+        40_000,
+        "SMAC only requires 40000 timesteps to pass the average return threshold of -400",
+    ),
     _slower("acrobot-adam-70", "Acrobot", "adam", -400, 1.70, 40_000, "AC-Adam requires 70% more timesteps"),
     _slower("acrobot-sgd-35", "Acrobot", "sgd", -400, 1.35, 40_000, "AC-SGD requires 35% more timesteps"),
     _slower("acrobot-cg-50", "Acrobot", "cg", -400, 1.50, 40_000, "AC-CG requires 50% more timesteps"),
-    _slower("acrobot-kfac-235", "Acrobot", "kfac", -400, 3.35, 40_000, "AC-KFAC requires 235% more timesteps"),
-    _reach("cartpole-smac-87k", "CartPole", "smac", 750, 87_000,
-           "SMAC agents achieve 75% of the maximum return possible in 87000 timesteps"),
-    _slower("cartpole-cg-10", "CartPole", "cg", 750, 1.10, 87_000, "AC-CG needs approximately 10% more timesteps"),
+    _slower(
+        "acrobot-kfac-235", "Acrobot", "kfac", -400, 3.35, 40_000, "AC-KFAC requires 235% more timesteps"
+    ),
+    _reach(
+        "cartpole-smac-87k",
+        "CartPole",
+        "smac",
+        750,
+        87_000,
+        "SMAC agents achieve 75% of the maximum return possible in 87000 timesteps",
+    ),
+    _slower(
+        "cartpole-cg-10", "CartPole", "cg", 750, 1.10, 87_000, "AC-CG needs approximately 10% more timesteps"
+    ),
     _slower("cartpole-adam-28", "CartPole", "adam", 750, 1.28, 87_000, "AC-Adam requires 28% more timesteps"),
     _slower("cartpole-sgd-62", "CartPole", "sgd", 750, 1.62, 87_000, "AC-SGD requires 62% more timesteps"),
-    {"id": "cartpole-kfac-40pct", "task": "CartPole", "kind": "never_above", "algo": "kfac", "threshold": 400,
-     "needs": 141_000,
-     "text": "the average performance of AC-KFAC never improves above 40% of the optimal policy's return"},
-    _reach("pendulum-cg-1.5M", "Pendulum", "cg", -2226, 1_500_000,
-           "AC-CG requires only 1.5 million timesteps to match the final performance of SMAC [-2226]"),
-    _reach("halfcheetah-smac-3.4M", "HalfCheetah", "smac", 1766, 3_400_000,
-           "SMAC matches the final performance of AC-CG [1766] after only 3.4 million timesteps"),
-    {"id": "halfcheetah-smac-slower-2M", "task": "HalfCheetah", "kind": "below_until", "algo": "smac", "ref": "cg",
-     "step": 2_000_000, "needs": 2_000_000,
-     "text": "it [SMAC] learns more slowly [than AC-CG] for the first 2 million timesteps"},
-    _reach("hopper-smac-3x", "Hopper", "smac", 303.8, PAPER_BUDGET // 3,
-           "SMAC achieves the final performance of AC-Adam [303.8] using almost three times fewer timesteps "
-           "[read: by 5M/3]"),
-    _slower("swimmer-cg-2x", "Swimmer", "cg", 23.8, 2.0, None,
-            "matching the peak performance of AC-CG almost twice as fast [read: AC-CG's table final, 23.8; the "
-            "paper prints no peak]"),
-    _reach("walker-smac-410k", "Walker2d", "smac", 115, 410_000,
-           "SMAC reaches the threshold of 115 in only 410000 timesteps"),
+    {
+        "id": "cartpole-kfac-40pct",
+        "task": "CartPole",
+        "kind": "never_above",
+        "algo": "kfac",
+        "threshold": 400,
+        "needs": 141_000,
+        "text": "the average performance of AC-KFAC never improves above 40% of the optimal policy's return",
+    },
+    _reach(
+        "pendulum-cg-1.5M",
+        "Pendulum",
+        "cg",
+        -2226,
+        1_500_000,
+        "AC-CG requires only 1.5 million timesteps to match the final performance of SMAC [-2226]",
+    ),
+    _reach(
+        "halfcheetah-smac-3.4M",
+        "HalfCheetah",
+        "smac",
+        1766,
+        3_400_000,
+        "SMAC matches the final performance of AC-CG [1766] after only 3.4 million timesteps",
+    ),
+    {
+        "id": "halfcheetah-smac-slower-2M",
+        "task": "HalfCheetah",
+        "kind": "below_until",
+        "algo": "smac",
+        "ref": "cg",
+        "step": 2_000_000,
+        "needs": 2_000_000,
+        "text": "it [SMAC] learns more slowly [than AC-CG] for the first 2 million timesteps",
+    },
+    _reach(
+        "hopper-smac-3x",
+        "Hopper",
+        "smac",
+        303.8,
+        PAPER_BUDGET // 3,
+        "SMAC achieves the final performance of AC-Adam [303.8] using almost three times fewer timesteps "
+        "[read: by 5M/3]",
+    ),
+    _slower(
+        "swimmer-cg-2x",
+        "Swimmer",
+        "cg",
+        23.8,
+        2.0,
+        None,
+        "matching the peak performance of AC-CG almost twice as fast [read: AC-CG's table final, 23.8; the "
+        "paper prints no peak]",
+    ),
+    _reach(
+        "walker-smac-410k",
+        "Walker2d",
+        "smac",
+        115,
+        410_000,
+        "SMAC reaches the threshold of 115 in only 410000 timesteps",
+    ),
     _slower("walker-cg-39", "Walker2d", "cg", 115, 1.39, 410_000, "AC-CG itself needs 39% more"),
-    _reach("humanoid-smac-adam-59pct", "Humanoid", "smac", 3105, int(0.59 * PAPER_BUDGET),
-           "SMAC matches the final performance of AC-Adam [3105] after 59% of the budget"),
-    _reach("humanoid-smac-cg-59pct", "Humanoid", "smac", 3175, int(0.59 * PAPER_BUDGET),
-           "SMAC matches the final performance of AC-CG [3175] after 59% of the budget"),
-    {"id": "humanoid-sgd-faster", "task": "Humanoid", "kind": "faster", "algo": "sgd", "ref": "smac", "threshold": 3105,
-     "needs": None, "text": "AC-SGD is slightly faster than our method [read: to AC-Adam's final, 3105]"},
-    _slower("pusher-cg-21", "Pusher", "cg", -441, 1.21, None, "passing the -441 threshold 21% faster than AC-CG"),
-    _slower("pusher-sgd-9", "Pusher", "sgd", -441, 1.09, None, "passing the -441 threshold 9% faster than AC-SGD")]
+    _reach(
+        "humanoid-smac-adam-59pct",
+        "Humanoid",
+        "smac",
+        3105,
+        int(0.59 * PAPER_BUDGET),
+        "SMAC matches the final performance of AC-Adam [3105] after 59% of the budget",
+    ),
+    _reach(
+        "humanoid-smac-cg-59pct",
+        "Humanoid",
+        "smac",
+        3175,
+        int(0.59 * PAPER_BUDGET),
+        "SMAC matches the final performance of AC-CG [3175] after 59% of the budget",
+    ),
+    {
+        "id": "humanoid-sgd-faster",
+        "task": "Humanoid",
+        "kind": "faster",
+        "algo": "sgd",
+        "ref": "smac",
+        "threshold": 3105,
+        "needs": None,
+        "text": "AC-SGD is slightly faster than our method [read: to AC-Adam's final, 3105]",
+    },
+    _slower(
+        "pusher-cg-21", "Pusher", "cg", -441, 1.21, None, "passing the -441 threshold 21% faster than AC-CG"
+    ),
+    _slower(
+        "pusher-sgd-9", "Pusher", "sgd", -441, 1.09, None, "passing the -441 threshold 9% faster than AC-SGD"
+    ),
+]
 
 
 def cell_curves(runs: list[dict], windows: Optional[dict] = None) -> dict:
@@ -254,8 +441,17 @@ def cell_curves(runs: list[dict], windows: Optional[dict] = None) -> dict:
     for key, rs in groups.items():
         budget = max(int(r["job_budget"] or r["last_step"]) for r in rs)
         span = (windows or {}).get(key[0], budget)
-        curves = np.array([smoothed_curve(r["episodes"]["global_step"], r["episodes"]["episodic_return"], span,
-                                          last_step=r["last_step"]) for r in rs])
+        curves = np.array(
+            [
+                smoothed_curve(
+                    r["episodes"]["global_step"],
+                    r["episodes"]["episodic_return"],
+                    span,
+                    last_step=r["last_step"],
+                )
+                for r in rs
+            ]
+        )
         out[key] = (span, curves, min(budget, span))
     return out
 
@@ -268,18 +464,34 @@ def first_crossing(curve: np.ndarray, threshold: float, budget: int) -> Optional
 
 def fmt_step(s) -> str:
     """34_500 -> '34.5k', 150_000 -> '150k', 1_680_000 -> '1.68M', None -> 'never'."""
-    return "never" if s is None else f"{s / 1e6:.2f}M" if s >= 1e6 else f"{s / 1e3:.1f}".rstrip("0").rstrip(".") + "k"
+    return (
+        "never"
+        if s is None
+        else f"{s / 1e6:.2f}M"
+        if s >= 1e6
+        else f"{s / 1e3:.1f}".rstrip("0").rstrip(".") + "k"
+    )
 
 
 STRICT = {  # issue 27's names for the verdict of a "slower" / "faster" claim that holds on its direction
     "held": "the measured ratio within a factor 1.25 of the paper's, and the per-seed crossings separate (every seed "
-            "of the faster algorithm crosses before every seed of the slower one)",
+    "of the faster algorithm crosses before every seed of the slower one)",
     "direction only": "the order is the paper's, but the ratio is not within 1.25x of the paper's or the seeds overlap",
-    "baseline never reaches it": "the paper says the slower algorithm reaches the threshold later; ours never does"}
-ORDER = ("held", "direction only", "baseline never reaches it", "not held")  # combined(): the less favourable wins
-COLUMNS = [("Task", lambda r: r["task"]), ("Claim (paper, section Results; [ ]: ours)", lambda r: r["claim"]),
-           ("Measured (seed-mean curve)", lambda r: r["measured"]), ("Per seed", lambda r: r["seeds"]),
-           ("Verdict", lambda r: f"**{r['verdict']}**")]
+    "baseline never reaches it": "the paper says the slower algorithm reaches the threshold later; ours never does",
+}
+ORDER = (
+    "held",
+    "direction only",
+    "baseline never reaches it",
+    "not held",
+)  # combined(): the less favourable wins
+COLUMNS = [
+    ("Task", lambda r: r["task"]),
+    ("Claim (paper, section Results; [ ]: ours)", lambda r: r["claim"]),
+    ("Measured (seed-mean curve)", lambda r: r["measured"]),
+    ("Per seed", lambda r: r["seeds"]),
+    ("Verdict", lambda r: f"**{r['verdict']}**"),
+]
 
 
 def strict_verdict(verdict: str, t, t_ref, fast_seeds: list, slow_seeds: list, paper_ratio) -> str:
@@ -299,60 +511,88 @@ def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict
     paper_ratio for slower / faster. windows: {task: steps} the 100 bins span instead of the runs' budget."""
     cells, rows = cell_curves(runs, windows), []
 
-    def crossings(task, algo, thr) -> tuple:  # (the seed-mean curve's first crossing, per-seed ones, sorted as text)
+    def crossings(
+        task, algo, thr
+    ) -> tuple:  # (the seed-mean curve's first crossing, per-seed ones, sorted as text)
         span, curves, _ = cells[(task, algo)]
         seeds = [first_crossing(c, thr, span) for c in curves]
         spread = ", ".join(fmt_step(s) for s in sorted(seeds, key=lambda s: math.inf if s is None else s))
         return first_crossing(across_seeds(curves)[0], thr, span), seeds, spread
+
     for c in claims:
         if tasks and c["task"] not in tasks:
             continue
         task, algo, kind, thr = c["task"], c["algo"], c["kind"], c.get("threshold")
-        row = dict(id=c["id"], task=task, claim=c["text"], kind=kind, algo=algo, measured="", seeds="", verdict="")
+        row = dict(
+            id=c["id"], task=task, claim=c["text"], kind=kind, algo=algo, measured="", seeds="", verdict=""
+        )
         needed = [algo] + ([c["ref"]] if "ref" in c else [])
         if any((task, a) not in cells for a in needed):
             rows.append({**row, "verdict": "no runs"})
             continue
         budget = min(cells[(task, a)][2] for a in needed)
         if c["needs"] is not None and budget < c["needs"]:
-            rows.append({**row, "measured": f"budget {fmt_step(budget)} < {fmt_step(c['needs'])}",
-                         "verdict": "beyond budget"})
+            rows.append(
+                {
+                    **row,
+                    "measured": f"budget {fmt_step(budget)} < {fmt_step(c['needs'])}",
+                    "verdict": "beyond budget",
+                }
+            )
             continue
         if kind == "reach_by":
             t, _, spread = crossings(task, algo, thr)
             held = t is not None and t <= TOL * c["step"]
-            row.update(measured=f"{algo} " + (f"reaches {thr:g} at {fmt_step(t)}" if t is not None
-                                              else f"does not reach {thr:g}") + f" (paper {fmt_step(c['step'])})",
-                       seeds=spread, steps=(t,))
+            row.update(
+                measured=f"{algo} "
+                + (f"reaches {thr:g} at {fmt_step(t)}" if t is not None else f"does not reach {thr:g}")
+                + f" (paper {fmt_step(c['step'])})",
+                seeds=spread,
+                steps=(t,),
+            )
         elif kind in ("slower", "faster"):
             t, seeds, spread = crossings(task, algo, thr)
             t_ref, seeds_ref, spread_ref = crossings(task, c["ref"], thr)
             # compare over the span both cells cover: a crossing past the shorter one was not seen by the other
             t, t_ref = (None if x is None or x > budget else x for x in (t, t_ref))
             if c["needs"] is None and t is None and t_ref is None and budget < PAPER_BUDGET:
-                rows.append({**row, "verdict": "beyond budget", "measured": f"neither reaches {thr:g} by "
-                             f"{fmt_step(budget)} (the paper gives no step; its budget: {fmt_step(PAPER_BUDGET)})"})
+                rows.append(
+                    {
+                        **row,
+                        "verdict": "beyond budget",
+                        "measured": f"neither reaches {thr:g} by "
+                        f"{fmt_step(budget)} (the paper gives no step; its budget: {fmt_step(PAPER_BUDGET)})",
+                    }
+                )
                 continue
             pairs = ((t, seeds), (t_ref, seeds_ref))
             (slow, slow_seeds), (fast, fast_seeds) = pairs if kind == "slower" else pairs[::-1]
             held = fast is not None and (slow is None or slow > fast)
-            row["strict"] = strict_verdict("held" if held else "not held", slow, fast, fast_seeds, slow_seeds,
-                                           c.get("ratio"))
+            row["strict"] = strict_verdict(
+                "held" if held else "not held", slow, fast, fast_seeds, slow_seeds, c.get("ratio")
+            )
             ratio = f"{t / t_ref:.2f}x" if t and t_ref else "n/a"
             paper = f", paper {c['ratio']:.2f}x" if "ratio" in c else ""
-            row.update(measured=f"{algo} {fmt_step(t)} vs {c['ref']} {fmt_step(t_ref)}: {ratio}{paper}",
-                       seeds=f"{algo}: {spread}; {c['ref']}: {spread_ref}", steps=(t, t_ref),
-                       paper_ratio=c.get("ratio"))
+            row.update(
+                measured=f"{algo} {fmt_step(t)} vs {c['ref']} {fmt_step(t_ref)}: {ratio}{paper}",
+                seeds=f"{algo}: {spread}; {c['ref']}: {spread_ref}",
+                steps=(t, t_ref),
+                paper_ratio=c.get("ratio"),
+            )
         elif kind == "never_above":
             curves = cells[(task, algo)][1]
             peak = float(np.nanmax(across_seeds(curves)[0]))
             held = peak <= thr
-            row.update(measured=f"{algo} peak {peak:.1f} (threshold {thr:g})",
-                       seeds=", ".join(f"{np.nanmax(x):.0f}" for x in curves))
+            row.update(
+                measured=f"{algo} peak {peak:.1f} (threshold {thr:g})",
+                seeds=", ".join(f"{np.nanmax(x):.0f}" for x in curves),
+            )
         elif kind == "below_until":
             span, curves, _ = cells[(task, algo)]
             k = int(np.ceil(c["step"] / span * N_BINS))
-            diff = float(np.nanmean(across_seeds(curves)[0][:k] - across_seeds(cells[(task, c["ref"])][1])[0][:k]))
+            diff = float(
+                np.nanmean(across_seeds(curves)[0][:k] - across_seeds(cells[(task, c["ref"])][1])[0][:k])
+            )
             held = diff < 0
             row.update(measured=f"mean({algo} - {c['ref']}) over the first {fmt_step(c['step'])}: {diff:.1f}")
         else:
@@ -385,7 +625,9 @@ harness keeps `literal` and the report says that no reading reproduced the claim
 CLAIM_COLUMNS = ("id", "task", "claim", "measured", "seeds", "verdict")  # claims.csv, after "reading"
 
 
-def fidelity_score(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELITY_RESULTS, write=True) -> list[dict]:
+def fidelity_score(
+    logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELITY_RESULTS, write=True
+) -> list[dict]:
     """Evaluate every classic-control claim for every reading with logs; write scores.csv and claims.csv."""
     rows, claim_rows, final_rows = [], [], []
     for r in sorted(os.listdir(logs_dir)) if os.path.isdir(logs_dir) else []:
@@ -393,17 +635,31 @@ def fidelity_score(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELITY_
         if not runs:
             continue
         verdicts = evaluate(runs, tasks=hparams.FIDELITY_TASKS)
-        rows.append({"reading": r, "flags": " ".join(hparams.reading_flags(r)),
-                     "changes": hparams.READINGS[r][1] if r in hparams.READINGS else len(r.split("+")),
-                     "held": sum(v["verdict"] == "held" for v in verdicts),
-                     "evaluable": sum(v["verdict"] in ("held", "not held") for v in verdicts), "runs": len(runs),
-                     "diverged": sum(x["status"] == "diverged" for x in runs)})
+        rows.append(
+            {
+                "reading": r,
+                "flags": " ".join(hparams.reading_flags(r)),
+                "changes": hparams.READINGS[r][1] if r in hparams.READINGS else len(r.split("+")),
+                "held": sum(v["verdict"] == "held" for v in verdicts),
+                "evaluable": sum(v["verdict"] in ("held", "not held") for v in verdicts),
+                "runs": len(runs),
+                "diverged": sum(x["status"] == "diverged" for x in runs),
+            }
+        )
         claim_rows += [{"reading": r, **{k: v[k] for k in CLAIM_COLUMNS}} for v in verdicts]
         for (task, algo), (_, curves, _) in sorted(cell_curves(runs).items()):
             mean = across_seeds(curves)[0]
-            final_rows.append({"reading": r, "task": task, "algo": algo, "seeds": len(curves),
-                               "final": f"{mean[-1]:.4g}", "peak": f"{np.nanmax(mean):.4g}",
-                               "finals_per_seed": ";".join(f"{c[-1]:.4g}" for c in curves)})
+            final_rows.append(
+                {
+                    "reading": r,
+                    "task": task,
+                    "algo": algo,
+                    "seeds": len(curves),
+                    "final": f"{mean[-1]:.4g}",
+                    "peak": f"{np.nanmax(mean):.4g}",
+                    "finals_per_seed": ";".join(f"{c[-1]:.4g}" for c in curves),
+                }
+            )
     if write and rows:
         for name, data in (("scores.csv", rows), ("claims.csv", claim_rows), ("finals.csv", final_rows)):
             write_csv(os.path.join(results_dir, name), data)
@@ -412,19 +668,37 @@ def fidelity_score(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELITY_
 
 def rescored(rows: list[dict], verdicts: dict, drop: set) -> list[dict]:
     """The score rows with "held" recounted from verdicts ({reading: {claim id: row}}) without the claims in drop."""
-    return [{**r, "held": sum(v["verdict"] == "held" for cid, v in verdicts[r["reading"]].items() if cid not in drop)}
-            for r in rows]
+    return [
+        {
+            **r,
+            "held": sum(
+                v["verdict"] == "held" for cid, v in verdicts[r["reading"]].items() if cid not in drop
+            ),
+        }
+        for r in rows
+    ]
 
 
 def fidelity_choose(rows: list[dict]) -> str:
     """The rule's choice among scored readings."""
+
     def steps_per_rollout(name: str) -> int:  # actor steps per rollout of a reading: minibatches x epochs
         flags = hparams.reading_flags(name)
-        return math.prod(int(flags[flags.index(f) + 1]) if f in flags else 1
-                         for f in ("--num-minibatches", "--update-epochs"))
+        return math.prod(
+            int(flags[flags.index(f) + 1]) if f in flags else 1
+            for f in ("--num-minibatches", "--update-epochs")
+        )
+
     order = list(hparams.READINGS)
-    best = min(rows, key=lambda r: (-r["held"], r["changes"], steps_per_rollout(r["reading"]),
-                                    order.index(r["reading"]) if r["reading"] in order else len(order)))
+    best = min(
+        rows,
+        key=lambda r: (
+            -r["held"],
+            r["changes"],
+            steps_per_rollout(r["reading"]),
+            order.index(r["reading"]) if r["reading"] in order else len(order),
+        ),
+    )
     literal = next((r for r in rows if r["reading"] == "literal"), None)
     return "literal" if literal and best["held"] <= literal["held"] else best["reading"]
 
@@ -434,9 +708,23 @@ def adam_check(budget: int = 111_000, seed: int = 1) -> dict:
     max |theta - theta_0| over parameters against the bound 3.2 * eta * (number of Adam steps)."""
     import torch
     from benchmark import trainer as sa
+
     with tempfile.TemporaryDirectory() as tmp:
-        assert sa.main(hparams.lookup("CartPole", "adam") + ["--total-timesteps", str(budget), "--seed", str(seed),
-                                                              "--runs-dir", tmp, "--no-tensorboard"]) == 0
+        assert (
+            sa.main(
+                hparams.lookup("CartPole", "adam")
+                + [
+                    "--total-timesteps",
+                    str(budget),
+                    "--seed",
+                    str(seed),
+                    "--runs-dir",
+                    tmp,
+                    "--no-tensorboard",
+                ]
+            )
+            == 0
+        )
         run = os.path.join(tmp, os.listdir(tmp)[0])
         ckpt = sa.load_checkpoint(run)  # weights_only: loading runs no code
         args = sa.args_from_checkpoint(ckpt["args"])
@@ -444,8 +732,14 @@ def adam_check(budget: int = 111_000, seed: int = 1) -> dict:
         init = sa.Actor(4, 2, True, args.hidden_sizes, args.log_std_init, args.activation)
         moved = max((ckpt["actor"][k] - v).abs().max().item() for k, v in init.state_dict().items())
         summary = json.load(open(os.path.join(run, "summary.json")))
-    return {"seed": seed, "adam_steps": ckpt["update"], "eta": args.learning_rate, "max_param_change": moved,
-            "bound": 3.2 * args.learning_rate * ckpt["update"], "mean_return_last10": summary["mean_return_last10"]}
+    return {
+        "seed": seed,
+        "adam_steps": ckpt["update"],
+        "eta": args.learning_rate,
+        "max_param_change": moved,
+        "bound": 3.2 * args.learning_rate * ckpt["update"],
+        "mean_return_last10": summary["mean_return_last10"],
+    }
 
 
 # ---- The toy MDP's cosine study (smac_numpy.py keeps the MDP's core): python benchmark/aggregate.py toy
@@ -457,8 +751,13 @@ def toy_sm_expected(theta: np.ndarray, lam_p: float, damping: float) -> np.ndarr
     out = np.zeros(2)
     for x, a in ((0, 0), (0, 1), (1, 0), (1, 1)):
         ell = sn.toy_score(theta, lam_p, x, a)
-        out += (d[x] * sn.toy_prob(theta, lam_p, x, a) * ell * sn.toy_advantage(theta, lam_p, x, a)
-                / (damping + ell @ ell))
+        out += (
+            d[x]
+            * sn.toy_prob(theta, lam_p, x, a)
+            * ell
+            * sn.toy_advantage(theta, lam_p, x, a)
+            / (damping + ell @ ell)
+        )
     return out
 
 
@@ -469,14 +768,29 @@ def direction(method, theta, lam_p, damping, n_samples, rng):
     return sn.toy_direction(method, theta, lam_p, damping, n_samples, rng)
 
 
-def toy_grid_cosines(method: str, lam_p: float, damping: float, n_samples: int, seed: int,
-                     reference: str = "NPG", half_width: float = 4.0, n: int = 21) -> np.ndarray:
+def toy_grid_cosines(
+    method: str,
+    lam_p: float,
+    damping: float,
+    n_samples: int,
+    seed: int,
+    reference: str = "NPG",
+    half_width: float = 4.0,
+    n: int = 21,
+) -> np.ndarray:
     """Cosine of `method` to `reference` at the same policies: an n x n grid of log-odds (u0, u1) in [-w, w]^2."""
     rng = np.random.default_rng(seed)
     us = np.linspace(-half_width, half_width, n)
     thetas = [np.array([-u0 / lam_p, -u1]) for u0 in us for u1 in us]
-    return np.array([sn._cos(direction(method, theta, lam_p, damping, n_samples, rng),
-                             direction(reference, theta, lam_p, damping, n_samples, rng)) for theta in thetas])
+    return np.array(
+        [
+            sn._cos(
+                direction(method, theta, lam_p, damping, n_samples, rng),
+                direction(reference, theta, lam_p, damping, n_samples, rng),
+            )
+            for theta in thetas
+        ]
+    )
 
 
 def toy_main(argv=None) -> int:
@@ -490,28 +804,42 @@ def toy_main(argv=None) -> int:
 
     def mean_min(cosines) -> str:
         return f"{np.nanmean(cosines):+.3f} [{np.nanmin(cosines):+.3f}]"
-    print("[A'] SM-expected along its own trajectory (smac_numpy.py toy-mdp's defaults), cosine to NPG / NPG-w, "
-          "mean [min] over iterations")
+
+    print(
+        "[A'] SM-expected along its own trajectory (smac_numpy.py toy-mdp's defaults), cosine to NPG / NPG-w, "
+        "mean [min] over iterations"
+    )
     for lp in sn.TOY_LAMBDA_PS:
-        r = sn.toy_run("SM-expected", lp, damping=a.damping, n_samples=a.n_samples, seed=a.seed, direction=direction)
+        r = sn.toy_run(
+            "SM-expected", lp, damping=a.damping, n_samples=a.n_samples, seed=a.seed, direction=direction
+        )
         hit = np.nonzero(r["J"] >= 1.9)[0]
-        print(f"  lambda_p={lp:<5} {'SM-expected':<14} cos(NPG) {mean_min(r['cos_npg'])}   cos(NPG-w) "
-              f"{mean_min(r['cos_npg_weighted'])}   final J {r['J'][-1]:.4f}   first J>=1.9 at iter "
-              f"{hit[0] if len(hit) else 'never'}")
+        print(
+            f"  lambda_p={lp:<5} {'SM-expected':<14} cos(NPG) {mean_min(r['cos_npg'])}   cos(NPG-w) "
+            f"{mean_min(r['cos_npg_weighted'])}   final J {r['J'][-1]:.4f}   first J>=1.9 at iter "
+            f"{hit[0] if len(hit) else 'never'}"
+        )
     print("[B] cosine to NPG / NPG-w at the same policies: 21x21 grid of log-odds in [-4,4]^2, mean [min]")
     for lp in sn.TOY_LAMBDA_PS:
         for m in ("PG", "SM-printed", "SM-expected", "SM-sampled", "SM-batch-mean"):
-            c1, c2 = (toy_grid_cosines(m, lp, a.damping, a.n_samples, a.seed, ref) for ref in ("NPG", "NPG-weighted"))
+            c1, c2 = (
+                toy_grid_cosines(m, lp, a.damping, a.n_samples, a.seed, ref)
+                for ref in ("NPG", "NPG-weighted")
+            )
             print(f"  lambda_p={lp:<5} {m:<14} cos(NPG) {mean_min(c1)}   cos(NPG-w) {mean_min(c2)}")
     print("[C] damping sweep: mean cosine to NPG (printed F) on the grid of [B]")
     print("  lambda_p  damping   SM-printed  SM-expected  SM-sampled  SM-batch-mean   (PG)")
     for lp in sn.TOY_LAMBDA_PS:
         pg = np.nanmean(toy_grid_cosines("PG", lp, 1.0, a.n_samples, a.seed))
         for dmp in a.damping_sweep:
-            c = [np.nanmean(toy_grid_cosines(m, lp, dmp, a.n_samples, a.seed))
-                 for m in ("SM-printed", "SM-expected", "SM-sampled", "SM-batch-mean")]
-            print(f"  {lp:<9} {dmp:<9} {c[0]:+.3f}      {c[1]:+.3f}       {c[2]:+.3f}      {c[3]:+.3f}"
-                  f"         ({pg:+.3f})")
+            c = [
+                np.nanmean(toy_grid_cosines(m, lp, dmp, a.n_samples, a.seed))
+                for m in ("SM-printed", "SM-expected", "SM-sampled", "SM-batch-mean")
+            ]
+            print(
+                f"  {lp:<9} {dmp:<9} {c[0]:+.3f}      {c[1]:+.3f}       {c[2]:+.3f}      {c[3]:+.3f}"
+                f"         ({pg:+.3f})"
+            )
     return 0
 
 
@@ -530,8 +858,12 @@ def load_cells(source: Union[str, list], budgets: Optional[dict] = None) -> dict
     for run in compact.discover_logs(source) if isinstance(source, str) else source:
         budget = (budgets or {}).get(run["task"]) or stage1_budget(run["task"])
         cell = cells.setdefault((run["task"], run["algo"]), {"finished": [], "diverged": [], "short": []})
-        curve = smoothed_curve(run["episodes"]["global_step"], run["episodes"]["episodic_return"], budget,
-                               last_step=min(run["last_step"], budget))
+        curve = smoothed_curve(
+            run["episodes"]["global_step"],
+            run["episodes"]["episodic_return"],
+            budget,
+            last_step=min(run["last_step"], budget),
+        )
         if run["status"] == "diverged":
             cell["diverged"].append((run["seed"], curve))
         elif run["status"] == "finished" and run["last_step"] >= budget and np.isfinite(curve[-1]):
@@ -547,8 +879,10 @@ def load_cells(source: Union[str, list], budgets: Optional[dict] = None) -> dict
 def peaks(cell: dict, budget: int) -> list[tuple[int, float, int, float]]:
     """(seed, peak, step of the peak, final) of each finished run's smoothed curve: a final alone hides a run
     that rose and then fell. The step is the end of the peak's bin."""
-    return [(seed, float(np.nanmax(curve)), (int(np.nanargmax(curve)) + 1) * budget // len(curve), final)
-            for seed, final, curve in cell["finished"]]
+    return [
+        (seed, float(np.nanmax(curve)), (int(np.nanargmax(curve)) + 1) * budget // len(curve), final)
+        for seed, final, curve in cell["finished"]
+    ]
 
 
 def cell_rows(cells: dict) -> list[dict]:
@@ -561,16 +895,32 @@ def cell_rows(cells: dict) -> list[dict]:
         finals = [f for _, f, _ in cell["finished"]]
         lo, hi = stats.bootstrap_mean_ci(finals) if len(finals) >= MIN_CI_SEEDS else (np.nan, np.nan)
         paper = hparams.paper_result(task, algo) if algo in hparams.PAPER_ALGOS else None
-        inside = ("–" if paper is None or not np.isfinite(lo) else
-                  "yes" if lo <= paper[0] <= hi else ("paper above" if paper[0] > hi else "paper below"))
+        inside = (
+            "–"
+            if paper is None or not np.isfinite(lo)
+            else "yes"
+            if lo <= paper[0] <= hi
+            else ("paper above" if paper[0] > hi else "paper below")
+        )
         vs = stats.welch_vs_summary(finals, paper[0], paper[1], PAPER_SEEDS) if paper else None
-        rows.append({"task": task, "algo": algo, "n": len(finals), "n_div": len(cell["diverged"]),
-                     "mean": float(np.mean(finals)) if finals else np.nan,
-                     "std": float(np.std(finals, ddof=1)) if len(finals) > 1 else np.nan,
-                     "lo": lo, "hi": hi, "paper": None if paper is None else paper[0],
-                     "paper_std": None if paper is None else paper[1], "inside": inside,
-                     "p_vs_paper": np.nan if vs is None else vs["p"], "finals": ";".join(f"{f:.6g}" for f in finals),
-                     "diverged_seeds": ";".join(str(seed) for seed, _ in cell["diverged"])})
+        rows.append(
+            {
+                "task": task,
+                "algo": algo,
+                "n": len(finals),
+                "n_div": len(cell["diverged"]),
+                "mean": float(np.mean(finals)) if finals else np.nan,
+                "std": float(np.std(finals, ddof=1)) if len(finals) > 1 else np.nan,
+                "lo": lo,
+                "hi": hi,
+                "paper": None if paper is None else paper[0],
+                "paper_std": None if paper is None else paper[1],
+                "inside": inside,
+                "p_vs_paper": np.nan if vs is None else vs["p"],
+                "finals": ";".join(f"{f:.6g}" for f in finals),
+                "diverged_seeds": ";".join(str(seed) for seed, _ in cell["diverged"]),
+            }
+        )
     return rows
 
 
@@ -578,8 +928,9 @@ def scored_runs(cell: dict) -> list[tuple]:
     """(seed, final, curve) of every finished or diverged run of a cell, by seed. A diverged run scores as the
     random policy (normalized 0) from the bin where it diverged on, final included: it ends with no usable
     policy, and leaving it out would favour the algorithms that diverge."""
-    return sorted(list(cell["finished"]) + [(seed, None, curve) for seed, curve in cell["diverged"]],
-                  key=lambda x: x[0])
+    return sorted(
+        list(cell["finished"]) + [(seed, None, curve) for seed, curve in cell["diverged"]], key=lambda x: x[0]
+    )
 
 
 def _n_scored(cells: dict, task: str, algo: str) -> int:
@@ -599,7 +950,9 @@ def normalized(cells: dict, n_runs: int, algos=hparams.PAPER_ALGOS) -> tuple[dic
             best = max(hparams.paper_result(t, b)[0] for b in hparams.PAPER_ALGOS)
             for i, (_, final, curve) in enumerate(scored_runs(cells[(t, a)])[:n_runs]):
                 scores[a][i, j] = 0.0 if final is None else stats.normalize(final, rand[t], best)
-                curves[a][i, j] = np.nan_to_num(stats.normalize(curve[every - 1::every], rand[t], best), nan=0.0)
+                curves[a][i, j] = np.nan_to_num(
+                    stats.normalize(curve[every - 1 :: every], rand[t], best), nan=0.0
+                )
     return scores, tasks, curves
 
 
@@ -607,7 +960,9 @@ def aggregates(cells: dict, min_seeds: int, results_dir: str, reps: int) -> Opti
     """rliable aggregates over the tasks where all the algorithms run have `use` scored_runs, `use` in 2..min_seeds
     chosen for the most tasks (3 seeds on nine tasks say more than 5 on two), then the most runs. Writes
     aggregates.csv and improvement.csv; None (and no stale CSVs) if no task qualifies."""
-    algos = [a for a in hparams.ALGOS if any((t, a) in cells for t in hparams.tasks())]  # sgd-matched too (issue 27)
+    algos = [
+        a for a in hparams.ALGOS if any((t, a) in cells for t in hparams.tasks())
+    ]  # sgd-matched too (issue 27)
     per_task = [min(_n_scored(cells, t, a) for a in algos) for t in hparams.tasks()]
     use = max(range(2, min_seeds + 1), key=lambda n: (sum(s >= n for s in per_task), n))
     if not any(s >= use for s in per_task):
@@ -617,17 +972,42 @@ def aggregates(cells: dict, min_seeds: int, results_dir: str, reps: int) -> Opti
         return None
     scores, tasks, curves = normalized(cells, use, algos)
     agg = stats.aggregate_intervals(scores, reps=reps)
-    imp = {b: stats.improvement_probability(scores["smac"], scores[b], reps=reps) for b in algos if b != "smac"}
+    imp = {
+        b: stats.improvement_probability(scores["smac"], scores[b], reps=reps) for b in algos if b != "smac"
+    }
     taus = np.linspace(-0.5, 1.5, 81)
-    write_csv(os.path.join(results_dir, "aggregates.csv"),
-              [{"algo": a, "metric": m, "point": f"{p:.6g}", "lo": f"{lo:.6g}", "hi": f"{hi:.6g}",
-                "tasks": ";".join(tasks), "seeds_per_task": use}
-               for a, d in agg.items() for m, (p, lo, hi) in d.items()])
-    write_csv(os.path.join(results_dir, "improvement.csv"),
-              [{"x": "smac", "y": b, "P(x>y)": f"{p:.4f}", "lo": f"{lo:.4f}", "hi": f"{hi:.4f}"}
-               for b, (p, lo, hi) in imp.items()])
-    return {"use": use, "tasks": tasks, "agg": agg, "imp": imp, "eff": stats.iqm_over_steps(curves, reps=reps),
-            "profile": stats.performance_profile(scores, taus), "taus": taus}
+    write_csv(
+        os.path.join(results_dir, "aggregates.csv"),
+        [
+            {
+                "algo": a,
+                "metric": m,
+                "point": f"{p:.6g}",
+                "lo": f"{lo:.6g}",
+                "hi": f"{hi:.6g}",
+                "tasks": ";".join(tasks),
+                "seeds_per_task": use,
+            }
+            for a, d in agg.items()
+            for m, (p, lo, hi) in d.items()
+        ],
+    )
+    write_csv(
+        os.path.join(results_dir, "improvement.csv"),
+        [
+            {"x": "smac", "y": b, "P(x>y)": f"{p:.4f}", "lo": f"{lo:.4f}", "hi": f"{hi:.4f}"}
+            for b, (p, lo, hi) in imp.items()
+        ],
+    )
+    return {
+        "use": use,
+        "tasks": tasks,
+        "agg": agg,
+        "imp": imp,
+        "eff": stats.iqm_over_steps(curves, reps=reps),
+        "profile": stats.performance_profile(scores, taus),
+        "taus": taus,
+    }
 
 
 # ---- The normalization-defaults sweep (hparams.DEFAULTS_*): its runs' final returns and the rule written before it ran
@@ -642,9 +1022,17 @@ def defaults_rows(logs_dir: str = hparams.DEFAULTS_LOGS) -> list[dict]:
         for run in compact.discover_logs(os.path.join(logs_dir, setting)):
             ep, steps = run["episodes"], int(run["job_budget"])
             tail = ep["episodic_return"][ep["global_step"] > 0.9 * steps]
-            rows.append({"setting": setting, "env_id": run["cfg"]["env_id"], "algo": run["algo"], "seed": run["seed"],
-                         "steps": steps, "status": run["status"],
-                         "final_return": f"{tail.mean():.6g}" if tail.size else ""})
+            rows.append(
+                {
+                    "setting": setting,
+                    "env_id": run["cfg"]["env_id"],
+                    "algo": run["algo"],
+                    "seed": run["seed"],
+                    "steps": steps,
+                    "status": run["status"],
+                    "final_return": f"{tail.mean():.6g}" if tail.size else "",
+                }
+            )
     return rows
 
 
@@ -659,12 +1047,17 @@ def write_defaults_csv(path: str = DEFAULTS_CSV, logs_dir: str = hparams.DEFAULT
 def defaults_main(argv=None) -> int:
     """Score = mean over the task x algorithm cells of the seed-mean final return min-max normalized per task over
     every setting and algorithm; the rule picks the highest."""
-    argparse.ArgumentParser(prog="aggregate.py defaults", description="the normalization-defaults sweep: final "
-                            "returns per setting, each setting's score and the rule's choice").parse_args(argv)
+    argparse.ArgumentParser(
+        prog="aggregate.py defaults",
+        description="the normalization-defaults sweep: final "
+        "returns per setting, each setting's score and the rule's choice",
+    ).parse_args(argv)
     rows = defaults_rows()
     if len(rows) < len(hparams.DEFAULTS_SETTINGS) * len(hparams.DEFAULTS_ROWS) * 3:
-        print(f"error: {len(rows)} runs in {hparams.DEFAULTS_LOGS}; run `python benchmark/sweep.py --study defaults`",
-              file=sys.stderr)
+        print(
+            f"error: {len(rows)} runs in {hparams.DEFAULTS_LOGS}; run `python benchmark/sweep.py --study defaults`",
+            file=sys.stderr,
+        )
         return 2
     cells: dict = {}
     for r in rows:
@@ -672,19 +1065,34 @@ def defaults_main(argv=None) -> int:
     mean = {k: float(np.mean(v)) for k, v in cells.items()}
     envs = sorted({k[1] for k in mean})
     lo, hi = ({e: extreme(v for k, v in mean.items() if k[1] == e) for e in envs} for extreme in (min, max))
-    score = {s: float(np.mean([(mean[(s, e, a)] - lo[e]) / (hi[e] - lo[e] + 1e-12) for e in envs
-                               for a in DEFAULTS_ALGOS])) for s in hparams.DEFAULTS_SETTINGS}
-    print("| setting | " + " | ".join(f"{e.split('-v')[0]} {a}" for e in envs for a in DEFAULTS_ALGOS) + " | score |")
+    score = {
+        s: float(
+            np.mean(
+                [(mean[(s, e, a)] - lo[e]) / (hi[e] - lo[e] + 1e-12) for e in envs for a in DEFAULTS_ALGOS]
+            )
+        )
+        for s in hparams.DEFAULTS_SETTINGS
+    }
+    print(
+        "| setting | "
+        + " | ".join(f"{e.split('-v')[0]} {a}" for e in envs for a in DEFAULTS_ALGOS)
+        + " | score |"
+    )
     for s in hparams.DEFAULTS_SETTINGS:
-        print(f"| {s} | " + " | ".join(f"{mean[(s, e, a)]:.1f}" for e in envs for a in DEFAULTS_ALGOS)
-              + f" | {score[s]:.3f} |")
+        print(
+            f"| {s} | "
+            + " | ".join(f"{mean[(s, e, a)]:.1f}" for e in envs for a in DEFAULTS_ALGOS)
+            + f" | {score[s]:.3f} |"
+        )
     print(f"chosen by the rule: {max(score, key=score.get)}")
     return 0
 
 
 # ---- Command lines
 def fidelity_main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="aggregate.py fidelity", description="score the fidelity study's readings")
+    p = argparse.ArgumentParser(
+        prog="aggregate.py fidelity", description="score the fidelity study's readings"
+    )
     p.add_argument("cmd", choices=["score", "adam-check", "rule"])
     cmd = p.parse_args(argv).cmd
     if cmd == "rule":
@@ -698,18 +1106,26 @@ def fidelity_main(argv=None) -> int:
     else:
         rows = fidelity_score()
         for r in rows:
-            print(f"{r['reading']:28s} held {r['held']}/{r['evaluable']}  runs {r['runs']}  diverged {r['diverged']}")
+            print(
+                f"{r['reading']:28s} held {r['held']}/{r['evaluable']}  runs {r['runs']}  diverged {r['diverged']}"
+            )
         if rows:
             print(f"chosen by the rule: {fidelity_choose(rows)}")
     return 0
 
 
 def claims_main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="aggregate.py claims", description="the paper's timestep claims on some runs")
-    p.add_argument("source", help="compact logs root ({task}/{algo}/seed{n}.json.gz) or, with --raw, a runs dir")
+    p = argparse.ArgumentParser(
+        prog="aggregate.py claims", description="the paper's timestep claims on some runs"
+    )
+    p.add_argument(
+        "source", help="compact logs root ({task}/{algo}/seed{n}.json.gz) or, with --raw, a runs dir"
+    )
     p.add_argument("--raw", action="store_true", help="source is a sweep runs directory")
     a = p.parse_args(argv)
-    print("\n".join(table(evaluate(discover(a.source) if a.raw else compact.discover_logs(a.source)), COLUMNS)))
+    print(
+        "\n".join(table(evaluate(discover(a.source) if a.raw else compact.discover_logs(a.source)), COLUMNS))
+    )
     return 0
 
 
@@ -719,18 +1135,34 @@ def main(argv=None) -> int:
     sub = {"toy": toy_main, "fidelity": fidelity_main, "claims": claims_main, "defaults": defaults_main}
     if argv and argv[0] in sub:
         return sub[argv[0]](argv[1:])
-    p = argparse.ArgumentParser(description="Aggregate benchmark runs with the paper's protocol. Without "
-                                "--runs-dir/--logs-dir: the stage-1 grid's committed compact logs at its budgets.")
+    p = argparse.ArgumentParser(
+        description="Aggregate benchmark runs with the paper's protocol. Without "
+        "--runs-dir/--logs-dir: the stage-1 grid's committed compact logs at its budgets."
+    )
     p.add_argument("--runs-dir", default=None, help="raw sweep runs ({task}/{algo}/seed{n}/ run directories)")
-    p.add_argument("--logs-dir", default=None, help="compact logs ({task}/{algo}/seed{n}.json.gz); default: the "
-                   "stage-1 grid's, benchmark/results/logs/<reading>")
-    p.add_argument("--results-dir", default=DEFAULT_RESULTS, help="where the CSVs go (default: the stage-1 grid's, "
-                   "benchmark/results/stage1; required with --runs-dir/--logs-dir)")
-    p.add_argument("--budget", default=None, help="as sweep.py --budget; default: the stage-1 budgets for the "
-                   "stage-1 logs, else each task's budget from job.json")
+    p.add_argument(
+        "--logs-dir",
+        default=None,
+        help="compact logs ({task}/{algo}/seed{n}.json.gz); default: the "
+        "stage-1 grid's, benchmark/results/logs/<reading>",
+    )
+    p.add_argument(
+        "--results-dir",
+        default=DEFAULT_RESULTS,
+        help="where the CSVs go (default: the stage-1 grid's, "
+        "benchmark/results/stage1; required with --runs-dir/--logs-dir)",
+    )
+    p.add_argument(
+        "--budget",
+        default=None,
+        help="as sweep.py --budget; default: the stage-1 budgets for the "
+        "stage-1 logs, else each task's budget from job.json",
+    )
     args = p.parse_args(argv)
     if (args.runs_dir or args.logs_dir) and args.results_dir == DEFAULT_RESULTS:
-        p.error("--runs-dir/--logs-dir need --results-dir: the default holds the stage-1 grid's committed results")
+        p.error(
+            "--runs-dir/--logs-dir need --results-dir: the default holds the stage-1 grid's committed results"
+        )
     if args.runs_dir is None and args.logs_dir is None:
         args.logs_dir = stage1_logs()
         args.budget = args.budget or hparams.load()["meta"]["stage1_budget"]

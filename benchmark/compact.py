@@ -11,6 +11,7 @@ as a finished run, so a grid continues across sessions where the last one stoppe
 
     python benchmark/compact.py pack benchmark/runs --logs benchmark/results/logs   # pack every finished run
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,21 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 EPISODE_COLS = ["global_step", "episodic_return", "episodic_length"]
-UPDATE_COLS = ["update", "global_step", "value_loss", "mean_logprob", "entropy", "ell_sq", "g_norm", "step_norm",
-               "cos_g_step", "step_par_norm", "step_perp_norm", "actor_update_ms", "sps"]
+UPDATE_COLS = [
+    "update",
+    "global_step",
+    "value_loss",
+    "mean_logprob",
+    "entropy",
+    "ell_sq",
+    "g_norm",
+    "step_norm",
+    "cos_g_step",
+    "step_par_norm",
+    "step_perp_norm",
+    "actor_update_ms",
+    "sps",
+]
 FORMAT = 1
 
 
@@ -48,22 +62,28 @@ def find_run_dir(seed_dir: str) -> Optional[str]:
     were starting) are removed with a message; a live or checkpointed extra one is an error."""
     if not os.path.isdir(seed_dir):
         return None
-    dirs = sorted(d for d in os.listdir(seed_dir)
-                  if os.path.isdir(os.path.join(seed_dir, d)) and not d.startswith("."))
+    dirs = sorted(
+        d for d in os.listdir(seed_dir) if os.path.isdir(os.path.join(seed_dir, d)) and not d.startswith(".")
+    )
     if len(dirs) > 1:
         from benchmark import trainer  # a leaf: it imports only smac_a2c and benchmark.protocol
+
         for d in list(dirs):
             path = os.path.join(seed_dir, d)
             if not os.path.isfile(os.path.join(path, "checkpoint.pt")) and not trainer.run_dir_locked(path):
-                print(f"[sweep] {seed_dir}: removing stale run directory {d} (no checkpoint, no live trainer)",
-                      flush=True)
+                print(
+                    f"[sweep] {seed_dir}: removing stale run directory {d} (no checkpoint, no live trainer)",
+                    flush=True,
+                )
                 shutil.rmtree(path, ignore_errors=True)
                 dirs.remove(d)
                 if len(dirs) == 1:
                     break
     if len(dirs) > 1:
-        raise RuntimeError(f"{seed_dir} holds {len(dirs)} run directories {dirs}; expected one. "
-                           f"Keep the one you want and delete the others.")
+        raise RuntimeError(
+            f"{seed_dir} holds {len(dirs)} run directories {dirs}; expected one. "
+            f"Keep the one you want and delete the others."
+        )
     return os.path.join(seed_dir, dirs[0]) if dirs else None
 
 
@@ -111,15 +131,39 @@ def discover(runs_dir: str) -> list[dict]:
         cfg = read_json(os.path.join(run_dir, "config.json"), {}).get("args", {})
         summary = read_summary(run_dir) or {}
         ep = read_csv_columns(os.path.join(run_dir, "episodes.csv"), ["global_step", "episodic_return"])
-        up = read_csv_columns(os.path.join(run_dir, "updates.csv"),
-                              ["global_step", "mean_logprob", "ell_sq", "g_norm", "step_norm", "cos_g_step",
-                               "step_par_norm", "value_loss"])
-        last = int(max(summary.get("global_step", 0),
-                       up["global_step"].max() if up["global_step"].size else 0))
-        runs.append({"task": task, "algo": algo, "seed": int(seed_dir.rsplit("seed", 1)[1]), "seed_dir": seed_dir,
-                     "run_dir": run_dir, "job_budget": job.get("budget"), "status": summary.get("status", "running?"),
-                     "last_step": last, "damping": cfg.get("damping"), "num_steps": cfg.get("num_steps"),
-                     "episodes": ep, "updates": up, "cfg": cfg})
+        up = read_csv_columns(
+            os.path.join(run_dir, "updates.csv"),
+            [
+                "global_step",
+                "mean_logprob",
+                "ell_sq",
+                "g_norm",
+                "step_norm",
+                "cos_g_step",
+                "step_par_norm",
+                "value_loss",
+            ],
+        )
+        last = int(
+            max(summary.get("global_step", 0), up["global_step"].max() if up["global_step"].size else 0)
+        )
+        runs.append(
+            {
+                "task": task,
+                "algo": algo,
+                "seed": int(seed_dir.rsplit("seed", 1)[1]),
+                "seed_dir": seed_dir,
+                "run_dir": run_dir,
+                "job_budget": job.get("budget"),
+                "status": summary.get("status", "running?"),
+                "last_step": last,
+                "damping": cfg.get("damping"),
+                "num_steps": cfg.get("num_steps"),
+                "episodes": ep,
+                "updates": up,
+                "cfg": cfg,
+            }
+        )
     return runs
 
 
@@ -146,14 +190,22 @@ def pack(run_dir: str, out_path: str, task: str, algo: str, seed: int, budget: O
     with open(os.path.join(run_dir, "summary.json")) as f:
         summary = json.load(f)
     cfg = read_json(os.path.join(run_dir, "config.json"), {})
-    record = {"format": FORMAT, "task": task, "algo": algo, "seed": seed, "budget": budget,
-              "status": summary.get("status"), "global_step": summary.get("global_step"),
-              "updates_done": summary.get("updates"), "wall_time_s": summary.get("wall_time_s"),
-              "resumed_from_step": cfg.get("resumed_from_step") or 0,  # wall_time_s covers the steps after it
-              "args": cfg.get("args", {}), "versions": {k: cfg.get(k) for k in ("torch", "gymnasium", "mujoco",
-                                                                                 "numpy", "python", "device")},
-              "episodes": _columns(os.path.join(run_dir, "episodes.csv"), EPISODE_COLS),
-              "updates": _columns(os.path.join(run_dir, "updates.csv"), UPDATE_COLS)}
+    record = {
+        "format": FORMAT,
+        "task": task,
+        "algo": algo,
+        "seed": seed,
+        "budget": budget,
+        "status": summary.get("status"),
+        "global_step": summary.get("global_step"),
+        "updates_done": summary.get("updates"),
+        "wall_time_s": summary.get("wall_time_s"),
+        "resumed_from_step": cfg.get("resumed_from_step") or 0,  # wall_time_s covers the steps after it
+        "args": cfg.get("args", {}),
+        "versions": {k: cfg.get(k) for k in ("torch", "gymnasium", "mujoco", "numpy", "python", "device")},
+        "episodes": _columns(os.path.join(run_dir, "episodes.csv"), EPISODE_COLS),
+        "updates": _columns(os.path.join(run_dir, "updates.csv"), UPDATE_COLS),
+    }
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     tmp = out_path + ".tmp"
     with gzip.open(tmp, "wt", compresslevel=9) as f:
@@ -168,13 +220,23 @@ def load(path: str) -> dict:
         rec = json.load(f)
     arr = lambda v: np.asarray([np.nan if x is None else x for x in v], dtype=np.float64)
     args = rec.get("args", {})
-    return {"task": rec["task"], "algo": rec["algo"], "seed": int(rec["seed"]), "seed_dir": None, "run_dir": path,
-            "job_budget": rec.get("budget"), "status": rec.get("status") or "running?",
-            "last_step": int(rec.get("global_step") or 0), "damping": args.get("damping"),
-            "num_steps": args.get("num_steps"), "cfg": args, "wall_time_s": rec.get("wall_time_s"),
-            "resumed_from_step": int(rec.get("resumed_from_step") or 0),
-            "episodes": {c: arr(v) for c, v in rec["episodes"].items()},
-            "updates": {c: arr(v) for c, v in rec["updates"].items()}}
+    return {
+        "task": rec["task"],
+        "algo": rec["algo"],
+        "seed": int(rec["seed"]),
+        "seed_dir": None,
+        "run_dir": path,
+        "job_budget": rec.get("budget"),
+        "status": rec.get("status") or "running?",
+        "last_step": int(rec.get("global_step") or 0),
+        "damping": args.get("damping"),
+        "num_steps": args.get("num_steps"),
+        "cfg": args,
+        "wall_time_s": rec.get("wall_time_s"),
+        "resumed_from_step": int(rec.get("resumed_from_step") or 0),
+        "episodes": {c: arr(v) for c, v in rec["episodes"].items()},
+        "updates": {c: arr(v) for c, v in rec["updates"].items()},
+    }
 
 
 def header(path: str) -> Optional[dict]:
@@ -182,8 +244,11 @@ def header(path: str) -> Optional[dict]:
     try:
         with gzip.open(path, "rt") as f:
             rec = json.load(f)
-        return {"status": rec.get("status"), "global_step": int(rec.get("global_step") or 0),
-                "budget": rec.get("budget")}
+        return {
+            "status": rec.get("status"),
+            "global_step": int(rec.get("global_step") or 0),
+            "budget": rec.get("budget"),
+        }
     except (OSError, ValueError, EOFError):
         return None
 
@@ -202,8 +267,14 @@ def main(argv=None) -> int:
     n = 0
     for r in discover(a.runs_dir):
         if r["status"] in ("finished", "diverged"):
-            pack(r["run_dir"], log_path(a.logs, r["task"], r["algo"], r["seed"]), r["task"], r["algo"], r["seed"],
-                 r["job_budget"])
+            pack(
+                r["run_dir"],
+                log_path(a.logs, r["task"], r["algo"], r["seed"]),
+                r["task"],
+                r["algo"],
+                r["seed"],
+                r["job_budget"],
+            )
             n += 1
     print(f"packed {n} runs into {a.logs}")
     return 0

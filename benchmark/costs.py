@@ -75,8 +75,11 @@ def setup(width: int, batch: int, device: str, seed: int = 0):
     torch.manual_seed(seed)
     actor = lab.Actor(OBS_DIM, ACT_DIM, False, (width, width)).to(device)
     g = torch.Generator(device="cpu").manual_seed(seed + 1)
-    data = {"obs": torch.randn(batch, OBS_DIM, generator=g), "actions": torch.randn(batch, ACT_DIM, generator=g),
-            "advantages": torch.randn(batch, generator=g)}
+    data = {
+        "obs": torch.randn(batch, OBS_DIM, generator=g),
+        "actions": torch.randn(batch, ACT_DIM, generator=g),
+        "advantages": torch.randn(batch, generator=g),
+    }
     return actor, {k: v.to(device) for k, v in data.items()}
 
 
@@ -128,11 +131,18 @@ def env_limit_sps(env_id: str, steps: int, sample_each_step: bool) -> float:
 
 def trainer_sps(env_id: str, steps: int, optimizer: str, runs_dir: str) -> tuple[float, float]:
     """Training steps/s of smac_a2c.train (logs included) and the median actor update ms inside training."""
-    args = sa.Args(env_id=env_id, optimizer=optimizer, total_timesteps=steps, tensorboard=False,
-                   exp_name=f"throughput-{optimizer}")
+    args = sa.Args(
+        env_id=env_id,
+        optimizer=optimizer,
+        total_timesteps=steps,
+        tensorboard=False,
+        exp_name=f"throughput-{optimizer}",
+    )
     run_dir = tempfile.mkdtemp(dir=runs_dir)
     with contextlib.redirect_stdout(io.StringIO()):  # the progress lines
-        elapsed = timed(lambda: sa.train(args, run_dir=run_dir))  # includes env construction, like SB3's timing
+        elapsed = timed(
+            lambda: sa.train(args, run_dir=run_dir)
+        )  # includes env construction, like SB3's timing
     with open(os.path.join(run_dir, "updates.csv")) as f:
         rows = f.read().splitlines()[1:]
     return steps / elapsed, statistics.median(float(r.split(",")[11]) for r in rows)
@@ -182,30 +192,58 @@ def throughput(opts) -> None:
     micro = update_ms({"smac": sa.smac_step, "smac fast path": lab.smac_step, "sgd": sa.sgd_step})
     sample = policy_sample_us()
 
-    print(f"{opts.env_id}, 1 env, {opts.steps} steps per measurement, torch threads 1, "
-          f"{time.strftime('%Y-%m-%d')}, {platform.node()} ({os.cpu_count()} cores)")
+    print(
+        f"{opts.env_id}, 1 env, {opts.steps} steps per measurement, torch threads 1, "
+        f"{time.strftime('%Y-%m-%d')}, {platform.node()} ({os.cpu_count()} cores)"
+    )
     print(f"  env.step limit (actions drawn beforehand) {limit:8.0f} steps/s = 1.00")
     print(f"  env.step + action_space.sample() (old baseline) {raw:8.0f} steps/s = {raw / limit:.2f}x limit")
-    print(f"  smac_a2c.py --optimizer smac {smac:8.0f} steps/s = {smac / limit:.2f}x limit (target >= 0.80x), "
-          f"{smac / raw:.2f}x old baseline")
-    print(f"  smac_a2c.py --optimizer sgd  {sgd:8.0f} steps/s = {sgd / limit:.2f}x limit, "
-          f"{sgd / raw:.2f}x old baseline")
-    print(f"  SB3 A2C (n_steps=1000)       {sb3:8.0f} steps/s = {sb3 / limit:.2f}x limit (smac_a2c smac is "
-          f"{smac / sb3:.1f}x SB3)" if sb3 is not None else
-          "  SB3 A2C: stable-baselines3 not installed (pip install stable-baselines3), skipped")
-    print(f"  actor update, T=1000, in training: smac {smac_ms:.2f} ms, sgd {sgd_ms:.2f} ms "
-          f"= {smac_ms / sgd_ms:.2f}x   (target <= 1.30x)")
-    print(f"  actor update, T=1000, interleaved microbenchmark: smac (smac_direction) {micro['smac']:.2f} ms, "
-          f"lab fast path {micro['smac fast path']:.2f} ms, sgd {micro['sgd']:.2f} ms = "
-          f"{micro['smac'] / micro['sgd']:.2f}x / {micro['smac fast path'] / micro['sgd']:.2f}x")
-    print(f"  per step: limit {1e6 / limit:.0f} us, trainer {1e6 / smac:.0f} us (the rest of the loop: "
-          f"{1e6 / smac - 1e6 / limit:.0f} us); choosing the action: numpy copy {sample['numpy']:.1f} us, torch "
-          f"actor {sample['torch']:.1f} us")
+    print(
+        f"  smac_a2c.py --optimizer smac {smac:8.0f} steps/s = {smac / limit:.2f}x limit (target >= 0.80x), "
+        f"{smac / raw:.2f}x old baseline"
+    )
+    print(
+        f"  smac_a2c.py --optimizer sgd  {sgd:8.0f} steps/s = {sgd / limit:.2f}x limit, "
+        f"{sgd / raw:.2f}x old baseline"
+    )
+    print(
+        f"  SB3 A2C (n_steps=1000)       {sb3:8.0f} steps/s = {sb3 / limit:.2f}x limit (smac_a2c smac is "
+        f"{smac / sb3:.1f}x SB3)"
+        if sb3 is not None
+        else "  SB3 A2C: stable-baselines3 not installed (pip install stable-baselines3), skipped"
+    )
+    print(
+        f"  actor update, T=1000, in training: smac {smac_ms:.2f} ms, sgd {sgd_ms:.2f} ms "
+        f"= {smac_ms / sgd_ms:.2f}x   (target <= 1.30x)"
+    )
+    print(
+        f"  actor update, T=1000, interleaved microbenchmark: smac (smac_direction) {micro['smac']:.2f} ms, "
+        f"lab fast path {micro['smac fast path']:.2f} ms, sgd {micro['sgd']:.2f} ms = "
+        f"{micro['smac'] / micro['sgd']:.2f}x / {micro['smac fast path'] / micro['sgd']:.2f}x"
+    )
+    print(
+        f"  per step: limit {1e6 / limit:.0f} us, trainer {1e6 / smac:.0f} us (the rest of the loop: "
+        f"{1e6 / smac - 1e6 / limit:.0f} us); choosing the action: numpy copy {sample['numpy']:.1f} us, torch "
+        f"actor {sample['torch']:.1f} us"
+    )
     if opts.json:
         with open(opts.json, "w") as f:
-            json.dump({"env_id": opts.env_id, "steps": opts.steps, "limit_sps": limit, "raw_sps": raw,
-                       "smac_sps": smac, "sgd_sps": sgd, "sb3_sps": sb3, "smac_update_ms": smac_ms,
-                       "sgd_update_ms": sgd_ms, "micro_ms": micro}, f, indent=2)
+            json.dump(
+                {
+                    "env_id": opts.env_id,
+                    "steps": opts.steps,
+                    "limit_sps": limit,
+                    "raw_sps": raw,
+                    "smac_sps": smac,
+                    "sgd_sps": sgd,
+                    "sb3_sps": sb3,
+                    "smac_update_ms": smac_ms,
+                    "sgd_update_ms": sgd_ms,
+                    "micro_ms": micro,
+                },
+                f,
+                indent=2,
+            )
 
 
 METHODS = ["sgd", "adam", "smac", "smac-generic", "smac-2bw", "smac-ps", "cg", "kfac"]
@@ -213,11 +251,13 @@ METHODS = ["sgd", "adam", "smac", "smac-generic", "smac-2bw", "smac-ps", "cg", "
 
 def direction_step(direction_fn):
     """An actor step from a direction function: log-probs with their graph -> direction_fn -> apply_step_."""
+
     def step(actor, batch, args, state):
         log_probs = actor.log_prob(batch["obs"], batch["actions"])
         direction = direction_fn(actor, log_probs, batch["advantages"], args.damping)
         lab.apply_step_(actor, direction, args.learning_rate)
         return {"g": direction, "step": direction}
+
     return step
 
 
@@ -288,6 +328,7 @@ def memory_probe(width: int, method: str, batch: int, threads: int) -> float:
     """In a fresh process: peak RSS rise (MiB) during one steady-state update (after a warm-up call)."""
     import ctypes
     import gc
+
     torch.set_num_threads(threads)
     actor, data = setup(width, batch, "cpu")
     step, args = make_step(method)
@@ -303,9 +344,24 @@ def memory_probe(width: int, method: str, batch: int, threads: int) -> float:
 
 
 def memory_cpu(width, method, a) -> float:
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), "update-cost", "--_probe", str(width), method,
-                          "--batch", str(a.batch), "--threads", str(a.threads)], capture_output=True, text=True,
-                         check=True, env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"})  # mmap, unmapped on free
+    out = subprocess.run(
+        [
+            sys.executable,
+            os.path.abspath(__file__),
+            "update-cost",
+            "--_probe",
+            str(width),
+            method,
+            "--batch",
+            str(a.batch),
+            "--threads",
+            str(a.threads),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"},
+    )  # mmap, unmapped on free
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -340,25 +396,49 @@ def update_cost(a) -> None:
             ms, reps, sbytes, estimate = time_method(method, actor0, batch, a)
             ok, mem, transient = ms is not None, None, None
             if ok and not a.no_memory:
-                transient = memory_cuda(method, actor0, batch) if a.device == "cuda" else memory_cpu(width, method, a)
+                transient = (
+                    memory_cuda(method, actor0, batch) if a.device == "cuda" else memory_cpu(width, method, a)
+                )
                 mem = transient + sbytes / 2**20  # what one update needs beyond actor + batch
             if method == "sgd":
                 sgd_ms, sgd_mem = ms, mem
-            row = {"device": device_name, "threads": a.threads, "batch": a.batch, "width": width, "d": d,
-                   "method": method, "status": "ok" if ok else "skipped", "ms": ms, "repeats": reps,
-                   "ratio_to_sgd": ms / sgd_ms if ok else None, "transient_peak_mb": transient, "peak_delta_mb": mem,
-                   "extra_mb": (mem - sgd_mem) if mem is not None and sgd_mem is not None else None,
-                   "state_mb": sbytes / 2**20 if ok else None,
-                   "note": "" if ok else f"estimated {estimate:.0f} s per call > {a.per_sample_limit_s:g} s"}
+            row = {
+                "device": device_name,
+                "threads": a.threads,
+                "batch": a.batch,
+                "width": width,
+                "d": d,
+                "method": method,
+                "status": "ok" if ok else "skipped",
+                "ms": ms,
+                "repeats": reps,
+                "ratio_to_sgd": ms / sgd_ms if ok else None,
+                "transient_peak_mb": transient,
+                "peak_delta_mb": mem,
+                "extra_mb": (mem - sgd_mem) if mem is not None and sgd_mem is not None else None,
+                "state_mb": sbytes / 2**20 if ok else None,
+                "note": "" if ok else f"estimated {estimate:.0f} s per call > {a.per_sample_limit_s:g} s",
+            }
             rows.append(row)
-            print(f"w={width:5d} d={d:9d} {method:8s} " + (f"{ms:10.2f} ms  x{row['ratio_to_sgd']:6.2f}  "
-                  f"mem+{mem if mem is not None else float('nan'):8.1f} MiB  ({reps} reps)" if ok
-                  else row["note"]), file=sys.stderr, flush=True)
+            print(
+                f"w={width:5d} d={d:9d} {method:8s} "
+                + (
+                    f"{ms:10.2f} ms  x{row['ratio_to_sgd']:6.2f}  "
+                    f"mem+{mem if mem is not None else float('nan'):8.1f} MiB  ({reps} reps)"
+                    if ok
+                    else row["note"]
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
     write_csv(stem + ".csv", rows)
     plot(rows, stem + ".png", device_name, a.batch)
     print(markdown(rows, methods))
-    print(f"\n{device_name}, torch {torch.__version__}, T = {a.batch}, total benchmark time "
-          f"{time.time() - t_start:.0f} s; wrote {os.path.relpath(stem, ROOT)}.csv/.png", file=sys.stderr)
+    print(
+        f"\n{device_name}, torch {torch.__version__}, T = {a.batch}, total benchmark time "
+        f"{time.time() - t_start:.0f} s; wrote {os.path.relpath(stem, ROOT)}.csv/.png",
+        file=sys.stderr,
+    )
 
 
 def markdown(rows, methods) -> str:
@@ -366,28 +446,42 @@ def markdown(rows, methods) -> str:
 
     def table(cell) -> list:
         lines = ["| width | d | " + " | ".join(methods) + " |", "|---:|---:|" + "---:|" * len(methods)]
-        return lines + [f"| {w} | {by[(w, 'sgd')]['d']:,} | " + " | ".join(cell(by.get((w, m)), m) for m in methods)
-                        + " |" for w in sorted({r["width"] for r in rows})]
+        return lines + [
+            f"| {w} | {by[(w, 'sgd')]['d']:,} | "
+            + " | ".join(cell(by.get((w, m)), m) for m in methods)
+            + " |"
+            for w in sorted({r["width"] for r in rows})
+        ]
 
     def memory(r, m) -> str:
         if r is None or r["peak_delta_mb"] is None:
             return "skipped"
         return (f"{r['peak_delta_mb']:.1f}" if m == "sgd" else f"{r['extra_mb']:+.1f}") + (
-            f" [{r['state_mb']:.1f}]" if r["state_mb"] else "")
+            f" [{r['state_mb']:.1f}]" if r["state_mb"] else ""
+        )
 
-    lines = table(lambda r, m: "skipped" if r is None or r["ms"] is None
-                  else f"{r['ms']:.1f} ms ({r['ratio_to_sgd']:.2f}x)")
+    lines = table(
+        lambda r, m: (
+            "skipped" if r is None or r["ms"] is None else f"{r['ms']:.1f} ms ({r['ratio_to_sgd']:.2f}x)"
+        )
+    )
     if any(r["peak_delta_mb"] is not None for r in rows):
-        lines += ["", "Extra memory beyond sgd for one update, MiB: transient peak + state kept between updates "
-                  "(sgd column: sgd's own transient peak; the state alone in brackets where non-zero):", "",
-                  *table(memory)]
+        lines += [
+            "",
+            "Extra memory beyond sgd for one update, MiB: transient peak + state kept between updates "
+            "(sgd column: sgd's own transient peak; the state alone in brackets where non-zero):",
+            "",
+            *table(memory),
+        ]
     return "\n".join(lines)
 
 
 def plot(rows, path, device_name, batch) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     for m in METHODS:
         pts = sorted((r["d"], r["ms"]) for r in rows if r["method"] == m and r["ms"] is not None)
@@ -408,26 +502,54 @@ def ablation_costs(opts) -> None:
     n = min(opts.per_sample_subset, T)
     sub = {k: v[:n] for k, v in batch.items()}
     # (name, args, batch, factor, note): time = factor * measured time
-    modes = [("batch-mean", lab.Args(), batch, 1.0, ""),
-             ("batch-mean + --step-normalization", lab.Args(step_normalization=True), batch, 1.0, ""),
-             ("per-sample (Algorithm 1)", lab.Args(fisher="per-sample"), sub, T / n,
-              f"extrapolated: {n} samples timed, x {T / n:g}" if n < T else "all T samples timed"),
-             ("per-sample-parallel", lab.Args(fisher="per-sample-parallel"), batch, 1.0, ""),
-             ("per-sample-parallel + --step-normalization",
-              lab.Args(fisher="per-sample-parallel", step_normalization=True), batch, 1.0, "")]
-    modes += [(f"prev-EF beta=0.5, r={r}", lab.Args(prev_ef_beta=0.5, prev_ef_rank=r), batch, 1.0,
-               f"state U: {r * d * 4 / 1024:.0f} KiB") for r in opts.ranks]
+    modes = [
+        ("batch-mean", lab.Args(), batch, 1.0, ""),
+        ("batch-mean + --step-normalization", lab.Args(step_normalization=True), batch, 1.0, ""),
+        (
+            "per-sample (Algorithm 1)",
+            lab.Args(fisher="per-sample"),
+            sub,
+            T / n,
+            f"extrapolated: {n} samples timed, x {T / n:g}" if n < T else "all T samples timed",
+        ),
+        ("per-sample-parallel", lab.Args(fisher="per-sample-parallel"), batch, 1.0, ""),
+        (
+            "per-sample-parallel + --step-normalization",
+            lab.Args(fisher="per-sample-parallel", step_normalization=True),
+            batch,
+            1.0,
+            "",
+        ),
+    ]
+    modes += [
+        (
+            f"prev-EF beta=0.5, r={r}",
+            lab.Args(prev_ef_beta=0.5, prev_ef_rank=r),
+            batch,
+            1.0,
+            f"state U: {r * d * 4 / 1024:.0f} KiB",
+        )
+        for r in opts.ranks
+    ]
     saved = {k: v.clone() for k, v in actor.state_dict().items()}
     states = [{} for _ in modes]
-    calls = {i: (lambda args=m[1], b=m[2], st=st: lab.smac_step(actor, b, args, st))
-             for i, (m, st) in enumerate(zip(modes, states))}
-    times = interleaved_ms(calls, opts.repeats, opts.warmup + max(opts.ranks) + 2,  # warm-up fills prev-EF's r slots
-                           after=lambda: actor.load_state_dict(saved))  # every call sees the same theta
+    calls = {
+        i: (lambda args=m[1], b=m[2], st=st: lab.smac_step(actor, b, args, st))
+        for i, (m, st) in enumerate(zip(modes, states))
+    }
+    times = interleaved_ms(
+        calls,
+        opts.repeats,
+        opts.warmup + max(opts.ranks) + 2,  # warm-up fills prev-EF's r slots
+        after=lambda: actor.load_state_dict(saved),
+    )  # every call sees the same theta
     for (name, args, *_), state in zip(modes, states):
         if args.prev_ef_beta > 0:
             assert state["prev_ef_U"].shape == (args.prev_ef_rank, d), name
-    print(f"# actor update time, Gaussian MLP {OBS_DIM}-{opts.width}-{opts.width}-{ACT_DIM}, d = {d}, T = {T}, "
-          f"float32, {opts.threads} thread(s), torch {torch.__version__}; {opts.repeats} interleaved rounds")
+    print(
+        f"# actor update time, Gaussian MLP {OBS_DIM}-{opts.width}-{opts.width}-{ACT_DIM}, d = {d}, T = {T}, "
+        f"float32, {opts.threads} thread(s), torch {torch.__version__}; {opts.repeats} interleaved rounds"
+    )
     ms = [[t * factor for t in times[i]] for i, (*_, factor, _) in enumerate(modes)]
     base = statistics.median(ms[0])
     print(f"{'mode':44s} {'median ms':>9s} {'min ms':>8s} {'x batch-mean':>12s}  note")
@@ -441,22 +563,36 @@ def device_check(opts) -> None:
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     print("GPU:", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")
     with tempfile.TemporaryDirectory() as tmp:
-        for cuda in ([False, True] if len(devices) > 1 else [False]):
-            args = lab.Args(env_id="Hopper-v4", total_timesteps=30_000, cuda=cuda, tensorboard=False, runs_dir=tmp)
+        for cuda in [False, True] if len(devices) > 1 else [False]:
+            args = lab.Args(
+                env_id="Hopper-v4", total_timesteps=30_000, cuda=cuda, tensorboard=False, runs_dir=tmp
+            )
             lab.train(lab.Args(**{**args.__dict__, "total_timesteps": 2000}))  # warm-up
             sps = 30_000 / timed(lambda: lab.train(args))
             print(f"training Hopper-v4 smac, {'cuda' if cuda else 'cpu '}: {sps:7.0f} steps/s")
     for width in [64, 256, 1024, 2048]:
         for device in devices:
-            ms = update_ms({"smac": lab.ACTOR_STEPS["smac"], "sgd": lab.ACTOR_STEPS["sgd"]}, width, device,
-                           repeats=50, warmup=10)
-            print(f"actor update T=1000 hidden={(width, width)} {device.type:4s}: smac {ms['smac']:7.2f} ms  "
-                  f"sgd {ms['sgd']:7.2f} ms  ratio {ms['smac'] / ms['sgd']:.2f}")
+            ms = update_ms(
+                {"smac": lab.ACTOR_STEPS["smac"], "sgd": lab.ACTOR_STEPS["sgd"]},
+                width,
+                device,
+                repeats=50,
+                warmup=10,
+            )
+            print(
+                f"actor update T=1000 hidden={(width, width)} {device.type:4s}: smac {ms['smac']:7.2f} ms  "
+                f"sgd {ms['sgd']:7.2f} ms  ratio {ms['smac'] / ms['sgd']:.2f}"
+            )
 
 
 def direction_cost(a) -> None:
-    methods = {"sgd": lab.sgd_step, "smac (fast path)": lab.smac_step, "smac_direction": generic_smac_step,
-               "smac_direction batched=True": batched_smac_step, "two flat_grad calls": two_backward_smac_step}
+    methods = {
+        "sgd": lab.sgd_step,
+        "smac (fast path)": lab.smac_step,
+        "smac_direction": generic_smac_step,
+        "smac_direction batched=True": batched_smac_step,
+        "two flat_grad calls": two_backward_smac_step,
+    }
     torch.set_num_threads(a.threads)
     rows = []
     for w in a.widths:
@@ -467,7 +603,9 @@ def direction_cost(a) -> None:
             rows.append({"width": w, "d": d, "method": m, "median_ms": f"{med[m]:.3f}", "x_sgd": f"{x:.2f}"})
             print(f"width {w:5d} d {d:9,d}  {m:26s} {med[m]:9.2f} ms  x{x:5.2f} sgd", flush=True)
     write_csv(a.out, rows)
-    print(f"{a.device}, {a.threads} thread(s), torch {torch.__version__}, {a.rounds} interleaved rounds; wrote {a.out}")
+    print(
+        f"{a.device}, {a.threads} thread(s), torch {torch.__version__}, {a.rounds} interleaved rounds; wrote {a.out}"
+    )
 
 
 def main(argv=None) -> None:
@@ -475,34 +613,49 @@ def main(argv=None) -> None:
     sub = p.add_subparsers(dest="command", metavar="command", required=True)
 
     def command(name, fn, summary):
-        sp = sub.add_parser(name, help=summary, description=DOC[name],
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        sp = sub.add_parser(
+            name, help=summary, description=DOC[name], formatter_class=argparse.RawDescriptionHelpFormatter
+        )
         sp.set_defaults(fn=fn)
         return sp.add_argument
 
-    add = command("throughput", throughput, "trainer steps/s against env.step and SB3 A2C; update and action costs")
+    add = command(
+        "throughput", throughput, "trainer steps/s against env.step and SB3 A2C; update and action costs"
+    )
     add("--env-id", default="Hopper-v4")
     add("--steps", type=int, default=30_000)
     add("--no-sb3", action="store_true", help="skip Stable-Baselines3 even if installed")
     add("--json", default=None, help="also write the figures to this JSON file")
 
-    add = command("update-cost", update_cost, "one actor update's time and memory versus policy size, every optimizer")
+    add = command(
+        "update-cost", update_cost, "one actor update's time and memory versus policy size, every optimizer"
+    )
     add("--widths", type=int, nargs="+", default=[64, 128, 256, 512, 1024, 2000])
     add("--batch", type=int, default=1000, help="T, samples per update")
     add("--methods", nargs="+", default=METHODS, choices=METHODS)
     add("--repeats", type=int, default=7)
     add("--warmup", type=int, default=2)
-    add("--method-budget-s", type=float, default=15.0,
-        help="stop repeating a method at a size after this many seconds (at least 3 repeats)")
-    add("--per-sample-limit-s", type=float, default=10.0,
-        help="skip smac-ps where one call is estimated to take longer than this")
+    add(
+        "--method-budget-s",
+        type=float,
+        default=15.0,
+        help="stop repeating a method at a size after this many seconds (at least 3 repeats)",
+    )
+    add(
+        "--per-sample-limit-s",
+        type=float,
+        default=10.0,
+        help="skip smac-ps where one call is estimated to take longer than this",
+    )
     add("--threads", type=int, default=1, help="torch.set_num_threads")
     add("--device", choices=["cpu", "cuda"], default="cpu")
     add("--no-memory", action="store_true", help="skip the memory measurement")
     add("--out", default=None, help="output stem (default docs/update_cost, docs/update_cost_cuda on cuda)")
     add("--_probe", nargs=2, help=argparse.SUPPRESS)
 
-    add = command("ablation-costs", ablation_costs, "update time of the SMAC ablation modes (read by ablations.py)")
+    add = command(
+        "ablation-costs", ablation_costs, "update time of the SMAC ablation modes (read by ablations.py)"
+    )
     add("--batch", type=int, default=1000, help="T, transitions per update")
     add("--width", type=int, default=64, help="hidden width (two layers)")
     add("--repeats", type=int, default=100, help="rounds; each round times every mode once")

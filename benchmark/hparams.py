@@ -10,6 +10,7 @@ Tasks are keyed by short name (Acrobot, CartPole, Pendulum, HalfCheetah, Hopper,
 Humanoid, Pusher); env ids ("Hopper-v4") and the paper's names ("Half Cheetah") resolve too.
 Algorithms: smac, sgd, adam, cg, kfac (the paper's five) and sgd-matched (ours, issue 8).
 """
+
 from __future__ import annotations
 
 import functools
@@ -27,8 +28,18 @@ TOML_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hyperparam
 ALGOS = ("smac", "sgd", "adam", "cg", "kfac", "sgd-matched")
 PAPER_ALGOS = ("sgd", "adam", "cg", "kfac", "smac")  # column order of tab:performance
 # trainer flags a table cell may set, in the order they are emitted
-FLAG_KEYS = ("learning_rate", "critic_learning_rate", "num_steps", "gamma", "gae_lambda", "damping",
-             "kfac_damping", "kfac_decay", "kfac_kl_clip", "kfac_update_freq")
+FLAG_KEYS = (
+    "learning_rate",
+    "critic_learning_rate",
+    "num_steps",
+    "gamma",
+    "gae_lambda",
+    "damping",
+    "kfac_damping",
+    "kfac_decay",
+    "kfac_kl_clip",
+    "kfac_update_freq",
+)
 HORIZONS = ("paper", "gym")
 
 
@@ -48,7 +59,7 @@ def task_info(task: str) -> dict:
 
 
 def group(task: str) -> str:
-    """"classic" or "mujoco" (hyperparams.toml's `group`)."""
+    """ "classic" or "mujoco" (hyperparams.toml's `group`)."""
     return task_info(task)["group"]
 
 
@@ -57,8 +68,12 @@ def resolve_task(name: str) -> str:
     table = load()["tasks"]
     key = name.strip().lower().replace(" ", "")
     for task, info in table.items():
-        names = {task.lower(), info["env_id"].lower(), info["paper_name"].lower().replace(" ", ""),
-                 info["env_id"].split("-v")[0].lower()}
+        names = {
+            task.lower(),
+            info["env_id"].lower(),
+            info["paper_name"].lower().replace(" ", ""),
+            info["env_id"].split("-v")[0].lower(),
+        }
         if key in names:
             return task
     raise KeyError(f"unknown task {name!r}; known: {', '.join(table)}")
@@ -80,7 +95,9 @@ def trainer_env_id(task: str, horizon: str = "paper") -> str:
     info = task_info(task)
     env_id = info["env_id"]
     if horizon == "paper" and info["gym_max_episode_steps"] != load()["meta"]["horizon"]:
-        register_horizons(load()["meta"]["horizon"])  # this process may make it (gym.make imports this module once)
+        register_horizons(
+            load()["meta"]["horizon"]
+        )  # this process may make it (gym.make imports this module once)
         return f"benchmark.hparams:{horizon_id(env_id, load()['meta']['horizon'])}"
     return env_id
 
@@ -95,8 +112,15 @@ def settings(task: str, algo: str) -> dict:
         smac = hp["smac"]
         cell = {k: smac[k] for k in ("critic_learning_rate", "num_steps", "gamma", "gae_lambda")}
         cell["learning_rate"] = float(f"{smac['learning_rate'] / smac['damping']:.12g}")  # 5e-3/0.1 -> 0.05
-        return {"task": task, "algo": algo, "optimizer": "sgd", **cell, "source": "derived",
-                "ours": list(FLAG_KEYS[:5]), "rule": meta["sgd_matched_rule"]}
+        return {
+            "task": task,
+            "algo": algo,
+            "optimizer": "sgd",
+            **cell,
+            "source": "derived",
+            "ours": list(FLAG_KEYS[:5]),
+            "rule": meta["sgd_matched_rule"],
+        }
     if algo not in hp:
         raise KeyError(f"no hyper-parameters for ({task}, {algo}) in {TOML_PATH}")
     cell = dict(hp[algo])
@@ -155,8 +179,10 @@ def parse_budget(spec: str, tasks: Optional[list] = None) -> dict:
         try:
             steps = int(float(value))
         except ValueError:
-            raise ValueError(f"--budget {spec!r}: {value!r} is not a step count" + (
-                "" if "=" in part else " (e.g. 1000000, or classic=500000,mujoco=1000000)")) from None
+            raise ValueError(
+                f"--budget {spec!r}: {value!r} is not a step count"
+                + ("" if "=" in part else " (e.g. 1000000, or classic=500000,mujoco=1000000)")
+            ) from None
         if key.lower() in ("classic", "mujoco"):
             per_group[key.lower()] = steps
         elif key.lower() in ("all", "*"):
@@ -164,7 +190,9 @@ def parse_budget(spec: str, tasks: Optional[list] = None) -> dict:
         else:
             per_task[resolve_task(key)] = steps
     out = {}
-    for task in (tasks or list(load()["tasks"])):  # `tasks` is the argument here; every task in the toml's order
+    for task in tasks or list(
+        load()["tasks"]
+    ):  # `tasks` is the argument here; every task in the toml's order
         steps = per_task.get(task, per_group.get(group(task), default))
         if steps is None:
             raise ValueError(f"--budget {spec!r} gives no budget for {task}")
@@ -188,7 +216,9 @@ def parse_seeds(spec: str) -> list[int]:
             else:
                 seeds.append(int(part))
     except ValueError:
-        raise ValueError(f"--seeds {spec!r}: give seeds like 1-5 or 1,3,7 (a range low-high with low <= high)") from None
+        raise ValueError(
+            f"--seeds {spec!r}: give seeds like 1-5 or 1,3,7 (a range low-high with low <= high)"
+        ) from None
     if not seeds:
         raise ValueError(f"--seeds {spec!r} names no seed")
     return sorted(set(seeds))
@@ -197,18 +227,38 @@ def parse_seeds(spec: str) -> list[int]:
 # The readings of what the paper leaves unsaid (issue 11's fidelity study: `sweep.py --study fidelity` runs them,
 # aggregate.py scores them): name -> (trainer flags, changes from the literal reading, description).
 READINGS = {
-    "literal": ([], 0, "paper-literal: one full-batch actor step per rollout of T = 1000, mean over the batch, "
-                       "no normalization, 64-64 tanh, 1 env"),
-    "minibatch-10": (["--num-minibatches", "10"], 1,
-                     "10 actor steps per rollout on consecutive minibatches of 100 (Algorithm 1's loop over chunks)"),
-    "minibatch-100": (["--num-minibatches", "100"], 1,
-                      "100 actor steps per rollout on consecutive minibatches of 10"),
+    "literal": (
+        [],
+        0,
+        "paper-literal: one full-batch actor step per rollout of T = 1000, mean over the batch, "
+        "no normalization, 64-64 tanh, 1 env",
+    ),
+    "minibatch-10": (
+        ["--num-minibatches", "10"],
+        1,
+        "10 actor steps per rollout on consecutive minibatches of 100 (Algorithm 1's loop over chunks)",
+    ),
+    "minibatch-100": (
+        ["--num-minibatches", "100"],
+        1,
+        "100 actor steps per rollout on consecutive minibatches of 10",
+    ),
     "sum": (["--loss-reduction", "sum"], 1, "sum over the batch instead of the mean (g and l_bar x 1000)"),
-    "ppo-epochs": (["--num-minibatches", "4", "--update-epochs", "4", "--shuffle-minibatches"], 1,
-                   "CleanRL ppo.py's 4 epochs x 4 shuffled minibatches (16 actor steps per rollout), no clipping"),
-    "norm": (["--norm-obs", "--norm-reward", "--norm-adv"], 1,
-             "observation, reward and advantage normalization (CleanRL's continuous-control defaults)"),
-    "envs-8": (["--num-envs", "8", "--num-steps", "125"], 1, "8 parallel envs x 125 steps (1000 transitions per update)"),
+    "ppo-epochs": (
+        ["--num-minibatches", "4", "--update-epochs", "4", "--shuffle-minibatches"],
+        1,
+        "CleanRL ppo.py's 4 epochs x 4 shuffled minibatches (16 actor steps per rollout), no clipping",
+    ),
+    "norm": (
+        ["--norm-obs", "--norm-reward", "--norm-adv"],
+        1,
+        "observation, reward and advantage normalization (CleanRL's continuous-control defaults)",
+    ),
+    "envs-8": (
+        ["--num-envs", "8", "--num-steps", "125"],
+        1,
+        "8 parallel envs x 125 steps (1000 transitions per update)",
+    ),
     "relu": (["--activation", "relu"], 1, "ReLU instead of tanh"),
     "wide": (["--hidden-sizes", "256", "256"], 1, "256-256 instead of 64-64"),
 }
@@ -264,15 +314,26 @@ VARIANTS = {
     "T2000": ({"--num-steps": 2000}, [], "T = 2000"),
 }
 SECTIONS = {
-    "fisher": {"tasks": ["HalfCheetah", "Hopper"], "variants": ["batch-mean", "per-sample", "per-sample-parallel"],
-               "title": "1–2. Per-sample (Algorithm 1) vs batch-mean vs per-sample-parallel"},
-    "damping": {"tasks": ["Hopper", "Swimmer", "Walker2d"],
-                "variants": ["lambda0.1", "lambda1", "lambda10", "lambda0.1-norm"],
-                "title": "3. Damping λ ∈ {0.1, 1, 10} and step normalization"},
-    "prev_ef": {"tasks": ["Swimmer", "Hopper", "Walker2d"], "variants": ["batch-mean", "prev-ef0.5"],
-                "title": "4. Previous-EF mixing, β = 0.5"},
-    "batch_size": {"tasks": ["Hopper", "HalfCheetah"], "variants": ["T250", "T500", "T1000", "T2000"],
-                   "title": "5. Batch size T"},
+    "fisher": {
+        "tasks": ["HalfCheetah", "Hopper"],
+        "variants": ["batch-mean", "per-sample", "per-sample-parallel"],
+        "title": "1–2. Per-sample (Algorithm 1) vs batch-mean vs per-sample-parallel",
+    },
+    "damping": {
+        "tasks": ["Hopper", "Swimmer", "Walker2d"],
+        "variants": ["lambda0.1", "lambda1", "lambda10", "lambda0.1-norm"],
+        "title": "3. Damping λ ∈ {0.1, 1, 10} and step normalization",
+    },
+    "prev_ef": {
+        "tasks": ["Swimmer", "Hopper", "Walker2d"],
+        "variants": ["batch-mean", "prev-ef0.5"],
+        "title": "4. Previous-EF mixing, β = 0.5",
+    },
+    "batch_size": {
+        "tasks": ["Hopper", "HalfCheetah"],
+        "variants": ["T250", "T500", "T1000", "T2000"],
+        "title": "5. Batch size T",
+    },
 }
 
 
@@ -303,7 +364,7 @@ class Cell:
     task: str
     variant: str
     flags: list
-    source: str            # "grid" (equal to the paper's SMAC row) or "ablation"
+    source: str  # "grid" (equal to the paper's SMAC row) or "ablation"
 
     @property
     def run_variant(self) -> str:
@@ -341,7 +402,11 @@ DEFAULTS_ROWS = {  # the paper's rows (eta, alpha, lambda), on the registered (g
     "Pendulum-v1": {"smac": (6e-3, 1e-3, 0.1), "sgd": (5e-2, 1e-3, None), "adam": (7e-4, 1e-3, None)},
     "Hopper-v4": {"smac": (1e-2, 1e-4, 1.0), "sgd": (1e-3, 1e-4, None), "adam": (1e-4, 1e-4, None)},
 }
-DEFAULTS_STEPS = {"CartPole-v1": 200_000, "Pendulum-v1": 200_000, "Hopper-v4": 300_000}  # as run (docs/defaults_sweep.csv)
+DEFAULTS_STEPS = {
+    "CartPole-v1": 200_000,
+    "Pendulum-v1": 200_000,
+    "Hopper-v4": 300_000,
+}  # as run (docs/defaults_sweep.csv)
 DEFAULTS_LOGS = os.path.join(REPO, "benchmark", "results", "logs", "defaults")
 
 
@@ -359,15 +424,23 @@ def horizon_id(env_id: str, horizon: int = 1000) -> str:
 
 def register_horizons(horizon: int = 1000) -> None:
     import gymnasium as gym
+
     for base in HORIZON_BASE_IDS:
         if horizon_id(base, horizon) not in gym.registry:
             spec = gym.spec(base)
-            gym.register(id=horizon_id(base, horizon), entry_point=spec.entry_point, kwargs=dict(spec.kwargs),
-                         max_episode_steps=horizon, reward_threshold=spec.reward_threshold,
-                         nondeterministic=spec.nondeterministic)
+            gym.register(
+                id=horizon_id(base, horizon),
+                entry_point=spec.entry_point,
+                kwargs=dict(spec.kwargs),
+                max_episode_steps=horizon,
+                reward_threshold=spec.reward_threshold,
+                nondeterministic=spec.nondeterministic,
+            )
 
 
-if "gymnasium" in sys.modules:  # imported by gym.make("benchmark.hparams:..."), or by a process that makes envs
+if (
+    "gymnasium" in sys.modules
+):  # imported by gym.make("benchmark.hparams:..."), or by a process that makes envs
     register_horizons()
 
 

@@ -4,6 +4,7 @@
     python -m benchmark.prereg power                        # the power calculation written into the toml
     python -m benchmark.prereg analyze                      # the pre-registered tests on the committed logs
 The runs' compact logs are committed under each block's `logs` directory; report.py writes report/prereg.md."""
+
 from __future__ import annotations
 
 import argparse
@@ -67,16 +68,30 @@ def paired(x: dict, y: dict, seeds: list[int], margin: float, level: float = 0.9
     d = np.array([x[s] - y[s] for s in common])
     out = {"n": len(common), "seeds": common, "mean": float(d.mean()) if len(d) else math.nan}
     if len(d) < 2:
-        return {**out, "sd": math.nan, "ci": (math.nan, math.nan), "p": math.nan, "p_welch": math.nan,
-                "equivalent": False, "reach": math.nan}
+        return {
+            **out,
+            "sd": math.nan,
+            "ci": (math.nan, math.nan),
+            "p": math.nan,
+            "p_welch": math.nan,
+            "equivalent": False,
+            "reach": math.nan,
+        }
     sd = float(d.std(ddof=1))
     half = float(sps.t.ppf(0.5 + level / 2, len(d) - 1)) * sd / math.sqrt(len(d))
     ci = (out["mean"] - half, out["mean"] + half)
     xs, ys = [x[s] for s in common], [y[s] for s in common]
     p = float(sps.ttest_rel(xs, ys).pvalue) if sd > 0 else 1.0
     p_welch = float(sps.ttest_ind(xs, ys, equal_var=False).pvalue)
-    return {**out, "sd": sd, "ci": ci, "p": p, "p_welch": p_welch, "equivalent": -margin < ci[0] and ci[1] < margin,
-            "reach": max(abs(ci[0]), abs(ci[1]))}
+    return {
+        **out,
+        "sd": sd,
+        "ci": ci,
+        "p": p,
+        "p_welch": p_welch,
+        "equivalent": -margin < ci[0] and ci[1] < margin,
+        "reach": max(abs(ci[0]), abs(ci[1])),
+    }
 
 
 def holm(pvalues: list[float]) -> list[float]:
@@ -114,17 +129,29 @@ def analyze(reg: dict, root: str = REPO) -> dict:
     margin, alpha = reg["common"]["margin"], reg["common"]["alpha"]
     # block 1
     b = reg["blocks"]["equivalence"]
-    sc = _scores([os.path.join(root, "benchmark/results/logs/norm"), os.path.join(root, b["logs"])], b["budget"])
+    sc = _scores(
+        [os.path.join(root, "benchmark/results/logs/norm"), os.path.join(root, b["logs"])], b["budget"]
+    )
     seeds = hparams.parse_seeds(b["seeds"])
-    rows = [{"task": t, **paired(sc.get((t, "smac"), {}), sc.get((t, "sgd-matched"), {}), seeds, margin)}
-            for t in b["tasks"]]
+    rows = [
+        {"task": t, **paired(sc.get((t, "smac"), {}), sc.get((t, "sgd-matched"), {}), seeds, margin)}
+        for t in b["tasks"]
+    ]
     for r, p_adj in zip(rows, holm([r["p"] for r in rows])):
         reach = reg["power"]["reachable_margin_at_20"][r["task"]]
-        r.update(reach_margin=reach, equivalent_reach=r["ci"][0] > -reach and r["ci"][1] < reach,
-                 p_holm=p_adj, complete=r["n"] == len(seeds),
-                 verdict=("equivalent at ±%g" % margin if r["equivalent"] else
-                          "different (Holm p %.3g)" % p_adj if p_adj < alpha else
-                          "inconclusive (equivalence only at ±%.2f)" % r["reach"]))
+        r.update(
+            reach_margin=reach,
+            equivalent_reach=r["ci"][0] > -reach and r["ci"][1] < reach,
+            p_holm=p_adj,
+            complete=r["n"] == len(seeds),
+            verdict=(
+                "equivalent at ±%g" % margin
+                if r["equivalent"]
+                else "different (Holm p %.3g)" % p_adj
+                if p_adj < alpha
+                else "inconclusive (equivalence only at ±%.2f)" % r["reach"]
+            ),
+        )
     # block 2
     b2 = reg["blocks"]["lambda"]
     seeds2 = hparams.parse_seeds(b2["seeds"])
@@ -136,104 +163,183 @@ def analyze(reg: dict, root: str = REPO) -> dict:
         per_lam[lam] = {"smac": smac, **paired(smac, control, seeds2, margin)}
         fr = [step_fraction_removed(runs[s], lam) for s in seeds2 if s in runs]
         ch = [step_change(runs[s], lam) for s in seeds2 if s in runs]
-        fractions[lam] = {"removed": (_mean(fr), min(fr, default=math.nan), max(fr, default=math.nan)),
-                          "cos": _mean([c for c, _ in ch]), "change": _mean([c for _, c in ch])}
+        fractions[lam] = {
+            "removed": (_mean(fr), min(fr, default=math.nan), max(fr, default=math.nan)),
+            "cos": _mean([c for c, _ in ch]),
+            "change": _mean([c for _, c in ch]),
+        }
     full = [s for s in seeds2 if s in control and all(s in per_lam[lam]["smac"] for lam in b2["damping"])]
     x = np.log10(np.array(b2["damping"]))
-    slopes = [float(np.polyfit(x, [per_lam[lam]["smac"][s] - control[s] for lam in b2["damping"]], 1)[0])
-              for s in full]
+    slopes = [
+        float(np.polyfit(x, [per_lam[lam]["smac"][s] - control[s] for lam in b2["damping"]], 1)[0])
+        for s in full
+    ]
     slope = {"n": len(slopes), "complete": len(slopes) == len(seeds2)}
     if len(slopes) >= 2:
         res = sps.ttest_1samp(slopes, 0.0)
         ci = res.confidence_interval(0.95)
         slope.update(mean=float(np.mean(slopes)), p=float(res.pvalue), ci=(float(ci.low), float(ci.high)))
-        slope["verdict"] = ("the rank-1 term matters (dose-response): slope %+.3f per decade, p %.3g"
-                            % (slope["mean"], slope["p"]) if slope["p"] < alpha else
-                            "no dose-response detected: slope %+.3f per decade of lambda, 95 %% CI [%+.3f, %+.3f]"
-                            % (slope["mean"], *slope["ci"]))
+        slope["verdict"] = (
+            "the rank-1 term matters (dose-response): slope %+.3f per decade, p %.3g"
+            % (slope["mean"], slope["p"])
+            if slope["p"] < alpha
+            else "no dose-response detected: slope %+.3f per decade of lambda, 95 %% CI [%+.3f, %+.3f]"
+            % (slope["mean"], *slope["ci"])
+        )
     # block 3
     b3 = reg["blocks"]["literal_5M"]
-    lit, norm = (_scores([os.path.join(root, d)], b3["budget"]) for d in (b3["logs"], "benchmark/results/logs/norm_5M"))
+    lit, norm = (
+        _scores([os.path.join(root, d)], b3["budget"]) for d in (b3["logs"], "benchmark/results/logs/norm_5M")
+    )
     res3 = {}
     for algo in b3["algos"]:
-        raw, raw_norm = ([v for v in scores.get(("HalfCheetah", algo, "raw"), {}).values() if v is not None]
-                         for scores in (lit, norm))
+        raw, raw_norm = (
+            [v for v in scores.get(("HalfCheetah", algo, "raw"), {}).values() if v is not None]
+            for scores in (lit, norm)
+        )
         paper = hparams.paper_result("HalfCheetah", algo)
-        res3[algo] = {"finals": raw, "n": len(lit.get(("HalfCheetah", algo), {})), "mean": _mean(raw),
-                      "std": float(np.std(raw, ddof=1)) if len(raw) > 1 else math.nan,
-                      "ci": stats.bootstrap_mean_ci(raw) if len(raw) >= 3 else (math.nan, math.nan),
-                      "vs_norm": stats.welch_test(raw, raw_norm), "norm_mean": float(np.mean(raw_norm)),
-                      "vs_paper": stats.welch_vs_summary(raw, paper[0], paper[1], 5), "paper": paper}
+        res3[algo] = {
+            "finals": raw,
+            "n": len(lit.get(("HalfCheetah", algo), {})),
+            "mean": _mean(raw),
+            "std": float(np.std(raw, ddof=1)) if len(raw) > 1 else math.nan,
+            "ci": stats.bootstrap_mean_ci(raw) if len(raw) >= 3 else (math.nan, math.nan),
+            "vs_norm": stats.welch_test(raw, raw_norm),
+            "norm_mean": float(np.mean(raw_norm)),
+            "vs_paper": stats.welch_vs_summary(raw, paper[0], paper[1], 5),
+            "paper": paper,
+        }
     s = res3["smac"]
     w = res3["smac_vs_cg"] = stats.welch_test(s["finals"], res3["cg"]["finals"])
     res3["complete"] = all(res3[a]["n"] == len(hparams.parse_seeds(b3["seeds"])) for a in b3["algos"])
     reproduced = bool(w and w["diff"] > 0 and w["p"] < alpha and s["ci"][0] <= s["paper"][0] <= s["ci"][1])
     caused = bool(s["vs_norm"] and s["vs_norm"]["diff"] > 0 and s["vs_norm"]["p"] < alpha)
-    res3["verdict"] = ("pending (runs not all in)" if not res3["complete"] else
-                       "headline reproduced under the literal reading" if reproduced else
-                       "normalization caused the failure" if caused else
-                       "the literal reading does not rescue the headline")
-    return {"equivalence": rows, "lambda": {"per_lambda": per_lam, "fractions": fractions, "slope": slope},
-            "literal_5M": res3}
+    res3["verdict"] = (
+        "pending (runs not all in)"
+        if not res3["complete"]
+        else "headline reproduced under the literal reading"
+        if reproduced
+        else "normalization caused the failure"
+        if caused
+        else "the literal reading does not rescue the headline"
+    )
+    return {
+        "equivalence": rows,
+        "lambda": {"per_lambda": per_lam, "fractions": fractions, "slope": slope},
+        "literal_5M": res3,
+    }
 
 
 def markdown(reg: dict, res: dict) -> list[str]:
     """The pre-registered study in full (benchmark/report/prereg.md), rules applied as written."""
     eq, lam, lit = res["equivalence"], res["lambda"], res["literal_5M"]
-    L = ["# The pre-registered study (issue 27)\n",
-         "Rules, seeds and budgets: [`benchmark/preregistration.toml`](../preregistration.toml), committed before the "
-         "first of these runs; `python -m benchmark.prereg analyze` prints these numbers. Scores are normalized "
-         "(random policy 0, the best of the paper's table 1); d = SMAC − `sgd-matched` per seed; CI = paired 90 % "
-         "t-interval (TOST at margin m: the CI inside ±m).\n",
-         "## Block 1: SMAC vs SGD with step η/λ where the rank-1 term is largest (λ = 0.01, 1M steps, `norm`)\n"]
-    mean_ci = [("mean d", lambda r: f"{r['mean']:+.3f}"), ("90 % CI", lambda r: "[{:+.3f}, {:+.3f}]".format(*r["ci"]))]
-    L += table(eq, [("Task", lambda r: r["task"]), ("paired seeds", lambda r: str(r["n"])), *mean_ci,
-                    ("paired t p (Holm)", lambda r: f"{r['p']:.3g} ({r['p_holm']:.3g})"),
-                    ("Welch p", lambda r: f"{r['p_welch']:.3g}"),
-                    ("reachable margin (power 0.8)", lambda r: f"±{r['reach_margin']:.2f}: "
-                     + ("equivalent" if r["equivalent_reach"] else "not shown")),
-                    ("verdict (margin ±0.1)",
-                     lambda r: r["verdict"] + ("" if r["complete"] else " — runs not all in"))])
-    L += ["", "## Block 2: dose-response in λ (HalfCheetah, η = 0.08 λ, 1M steps, `norm`, seeds 1-10)\n",
-          "Per λ: d against the one `sgd-matched` cell (step 0.08); the rank-1 term's share of the step, from every "
-          "update's ‖ℓ̄‖² (the fraction of the step's ℓ̄-component removed, ‖ℓ̄‖²/(λ + ‖ℓ̄‖²), median over updates, "
-          "mean [range] over seeds), and what that does to the whole step: cos(g, step) and the relative change "
-          "‖g/λ − step‖ / ‖g/λ‖ (medians over updates, means over seeds).\n"]
+    L = [
+        "# The pre-registered study (issue 27)\n",
+        "Rules, seeds and budgets: [`benchmark/preregistration.toml`](../preregistration.toml), committed before the "
+        "first of these runs; `python -m benchmark.prereg analyze` prints these numbers. Scores are normalized "
+        "(random policy 0, the best of the paper's table 1); d = SMAC − `sgd-matched` per seed; CI = paired 90 % "
+        "t-interval (TOST at margin m: the CI inside ±m).\n",
+        "## Block 1: SMAC vs SGD with step η/λ where the rank-1 term is largest (λ = 0.01, 1M steps, `norm`)\n",
+    ]
+    mean_ci = [
+        ("mean d", lambda r: f"{r['mean']:+.3f}"),
+        ("90 % CI", lambda r: "[{:+.3f}, {:+.3f}]".format(*r["ci"])),
+    ]
+    L += table(
+        eq,
+        [
+            ("Task", lambda r: r["task"]),
+            ("paired seeds", lambda r: str(r["n"])),
+            *mean_ci,
+            ("paired t p (Holm)", lambda r: f"{r['p']:.3g} ({r['p_holm']:.3g})"),
+            ("Welch p", lambda r: f"{r['p_welch']:.3g}"),
+            (
+                "reachable margin (power 0.8)",
+                lambda r: (
+                    f"±{r['reach_margin']:.2f}: " + ("equivalent" if r["equivalent_reach"] else "not shown")
+                ),
+            ),
+            (
+                "verdict (margin ±0.1)",
+                lambda r: r["verdict"] + ("" if r["complete"] else " — runs not all in"),
+            ),
+        ],
+    )
+    L += [
+        "",
+        "## Block 2: dose-response in λ (HalfCheetah, η = 0.08 λ, 1M steps, `norm`, seeds 1-10)\n",
+        "Per λ: d against the one `sgd-matched` cell (step 0.08); the rank-1 term's share of the step, from every "
+        "update's ‖ℓ̄‖² (the fraction of the step's ℓ̄-component removed, ‖ℓ̄‖²/(λ + ‖ℓ̄‖²), median over updates, "
+        "mean [range] over seeds), and what that does to the whole step: cos(g, step) and the relative change "
+        "‖g/λ − step‖ / ‖g/λ‖ (medians over updates, means over seeds).\n",
+    ]
     rows = [{"lam": k, **v, **lam["fractions"][k]} for k, v in lam["per_lambda"].items()]
-    L += table(rows, [("λ", lambda r: f"{r['lam']:g}"), ("seeds", lambda r: str(r["n"])), *mean_ci,
-                      ("TOST ±0.1", lambda r: "equivalent" if r["equivalent"] else "not shown"),
-                      ("paired t p", lambda r: f"{r['p']:.2g}"),
-                      ("ℓ̄-component removed", lambda r: "{:.3f} [{:.3f}, {:.3f}]".format(*r["removed"])),
-                      ("cos(g, step)", lambda r: f"{r['cos']:.4f}"), ("step change", lambda r: f"{r['change']:.3f}")])
+    L += table(
+        rows,
+        [
+            ("λ", lambda r: f"{r['lam']:g}"),
+            ("seeds", lambda r: str(r["n"])),
+            *mean_ci,
+            ("TOST ±0.1", lambda r: "equivalent" if r["equivalent"] else "not shown"),
+            ("paired t p", lambda r: f"{r['p']:.2g}"),
+            ("ℓ̄-component removed", lambda r: "{:.3f} [{:.3f}, {:.3f}]".format(*r["removed"])),
+            ("cos(g, step)", lambda r: f"{r['cos']:.4f}"),
+            ("step change", lambda r: f"{r['change']:.3f}"),
+        ],
+    )
     sl = lam["slope"]
-    L += ["", f"Primary test (per-seed OLS slope of d on log10 λ, {sl['n']} seeds with all four λ): "
-          + (sl.get("verdict", "too few seeds") + (f" (p {sl['p']:.2g})" if "p" in sl else ""))
-          + ("" if sl["complete"] else " — runs not all in") + ".\n",
-          "## Block 3: the headline under the paper-literal reading (HalfCheetah, 5M steps, no normalization)\n"]
-    L += table([{"algo": a, **lit[a]} for a in ("smac", "cg")], [
-        ("Algorithm", lambda r: hparams.algo_label(r["algo"])), ("seeds", lambda r: str(r["n"])),
-        ("final at 5M, mean ± std", lambda r: f"{fmt(r['mean'])} ± {fmt(r['std'])}"),
-        ("95 % CI", lambda r: f"[{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]"),
-        ("paper", lambda r: f"{fmt(r['paper'][0])} ± {fmt(r['paper'][1])}"),
-        ("same algorithm under `norm` (Welch p)", lambda r: f"{fmt(r['norm_mean'])} ("
-         + (f"{r['vs_norm']['p']:.2g}" if r["vs_norm"] else "–") + ")")])
+    L += [
+        "",
+        f"Primary test (per-seed OLS slope of d on log10 λ, {sl['n']} seeds with all four λ): "
+        + (sl.get("verdict", "too few seeds") + (f" (p {sl['p']:.2g})" if "p" in sl else ""))
+        + ("" if sl["complete"] else " — runs not all in")
+        + ".\n",
+        "## Block 3: the headline under the paper-literal reading (HalfCheetah, 5M steps, no normalization)\n",
+    ]
+    L += table(
+        [{"algo": a, **lit[a]} for a in ("smac", "cg")],
+        [
+            ("Algorithm", lambda r: hparams.algo_label(r["algo"])),
+            ("seeds", lambda r: str(r["n"])),
+            ("final at 5M, mean ± std", lambda r: f"{fmt(r['mean'])} ± {fmt(r['std'])}"),
+            ("95 % CI", lambda r: f"[{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]"),
+            ("paper", lambda r: f"{fmt(r['paper'][0])} ± {fmt(r['paper'][1])}"),
+            (
+                "same algorithm under `norm` (Welch p)",
+                lambda r: (
+                    f"{fmt(r['norm_mean'])} (" + (f"{r['vs_norm']['p']:.2g}" if r["vs_norm"] else "–") + ")"
+                ),
+            ),
+        ],
+    )
     w = lit["smac_vs_cg"]
-    L += ["", ("SMAC − AC-CG: " + (f"{fmt(w['diff'])} (Welch p {w['p']:.2g}); " if w else "–; ") + "the paper's "
-               f"table: {fmt(lit['smac']['paper'][0] - lit['cg']['paper'][0])}. Verdict: **{lit['verdict']}**.\n")]
+    L += [
+        "",
+        (
+            "SMAC − AC-CG: " + (f"{fmt(w['diff'])} (Welch p {w['p']:.2g}); " if w else "–; ") + "the paper's "
+            f"table: {fmt(lit['smac']['paper'][0] - lit['cg']['paper'][0])}. Verdict: **{lit['verdict']}**.\n"
+        ),
+    ]
     return L
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("cmd", choices=("power", "analyze"), help="power: the power calculation written into the toml; "
-                    "analyze: the pre-registered tests on the committed logs (JSON)")
+    ap.add_argument(
+        "cmd",
+        choices=("power", "analyze"),
+        help="power: the power calculation written into the toml; "
+        "analyze: the pre-registered tests on the committed logs (JSON)",
+    )
     cmd, reg = ap.parse_args(argv).cmd, load()
     if cmd == "analyze":
         print(json.dumps(analyze(reg), indent=1, default=lambda o: None))
         return 0
     for task, (sd, n, m) in power(reg).items():
-        print(f"{task}: sd(paired diff) {sd:.3f}; seeds for margin {reg['common']['margin']}: {n}; "
-              f"margin at {reg['power']['seeds_per_side']} seeds: {m:.3f}")
+        print(
+            f"{task}: sd(paired diff) {sd:.3f}; seeds for margin {reg['common']['margin']}: {n}; "
+            f"margin at {reg['power']['seeds_per_side']} seeds: {m:.3f}"
+        )
     return 0
 
 

@@ -18,6 +18,7 @@ Protocol ("Experimental Setup"), per run, for a task budget B and n = 100 bins:
   "final" = the last smoothed bin (bin 99), over the runs that reached the budget.
 The same binning and smoothing are applied to mean_logprob (updates.csv, one row per update).
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -36,7 +37,9 @@ def bin_index(steps: np.ndarray, budget: int, n_bins: int = N_BINS) -> np.ndarra
     return np.where(steps > budget, -1, idx)
 
 
-def bin_means(steps, values, budget: int, n_bins: int = N_BINS, last_step: Optional[int] = None) -> np.ndarray:
+def bin_means(
+    steps, values, budget: int, n_bins: int = N_BINS, last_step: Optional[int] = None
+) -> np.ndarray:
     """Mean of `values` per bin, empty bins carried forward (module docstring, steps 1-2).
     last_step: the run's final global step (default: budget); bins starting at or after it stay NaN."""
     steps, values = np.asarray(steps), np.asarray(values, dtype=np.float64)

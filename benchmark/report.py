@@ -5,6 +5,7 @@ computes statistics (benchmark/stats.py) and figures, evaluates the paper's clai
 the earlier literal grid (benchmark/results/grid_300k/). Every number comes from those files or from the paper's table
 (benchmark/hyperparams.toml). Each section is a function returning markdown lines; tables are row specifications.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,19 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import ablations, aggregate, compact, hparams, stats  # noqa: E402
-from benchmark.stats import (estimate, fmt, interval, mean_std, num, pct, read_csv, save, steps, table,  # noqa: E402
-                             write_csv)
+from benchmark.stats import (
+    estimate,
+    fmt,
+    interval,
+    mean_std,
+    num,
+    pct,
+    read_csv,
+    save,
+    steps,
+    table,  # noqa: E402
+    write_csv,
+)
 
 STAGE1 = os.path.join(REPO, "benchmark", "results", "stage1")
 GRID_300K = os.path.join(REPO, "benchmark", "results", "grid_300k")
@@ -42,21 +54,24 @@ EQUIV_MARGIN = 0.1  # normalized score, the margin of the pre-registration (benc
 @dataclass
 class Data:
     """Everything the sections read, loaded once."""
-    runs: list                      # stage-1 compact logs, loaded
-    headline: list                  # HalfCheetah SMAC / AC-CG at 5M, loaded
-    final: dict                     # stage1/final.csv by (task, algo)
-    diag: dict                      # stage1/diagnostics_summary.csv by task (SMAC)
+
+    runs: list  # stage-1 compact logs, loaded
+    headline: list  # HalfCheetah SMAC / AC-CG at 5M, loaded
+    final: dict  # stage1/final.csv by (task, algo)
+    diag: dict  # stage1/diagnostics_summary.csv by task (SMAC)
     claims: list = field(default_factory=list)
-    cells: list = field(default_factory=list)   # aggregate.cell_rows
-    grid: Optional[dict] = None                 # aggregates output
-    readings: Optional[tuple] = None            # literal_vs_norm output, computed once
+    cells: list = field(default_factory=list)  # aggregate.cell_rows
+    grid: Optional[dict] = None  # aggregates output
+    readings: Optional[tuple] = None  # literal_vs_norm output, computed once
 
 
 def by_cell(rows) -> dict:
     return {(r["task"], r["algo"]): r for r in rows}
 
 
-def load(logs_dir: Optional[str] = None, headline_dir: Optional[str] = None, results_dir: str = STAGE1) -> Data:
+def load(
+    logs_dir: Optional[str] = None, headline_dir: Optional[str] = None, results_dir: str = STAGE1
+) -> Data:
     meta = hparams.load()["meta"]
     logs_dir = logs_dir or aggregate.stage1_logs()
     headline_dir = headline_dir or os.path.join(REPO, meta["headline"]["logs"])
@@ -65,16 +80,22 @@ def load(logs_dir: Optional[str] = None, headline_dir: Optional[str] = None, res
     if runs:
         aggregate.aggregate(None, results_dir, meta["stage1_budget"], runs=runs)
     res = lambda name: read_csv(os.path.join(results_dir, name))  # noqa: E731
-    return Data(runs=runs, headline=headline, final=by_cell(res("final.csv")),
-                diag={r["task"]: r for r in res("diagnostics_summary.csv") if r["algo"] == "smac"})
+    return Data(
+        runs=runs,
+        headline=headline,
+        final=by_cell(res("final.csv")),
+        diag={r["task"]: r for r in res("diagnostics_summary.csv") if r["algo"] == "smac"},
+    )
 
 
 def other_bin_widths() -> dict:
     """{task: steps the 100 bins span} for the claims' second reading (a crossing step moves with the bin width: the
     EWM(0.1) lags about 10 bins): Acrobot and CartPole over their first hparams.FIDELITY_BUDGET steps as in the
     fidelity study, MuJoCo at the paper's own bin width (its budget / 100), Pendulum none (budget not stated)."""
-    return {**{t: hparams.FIDELITY_BUDGET for t in hparams.FIDELITY_TASKS},
-            **{t: aggregate.PAPER_BUDGET for t in hparams.tasks("mujoco")}}
+    return {
+        **{t: hparams.FIDELITY_BUDGET for t in hparams.FIDELITY_TASKS},
+        **{t: aggregate.PAPER_BUDGET for t in hparams.tasks("mujoco")},
+    }
 
 
 def change_cause(c: dict) -> str:
@@ -111,25 +132,52 @@ def other_text(r: dict) -> str:
 def ordering_section(d: Data) -> list[str]:
     rows = []
     for t in hparams.tasks():
-        ours = {a: num(d.final[(t, a)]["final_mean"]) for a in hparams.PAPER_ALGOS
-                if (t, a) in d.final and num(d.final[(t, a)]["final_mean"]) is not None}
+        ours = {
+            a: num(d.final[(t, a)]["final_mean"])
+            for a in hparams.PAPER_ALGOS
+            if (t, a) in d.final and num(d.final[(t, a)]["final_mean"]) is not None
+        }
         paper = {a: hparams.paper_result(t, a)[0] for a in hparams.PAPER_ALGOS}
         rp = sorted(paper, key=paper.get, reverse=True)
         have = [a for a in rp if a in ours]
-        pairs = [(x, y) for i, x in enumerate(have) for y in have[i + 1:]]
-        rows.append({"task": t, "ours": sorted(ours, key=ours.get, reverse=True), "paper": rp, "pairs": len(pairs),
-                     "agree": sum((ours[x] > ours[y]) == (paper[x] > paper[y]) for x, y in pairs)})
+        pairs = [(x, y) for i, x in enumerate(have) for y in have[i + 1 :]]
+        rows.append(
+            {
+                "task": t,
+                "ours": sorted(ours, key=ours.get, reverse=True),
+                "paper": rp,
+                "pairs": len(pairs),
+                "agree": sum((ours[x] > ours[y]) == (paper[x] > paper[y]) for x, y in pairs),
+            }
+        )
     labels = lambda algos: " > ".join(hparams.algo_label(a) for a in algos) or NOT_RUN  # noqa: E731
-    return ["## Does the paper's ordering hold?\n",
+    return (
+        [
+            "## Does the paper's ordering hold?\n",
             "Per task, the five paper algorithms ranked by stage-1 final mean (best first), ours vs the paper; "
-            "\"pairs\" counts the algorithm pairs (of those run) ordered as in the paper. Means only: check the CIs "
-            "above before reading much into adjacent pairs.\n"] + table(rows, [
-        ("Task", lambda r: r["task"]), ("ours (best → worst)", lambda r: labels(r["ours"])),
-        ("paper (best → worst)", lambda r: labels(r["paper"])),
-        ("same best?", lambda r: "–" if len(r["ours"]) < 2 else
-         ("yes" if r["ours"][0] == [a for a in r["paper"] if a in r["ours"]][0] else "no")
-         + ("" if len(r["ours"]) in (0, 5) else f" (only {len(r['ours'])} of 5 run)")),
-        ("pairs in paper's order", lambda r: f"{r['agree']}/{r['pairs']}" if r["pairs"] else "–")]) + [""]
+            '"pairs" counts the algorithm pairs (of those run) ordered as in the paper. Means only: check the CIs '
+            "above before reading much into adjacent pairs.\n",
+        ]
+        + table(
+            rows,
+            [
+                ("Task", lambda r: r["task"]),
+                ("ours (best → worst)", lambda r: labels(r["ours"])),
+                ("paper (best → worst)", lambda r: labels(r["paper"])),
+                (
+                    "same best?",
+                    lambda r: (
+                        "–"
+                        if len(r["ours"]) < 2
+                        else ("yes" if r["ours"][0] == [a for a in r["paper"] if a in r["ours"]][0] else "no")
+                        + ("" if len(r["ours"]) in (0, 5) else f" (only {len(r['ours'])} of 5 run)")
+                    ),
+                ),
+                ("pairs in paper's order", lambda r: f"{r['agree']}/{r['pairs']}" if r["pairs"] else "–"),
+            ],
+        )
+        + [""]
+    )
 
 
 def claims_section(d: Data, logs_dir: str) -> list[str]:
@@ -137,52 +185,96 @@ def claims_section(d: Data, logs_dir: str) -> list[str]:
     head = os.path.relpath(os.path.join(REPO, hparams.load()["meta"]["headline"]["logs"]), REPO)
     step, fid, paper = aggregate.fmt_step, hparams.FIDELITY_BUDGET, aggregate.PAPER_BUDGET
     block = max(int(r["job_budget"] or r["last_step"]) for r in d.headline) // 100 if d.headline else 0
-    return (["## The paper's speed claims, claim by claim\n",
-             "Every timestep claim of the paper's Results section (`benchmark/aggregate.py`, where the protocol "
-             f"and the verdict rules are written down), on the stage-1 logs (`{rel}/`, {len(d.runs)} runs) and, for "
-             f"HalfCheetah SMAC and AC-CG, the 5M block (`{head}/`, {len(d.headline)} runs). \"beyond budget\": our "
-             "runs are shorter than the claim needs; \"no runs\": no finished run yet. The classic-control claims "
-             "under every reading of the paper are in the fidelity section below. A claim holds when (rules fixed "
-             f"with the claims, before any run). Not among them: {aggregate.NOT_JUDGED}\n"]
-            + [f"- *{k}*: {rule}" for k, rule in aggregate.RULES.items()]
-            + ["", "**Bin width and run length.** A crossing step depends on the bin width: the EWM(0.1) lags "
-               "about 10 bins behind a rise, and the 100 bins span the run's budget (our bins: "
-               + ", ".join(f"{t} {step(aggregate.stage1_budget(t) // 100)}" for t in hparams.tasks())
-               + (f"; the 5M block's {step(block)}" if d.headline else "")
-               + "). The last column judges each claim again on the same runs over another span: "
-               f"{' and '.join(hparams.FIDELITY_TASKS)} over their first {step(fid)} steps as in the fidelity study "
-               f"({step(fid // 100)}-step bins), MuJoCo at the paper's own bin width (its {step(paper)} budget / 100 = "
-               f"{step(paper // 100)} steps), Pendulum none (the paper does not state its classic-control budget). A "
-               "shorter span also shortens the run a claim is judged on (a \"never above\" claim, a crossing after "
-               "the span); where the verdict changes, the column names which of the two changed it.\n"]
-            + ["", "**Stricter names** (issue 27) for a \"slower\" / \"faster\" claim that holds on its direction: "]
-            + [f"- *{k}*: {rule}" for k, rule in aggregate.STRICT.items()]
-            + ["", "The verdict column is the claim at our bins, then its stricter name; **final** is the less "
-               "favourable of our bins and the other span (a claim is held only where it holds at both; a span that "
-               "cannot judge it does not count).\n"]
-            + table(d.claims, aggregate.COLUMNS[:-1] + [("Verdict", named), ("Other span", other_text),
-                                                        ("Final", lambda r: f"**{aggregate.combined(r)}**")]) + [""])
+    return (
+        [
+            "## The paper's speed claims, claim by claim\n",
+            "Every timestep claim of the paper's Results section (`benchmark/aggregate.py`, where the protocol "
+            f"and the verdict rules are written down), on the stage-1 logs (`{rel}/`, {len(d.runs)} runs) and, for "
+            f'HalfCheetah SMAC and AC-CG, the 5M block (`{head}/`, {len(d.headline)} runs). "beyond budget": our '
+            'runs are shorter than the claim needs; "no runs": no finished run yet. The classic-control claims '
+            "under every reading of the paper are in the fidelity section below. A claim holds when (rules fixed "
+            f"with the claims, before any run). Not among them: {aggregate.NOT_JUDGED}\n",
+        ]
+        + [f"- *{k}*: {rule}" for k, rule in aggregate.RULES.items()]
+        + [
+            "",
+            "**Bin width and run length.** A crossing step depends on the bin width: the EWM(0.1) lags "
+            "about 10 bins behind a rise, and the 100 bins span the run's budget (our bins: "
+            + ", ".join(f"{t} {step(aggregate.stage1_budget(t) // 100)}" for t in hparams.tasks())
+            + (f"; the 5M block's {step(block)}" if d.headline else "")
+            + "). The last column judges each claim again on the same runs over another span: "
+            f"{' and '.join(hparams.FIDELITY_TASKS)} over their first {step(fid)} steps as in the fidelity study "
+            f"({step(fid // 100)}-step bins), MuJoCo at the paper's own bin width (its {step(paper)} budget / 100 = "
+            f"{step(paper // 100)} steps), Pendulum none (the paper does not state its classic-control budget). A "
+            'shorter span also shortens the run a claim is judged on (a "never above" claim, a crossing after '
+            "the span); where the verdict changes, the column names which of the two changed it.\n",
+        ]
+        + ["", '**Stricter names** (issue 27) for a "slower" / "faster" claim that holds on its direction: ']
+        + [f"- *{k}*: {rule}" for k, rule in aggregate.STRICT.items()]
+        + [
+            "",
+            "The verdict column is the claim at our bins, then its stricter name; **final** is the less "
+            "favourable of our bins and the other span (a claim is held only where it holds at both; a span that "
+            "cannot judge it does not count).\n",
+        ]
+        + table(
+            d.claims,
+            aggregate.COLUMNS[:-1]
+            + [
+                ("Verdict", named),
+                ("Other span", other_text),
+                ("Final", lambda r: f"**{aggregate.combined(r)}**"),
+            ],
+        )
+        + [""]
+    )
 
 
 def diagnostics_section(d: Data) -> list[str]:
     rows = [d.diag[t] for t in hparams.tasks() if t in d.diag]
     cos = lambda r: "–" if num(r["cos_g_step_median"]) is None else f"{num(r['cos_g_step_median']):.4f}"  # noqa: E731
-    return ["## SMAC diagnostics: how far batch-mean SMAC is from SGD with step η/λ\n",
+    return (
+        [
+            "## SMAC diagnostics: how far batch-mean SMAC is from SGD with step η/λ\n",
             "From the stage-1 SMAC runs' per-update logs (`benchmark/results/stage1/diagnostics*.csv`). ‖ℓ̄‖²/λ ≪ 1 "
-            "means F̃⁻¹g ≈ g/λ. \"removed\" = ‖g/λ − F̃⁻¹g‖/‖g/λ‖, the fraction of the uncorrected step the rank-1 "
+            'means F̃⁻¹g ≈ g/λ. "removed" = ‖g/λ − F̃⁻¹g‖/‖g/λ‖, the fraction of the uncorrected step the rank-1 '
             "term takes away. Per run the median over training bins; the table gives the median over seeds [min, "
             "max over seeds] and the median over the last 10 % of training. Over training, beside the return curves "
             "of SMAC and `sgd-matched`: `docs/figures/smac_diagnostics.png`. SMAC against `sgd-matched` (AC-SGD at "
             "SMAC's η/λ), paired by seed with TOST: the per-task table of [the report](REPORT.md) and the "
-            "[pre-registered study](prereg.md).\n"] + (table(rows, [
-        ("Task", lambda r: r["task"]), ("λ", lambda r: fmt(r["damping"])),
-        ("‖ℓ̄‖²/λ [min, max run]", lambda r: f"{fmt(r['ell_sq_over_lambda_median'])} "
-         f"{interval(r['ell_sq_over_lambda_min_run'], r['ell_sq_over_lambda_max_run'])}"),
-        ("‖ℓ̄‖²/λ (last 10 %)", lambda r: fmt(r["ell_sq_over_lambda_last10pct_median"])), ("cos(g, step)", cos),
-        ("removed [min, max run]", lambda r: f"{pct(r['removed_frac_median'])} "
-         f"[{pct(r['removed_frac_min_run'])}, {pct(r['removed_frac_max_run'])}]"),
-        ("removed (last 10 %)", lambda r: pct(r["removed_frac_last10pct_median"])),
-        ("‖step‖/‖g/λ‖", lambda r: fmt(r.get("step_over_sgd_median")))]) if rows else [NOT_RUN]) + [""]
+            "[pre-registered study](prereg.md).\n",
+        ]
+        + (
+            table(
+                rows,
+                [
+                    ("Task", lambda r: r["task"]),
+                    ("λ", lambda r: fmt(r["damping"])),
+                    (
+                        "‖ℓ̄‖²/λ [min, max run]",
+                        lambda r: (
+                            f"{fmt(r['ell_sq_over_lambda_median'])} "
+                            f"{interval(r['ell_sq_over_lambda_min_run'], r['ell_sq_over_lambda_max_run'])}"
+                        ),
+                    ),
+                    ("‖ℓ̄‖²/λ (last 10 %)", lambda r: fmt(r["ell_sq_over_lambda_last10pct_median"])),
+                    ("cos(g, step)", cos),
+                    (
+                        "removed [min, max run]",
+                        lambda r: (
+                            f"{pct(r['removed_frac_median'])} "
+                            f"[{pct(r['removed_frac_min_run'])}, {pct(r['removed_frac_max_run'])}]"
+                        ),
+                    ),
+                    ("removed (last 10 %)", lambda r: pct(r["removed_frac_last10pct_median"])),
+                    ("‖step‖/‖g/λ‖", lambda r: fmt(r.get("step_over_sgd_median"))),
+                ],
+            )
+            if rows
+            else [NOT_RUN]
+        )
+        + [""]
+    )
 
 
 def final_cell(r: Optional[dict]) -> str:
@@ -227,8 +319,13 @@ def reading_pairs(final: dict, runs: list[dict]) -> tuple[int, dict]:
         if key not in norm or not literal.size:
             continue
         test = stats.welch_test(norm[key], literal)
-        out[key] = {"literal": literal, "n_div": int(r["n_diverged"] or 0), "norm": norm[key],
-                    "dropped": dropped[key], "p": None if test is None else test["p"]}
+        out[key] = {
+            "literal": literal,
+            "n_div": int(r["n_diverged"] or 0),
+            "norm": norm[key],
+            "dropped": dropped[key],
+            "p": None if test is None else test["p"],
+        }
     return span, out
 
 
@@ -253,8 +350,10 @@ def reading_cell(row: Optional[dict]) -> str:
         return "–"
     notes = [f"{row[k]} {side} diverged" for k, side in (("n_div", "literal"), ("dropped", "norm")) if row[k]]
     p = "" if row["p"] is None else f", p {row['p']:.2g}"
-    return (f"{fmt(row['literal'].mean())} / {fmt(row['norm'].mean())} (n {row['literal'].size} / "
-            f"{row['norm'].size}{p})" + (f" [{', '.join(notes)}]" if notes else ""))
+    return (
+        f"{fmt(row['literal'].mean())} / {fmt(row['norm'].mean())} (n {row['literal'].size} / "
+        f"{row['norm'].size}{p})" + (f" [{', '.join(notes)}]" if notes else "")
+    )
 
 
 def grid_300k_section(d: Data) -> list[str]:
@@ -262,34 +361,59 @@ def grid_300k_section(d: Data) -> list[str]:
     final = by_cell(read_csv(os.path.join(GRID_300K, "final.csv")))
     if not final:
         return []
-    L = ["## Earlier grid: paper-literal reading, 3 seeds × 300k steps\n",
-         "Before the fidelity study (`hyperparams.toml` `[meta] grid_readings.grid_300k = literal`), no observation, "
-         "reward or advantage normalization; kept for comparison, from `benchmark/results/grid_300k/*.csv` (the raw "
-         "runs were not kept). Final mean ± std (n seeds); the paper's values are in the stage-1 table above.\n"]
-    L += table(hparams.tasks(), [("Task", lambda t: t)] + [
-        (hparams.algo_label(a), lambda t, a=a: final_cell(final.get((t, a)))) for a in hparams.ALGOS]) + [""]
+    L = [
+        "## Earlier grid: paper-literal reading, 3 seeds × 300k steps\n",
+        "Before the fidelity study (`hyperparams.toml` `[meta] grid_readings.grid_300k = literal`), no observation, "
+        "reward or advantage normalization; kept for comparison, from `benchmark/results/grid_300k/*.csv` (the raw "
+        "runs were not kept). Final mean ± std (n seeds); the paper's values are in the stage-1 table above.\n",
+    ]
+    L += table(
+        hparams.tasks(),
+        [("Task", lambda t: t)]
+        + [(hparams.algo_label(a), lambda t, a=a: final_cell(final.get((t, a)))) for a in hparams.ALGOS],
+    ) + [""]
     span, pairs = literal_vs_norm(d)
     if pairs:  # the stage-1 `norm` runs over the literal grid's first steps (same protocol)
         algos = ("smac",) + tuple(a for a in hparams.ALGOS if a != "smac")
-        L.append(f"**The two readings at the same budget.** Seed-mean final at {span // 1000}k steps, `literal` (this "
-                 f"grid) / `norm` (the stage-1 runs judged over their first {span // 1000}k steps: 100 bins over that "
-                 "span, the same protocol; no learning-rate schedule, so a run's first steps do not depend on its "
-                 "budget), the seeds on each side, and Welch's p (`scipy.stats.ttest_ind(equal_var=False)`) where both "
-                 "sides have 2 seeds or more.\n")
-        L += table(hparams.tasks(), [("Task", lambda t: t)] + [
-            (hparams.algo_label(a), lambda t, a=a: reading_cell(pairs.get((t, a)))) for a in algos]) + [""]
-        L.append(f"`norm` against `literal` at {span // 1000}k (p < 0.05) — " + ". ".join(
-            f"{hparams.algo_label(a)}: " + "; ".join(f"{v} on {', '.join(ts)}" for v, ts in
-                                                     sorted(reading_by_verdict(pairs, a).items())) for a in algos)
-            + ".\n")
+        L.append(
+            f"**The two readings at the same budget.** Seed-mean final at {span // 1000}k steps, `literal` (this "
+            f"grid) / `norm` (the stage-1 runs judged over their first {span // 1000}k steps: 100 bins over that "
+            "span, the same protocol; no learning-rate schedule, so a run's first steps do not depend on its "
+            "budget), the seeds on each side, and Welch's p (`scipy.stats.ttest_ind(equal_var=False)`) where both "
+            "sides have 2 seeds or more.\n"
+        )
+        L += table(
+            hparams.tasks(),
+            [("Task", lambda t: t)]
+            + [(hparams.algo_label(a), lambda t, a=a: reading_cell(pairs.get((t, a)))) for a in algos],
+        ) + [""]
+        L.append(
+            f"`norm` against `literal` at {span // 1000}k (p < 0.05) — "
+            + ". ".join(
+                f"{hparams.algo_label(a)}: "
+                + "; ".join(
+                    f"{v} on {', '.join(ts)}" for v, ts in sorted(reading_by_verdict(pairs, a).items())
+                )
+                for a in algos
+            )
+            + ".\n"
+        )
     sb3 = [(t, final[(t, "sb3-a2c")]) for t in hparams.tasks() if (t, "sb3-a2c") in final]
     if sb3:
-        L.append("**Outside reference:** Stable-Baselines3 A2C with its own defaults (`python benchmark/sweep.py "
-                 "--study sb3`: n_steps = 5, RMSprop 7e-4, 64-64 tanh, gae_lambda = 1), same environments, 300k "
-                 "steps, not tuned to the paper's rows:\n")
-        L += table(sb3, [("Task", lambda r: r[0]), ("SB3 A2C", lambda r: final_cell(r[1])),
-                         ("SMAC (literal, 300k)", lambda r: final_cell(final.get((r[0], "smac")))),
-                         ("AC-SGD (literal, 300k)", lambda r: final_cell(final.get((r[0], "sgd"))))]) + [""]
+        L.append(
+            "**Outside reference:** Stable-Baselines3 A2C with its own defaults (`python benchmark/sweep.py "
+            "--study sb3`: n_steps = 5, RMSprop 7e-4, 64-64 tanh, gae_lambda = 1), same environments, 300k "
+            "steps, not tuned to the paper's rows:\n"
+        )
+        L += table(
+            sb3,
+            [
+                ("Task", lambda r: r[0]),
+                ("SB3 A2C", lambda r: final_cell(r[1])),
+                ("SMAC (literal, 300k)", lambda r: final_cell(final.get((r[0], "smac")))),
+                ("AC-SGD (literal, 300k)", lambda r: final_cell(final.get((r[0], "sgd")))),
+            ],
+        ) + [""]
     return L
 
 
@@ -298,56 +422,78 @@ def headline_section(d: Data) -> list[str]:
     the stage-1 table) and the paper's gap between them; its speed claims are in the claims table."""
     block = hparams.load()["meta"]["headline"]
     budget, tasks = int(block["budget"]), block["tasks"].split(",")
-    L = [f"## The 5M block: {', '.join(tasks)} at the paper's {steps(budget)} steps\n",
-         f"{', '.join(hparams.algo_label(a) for a in block['algos'].split(','))} continued from their stage-1 runs to "
-         f"{steps(budget)} steps (`{block['logs']}/`, {len(d.headline)} of {N_HEADLINE} runs in); final = last of 100 "
-         f"bins of {steps(budget // 100)} steps, cells as in the stage-1 table. The paper: SMAC \"surpassing the "
-         "next-best algorithm, AC-CG, by over 1100 points\".\n"]
+    L = [
+        f"## The 5M block: {', '.join(tasks)} at the paper's {steps(budget)} steps\n",
+        f"{', '.join(hparams.algo_label(a) for a in block['algos'].split(','))} continued from their stage-1 runs to "
+        f"{steps(budget)} steps (`{block['logs']}/`, {len(d.headline)} of {N_HEADLINE} runs in); final = last of 100 "
+        f'bins of {steps(budget // 100)} steps, cells as in the stage-1 table. The paper: SMAC "surpassing the '
+        'next-best algorithm, AC-CG, by over 1100 points".\n',
+    ]
     if not d.headline:
         return L + ["No run of the block has finished yet.\n"]
     cells = aggregate.load_cells(d.headline, budgets={t: budget for t in tasks})
-    L += table(aggregate.cell_rows(cells), [
-        ("Task", lambda r: r["task"]), ("Algorithm", lambda r: hparams.algo_label(r["algo"])),
-        (f"final at {steps(budget)} / paper", cell_text)]) + [""]
+    L += table(
+        aggregate.cell_rows(cells),
+        [
+            ("Task", lambda r: r["task"]),
+            ("Algorithm", lambda r: hparams.algo_label(r["algo"])),
+            (f"final at {steps(budget)} / paper", cell_text),
+        ],
+    ) + [""]
     L.append("Per seed, the peak of the smoothed curve (its step) → the final:\n")
     for (t, a), cell in sorted(cells.items(), key=lambda kv: (kv[0][0], hparams.ALGOS.index(kv[0][1]))):
         p = aggregate.peaks(cell, budget)
-        L.append(f"- {t} {hparams.algo_label(a)}: "
-                 + "; ".join(f"seed {s} {fmt(pk)} ({steps(at)}) → {fmt(f)}" for s, pk, at, f in p)
-                 + f" (mean drop from peak {fmt(np.mean([pk - f for _, pk, _, f in p]))})")
+        L.append(
+            f"- {t} {hparams.algo_label(a)}: "
+            + "; ".join(f"seed {s} {fmt(pk)} ({steps(at)}) → {fmt(f)}" for s, pk, at, f in p)
+            + f" (mean drop from peak {fmt(np.mean([pk - f for _, pk, _, f in p]))})"
+        )
     L.append("")
     for t in tasks:
-        finals = {a: [f for _, f, _ in cells[(t, a)]["finished"]] if (t, a) in cells else [] for a in ("smac", "cg")}
+        finals = {
+            a: [f for _, f, _ in cells[(t, a)]["finished"]] if (t, a) in cells else [] for a in ("smac", "cg")
+        }
         w = stats.welch_test(finals["smac"], finals["cg"])
         if w is not None:
             paper = hparams.paper_result(t, "smac")[0] - hparams.paper_result(t, "cg")[0]
-            L.append(f"{t}, SMAC − AC-CG at {steps(budget)}: {fmt(w['diff'])} (Welch p {w['p']:.2g}, seeds "
-                     f"{len(finals['smac'])} / {len(finals['cg'])}); the paper's table: {fmt(paper)}.\n")
+            L.append(
+                f"{t}, SMAC − AC-CG at {steps(budget)}: {fmt(w['diff'])} (Welch p {w['p']:.2g}, seeds "
+                f"{len(finals['smac'])} / {len(finals['cg'])}); the paper's table: {fmt(paper)}.\n"
+            )
     return L
 
 
 def deviations_section(d: Data) -> list[str]:
     meta = hparams.load()["meta"]
-    div = [f"{r['task']}/{r['algo']}/seed{r['seed']} (at {r['last_step']:,} steps)" for r in d.runs
-           if r["status"] == "diverged"]
-    L = ["## Where we could not follow the paper\n",
-         f"- **Budget.** Stage 1: {budgets_text()} steps, 5 seeds (paper: 5 seeds, MuJoCo 5M, "
-         f"{aggregate.PAPER_BUDGET_NOTE}; the classic-control budget is not stated, Pendulum > 1.5M). HalfCheetah "
-         f"SMAC and AC-CG also at the paper's 5M (the headline block: {len(d.headline)} of its {N_HEADLINE} runs in). "
-         "Final values at our MuJoCo budget are not the paper's final values at 5M.",
-         "- **Reading of paper-silent choices:** stage 1 runs with observation, reward and advantage normalization "
-         "(`norm`, chosen by the fidelity study's rule, below); `smac_a2c.py`'s defaults stay paper-literal.",
-         "- **Empty AC-KFAC rows** (Pendulum, Hopper, Humanoid): filled by our rule — " + meta["kfac_fill_rule"],
-         "- **sgd-matched** is not in the paper (issue 8): " + meta["sgd_matched_rule"],
-         "- **Environment versions**: the paper names none. We run Acrobot-v1, CartPole-v1, Pendulum-v1, "
-         "HalfCheetah-v4, Hopper-v4, Swimmer-v4, Walker2d-v4, Humanoid-v4 and Pusher-v5 (Pusher-v4 needs mujoco "
-         "< 3), all with the paper's 1000-step horizon (registered by `benchmark/hparams.py`).",
-         "- **AC-KFAC KL clip**: the paper says the trust region is omitted yet tunes a KL clip; we keep the clip "
-         "active (docs/baselines.md).",
-         "- **The paper's ±**: its Results text prints different ± than its table for the same cells (e.g. Acrobot "
-         "SMAC ±6.3 vs ±17.0); we compare with the table."]
+    div = [
+        f"{r['task']}/{r['algo']}/seed{r['seed']} (at {r['last_step']:,} steps)"
+        for r in d.runs
+        if r["status"] == "diverged"
+    ]
+    L = [
+        "## Where we could not follow the paper\n",
+        f"- **Budget.** Stage 1: {budgets_text()} steps, 5 seeds (paper: 5 seeds, MuJoCo 5M, "
+        f"{aggregate.PAPER_BUDGET_NOTE}; the classic-control budget is not stated, Pendulum > 1.5M). HalfCheetah "
+        f"SMAC and AC-CG also at the paper's 5M (the headline block: {len(d.headline)} of its {N_HEADLINE} runs in). "
+        "Final values at our MuJoCo budget are not the paper's final values at 5M.",
+        "- **Reading of paper-silent choices:** stage 1 runs with observation, reward and advantage normalization "
+        "(`norm`, chosen by the fidelity study's rule, below); `smac_a2c.py`'s defaults stay paper-literal.",
+        "- **Empty AC-KFAC rows** (Pendulum, Hopper, Humanoid): filled by our rule — "
+        + meta["kfac_fill_rule"],
+        "- **sgd-matched** is not in the paper (issue 8): " + meta["sgd_matched_rule"],
+        "- **Environment versions**: the paper names none. We run Acrobot-v1, CartPole-v1, Pendulum-v1, "
+        "HalfCheetah-v4, Hopper-v4, Swimmer-v4, Walker2d-v4, Humanoid-v4 and Pusher-v5 (Pusher-v4 needs mujoco "
+        "< 3), all with the paper's 1000-step horizon (registered by `benchmark/hparams.py`).",
+        "- **AC-KFAC KL clip**: the paper says the trust region is omitted yet tunes a KL clip; we keep the clip "
+        "active (docs/baselines.md).",
+        "- **The paper's ±**: its Results text prints different ± than its table for the same cells (e.g. Acrobot "
+        "SMAC ±6.3 vs ±17.0); we compare with the table.",
+    ]
     if div:
-        L.append("- **Diverged runs** (NaN/Inf; curve kept up to the divergence, no final value): " + "; ".join(div))
+        L.append(
+            "- **Diverged runs** (NaN/Inf; curve kept up to the divergence, no final value): "
+            + "; ".join(div)
+        )
     return L + [""]
 
 
@@ -368,7 +514,9 @@ def main_table(d: Data, equiv: dict) -> list[str]:
     for t in hparams.tasks():
         base = [by[(t, a)] for a in hparams.PAPER_ALGOS if a != "smac" and (t, a) in by]
         best = max(base, key=lambda r: r["mean"]) if base else None
-        rows.append({"task": t, "smac": by.get((t, "smac")), "best": best, "matched": by.get((t, "sgd-matched"))})
+        rows.append(
+            {"task": t, "smac": by.get((t, "smac")), "best": best, "matched": by.get((t, "sgd-matched"))}
+        )
     cell = lambda r: "–" if r is None else mean_std(r["mean"], r["std"])  # noqa: E731
 
     def equivalence(r: dict) -> str:
@@ -376,14 +524,27 @@ def main_table(d: Data, equiv: dict) -> list[str]:
             return "–"
         word = "equivalent" if r["equivalent"] else "different" if r["p"] < 0.05 else "not shown"
         return f"{r['mean']:+.3f} {fmt_interval(r['ci'])} {word} ({r['n']} seeds)"
-    return table(rows, [
-        ("Task", lambda r: r["task"]), ("SMAC", lambda r: cell(r["smac"])),
-        ("best baseline", lambda r: "–" if r["best"] is None else
-         f"{hparams.algo_label(r['best']['algo'])} {cell(r['best'])}"),
-        ("SGD, step η/λ", lambda r: cell(r["matched"])),
-        ("paper SMAC", lambda r: mean_std(*hparams.paper_result(r["task"], "smac"))),
-        ("SMAC − SGD η/λ, normalized: mean [paired 90 % CI], TOST ±0.1", lambda r: equivalence(equiv[r["task"]])),
-        ("η/λ ÷ AC-SGD's η", lambda r: f"{step_ratio(r['task']):.3g}×")])
+
+    return table(
+        rows,
+        [
+            ("Task", lambda r: r["task"]),
+            ("SMAC", lambda r: cell(r["smac"])),
+            (
+                "best baseline",
+                lambda r: (
+                    "–" if r["best"] is None else f"{hparams.algo_label(r['best']['algo'])} {cell(r['best'])}"
+                ),
+            ),
+            ("SGD, step η/λ", lambda r: cell(r["matched"])),
+            ("paper SMAC", lambda r: mean_std(*hparams.paper_result(r["task"], "smac"))),
+            (
+                "SMAC − SGD η/λ, normalized: mean [paired 90 % CI], TOST ±0.1",
+                lambda r: equivalence(equiv[r["task"]]),
+            ),
+            ("η/λ ÷ AC-SGD's η", lambda r: f"{step_ratio(r['task']):.3g}×"),
+        ],
+    )
 
 
 def verdict_section(d: Data, pre: dict, equiv: dict) -> list[str]:
@@ -392,63 +553,79 @@ def verdict_section(d: Data, pre: dict, equiv: dict) -> list[str]:
     welch = [r for r in d.cells if num(r["p_vs_paper"]) is not None]
     differ = sum(r["p_vs_paper"] < 0.05 for r in welch)
     cells5 = aggregate.load_cells(d.headline, budgets={"HalfCheetah": 5_000_000}) if d.headline else {}
-    f5 = {a: [f for _, f, _ in cells5.get(("HalfCheetah", a), {"finished": []})["finished"]] for a in ("smac", "cg")}
+    f5 = {
+        a: [f for _, f, _ in cells5.get(("HalfCheetah", a), {"finished": []})["finished"]]
+        for a in ("smac", "cg")
+    }
     lit, lam = pre["literal_5M"], pre["lambda"]
     eq_tasks = [t for t, r in equiv.items() if r.get("equivalent")]
     fr = {k: v["removed"][0] for k, v in lam["fractions"].items()}
     cos = {k: v["cos"] for k, v in lam["fractions"].items()}
-    blocks = "; ".join(f"{r['task']} {r['mean']:+.2f} {fmt_interval(r['ci'])} ({r['n']} paired seeds: "
-                       f"{r['verdict']})" for r in pre["equivalence"])
+    blocks = "; ".join(
+        f"{r['task']} {r['mean']:+.2f} {fmt_interval(r['ci'])} ({r['n']} paired seeds: {r['verdict']})"
+        for r in pre["equivalence"]
+    )
     g = d.grid or {"agg": {}, "imp": {}}
     iqm = {a: v["IQM"][0] for a, v in g["agg"].items()}
     imp = g["imp"]
     ratios = [step_ratio(t) for t in hparams.tasks()]
-    return ["## Verdict\n",
-            f"1. **What reproduced:** of the paper's {len(d.claims)} timestep claims, judged at our bins and again at "
-            f"the paper's bin width (MuJoCo; classic control over the first 150k steps), {by['held']} held, "
-            f"{by['direction only']} on direction only, {by['baseline never reaches it']} only because the baseline "
-            f"never reaches the threshold, {by['not held']} did not, {by['beyond budget']} need more steps than we ran "
-            f"([claims](report/claims.md)); our finals differ from the paper's table (Welch p < 0.05) in {differ} of "
-            f"{len(welch)} cells.",
-            f"2. **The headline did not:** HalfCheetah at 5M, SMAC {fmt(np.mean(f5['smac']) if f5['smac'] else None)} "
-            f"vs AC-CG {fmt(np.mean(f5['cg']) if f5['cg'] else None)} under the `norm` reading (paper 2936 vs 1766); "
-            f"paper-literal, SMAC {fmt(lit['smac']['mean'])} vs AC-CG {fmt(lit['cg']['mean'])} "
-            f"({lit['smac']['n']} + {lit['cg']['n']} runs): {lit['verdict']}.",
-            f"3. **The Practical Method is SGD with step η/λ:** batch-mean SMAC and `sgd-matched` are equivalent "
-            f"(paired TOST, ±{EQUIV_MARGIN} normalized score) on {len(eq_tasks)} of {len(equiv)} tasks "
-            f"({', '.join(eq_tasks)}); at λ ≤ 0.01 the rank-1 term removes {100 * min(fr[1e-3], fr[1e-2]):.1f}–"
-            f"{100 * max(fr[1e-3], fr[1e-2]):.1f} % of the step's ℓ̄-component, but that component is small: "
-            f"cos(g, step) ≥ {min(cos[1e-3], cos[1e-2]):.3f}.",
-            f"4. **Where it could differ it does not show:** at λ = 0.01 (largest ‖ℓ̄‖²/λ) {blocks}; "
-            f"across λ = 0.001…1 on HalfCheetah, {lam['slope'].get('verdict', 'too few seeds')} "
-            f"([pre-registered study](report/prereg.md)).",
-            f"5. **Step size, not curvature:** SMAC's η/λ is {min(ratios):.2g}–{max(ratios):.3g}× the paper's AC-SGD "
-            f"step, so P(SMAC > AC-SGD) = {imp['sgd'][0]:.2f} compares step sizes; P(SMAC > SGD with step η/λ) = "
-            f"{imp['sgd-matched'][0]:.2f}, IQM SMAC {iqm.get('smac', math.nan):.2f} vs "
-            f"{iqm.get('sgd-matched', math.nan):.2f}." if "sgd-matched" in imp and "sgd" in imp
-            else "5. (aggregates need every cell)", ""]
+    return [
+        "## Verdict\n",
+        f"1. **What reproduced:** of the paper's {len(d.claims)} timestep claims, judged at our bins and again at "
+        f"the paper's bin width (MuJoCo; classic control over the first 150k steps), {by['held']} held, "
+        f"{by['direction only']} on direction only, {by['baseline never reaches it']} only because the baseline "
+        f"never reaches the threshold, {by['not held']} did not, {by['beyond budget']} need more steps than we ran "
+        f"([claims](report/claims.md)); our finals differ from the paper's table (Welch p < 0.05) in {differ} of "
+        f"{len(welch)} cells.",
+        f"2. **The headline did not:** HalfCheetah at 5M, SMAC {fmt(np.mean(f5['smac']) if f5['smac'] else None)} "
+        f"vs AC-CG {fmt(np.mean(f5['cg']) if f5['cg'] else None)} under the `norm` reading (paper 2936 vs 1766); "
+        f"paper-literal, SMAC {fmt(lit['smac']['mean'])} vs AC-CG {fmt(lit['cg']['mean'])} "
+        f"({lit['smac']['n']} + {lit['cg']['n']} runs): {lit['verdict']}.",
+        f"3. **The Practical Method is SGD with step η/λ:** batch-mean SMAC and `sgd-matched` are equivalent "
+        f"(paired TOST, ±{EQUIV_MARGIN} normalized score) on {len(eq_tasks)} of {len(equiv)} tasks "
+        f"({', '.join(eq_tasks)}); at λ ≤ 0.01 the rank-1 term removes {100 * min(fr[1e-3], fr[1e-2]):.1f}–"
+        f"{100 * max(fr[1e-3], fr[1e-2]):.1f} % of the step's ℓ̄-component, but that component is small: "
+        f"cos(g, step) ≥ {min(cos[1e-3], cos[1e-2]):.3f}.",
+        f"4. **Where it could differ it does not show:** at λ = 0.01 (largest ‖ℓ̄‖²/λ) {blocks}; "
+        f"across λ = 0.001…1 on HalfCheetah, {lam['slope'].get('verdict', 'too few seeds')} "
+        f"([pre-registered study](report/prereg.md)).",
+        f"5. **Step size, not curvature:** SMAC's η/λ is {min(ratios):.2g}–{max(ratios):.3g}× the paper's AC-SGD "
+        f"step, so P(SMAC > AC-SGD) = {imp['sgd'][0]:.2f} compares step sizes; P(SMAC > SGD with step η/λ) = "
+        f"{imp['sgd-matched'][0]:.2f}, IQM SMAC {iqm.get('smac', math.nan):.2f} vs "
+        f"{iqm.get('sgd-matched', math.nan):.2f}."
+        if "sgd-matched" in imp and "sgd" in imp
+        else "5. (aggregates need every cell)",
+        "",
+    ]
 
 
-def fidelity_section(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELITY_RESULTS,
-                     write: bool = False) -> list[str]:
+def fidelity_section(
+    logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELITY_RESULTS, write: bool = False
+) -> list[str]:
     """REPORT.md's fidelity section: the rule, every reading's score and per-claim verdicts, the choice."""
     fid = hparams.FIDELITY_BUDGET
-    L = ["## Fidelity study: which reading of the paper reproduces its own claims?\n",
-         "`python benchmark/sweep.py --study fidelity && python benchmark/aggregate.py fidelity score` (issue 11). "
-         "Every reading keeps the paper's hyper-parameter rows and changes one paper-silent choice; 3 seeds x "
-         f"{fid // 1000}k steps on Acrobot and CartPole, the paper's five algorithms. The rule, written before the "
-         "runs (now `FIDELITY_RULE` in `benchmark/aggregate.py`):\n"]
+    L = [
+        "## Fidelity study: which reading of the paper reproduces its own claims?\n",
+        "`python benchmark/sweep.py --study fidelity && python benchmark/aggregate.py fidelity score` (issue 11). "
+        "Every reading keeps the paper's hyper-parameter rows and changes one paper-silent choice; 3 seeds x "
+        f"{fid // 1000}k steps on Acrobot and CartPole, the paper's five algorithms. The rule, written before the "
+        "runs (now `FIDELITY_RULE` in `benchmark/aggregate.py`):\n",
+    ]
     L += ["> " + line for line in aggregate.FIDELITY_RULE.splitlines()] + [""]
     check = os.path.join(results_dir, "adam_check.json")
     if os.path.isfile(check):
         c = json.load(open(check))
-        L.append("**The Adam argument, measured** (`python benchmark/aggregate.py fidelity adam-check`): the paper's "
-                 f"CartPole AC-Adam row under the literal reading makes {c['adam_steps']} Adam steps by 111k env "
-                 f"steps; the largest change of any actor parameter is {c['max_param_change']:.4f} (bound 3.2·η·steps "
-                 f"= {c['bound']:.4f}) and the last 10 episodes return {c['mean_return_last10']:.1f} (a random policy "
-                 f"≈ 22), against the paper's claim of 750 at ≈ 111k (one seed, seed {c.get('seed', 1)}). No parameter "
-                 "can move further than that bound, so it is very unlikely that the paper ran AC-Adam this way.\n")
-    rows = aggregate.fidelity_score(logs_dir, results_dir, write=write)  # write: its CSVs, before they are read
+        L.append(
+            "**The Adam argument, measured** (`python benchmark/aggregate.py fidelity adam-check`): the paper's "
+            f"CartPole AC-Adam row under the literal reading makes {c['adam_steps']} Adam steps by 111k env "
+            f"steps; the largest change of any actor parameter is {c['max_param_change']:.4f} (bound 3.2·η·steps "
+            f"= {c['bound']:.4f}) and the last 10 episodes return {c['mean_return_last10']:.1f} (a random policy "
+            f"≈ 22), against the paper's claim of 750 at ≈ 111k (one seed, seed {c.get('seed', 1)}). No parameter "
+            "can move further than that bound, so it is very unlikely that the paper ran AC-Adam this way.\n"
+        )
+    rows = aggregate.fidelity_score(
+        logs_dir, results_dir, write=write
+    )  # write: its CSVs, before they are read
     if not rows:
         return L + ["No fidelity runs yet.\n"]
     verdicts = {}
@@ -457,69 +634,113 @@ def fidelity_section(logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELIT
         if runs:
             verdicts[r] = {v["id"]: v for v in aggregate.evaluate(runs, tasks=hparams.FIDELITY_TASKS)}
     names = [r["reading"] for r in rows]
-    desc = lambda r: (hparams.READINGS[r["reading"]][2] if r["reading"] in hparams.READINGS  # noqa: E731
-                      else "union of " + r["reading"].replace("+", " and "))
-    L += table(sorted(rows, key=lambda r: -r["held"]), [
-        ("Reading", lambda r: f"`{r['reading']}` — {desc(r)}"), ("Flags", lambda r: f"`{r['flags'] or '(none)'}`"),
-        ("Claims held", lambda r: f"{r['held']}/{r['evaluable']}"),
-        ("Runs (diverged)", lambda r: f"{r['runs']} ({r['diverged']})")]) + [""]
-    L.append("Per claim (✓ held, ✗ not held; the crossing steps are in `benchmark/results/fidelity/claims.csv`):\n")
+    desc = lambda r: (
+        hparams.READINGS[r["reading"]][2]
+        if r["reading"] in hparams.READINGS  # noqa: E731
+        else "union of " + r["reading"].replace("+", " and ")
+    )
+    L += table(
+        sorted(rows, key=lambda r: -r["held"]),
+        [
+            ("Reading", lambda r: f"`{r['reading']}` — {desc(r)}"),
+            ("Flags", lambda r: f"`{r['flags'] or '(none)'}`"),
+            ("Claims held", lambda r: f"{r['held']}/{r['evaluable']}"),
+            ("Runs (diverged)", lambda r: f"{r['runs']} ({r['diverged']})"),
+        ],
+    ) + [""]
+    L.append(
+        "Per claim (✓ held, ✗ not held; the crossing steps are in `benchmark/results/fidelity/claims.csv`):\n"
+    )
     claims = [c for c in aggregate.CLAIMS if c["task"] in hparams.FIDELITY_TASKS]
     mark = {"held": "✓", "not held": "✗"}
-    L += table([c["id"] for c in claims], [("Claim", lambda cid: cid)] + [
-        (f"`{n}`", lambda cid, n=n: mark.get(verdicts[n][cid]["verdict"], verdicts[n][cid]["verdict"]))
-        for n in names]) + [""]
+    L += table(
+        [c["id"] for c in claims],
+        [("Claim", lambda cid: cid)]
+        + [
+            (f"`{n}`", lambda cid, n=n: mark.get(verdicts[n][cid]["verdict"], verdicts[n][cid]["verdict"]))
+            for n in names
+        ],
+    ) + [""]
     fin = {(r["reading"], r["task"], r["algo"]): r for r in read_csv(os.path.join(results_dir, "finals.csv"))}
     if fin:
         cols = [(t, a) for t in hparams.FIDELITY_TASKS for a in hparams.PAPER_ALGOS]
-        L.append(f"Final return (seed mean of the last smoothed bin at {fid // 1000}k steps; paper: its table's "
-                 "final at its own, larger budget, for scale):\n")
+        L.append(
+            f"Final return (seed mean of the last smoothed bin at {fid // 1000}k steps; paper: its table's "
+            "final at its own, larger budget, for scale):\n"
+        )
         body = [("*paper (final)*", {(t, a): f"*{hparams.paper_result(t, a)[0]:g}*" for t, a in cols})] + [
             (f"`{n}`", {(t, a): fmt(fin[(n, t, a)]["final"]) if (n, t, a) in fin else "–" for t, a in cols})
-            for n in names]
-        L += table(body, [("Reading", lambda r: r[0])] + [
-            (f"{t} {hparams.algo_label(a)}", lambda r, k=(t, a): r[1][k]) for t, a in cols]) + [""]
+            for n in names
+        ]
+        L += table(
+            body,
+            [("Reading", lambda r: r[0])]
+            + [(f"{t} {hparams.algo_label(a)}", lambda r, k=(t, a): r[1][k]) for t, a in cols],
+        ) + [""]
     if any("envs-8" in n for n in names):
-        L.append("**Caveat: parallel environments and the protocol.** The protocol bins each episode at the global "
-                 "step where it *ended*. With 8 environments the first bins hold only the episodes that ended early, "
-                 "and in Acrobot those are the successful ones (return = -length), so the seed-mean curve of every "
-                 "algorithm starts above -400 within a few thousand steps without any learning (see the 3k crossings "
-                 "of the `envs-8` readings in `benchmark/results/fidelity/claims.csv`). Acrobot claims held under "
-                 "`envs-8` therefore say little; with 1 environment, as the paper's T = 1000 rollouts suggest, the "
-                 "bias does not arise. The rule was applied as written.\n")
+        L.append(
+            "**Caveat: parallel environments and the protocol.** The protocol bins each episode at the global "
+            "step where it *ended*. With 8 environments the first bins hold only the episodes that ended early, "
+            "and in Acrobot those are the successful ones (return = -length), so the seed-mean curve of every "
+            "algorithm starts above -400 within a few thousand steps without any learning (see the 3k crossings "
+            "of the `envs-8` readings in `benchmark/results/fidelity/claims.csv`). Acrobot claims held under "
+            "`envs-8` therefore say little; with 1 environment, as the paper's T = 1000 rollouts suggest, the "
+            "bias does not arise. The rule was applied as written.\n"
+        )
     chosen = aggregate.fidelity_choose(rows)
     stage1 = aggregate.stage1_budgets()[hparams.FIDELITY_TASKS[0]]
     L.append(f"**Chosen by the rule: `{chosen}`.**\n")
-    L.append("**Caveat: run length and bin width.** A \"never above\" claim covers the whole run, so "
-             f"`cartpole-kfac-40pct` is judged here on {fid // 1000}k steps only; and these runs' bins are "
-             f"{fid // 100:,} steps wide, against {stage1 // 100:,} in the {stage1 // 1000}k stage-1 runs, so their "
-             "crossings come earlier (the EWM lags about 10 bins). The claims table above judges the stage-1 runs "
-             "both ways (last column: over this study's first steps).\n")
+    L.append(
+        '**Caveat: run length and bin width.** A "never above" claim covers the whole run, so '
+        f"`cartpole-kfac-40pct` is judged here on {fid // 1000}k steps only; and these runs' bins are "
+        f"{fid // 100:,} steps wide, against {stage1 // 100:,} in the {stage1 // 1000}k stage-1 runs, so their "
+        "crossings come earlier (the EWM lags about 10 bins). The claims table above judges the stage-1 runs "
+        "both ways (last column: over this study's first steps).\n"
+    )
     whole_run = {c["id"] for c in claims if c["kind"] == "never_above"}
     if whole_run:
         rest = aggregate.rescored(rows, verdicts, whole_run)
-        L.append(f"Scored without the claims that depend on the run length ({', '.join(sorted(whole_run))}), the "
-                 f"rule chooses `{aggregate.fidelity_choose(rest)}`: "
-                 + ", ".join(f"`{r['reading']}` {r['held']}" for r in sorted(rest, key=lambda r: -r["held"])) + ".\n")
-    L.append(f"**The check on a MuJoCo task (Walker2d, {steps(aggregate.stage1_budgets()['Walker2d'])} steps, the "
-             "grid's runs; `python benchmark/aggregate.py claims benchmark/results/logs/<reading>`):**\n")
+        L.append(
+            f"Scored without the claims that depend on the run length ({', '.join(sorted(whole_run))}), the "
+            f"rule chooses `{aggregate.fidelity_choose(rest)}`: "
+            + ", ".join(f"`{r['reading']}` {r['held']}" for r in sorted(rest, key=lambda r: -r["held"]))
+            + ".\n"
+        )
+    L.append(
+        f"**The check on a MuJoCo task (Walker2d, {steps(aggregate.stage1_budgets()['Walker2d'])} steps, the "
+        "grid's runs; `python benchmark/aggregate.py claims benchmark/results/logs/<reading>`):**\n"
+    )
     for r in dict.fromkeys([chosen, "literal"]):
         grid_logs = os.path.join(REPO, "benchmark", "results", "logs", r)
         runs = compact.discover_logs(grid_logs) if os.path.isdir(grid_logs) else []
         runs = [x for x in runs if x["task"] == "Walker2d"]
         n = Counter(x["algo"] for x in runs)
         for v in aggregate.evaluate(runs, tasks=("Walker2d",)):
-            L.append(f"- `{r}`, {v['claim']}: {v['measured'] or '–'} (per seed: {v['seeds'] or '–'}; runs: "
-                     + ", ".join(f"{a} {n[a]}" for a in ("smac", "cg")) + f") — **{v['verdict']}**")
-    return L + ["", "The reading was chosen on classic control only; on MuJoCo, SMAC under `literal` at 300k steps "
-                "is compared with `norm` over the same first 300k steps in the earlier-grid section below.", ""]
+            L.append(
+                f"- `{r}`, {v['claim']}: {v['measured'] or '–'} (per seed: {v['seeds'] or '–'}; runs: "
+                + ", ".join(f"{a} {n[a]}" for a in ("smac", "cg"))
+                + f") — **{v['verdict']}**"
+            )
+    return L + [
+        "",
+        "The reading was chosen on classic control only; on MuJoCo, SMAC under `literal` at 300k steps "
+        "is compared with `norm` over the same first 300k steps in the earlier-grid section below.",
+        "",
+    ]
 
 
-def write_report(path: str = os.path.join(REPO, "benchmark", "REPORT.md"), logs_dir: Optional[str] = None,
-                 headline_dir: Optional[str] = None, results_dir: str = STAGE1,
-                 figures_dir: str = FIGURES, reps: int = 2000, write_fidelity: bool = False) -> str:
+def write_report(
+    path: str = os.path.join(REPO, "benchmark", "REPORT.md"),
+    logs_dir: Optional[str] = None,
+    headline_dir: Optional[str] = None,
+    results_dir: str = STAGE1,
+    figures_dir: str = FIGURES,
+    reps: int = 2000,
+    write_fidelity: bool = False,
+) -> str:
     """REPORT.md and benchmark/report/*.md; write_fidelity: also the fidelity study's CSVs (the report command)."""
     from benchmark import prereg
+
     logs_dir = logs_dir or aggregate.stage1_logs()
     d = load(logs_dir, headline_dir, results_dir)
     d.claims = evaluate_claims(d)
@@ -532,57 +753,107 @@ def write_report(path: str = os.path.join(REPO, "benchmark", "REPORT.md"), logs_
     # {task: paired comparison SMAC - sgd-matched} on normalized finals: the stage-1 seeds 1-5, and for the
     # pre-registered block 1 tasks its 20 paired seeds
     sc = prereg._scores([logs_dir])
-    equiv = {t: prereg.paired(sc.get((t, "smac"), {}), sc.get((t, "sgd-matched"), {}), list(range(1, 6)), EQUIV_MARGIN)
-             for t in hparams.tasks()}
+    equiv = {
+        t: prereg.paired(
+            sc.get((t, "smac"), {}), sc.get((t, "sgd-matched"), {}), list(range(1, 6)), EQUIV_MARGIN
+        )
+        for t in hparams.tasks()
+    }
     equiv.update({r["task"]: {**r, "prereg": True} for r in pre["equivalence"]})
-    details = os.path.join(os.path.dirname(os.path.abspath(path)), "report")  # benchmark/report/ for REPORT.md
-    pages = [("prereg.md", "The pre-registered study", prereg.markdown(reg, pre)[1:]),
-             ("grid.md", "The stage-1 grid: every cell, aggregates, orderings, SMAC vs SGD with step η/λ", lines(grid)
-              + ["**Learning curves** (stage 1; 100 bins, EWM 0.1, mean ± std over seeds; every run raw in "
-                 "`docs/figures/returns_raw.png`, mean log π(a|s) in `docs/figures/logprob.png`):\n",
-                 "![returns](../docs/figures/returns_smoothed.png)\n"] + ordering_section(d)
-              + diagnostics_section(d)),
-             ("claims.md", "The paper's timestep claims, claim by claim, and the 5M block",
-              claims_section(d, logs_dir) + headline_section(d)),
-             ("readings.md", "Which reading of the paper: the fidelity study and the earlier literal grid",
-              fidelity_section(write=write_fidelity) + grid_300k_section(d)),
-             ("deviations.md", "Deviations from the paper", deviations_section(d))]
+    details = os.path.join(
+        os.path.dirname(os.path.abspath(path)), "report"
+    )  # benchmark/report/ for REPORT.md
+    pages = [
+        ("prereg.md", "The pre-registered study", prereg.markdown(reg, pre)[1:]),
+        (
+            "grid.md",
+            "The stage-1 grid: every cell, aggregates, orderings, SMAC vs SGD with step η/λ",
+            lines(grid)
+            + [
+                "**Learning curves** (stage 1; 100 bins, EWM 0.1, mean ± std over seeds; every run raw in "
+                "`docs/figures/returns_raw.png`, mean log π(a|s) in `docs/figures/logprob.png`):\n",
+                "![returns](../docs/figures/returns_smoothed.png)\n",
+            ]
+            + ordering_section(d)
+            + diagnostics_section(d),
+        ),
+        (
+            "claims.md",
+            "The paper's timestep claims, claim by claim, and the 5M block",
+            claims_section(d, logs_dir) + headline_section(d),
+        ),
+        (
+            "readings.md",
+            "Which reading of the paper: the fidelity study and the earlier literal grid",
+            fidelity_section(write=write_fidelity) + grid_300k_section(d),
+        ),
+        ("deviations.md", "Deviations from the paper", deviations_section(d)),
+    ]
     os.makedirs(details, exist_ok=True)
     for name, title, body in pages:  # section text written for REPORT.md, its links moved one directory down
-        body = [line.replace("](../docs/", "](../../docs/").replace("](REPORT.md", "](../REPORT.md") for line in body]
+        body = [
+            line.replace("](../docs/", "](../../docs/").replace("](REPORT.md", "](../REPORT.md")
+            for line in body
+        ]
         with open(os.path.join(details, name), "w") as f:
-            f.write("\n".join([f"# {title}\n", "Part of [the reproduction report](../REPORT.md); generated by "
-                               "`python benchmark/report.py` from the committed logs.\n"] + body))
-    L = ["# Reproduction report: SMAC\n",
-         f"Generated by `python benchmark/report.py` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from "
-         "the committed compact logs (`benchmark/results/logs/`). Protocol (the paper's): final = last of 100 "
-         "EWM(0.1)-smoothed bins of episodic return, mean ± std over seeds. Stage-1 grid: 9 tasks × 6 algorithms × 5 "
-         f"seeds ({budgets_text()}), the `norm` reading; the paper: 5 seeds, MuJoCo at 5M "
-         f"({aggregate.PAPER_BUDGET_NOTE}). Normalized score: random policy 0, the best of the paper's table 1.\n"]
+            f.write(
+                "\n".join(
+                    [
+                        f"# {title}\n",
+                        "Part of [the reproduction report](../REPORT.md); generated by "
+                        "`python benchmark/report.py` from the committed logs.\n",
+                    ]
+                    + body
+                )
+            )
+    L = [
+        "# Reproduction report: SMAC\n",
+        f"Generated by `python benchmark/report.py` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from "
+        "the committed compact logs (`benchmark/results/logs/`). Protocol (the paper's): final = last of 100 "
+        "EWM(0.1)-smoothed bins of episodic return, mean ± std over seeds. Stage-1 grid: 9 tasks × 6 algorithms × 5 "
+        f"seeds ({budgets_text()}), the `norm` reading; the paper: 5 seeds, MuJoCo at 5M "
+        f"({aggregate.PAPER_BUDGET_NOTE}). Normalized score: random policy 0, the best of the paper's table 1.\n",
+    ]
     L += verdict_section(d, pre, equiv)
-    L += ["## Per task\n", "Finals (mean ± std, 5 seeds; HalfCheetah and Pusher's SMAC − SGD η/λ column: the "
-          "pre-registered 20 paired seeds). SGD with step η/λ is `sgd-matched`: AC-SGD at SMAC's η/λ, "
-          "everything else SMAC's row.\n"] + main_table(d, equiv) + [""]
-    L += ["## Figures\n",
-          "Across tasks, 95 % stratified-bootstrap CIs (rliable), SGD with step η/λ included:\n",
-          "![aggregates](../docs/figures/grid_aggregate.png)\n",
-          "![sample efficiency](../docs/figures/grid_sample_efficiency.png)\n",
-          "## Details\n",
-          "- [The pre-registered study](report/prereg.md): SMAC vs SGD with step η/λ at 20 paired seeds, the λ "
-          "dose-response, the headline under the paper-literal reading.",
-          "- [The stage-1 grid](report/grid.md): every cell with its CI beside the paper's, IQM / optimality gap / "
-          "probability of improvement, orderings, SMAC vs `sgd-matched` per task, ‖ℓ̄‖²/λ diagnostics.",
-          "- [Claim by claim](report/claims.md), and the HalfCheetah 5M block per seed.",
-          "- [Which reading of the paper](report/readings.md): the fidelity study and the earlier 3-seed literal grid.",
-          "- [Deviations from the paper](report/deviations.md).", ""]
+    L += (
+        [
+            "## Per task\n",
+            "Finals (mean ± std, 5 seeds; HalfCheetah and Pusher's SMAC − SGD η/λ column: the "
+            "pre-registered 20 paired seeds). SGD with step η/λ is `sgd-matched`: AC-SGD at SMAC's η/λ, "
+            "everything else SMAC's row.\n",
+        ]
+        + main_table(d, equiv)
+        + [""]
+    )
+    L += [
+        "## Figures\n",
+        "Across tasks, 95 % stratified-bootstrap CIs (rliable), SGD with step η/λ included:\n",
+        "![aggregates](../docs/figures/grid_aggregate.png)\n",
+        "![sample efficiency](../docs/figures/grid_sample_efficiency.png)\n",
+        "## Details\n",
+        "- [The pre-registered study](report/prereg.md): SMAC vs SGD with step η/λ at 20 paired seeds, the λ "
+        "dose-response, the headline under the paper-literal reading.",
+        "- [The stage-1 grid](report/grid.md): every cell with its CI beside the paper's, IQM / optimality gap / "
+        "probability of improvement, orderings, SMAC vs `sgd-matched` per task, ‖ℓ̄‖²/λ diagnostics.",
+        "- [Claim by claim](report/claims.md), and the HalfCheetah 5M block per seed.",
+        "- [Which reading of the paper](report/readings.md): the fidelity study and the earlier 3-seed literal grid.",
+        "- [Deviations from the paper](report/deviations.md).",
+        "",
+    ]
     text = "\n".join(L)
     with open(path, "w") as f:
         f.write(text)
     return text
 
 
-COLORS = {"smac": "tab:red", "sgd": "tab:blue", "adam": "tab:green", "cg": "tab:purple", "kfac": "tab:orange",
-          "sgd-matched": "tab:cyan"}
+COLORS = {
+    "smac": "tab:red",
+    "sgd": "tab:blue",
+    "adam": "tab:green",
+    "cg": "tab:purple",
+    "kfac": "tab:orange",
+    "sgd-matched": "tab:cyan",
+}
 
 
 def col(rows, name):
@@ -593,7 +864,7 @@ def panels(tasks, ylabel):
     """One panel per task, three to a row (the unused ones hidden), titled and labelled; legends come last."""
     rows = max(1, -(-len(tasks) // 3))
     fig, axes = plt.subplots(rows, 3, figsize=(4.2 * 3, 3.2 * rows), squeeze=False)
-    for ax in axes.flat[len(tasks):]:
+    for ax in axes.flat[len(tasks) :]:
         ax.axis("off")
     for ax, task in zip(axes.flat, tasks):
         ax.set(title=task, xlabel="environment steps", ylabel=ylabel)
@@ -640,8 +911,14 @@ def plot_raw(runs, path) -> bool:
         for r in sorted((r for r in runs if r["task"] == task), key=lambda r: (r["algo"], r["seed"])):
             label = hparams.algo_label(r["algo"]) if r["algo"] not in seen and r["algo"] in COLORS else None
             seen.add(r["algo"])
-            ax.plot(r["episodes"]["global_step"], r["episodes"]["episodic_return"], lw=0.4, alpha=0.6,
-                    color=COLORS.get(r["algo"], "grey"), label=label)
+            ax.plot(
+                r["episodes"]["global_step"],
+                r["episodes"]["episodic_return"],
+                lw=0.4,
+                alpha=0.6,
+                color=COLORS.get(r["algo"], "grey"),
+                label=label,
+            )
         ax.legend(fontsize=6)
     save(fig, path, "Raw episodic returns, every run (unbinned, unsmoothed)")
     return True
@@ -656,8 +933,11 @@ def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
     tasks = tasks_in(curve_rows + diag_rows)
     if not tasks:
         return False
-    names = [("ell_sq_over_lambda", "‖ℓ̄‖² / λ", True), ("cos_g_step", "1 − cos(g, step)  (log)", True),
-             ("removed_frac", "removed: ‖g/λ − step‖ / ‖g/λ‖", False)]
+    names = [
+        ("ell_sq_over_lambda", "‖ℓ̄‖² / λ", True),
+        ("cos_g_step", "1 − cos(g, step)  (log)", True),
+        ("removed_frac", "removed: ‖g/λ − step‖ / ‖g/λ‖", False),
+    ]
     fig, axes = plt.subplots(len(tasks), 1 + len(names), figsize=(14, 2.3 * len(tasks) + 0.6), squeeze=False)
     for i, task in enumerate(tasks):
         ax = axes[i][0]
@@ -670,11 +950,21 @@ def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
         for j, (name, label, logy) in enumerate(names, start=1):
             ax = axes[i][j]
             if not sel:
-                ax.text(0.5, 0.5, "no SMAC diagnostics", ha="center", va="center", transform=ax.transAxes, fontsize=7)
+                ax.text(
+                    0.5,
+                    0.5,
+                    "no SMAC diagnostics",
+                    ha="center",
+                    va="center",
+                    transform=ax.transAxes,
+                    fontsize=7,
+                )
             else:
                 x = col(sel, "step")
                 med, lo, hi = col(sel, name + "_median"), col(sel, name + "_p10"), col(sel, name + "_p90")
-                if name == "cos_g_step":  # 1 - cos is monotone (band reversed); floored: cos rounds to 1 in float64
+                if (
+                    name == "cos_g_step"
+                ):  # 1 - cos is monotone (band reversed); floored: cos rounds to 1 in float64
                     med, lo, hi = (np.maximum(v, 1e-9) for v in (1.0 - med, 1.0 - hi, 1.0 - lo))
                     ax.set_yscale("log")
                 ax.plot(x, med, color="tab:red", lw=1.2)
@@ -687,15 +977,24 @@ def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
                 if name == "removed_frac":
                     ax.set_ylim(0, 1)
             if i == 0:
-                ax.set_title(f"{label}\n" + ax.get_title() if name == "ell_sq_over_lambda" else label, fontsize=8)
+                ax.set_title(
+                    f"{label}\n" + ax.get_title() if name == "ell_sq_over_lambda" else label, fontsize=8
+                )
         for ax in axes[i]:
             ax.grid(alpha=0.3)
             ax.tick_params(which="both", labelsize=6)
             if i == len(tasks) - 1:
                 ax.set_xlabel("environment steps", fontsize=7)
     axes[0][0].set_title("return: 100 bins, EWM 0.1, mean ± std", fontsize=8)
-    save(fig, path, "Is batch-mean SMAC more than SGD with step η/λ? SMAC vs sgd-matched, and SMAC's step "
-         "diagnostics (median, 10–90% band across seeds)", dpi=100, rect=(0, 0, 1, 0.985), fontsize=10)
+    save(
+        fig,
+        path,
+        "Is batch-mean SMAC more than SGD with step η/λ? SMAC vs sgd-matched, and SMAC's step "
+        "diagnostics (median, 10–90% band across seeds)",
+        dpi=100,
+        rect=(0, 0, 1, 0.985),
+        fontsize=10,
+    )
     return True
 
 
@@ -704,11 +1003,19 @@ def figures(results_dir: str, out_dir: str, runs: list) -> None:
     os.makedirs(out_dir, exist_ok=True)
     res = lambda name: read_csv(os.path.join(results_dir, name))  # noqa: E731
     out = lambda name: os.path.join(out_dir, name)  # noqa: E731
-    plot_curves(res("curves_return.csv"), "episodic return", "Return: 100 bins, EWM 0.1, mean ± std over seeds",
-                out("returns_smoothed.png"))
+    plot_curves(
+        res("curves_return.csv"),
+        "episodic return",
+        "Return: 100 bins, EWM 0.1, mean ± std over seeds",
+        out("returns_smoothed.png"),
+    )
     plot_raw(runs, out("returns_raw.png"))
-    plot_curves(res("curves_logprob.csv"), "mean log π(a|s)",
-                "Mean log-probability of taken actions: 100 bins, EWM 0.1, mean ± std", out("logprob.png"))
+    plot_curves(
+        res("curves_logprob.csv"),
+        "mean log π(a|s)",
+        "Mean log-probability of taken actions: 100 bins, EWM 0.1, mean ± std",
+        out("logprob.png"),
+    )
     plot_smac_vs_matched(res("curves_return.csv"), res("diagnostics.csv"), out("smac_diagnostics.png"))
 
 
@@ -719,7 +1026,9 @@ def budgets_text(sep: str = "; ") -> str:
     for t in hparams.tasks():
         by.setdefault(aggregate.stage1_budget(t), []).append(t)
         groups.setdefault(hparams.group(t), []).append(t)
-    names = {tuple(ts): {"mujoco": "MuJoCo", "classic": "classic control"}.get(g, g) for g, ts in groups.items()}
+    names = {
+        tuple(ts): {"mujoco": "MuJoCo", "classic": "classic control"}.get(g, g) for g, ts in groups.items()
+    }
     return sep.join(f"{names.get(tuple(ts), ', '.join(ts))} {steps(b)}" for b, ts in by.items())
 
 
@@ -728,11 +1037,14 @@ def cell_text(r: Optional[dict], paper: Optional[tuple] = None) -> str:
     if r is None:
         return "not run yet" + (f" / {paper[0]:g} ± {paper[1]:g}" if paper else "")
     ours = f"**{mean_std(r['mean'], r['std'])}** {interval(r['lo'], r['hi'])} (n={r['n']}" + (
-        f", +{r['n_div']} diverged)" if r["n_div"] else ")")
+        f", +{r['n_div']} diverged)" if r["n_div"] else ")"
+    )
     if r["paper"] is None:
         return ours
     p = "" if np.isnan(r["p_vs_paper"]) else f"; Welch p {r['p_vs_paper']:.2g}"
-    mark = {"yes": "✓", "paper above": "✗ (paper above)", "paper below": "✗ (paper below)", "–": ""}[r["inside"]]
+    mark = {"yes": "✓", "paper above": "✗ (paper above)", "paper below": "✗ (paper below)", "–": ""}[
+        r["inside"]
+    ]
     return f"{ours} / {r['paper']:g} ± {r['paper_std']:g} {mark}".rstrip() + p
 
 
@@ -745,11 +1057,17 @@ def grid_plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figu
             p, lo, hi = agg[a][name]
             ax.barh(i, hi - lo, left=lo, height=0.6, color=f"C{i}", alpha=0.75)
             ax.plot([p, p], [i - 0.3, i + 0.3], color="k")
-        ax.set_yticks(range(len(algos)), [hparams.algo_label(a) if name == aggregate.METRICS[0] else "" for a in algos])
+        ax.set_yticks(
+            range(len(algos)), [hparams.algo_label(a) if name == aggregate.METRICS[0] else "" for a in algos]
+        )
         ax.set_title(name)
         ax.grid(axis="x", alpha=0.3)
-    save(fig, os.path.join(figures_dir, "grid_aggregate.png"),
-         f"normalized score (random = 0, best of the paper's table = 1); {label}", fontsize=8)
+    save(
+        fig,
+        os.path.join(figures_dir, "grid_aggregate.png"),
+        f"normalized score (random = 0, best of the paper's table = 1); {label}",
+        fontsize=8,
+    )
     fig, ax = plt.subplots(figsize=(6.5, 4))
     x = np.arange(1, aggregate.N_POINTS + 1) / aggregate.N_POINTS
     for i, a in enumerate(algos):
@@ -770,14 +1088,26 @@ def grid_plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figu
     save(fig, os.path.join(figures_dir, "grid_profile.png"))
 
 
-def compute(source: Union[str, list, None] = None, min_seeds: int = 5, results_dir: str = STAGE1,
-            figures_dir: str = FIGURES, reps: int = 2000) -> dict:
+def compute(
+    source: Union[str, list, None] = None,
+    min_seeds: int = 5,
+    results_dir: str = STAGE1,
+    figures_dir: str = FIGURES,
+    reps: int = 2000,
+) -> dict:
     """Cells, their rows (written to cells.csv) and the aggregates (None until a task qualifies) of `source`, a
     compact-logs dir or loaded runs (default: the stage-1 logs)."""
     source = aggregate.stage1_logs() if source is None else source
     cells = aggregate.load_cells(source) if not isinstance(source, str) or os.path.isdir(source) else {}
     rows = aggregate.cell_rows(cells)
-    out = {"source": source, "cells": cells, "rows": rows, "min_seeds": min_seeds, "reps": reps, "aggregates": None}
+    out = {
+        "source": source,
+        "cells": cells,
+        "rows": rows,
+        "min_seeds": min_seeds,
+        "reps": reps,
+        "aggregates": None,
+    }
     if rows:
         os.makedirs(results_dir, exist_ok=True)
         write_csv(os.path.join(results_dir, "cells.csv"), rows)
@@ -797,57 +1127,99 @@ def lines(c: dict) -> list[str]:
     n_short = sum(len(x["short"]) for x in cells)
     seeds = sorted({len(x["finished"]) + len(x["diverged"]) for x in cells}) or [0]
     seed_range = f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]}–{seeds[-1]}"
-    L = ["## Stage-1 grid: final returns, ours vs the paper\n",
-         f"Reading `{reading}` (`hyperparams.toml` `[meta]`), {seed_range} seeds per cell (n in each cell), budgets: "
-         f"{budgets_text()} steps (the paper: 5M for MuJoCo, inferred from its HalfCheetah text); {n_runs} of "
-         "9 × 6 × 5 = 270 runs" + (f" (and {n_short} more that stopped short of the budget or logged no episode; "
-                                   "not counted)" if n_short else "")
-         + ". Each cell: **mean ± std** (ddof = 1) of the seeds' finals [95 % percentile bootstrap CI of the mean, "
-         f"`scipy.stats.bootstrap`] (n finished seeds, + diverged; no CI below {aggregate.MIN_CI_SEEDS} seeds) / the "
-         "paper's mean ± std, ✓ where the paper's mean lies inside our CI, ✗ where it does not; then Welch p, the "
-         "test of our seeds against the paper's mean ± std as a 5-seed sample (`scipy.stats.ttest_ind_from_stats`). "
-         f"With {aggregate.MIN_CI_SEEDS} to 5 seeds the percentile bootstrap under-covers and the paper's mean is "
-         "itself a 5-seed estimate, so a ✗ with Welch p ≥ 0.05 is not a difference the seeds can show; the verdict "
-         "counts Welch's test. Final = last of 100 EWM(0.1)-smoothed bins. Every cell with its per-seed finals: "
-         "`benchmark/results/stage1/cells.csv`.\n"]
+    L = [
+        "## Stage-1 grid: final returns, ours vs the paper\n",
+        f"Reading `{reading}` (`hyperparams.toml` `[meta]`), {seed_range} seeds per cell (n in each cell), budgets: "
+        f"{budgets_text()} steps (the paper: 5M for MuJoCo, inferred from its HalfCheetah text); {n_runs} of "
+        "9 × 6 × 5 = 270 runs"
+        + (
+            f" (and {n_short} more that stopped short of the budget or logged no episode; not counted)"
+            if n_short
+            else ""
+        )
+        + ". Each cell: **mean ± std** (ddof = 1) of the seeds' finals [95 % percentile bootstrap CI of the mean, "
+        f"`scipy.stats.bootstrap`] (n finished seeds, + diverged; no CI below {aggregate.MIN_CI_SEEDS} seeds) / the "
+        "paper's mean ± std, ✓ where the paper's mean lies inside our CI, ✗ where it does not; then Welch p, the "
+        "test of our seeds against the paper's mean ± std as a 5-seed sample (`scipy.stats.ttest_ind_from_stats`). "
+        f"With {aggregate.MIN_CI_SEEDS} to 5 seeds the percentile bootstrap under-covers and the paper's mean is "
+        "itself a 5-seed estimate, so a ✗ with Welch p ≥ 0.05 is not a difference the seeds can show; the verdict "
+        "counts Welch's test. Final = last of 100 EWM(0.1)-smoothed bins. Every cell with its per-seed finals: "
+        "`benchmark/results/stage1/cells.csv`.\n",
+    ]
     if not c["rows"]:
         return L + ["No stage-1 run has finished yet.\n"]
     by = by_cell(c["rows"])
     paper = lambda t, a: hparams.paper_result(t, a) if a in hparams.PAPER_ALGOS else None  # noqa: E731
-    L += table(hparams.tasks(), [("Task", lambda t: t)] + [
-        (hparams.algo_label(a), lambda t, a=a: cell_text(by.get((t, a)), paper(t, a))) for a in hparams.ALGOS])
+    L += table(
+        hparams.tasks(),
+        [("Task", lambda t: t)]
+        + [
+            (hparams.algo_label(a), lambda t, a=a: cell_text(by.get((t, a)), paper(t, a)))
+            for a in hparams.ALGOS
+        ],
+    )
     L += ["", "## Across tasks: IQM, optimality gap, probability of improvement (rliable)\n"]
     out = c["aggregates"]
     if out is None:
-        return L + ["Aggregates across tasks need at least one task where all five algorithms have 2 finished "
-                    "seeds; not yet.\n"]
+        return L + [
+            "Aggregates across tasks need at least one task where all five algorithms have 2 finished "
+            "seeds; not yet.\n"
+        ]
     use, tasks, agg, imp = out["use"], out["tasks"], out["agg"], out["imp"]
-    partial = "" if use == c["min_seeds"] and len(tasks) == 9 else " **(partial: not every cell has its seeds yet)**"
-    div_note = (f" {n_div} diverged run(s) count as the random policy (normalized 0) from the bin where they "
-                "diverged." if n_div else " Diverged runs would count as the random policy (normalized 0).")
-    L.append(f"rliable, {c['reps']} stratified bootstrap resamples, 95 % CIs, over {len(tasks)} task(s) "
-             f"({', '.join(tasks)}) with {use} seed(s) each{partial}. Normalized score: 0 = the random policy "
-             "(`benchmark/results/random_scores.csv`, same protocol), 1 = the best of the paper's table for that "
-             "task." + div_note + " Files: `benchmark/results/stage1/{aggregates,improvement}.csv`.\n")
-    L += table(agg.items(), [("Algorithm", lambda r: hparams.algo_label(r[0]))]
-               + [(m, lambda r, m=m: estimate(*r[1][m])) for m in aggregate.METRICS]) + [""]
-    L += table(imp.items(), [("SMAC vs", lambda r: hparams.algo_label(r[0])),
-                             ("P(SMAC > baseline) [95 % CI]", lambda r: estimate(*r[1]))])
-    return L + ["", "![aggregates](../docs/figures/grid_aggregate.png)\n",
-                "![sample efficiency: IQM of the normalized smoothed curve at each tenth of the budget, 95 % CI "
-                "bands](../docs/figures/grid_sample_efficiency.png) ![performance profile]"
-                "(../docs/figures/grid_profile.png)\n"]
+    partial = (
+        ""
+        if use == c["min_seeds"] and len(tasks) == 9
+        else " **(partial: not every cell has its seeds yet)**"
+    )
+    div_note = (
+        f" {n_div} diverged run(s) count as the random policy (normalized 0) from the bin where they "
+        "diverged."
+        if n_div
+        else " Diverged runs would count as the random policy (normalized 0)."
+    )
+    L.append(
+        f"rliable, {c['reps']} stratified bootstrap resamples, 95 % CIs, over {len(tasks)} task(s) "
+        f"({', '.join(tasks)}) with {use} seed(s) each{partial}. Normalized score: 0 = the random policy "
+        "(`benchmark/results/random_scores.csv`, same protocol), 1 = the best of the paper's table for that "
+        "task." + div_note + " Files: `benchmark/results/stage1/{aggregates,improvement}.csv`.\n"
+    )
+    L += table(
+        agg.items(),
+        [("Algorithm", lambda r: hparams.algo_label(r[0]))]
+        + [(m, lambda r, m=m: estimate(*r[1][m])) for m in aggregate.METRICS],
+    ) + [""]
+    L += table(
+        imp.items(),
+        [
+            ("SMAC vs", lambda r: hparams.algo_label(r[0])),
+            ("P(SMAC > baseline) [95 % CI]", lambda r: estimate(*r[1])),
+        ],
+    )
+    return L + [
+        "",
+        "![aggregates](../docs/figures/grid_aggregate.png)\n",
+        "![sample efficiency: IQM of the normalized smoothed curve at each tenth of the budget, 95 % CI "
+        "bands](../docs/figures/grid_sample_efficiency.png) ![performance profile]"
+        "(../docs/figures/grid_profile.png)\n",
+    ]
 
 
-def section(source: Union[str, list, None] = None, min_seeds: int = 5, results_dir: str = STAGE1,
-            figures_dir: str = FIGURES, reps: int = 2000) -> list[str]:
+def section(
+    source: Union[str, list, None] = None,
+    min_seeds: int = 5,
+    results_dir: str = STAGE1,
+    figures_dir: str = FIGURES,
+    reps: int = 2000,
+) -> list[str]:
     return lines(compute(source, min_seeds, results_dir, figures_dir, reps))
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="Write REPORT.md (with benchmark/report/*.md, the stage-1 CSVs and the "
-                                "figures), ABLATIONS.md (with its CSVs and figures), the fidelity study's CSVs and "
-                                "docs/defaults_sweep.csv from the committed compact logs.")
+    p = argparse.ArgumentParser(
+        description="Write REPORT.md (with benchmark/report/*.md, the stage-1 CSVs and the "
+        "figures), ABLATIONS.md (with its CSVs and figures), the fidelity study's CSVs and "
+        "docs/defaults_sweep.csv from the committed compact logs."
+    )
     p.add_argument("--out", default=os.path.join(REPO, "benchmark", "REPORT.md"))
     args = p.parse_args(argv)
     write_report(args.out, write_fidelity=True)

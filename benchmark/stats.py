@@ -17,6 +17,7 @@ builds a markdown table, so adding a column is one line; `fmt` is the one format
 `mean_std`, `interval`, `estimate` print a spread or CI to the decimals it warrants; `pct`, `steps` fractions
 and step counts; `read_csv` / `write_csv` the results CSVs.
 """
+
 from __future__ import annotations
 
 import csv
@@ -37,8 +38,13 @@ def welch_test(a, b) -> Optional[dict]:
     va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     diff, se = float(a.mean() - b.mean()), math.sqrt(va + vb)
     if se == 0.0:
-        return {"diff": diff, "se": 0.0, "t": math.copysign(math.inf, diff) if diff else 0.0,
-                "df": float(a.size + b.size - 2), "p": 0.0 if diff else 1.0}
+        return {
+            "diff": diff,
+            "se": 0.0,
+            "t": math.copysign(math.inf, diff) if diff else 0.0,
+            "df": float(a.size + b.size - 2),
+            "p": 0.0 if diff else 1.0,
+        }
     res = sps.ttest_ind(a, b, equal_var=False)
     return {"diff": diff, "se": se, "t": float(res.statistic), "df": float(res.df), "p": float(res.pvalue)}
 
@@ -53,13 +59,22 @@ def welch_vs_summary(a, mean_b: float, std_b: float, n_b: int) -> Optional[dict]
     return {"diff": float(a.mean() - mean_b), "t": float(res.statistic), "p": float(res.pvalue)}
 
 
-def bootstrap_mean_ci(x, level: float = 0.95, n_resamples: int = 20_000, seed: int = 0) -> tuple[float, float]:
+def bootstrap_mean_ci(
+    x, level: float = 0.95, n_resamples: int = 20_000, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap CI of mean(x) (scipy.stats.bootstrap); NaNs with fewer than 2 values."""
     x = np.asarray(x, dtype=np.float64)
     if x.size < 2 or np.all(x == x[0]):
         return (float(x[0]), float(x[0])) if x.size >= 1 and np.all(x == x[0]) else (math.nan, math.nan)
-    res = sps.bootstrap((x,), np.mean, n_resamples=n_resamples, confidence_level=level, method="percentile",
-                        vectorized=True, rng=np.random.default_rng(seed))
+    res = sps.bootstrap(
+        (x,),
+        np.mean,
+        n_resamples=n_resamples,
+        confidence_level=level,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
     return (float(res.confidence_interval.low), float(res.confidence_interval.high))
 
 
@@ -73,12 +88,24 @@ def aggregate_intervals(score_dict: dict, reps: int = 2000, seed: int = 0) -> di
     score_dict = {algo: array (runs, tasks)} of normalized scores (rliable, stratified bootstrap, 95 %)."""
     from rliable import library as rly
     from rliable import metrics
-    fn = lambda x: np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x), metrics.aggregate_median(x),
-                             metrics.aggregate_optimality_gap(x)])
+
+    fn = lambda x: np.array(
+        [
+            metrics.aggregate_iqm(x),
+            metrics.aggregate_mean(x),
+            metrics.aggregate_median(x),
+            metrics.aggregate_optimality_gap(x),
+        ]
+    )
     np.random.seed(seed)  # rliable's bootstrap draws from numpy's global RNG
     points, cis = rly.get_interval_estimates(score_dict, fn, reps=reps)
-    return {a: {n: (float(points[a][i]), float(cis[a][0, i]), float(cis[a][1, i]))
-                for i, n in enumerate(("IQM", "Mean", "Median", "Optimality gap"))} for a in score_dict}
+    return {
+        a: {
+            n: (float(points[a][i]), float(cis[a][0, i]), float(cis[a][1, i]))
+            for i, n in enumerate(("IQM", "Mean", "Median", "Optimality gap"))
+        }
+        for a in score_dict
+    }
 
 
 def improvement_probability(x, y, reps: int = 2000, seed: int = 0) -> tuple[float, float, float]:
@@ -86,9 +113,11 @@ def improvement_probability(x, y, reps: int = 2000, seed: int = 0) -> tuple[floa
     bootstrap CI; x, y: arrays (runs, tasks) of normalized scores."""
     from rliable import library as rly
     from rliable import metrics
+
     np.random.seed(seed)
-    points, cis = rly.get_interval_estimates({"x,y": (np.asarray(x), np.asarray(y))},
-                                             metrics.probability_of_improvement, reps=reps)
+    points, cis = rly.get_interval_estimates(
+        {"x,y": (np.asarray(x), np.asarray(y))}, metrics.probability_of_improvement, reps=reps
+    )
     ci = np.asarray(cis["x,y"]).ravel()
     return float(np.asarray(points["x,y"]).ravel()[0]), float(ci[0]), float(ci[1])
 
@@ -96,6 +125,7 @@ def improvement_probability(x, y, reps: int = 2000, seed: int = 0) -> tuple[floa
 def performance_profile(score_dict: dict, taus) -> dict:
     """{algo: fraction of runs with normalized score > tau, for each tau} (rliable)."""
     from rliable import library as rly
+
     dist, _ = rly.create_performance_profile(score_dict, np.asarray(taus))
     return {a: np.asarray(v) for a, v in dist.items()}
 
@@ -106,6 +136,7 @@ def iqm_over_steps(curve_dict: dict, reps: int = 2000, seed: int = 0) -> dict:
     bootstrap CI (rliable; the sample-efficiency curve of Agarwal et al. 2021)."""
     from rliable import library as rly
     from rliable import metrics
+
     n = next(iter(curve_dict.values())).shape[-1]
     fn = lambda x: np.array([metrics.aggregate_iqm(x[..., k]) for k in range(n)])  # noqa: E731
     np.random.seed(seed)
@@ -147,7 +178,9 @@ def pct(x) -> str:
 def steps(n) -> str:
     """Environment steps: 75000 -> '75k', 1500000 -> '1.5M'."""
     v = num(n)
-    return MISSING if v is None else f"{v / 1e6:g}M" if v >= 1e6 else f"{v / 1e3:g}k" if v >= 1e3 else f"{v:g}"
+    return (
+        MISSING if v is None else f"{v / 1e6:g}M" if v >= 1e6 else f"{v / 1e3:g}k" if v >= 1e3 else f"{v:g}"
+    )
 
 
 def _two_digit_decimals(x: float) -> int:
@@ -212,8 +245,9 @@ def table(rows: Iterable, columns: Sequence[Column]) -> list[str]:
     """Markdown lines: header, separator, one line per row; cells are str(column function(row)), with '|'
     escaped so a cell cannot break the table."""
     cell = lambda v: str(v).replace("|", "\\|")  # noqa: E731
-    return (["| " + " | ".join(h for h, _ in columns) + " |", "|" + "---|" * len(columns)]
-            + ["| " + " | ".join(cell(f(r)) for _, f in columns) + " |" for r in rows])
+    return ["| " + " | ".join(h for h, _ in columns) + " |", "|" + "---|" * len(columns)] + [
+        "| " + " | ".join(cell(f(r)) for _, f in columns) + " |" for r in rows
+    ]
 
 
 def read_csv(path: str) -> list[dict]:
@@ -237,6 +271,7 @@ def write_csv(path: str, rows: list[dict]) -> None:
 def save(fig, path: str, title: Optional[str] = None, dpi: int = 110, rect=None, **title_kw) -> None:
     """The tail every figure shares: optional suptitle, tight layout (inside `rect`), PNG at `dpi`, close."""
     import matplotlib.pyplot as plt
+
     if title:
         fig.suptitle(title, **title_kw)
     fig.tight_layout(**({"rect": rect} if rect else {}))

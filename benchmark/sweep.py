@@ -10,6 +10,7 @@ finished smaller-budget run of the same job is resumed. Runs checkpoint every K 
 Ctrl-C / SIGTERM: each trainer gets one SIGINT (PR_SET_PDEATHSIG if the sweep is killed), saves and exits 130;
 the sweep waits and exits 130. Run the same command again to resume.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,16 +50,18 @@ class Job:
     algo: str
     seed: int
     budget: int
-    seed_dir: str                      # {runs}/{task}/{algo}/seed{n}
-    flags: list = field(default_factory=list)   # hyper-parameter flags from the table
+    seed_dir: str  # {runs}/{task}/{algo}/seed{n}
+    flags: list = field(default_factory=list)  # hyper-parameter flags from the table
     checkpoint_every: int = 10
     horizon: str = "paper"
-    num_steps: Optional[int] = None    # T override (tests only)
+    num_steps: Optional[int] = None  # T override (tests only)
     python: str = sys.executable
     extra_flags: list = field(default_factory=list)  # a reading's trainer flags
-    logs_dir: Optional[str] = None     # compact logs root: a committed log there counts as a finished run
-    tag: str = ""                      # prefix of the name (e.g. a fidelity reading), so names stay unique
-    extend_from: Optional[str] = None  # runs root of a smaller-budget grid whose finished runs this one continues
+    logs_dir: Optional[str] = None  # compact logs root: a committed log there counts as a finished run
+    tag: str = ""  # prefix of the name (e.g. a fidelity reading), so names stay unique
+    extend_from: Optional[str] = (
+        None  # runs root of a smaller-budget grid whose finished runs this one continues
+    )
 
     @property
     def name(self) -> str:
@@ -66,42 +69,101 @@ class Job:
 
 
 def _job(root: str, task: str, algo: str, seed: int, budget: int, flags=(), *args, **kwargs) -> Job:
-    return Job(task, algo, seed, budget, os.path.join(root, task, algo, f"seed{seed}"), list(flags), *args, **kwargs)
+    return Job(
+        task, algo, seed, budget, os.path.join(root, task, algo, f"seed{seed}"), list(flags), *args, **kwargs
+    )
 
 
-def make_jobs(tasks, algos, seeds, budgets, runs_dir, checkpoint_every=10, horizon="paper", num_steps=None,
-              extra_flags=(), logs_dir=None, tag="", extend_from=None) -> list[Job]:
+def make_jobs(
+    tasks,
+    algos,
+    seeds,
+    budgets,
+    runs_dir,
+    checkpoint_every=10,
+    horizon="paper",
+    num_steps=None,
+    extra_flags=(),
+    logs_dir=None,
+    tag="",
+    extend_from=None,
+) -> list[Job]:
     """The grid's jobs, tasks x algos x seeds, each with its row's flags (hparams.lookup)."""
     logs_dir, extend_from = (os.path.abspath(p) if p else None for p in (logs_dir, extend_from))
-    return [_job(os.path.abspath(runs_dir), task, algo, seed, budgets[task],
-                 hparams.lookup(task, algo, horizon=horizon, num_steps=num_steps), checkpoint_every, horizon, num_steps,
-                 extra_flags=list(extra_flags), logs_dir=logs_dir, tag=tag, extend_from=extend_from)
-            for task, algo, seed in itertools.product(tasks, algos, seeds)]
+    return [
+        _job(
+            os.path.abspath(runs_dir),
+            task,
+            algo,
+            seed,
+            budgets[task],
+            hparams.lookup(task, algo, horizon=horizon, num_steps=num_steps),
+            checkpoint_every,
+            horizon,
+            num_steps,
+            extra_flags=list(extra_flags),
+            logs_dir=logs_dir,
+            tag=tag,
+            extend_from=extend_from,
+        )
+        for task, algo, seed in itertools.product(tasks, algos, seeds)
+    ]
 
 
-def fidelity_jobs(readings, seeds, budget=hparams.FIDELITY_BUDGET, runs_dir=None, logs_dir=hparams.FIDELITY_LOGS,
-                  tasks=hparams.FIDELITY_TASKS, algos=hparams.PAPER_ALGOS) -> list[Job]:
+def fidelity_jobs(
+    readings,
+    seeds,
+    budget=hparams.FIDELITY_BUDGET,
+    runs_dir=None,
+    logs_dir=hparams.FIDELITY_LOGS,
+    tasks=hparams.FIDELITY_TASKS,
+    algos=hparams.PAPER_ALGOS,
+) -> list[Job]:
     """The fidelity study (issue 11): the grid of `tasks` x `algos` once per reading, its flags added."""
     runs_dir = runs_dir or f"{DEFAULT_RUNS}_fidelity"
-    return [j for r in readings for j in make_jobs(list(tasks), list(algos), seeds, {t: budget for t in tasks},
-                                                   os.path.join(runs_dir, r), extra_flags=hparams.reading_flags(r),
-                                                   logs_dir=os.path.join(logs_dir, r), tag=r)]
+    return [
+        j
+        for r in readings
+        for j in make_jobs(
+            list(tasks),
+            list(algos),
+            seeds,
+            {t: budget for t in tasks},
+            os.path.join(runs_dir, r),
+            extra_flags=hparams.reading_flags(r),
+            logs_dir=os.path.join(logs_dir, r),
+            tag=r,
+        )
+    ]
 
 
-def ablation_jobs(sections=None, seeds=(1, 2, 3), runs_dir=None, budget=hparams.ABLATION_BUDGET,
-                  logs_dir=hparams.ABLATION_LOGS, checkpoint_every=10) -> list[Job]:
+def ablation_jobs(
+    sections=None,
+    seeds=(1, 2, 3),
+    runs_dir=None,
+    budget=hparams.ABLATION_BUDGET,
+    logs_dir=hparams.ABLATION_LOGS,
+    checkpoint_every=10,
+) -> list[Job]:
     """The ablations (issue 7), seed-major (every section's seed 1, then seed 2, ...): the paper's SMAC row once per
     task (`batch-mean`), every other variant, and AC-SGD (`sgd`) for reference, one job per run directory."""
     runs_dir = os.path.abspath(runs_dir or f"{DEFAULT_RUNS}_ablations")
     cells = [(c.task, c.run_variant, c.flags) for c in hparams.all_cells(sections)]
     cells += [(t, "sgd", hparams.lookup(t, "sgd")) for t in hparams.ABLATION_REF_TASKS]
     logs_dir, first = os.path.abspath(logs_dir), {}
-    jobs = [_job(runs_dir, task, variant, seed, budget, flags, checkpoint_every, logs_dir=logs_dir, tag="ablations")
-            for seed in sorted(seeds) for task, variant, flags in cells]
+    jobs = [
+        _job(
+            runs_dir, task, variant, seed, budget, flags, checkpoint_every, logs_dir=logs_dir, tag="ablations"
+        )
+        for seed in sorted(seeds)
+        for task, variant, flags in cells
+    ]
     return [j for j in jobs if first.setdefault(j.seed_dir, j) is j]  # the first job per run directory
 
 
-def prereg_jobs(reg: dict, blocks=None, runs_root=None, logs_root: str = REPO, checkpoint_every=10) -> list[Job]:
+def prereg_jobs(
+    reg: dict, blocks=None, runs_root=None, logs_root: str = REPO, checkpoint_every=10
+) -> list[Job]:
     """The pre-registered study (issue 27): every block's jobs in [execution] order ("block" or "block:seeds"),
     less the runs the toml reuses (block 1's seeds 1-5: the grid's; the lambda block's 0.01: block 1's)."""
     runs_root = runs_root or f"{DEFAULT_RUNS}_prereg"
@@ -113,19 +175,46 @@ def prereg_jobs(reg: dict, blocks=None, runs_root=None, logs_root: str = REPO, c
         if (blocks and name not in blocks) or not seeds:
             continue
         extra, logs = list(reg["common"][f"reading_flags_{b['reading']}"]), os.path.join(logs_root, b["logs"])
-        if name == "lambda":  # (sub-grid, task, algo, flags): one sub-grid per damping, named and tagged lam<value>
-            smac = hparams.lookup(b["task"], "smac")  # --damping becomes lam, --learning-rate eta_over_lambda * lam
+        if (
+            name == "lambda"
+        ):  # (sub-grid, task, algo, flags): one sub-grid per damping, named and tagged lam<value>
+            smac = hparams.lookup(
+                b["task"], "smac"
+            )  # --damping becomes lam, --learning-rate eta_over_lambda * lam
             scale = {smac.index("--damping") + 1: 1, smac.index("--learning-rate") + 1: b["eta_over_lambda"]}
-            cells = [(f"lam{lam:g}", b["task"], "smac", [f"{scale[i] * lam:g}" if i in scale else flag
-                                                         for i, flag in enumerate(smac)])
-                     for lam in b["damping"] if lam != 1e-2]
+            cells = [
+                (
+                    f"lam{lam:g}",
+                    b["task"],
+                    "smac",
+                    [f"{scale[i] * lam:g}" if i in scale else flag for i, flag in enumerate(smac)],
+                )
+                for lam in b["damping"]
+                if lam != 1e-2
+            ]
         else:
             seeds = [s for s in seeds if s > 5] if name == "equivalence" else seeds
-            cells = [("", task, algo, hparams.lookup(task, algo))
-                     for task in ([b["task"]] if "task" in b else b["tasks"]) for algo in b["algos"]]
-        jobs += [_job(os.path.join(runs_root, name, sub), task, algo, s, b["budget"], flags, checkpoint_every,
-                      extra_flags=extra, logs_dir=os.path.join(logs, sub) if sub else logs, tag=sub or name)
-                 for sub, task, algo, flags in cells for s in seeds]
+            cells = [
+                ("", task, algo, hparams.lookup(task, algo))
+                for task in ([b["task"]] if "task" in b else b["tasks"])
+                for algo in b["algos"]
+            ]
+        jobs += [
+            _job(
+                os.path.join(runs_root, name, sub),
+                task,
+                algo,
+                s,
+                b["budget"],
+                flags,
+                checkpoint_every,
+                extra_flags=extra,
+                logs_dir=os.path.join(logs, sub) if sub else logs,
+                tag=sub or name,
+            )
+            for sub, task, algo, flags in cells
+            for s in seeds
+        ]
     return jobs
 
 
@@ -138,8 +227,16 @@ def mujoco5m_jobs(reg: dict, runs_dir=None, logs_dir=None, checkpoint_every=10) 
     jobs = []
     for item in reg["execution"]["order"]:
         task, algo = item.split("/")
-        jobs += make_jobs([task], [algo], parse_seeds(common["seeds"]), {task: common["budget"]}, runs_dir,
-                          checkpoint_every, extra_flags=hparams.reading_flags(common["reading"]), logs_dir=logs_dir)
+        jobs += make_jobs(
+            [task],
+            [algo],
+            parse_seeds(common["seeds"]),
+            {task: common["budget"]},
+            runs_dir,
+            checkpoint_every,
+            extra_flags=hparams.reading_flags(common["reading"]),
+            logs_dir=logs_dir,
+        )
     return jobs
 
 
@@ -147,15 +244,34 @@ def defaults_jobs(seeds, runs_dir=None, logs_dir=hparams.DEFAULTS_LOGS, checkpoi
     """The normalization-defaults sweep (hparams.DEFAULTS_*): every setting x task x algorithm x seed, longest first."""
     runs_dir = runs_dir or f"{DEFAULT_RUNS}_defaults"
     jobs = []
-    for setting, env_id, algo, seed in itertools.product(hparams.DEFAULTS_SETTINGS, hparams.DEFAULTS_ROWS,
-                                                         ("smac", "sgd", "adam"), seeds):
+    for setting, env_id, algo, seed in itertools.product(
+        hparams.DEFAULTS_SETTINGS, hparams.DEFAULTS_ROWS, ("smac", "sgd", "adam"), seeds
+    ):
         eta, alpha, lam = hparams.DEFAULTS_ROWS[env_id][algo]
-        flags = ["--env-id", env_id, "--optimizer", algo, "--learning-rate", str(eta), "--critic-learning-rate",
-                 str(alpha)] + (["--damping", str(lam)] if lam else [])
-        jobs.append(_job(os.path.join(runs_dir, setting), env_id.split("-v")[0], algo, seed,
-                         hparams.DEFAULTS_STEPS[env_id], flags, checkpoint_every,
-                         extra_flags=hparams.DEFAULTS_SETTINGS[setting], logs_dir=os.path.join(logs_dir, setting),
-                         tag=setting))
+        flags = [
+            "--env-id",
+            env_id,
+            "--optimizer",
+            algo,
+            "--learning-rate",
+            str(eta),
+            "--critic-learning-rate",
+            str(alpha),
+        ] + (["--damping", str(lam)] if lam else [])
+        jobs.append(
+            _job(
+                os.path.join(runs_dir, setting),
+                env_id.split("-v")[0],
+                algo,
+                seed,
+                hparams.DEFAULTS_STEPS[env_id],
+                flags,
+                checkpoint_every,
+                extra_flags=hparams.DEFAULTS_SETTINGS[setting],
+                logs_dir=os.path.join(logs_dir, setting),
+                tag=setting,
+            )
+        )
     return sorted(jobs, key=lambda j: -j.budget)
 
 
@@ -167,13 +283,25 @@ def sb3_run(task: str, seed: int, budget: int, seed_dir: str) -> int:
     import stable_baselines3
     import torch
     from stable_baselines3.common.callbacks import BaseCallback
+
     hparams.register_horizons()
     torch.set_num_threads(1)
     env_id, out = hparams.trainer_env_id(task).split(":")[-1], os.path.join(seed_dir, "sb3")
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump({"args": {"env_id": env_id, "seed": seed, "total_timesteps": budget, "algo": "sb3-a2c defaults"},
-                   "stable_baselines3": stable_baselines3.__version__}, f, indent=2)
+        json.dump(
+            {
+                "args": {
+                    "env_id": env_id,
+                    "seed": seed,
+                    "total_timesteps": budget,
+                    "algo": "sb3-a2c defaults",
+                },
+                "stable_baselines3": stable_baselines3.__version__,
+            },
+            f,
+            indent=2,
+        )
     with open(os.path.join(out, "episodes.csv"), "w", newline="") as episodes:
         writer = csv.writer(episodes)
         writer.writerow(["global_step", "episodic_return", "episodic_length"])
@@ -184,12 +312,21 @@ def sb3_run(task: str, seed: int, budget: int, seed_dir: str) -> int:
                     if "episode" in info:  # added by SB3's Monitor wrapper when an episode ends
                         writer.writerow([self.num_timesteps, info["episode"]["r"], info["episode"]["l"]])
                 return True
+
         start = time.time()
         model = stable_baselines3.A2C("MlpPolicy", gym.make(env_id), seed=seed, device="cpu", verbose=0)
         model.learn(total_timesteps=budget, callback=LogEpisodes())
     with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump({"status": "finished", "global_step": budget, "wall_time_s": time.time() - start,
-                   "sps": budget / (time.time() - start)}, f, indent=2)
+        json.dump(
+            {
+                "status": "finished",
+                "global_step": budget,
+                "wall_time_s": time.time() - start,
+                "sps": budget / (time.time() - start),
+            },
+            f,
+            indent=2,
+        )
     return 0
 
 
@@ -198,8 +335,10 @@ def random_scores(tasks, steps: int = 50_000, seed: int = 0, out: str = compact.
     `steps` steps; the last bin of the paper's smoothed curve (100 bins over `steps`, EWM 0.1), as for a trained run."""
     import gymnasium as gym
     import numpy as np
+
     hparams.register_horizons()
     from benchmark.protocol import smoothed_curve
+
     rows = []
     for task in tasks:
         env = gym.make(hparams.trainer_env_id(task), disable_env_checker=True)
@@ -216,9 +355,17 @@ def random_scores(tasks, steps: int = 50_000, seed: int = 0, out: str = compact.
                 env.reset()
         env.close()
         curve = smoothed_curve(np.array(ends), np.array(returns), steps)
-        rows.append({"task": task, "env_id": hparams.task_info(task)["env_id"], "steps": steps,
-                     "episodes": len(returns), "score": f"{curve[-1]:.6g}", "mean_return": f"{np.mean(returns):.6g}",
-                     "std_return": f"{np.std(returns, ddof=1):.6g}" if len(returns) > 1 else ""})
+        rows.append(
+            {
+                "task": task,
+                "env_id": hparams.task_info(task)["env_id"],
+                "steps": steps,
+                "episodes": len(returns),
+                "score": f"{curve[-1]:.6g}",
+                "mean_return": f"{np.mean(returns):.6g}",
+                "std_return": f"{np.std(returns, ddof=1):.6g}" if len(returns) > 1 else "",
+            }
+        )
         print(rows[-1], flush=True)
     write_csv(out, rows)
     return rows
@@ -271,10 +418,16 @@ def extension_source(job: Job) -> Optional[str]:
         return None
     src = find_run_dir(src_seed := os.path.join(job.extend_from, job.task, job.algo, f"seed{job.seed}"))
     summary = read_summary(src)
-    if not (src and summary and summary.get("status") == "finished" and summary.get("global_step", 0) <= job.budget
-            and os.path.isfile(os.path.join(src, "checkpoint.pt"))):
+    if not (
+        src
+        and summary
+        and summary.get("status") == "finished"
+        and summary.get("global_step", 0) <= job.budget
+        and os.path.isfile(os.path.join(src, "checkpoint.pt"))
+    ):
         return None  # not a finished checkpointed run
     from benchmark import trainer  # (imports torch: only when there is a candidate)
+
     if trainer.run_dir_locked(src):
         return None  # a live trainer is extending it itself
     asked = compact.read_json(os.path.join(src_seed, "job.json"))
@@ -284,13 +437,34 @@ def extension_source(job: Job) -> Optional[str]:
 
 def command(job: Job, state: str, run_dir: Optional[str]) -> list[str]:
     if job.algo == "sb3-a2c":
-        return [job.python, os.path.abspath(__file__), "sb3-run", job.task, str(job.seed), str(job.budget),
-                job.seed_dir]
+        return [
+            job.python,
+            os.path.abspath(__file__),
+            "sb3-run",
+            job.task,
+            str(job.seed),
+            str(job.budget),
+            job.seed_dir,
+        ]
     every = ["--checkpoint-every", str(job.checkpoint_every)]
     if state == "resume":
         return [job.python, *TRAINER, "--resume", run_dir, "--total-timesteps", str(job.budget), *every]
-    return [job.python, *TRAINER, *job.flags, *job.extra_flags, "--seed", str(job.seed), "--exp-name", job.algo,
-            "--runs-dir", job.seed_dir, "--total-timesteps", str(job.budget), *every, "--no-tensorboard"]
+    return [
+        job.python,
+        *TRAINER,
+        *job.flags,
+        *job.extra_flags,
+        "--seed",
+        str(job.seed),
+        "--exp-name",
+        job.algo,
+        "--runs-dir",
+        job.seed_dir,
+        "--total-timesteps",
+        str(job.budget),
+        *every,
+        "--no-tensorboard",
+    ]
 
 
 def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
@@ -299,16 +473,19 @@ def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
     if state in ("done", "diverged"):
         return state, None
     from benchmark import trainer
+
     if run_dir is not None and trainer.run_dir_locked(run_dir):
         print(f"[sweep] {job.name}: a live trainer holds {run_dir} (another sweep?); skipped", flush=True)
         return "busy", None
     if state in ("fresh", "extend") and run_dir is not None:
-        shutil.rmtree(run_dir)        # started but never checkpointed: nothing to resume from
+        shutil.rmtree(run_dir)  # started but never checkpointed: nothing to resume from
         run_dir = None
-    if state == "extend":             # continue the smaller grid's finished run (a copy; the source stays)
+    if state == "extend":  # continue the smaller grid's finished run (a copy; the source stays)
         run_dir = os.path.join(job.seed_dir, os.path.basename(src))
         shutil.copytree(src, run_dir, ignore=shutil.ignore_patterns("*.lock", "events.out.tfevents*"))
-        print(f"[sweep] {job.name}: continues {src} from step {read_summary(src)['global_step']:,}", flush=True)
+        print(
+            f"[sweep] {job.name}: continues {src} from step {read_summary(src)['global_step']:,}", flush=True
+        )
         state, run_dir = inspect_job(job)
         if state == "done":
             save_compact_log(job)
@@ -328,6 +505,7 @@ def _child_preexec(parent_pid: int):
     os.setsid()
     try:
         import ctypes
+
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGINT), 0, 0, 0)
     except Exception:
         pass
@@ -337,13 +515,23 @@ def _child_preexec(parent_pid: int):
 
 def launch(job: Job, cmd: list[str]) -> subprocess.Popen:
     """Start cmd in job.seed_dir (output appended to sweep.log), in its own session."""
-    env = {"PYTHONWARNINGS": "ignore::DeprecationWarning", **os.environ,
-           "PYTHONPATH": REPO + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")}
+    env = {
+        "PYTHONWARNINGS": "ignore::DeprecationWarning",
+        **os.environ,
+        "PYTHONPATH": REPO + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""),
+    }
     with open(os.path.join(job.seed_dir, "sweep.log"), "a") as log:
         log.write(f"\n$ {' '.join(cmd)}\n")
         log.flush()
-        return subprocess.Popen(cmd, cwd=job.seed_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, preexec_fn=functools.partial(_child_preexec, os.getpid()))
+        return subprocess.Popen(
+            cmd,
+            cwd=job.seed_dir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=functools.partial(_child_preexec, os.getpid()),
+        )
 
 
 def outcome(job: Job, returncode: Optional[int]) -> str:
@@ -411,11 +599,15 @@ class Progress:
         self.last, elapsed = now, now - self.t0
         moved = sum(min(last_global_step(j.seed_dir), j.budget) - self.start[j.name] for j in running)
         gained = moved + sum(j.budget - self.start[j.name] for j in self.jobs if j.name in self.finished)
-        remaining = sum(j.budget - self.start[j.name] for j in self.jobs if j.name not in self.finished) - moved
+        remaining = (
+            sum(j.budget - self.start[j.name] for j in self.jobs if j.name not in self.finished) - moved
+        )
         rate = gained / elapsed if elapsed > 0 else 0.0
         eta = fmt_time(remaining / rate if rate > 0 else float("nan")) if remaining else "0m00s"
-        msg = (f"[sweep] done {done}/{len(self.jobs)} | running {len(running)} | left {left} | "
-               f"{rate:,.0f} steps/s | elapsed {fmt_time(elapsed)} | ETA {eta}")
+        msg = (
+            f"[sweep] done {done}/{len(self.jobs)} | running {len(running)} | left {left} | "
+            f"{rate:,.0f} steps/s | elapsed {fmt_time(elapsed)} | ETA {eta}"
+        )
         inline = self.tty and not force
         print(("\r" + msg + " " * 4) if inline else msg, end="" if inline else "\n", flush=True)
 
@@ -433,7 +625,10 @@ def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
                 prog.finished.add(name)
                 del running[name]
                 if not interrupted:
-                    print(("\n" if prog.tty else "") + f"[sweep] {name}: {result['outcome']} (exit {rc})", flush=True)
+                    print(
+                        ("\n" if prog.tty else "") + f"[sweep] {name}: {result['outcome']} (exit {rc})",
+                        flush=True,
+                    )
 
     try:
         while queue or running:
@@ -450,8 +645,11 @@ def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
             time.sleep(0.2)
     except KeyboardInterrupt:
         interrupted = True
-        print(f"\n[sweep] Ctrl-C: sending SIGINT to {len(running)} trainer(s) and waiting for them "
-              f"to write checkpoint.pt and summary.json ...", flush=True)
+        print(
+            f"\n[sweep] Ctrl-C: sending SIGINT to {len(running)} trainer(s) and waiting for them "
+            f"to write checkpoint.pt and summary.json ...",
+            flush=True,
+        )
         for job, proc, _ in running.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
@@ -461,7 +659,12 @@ def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
             except KeyboardInterrupt:
                 print("[sweep] still waiting for the trainers to stop (they are saving)", flush=True)
         for job in queue:
-            results[job.name] = {"name": job.name, "state": "not started", "outcome": "not started", "rc": None}
+            results[job.name] = {
+                "name": job.name,
+                "state": "not started",
+                "outcome": "not started",
+                "rc": None,
+            }
     prog.show(len([r for r in results.values() if r["outcome"] != "not started"]), [], len(queue), force=True)
     return {"results": results, "interrupted": interrupted}
 
@@ -469,11 +672,15 @@ def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
 def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: float) -> dict:
     """run_local's work as Ray tasks (run_job_blocking), on a local Ray instance or a cluster at `address`."""
     import ray
-    from benchmark import sweep as sweep_module   # by reference, not __main__, so workers import it
+    from benchmark import sweep as sweep_module  # by reference, not __main__, so workers import it
+
     runtime_env = {"env_vars": {"PYTHONPATH": REPO, "PYTHONWARNINGS": "ignore::DeprecationWarning"}}
     if not ray.is_initialized():
-        where = ({"num_cpus": workers, "include_dashboard": False} if address in ("local", "", None)
-                 else {"address": address})
+        where = (
+            {"num_cpus": workers, "include_dashboard": False}
+            if address in ("local", "", None)
+            else {"address": address}
+        )
         ray.init(**where, runtime_env=runtime_env, log_to_driver=False)
     remote = ray.remote(num_cpus=1, max_retries=0)(sweep_module.run_job_blocking)
     prog = Progress(jobs, progress_interval)
@@ -505,35 +712,64 @@ def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: floa
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add = p.add_argument
-    add("--study", choices=("grid", "fidelity", "ablations", "prereg", "mujoco-5M", "defaults", "sb3", "random"),
-        default="grid", help="job list: grid (--tasks x --algos x --seeds), fidelity (--readings), ablations "
-        "(--sections), prereg (--blocks), mujoco-5M (preregistration_5M.toml), defaults, sb3 (SB3 A2C on --tasks), random (the random policy's scores) (default: grid)")
+    add(
+        "--study",
+        choices=("grid", "fidelity", "ablations", "prereg", "mujoco-5M", "defaults", "sb3", "random"),
+        default="grid",
+        help="job list: grid (--tasks x --algos x --seeds), fidelity (--readings), ablations "
+        "(--sections), prereg (--blocks), mujoco-5M (preregistration_5M.toml), defaults, sb3 (SB3 A2C on --tasks), random (the random policy's scores) (default: grid)",
+    )
     add("--tasks", default="all", help="comma list of tasks, or all, classic, mujoco (default: all)")
     add("--algos", default="all", help=f"comma list of {', '.join(hparams.ALGOS)}, or all, paper")
     add("--seeds", default=None, help="e.g. 1-3 or 1,2,5 (default: the study's; grid 1-3)")
-    add("--budget", default=None, help="steps per run: N or classic=N,mujoco=M,<Task>=K (a task wins over its group) "
-        f"(default: the study's; grid {DEFAULT_BUDGET})")
-    add("--reading", default="literal", help="grid: the hparams.READINGS entry whose trainer flags every job gets "
-        "(default: literal)")
+    add(
+        "--budget",
+        default=None,
+        help="steps per run: N or classic=N,mujoco=M,<Task>=K (a task wins over its group) "
+        f"(default: the study's; grid {DEFAULT_BUDGET})",
+    )
+    add(
+        "--reading",
+        default="literal",
+        help="grid: the hparams.READINGS entry whose trainer flags every job gets (default: literal)",
+    )
     add("--readings", default="all", help="fidelity: comma list of readings (a+b for a union) or all")
     add("--sections", default="all", help=f"ablations: comma list of {', '.join(hparams.SECTIONS)} or all")
     add("--blocks", default="all", help="prereg: comma list of preregistration.toml's blocks or all")
-    add("--runs-dir", default=None, help="root of {task}/{algo}/seed{n}/ (default: benchmark/runs for the literal "
-        "grid, else benchmark/runs_<reading or study>)")
-    add("--logs-dir", default=None, help="compact logs root: finished runs are packed there and count as done "
-        "(default: the study's; grid: results/logs/<reading> with the default --runs-dir; 'none': off)")
+    add(
+        "--runs-dir",
+        default=None,
+        help="root of {task}/{algo}/seed{n}/ (default: benchmark/runs for the literal "
+        "grid, else benchmark/runs_<reading or study>)",
+    )
+    add(
+        "--logs-dir",
+        default=None,
+        help="compact logs root: finished runs are packed there and count as done "
+        "(default: the study's; grid: results/logs/<reading> with the default --runs-dir; 'none': off)",
+    )
     add("--extra-flags", default="", help="trainer flags added to every job, e.g. '--num-minibatches 10'")
-    add("--extend-from", default=None, help="runs root of a smaller-budget grid whose finished run of the same job a "
-        "job with nothing in --runs-dir continues (a copy)")
+    add(
+        "--extend-from",
+        default=None,
+        help="runs root of a smaller-budget grid whose finished run of the same job a "
+        "job with nothing in --runs-dir continues (a copy)",
+    )
     add("--workers", type=int, default=os.cpu_count() or 1, help="parallel trainers, or Ray CPUs")
     add("--backend", choices=("local", "ray"), default="local")
     add("--ray-address", default="local", help="local (start Ray here), auto or host:port (a cluster)")
     add("--checkpoint-every", type=int, default=10, help="checkpoint period in updates (default: 10)")
-    add("--horizon", choices=hparams.HORIZONS, default="paper", help="paper: 1000-step episodes (the paper's "
-        "protocol); gym: each id's registered TimeLimit (default: paper)")
+    add(
+        "--horizon",
+        choices=hparams.HORIZONS,
+        default="paper",
+        help="paper: 1000-step episodes (the paper's "
+        "protocol); gym: each id's registered TimeLimit (default: paper)",
+    )
     add("--num-steps", type=int, default=None, help="override T (steps per update); tests only")
     add("--progress-interval", type=float, default=10.0, help="seconds between progress lines")
     add("--dry-run", action="store_true", help="list each job's state and command; run nothing")
@@ -554,8 +790,11 @@ def select(spec: str, kind: str) -> list[str]:
 def main(argv=None) -> int:
     """The CLI; returns the exit code (0, 1 if a run failed, 2 on bad input, 130 if interrupted)."""
     # Ctrl-C (even when started in a script's background, which ignores SIGINT) and SIGTERM stop it resumably
-    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)
-                if threading.current_thread() is threading.main_thread()}
+    previous = {
+        sig: signal.signal(sig, signal.default_int_handler)
+        for sig in (signal.SIGINT, signal.SIGTERM)
+        if threading.current_thread() is threading.main_thread()
+    }
     try:
         code = _main(argv)
         sys.stdout.flush()  # inside the try: a reader that left shows here, not at exit
@@ -587,24 +826,43 @@ def study_jobs(args) -> list[Job]:
         for r in readings:
             hparams.reading_flags(r)
         budget = int(args.budget or hparams.FIDELITY_BUDGET)
-        return fidelity_jobs(readings, seeds(hparams.FIDELITY_SEEDS), budget, args.runs_dir,
-                             logs or hparams.FIDELITY_LOGS)
+        return fidelity_jobs(
+            readings, seeds(hparams.FIDELITY_SEEDS), budget, args.runs_dir, logs or hparams.FIDELITY_LOGS
+        )
     if args.study == "ablations":
-        return ablation_jobs(_names(args.sections, hparams.SECTIONS, "section"), seeds(hparams.ABLATION_SEEDS),
-                             args.runs_dir, int(args.budget or hparams.ABLATION_BUDGET), logs or hparams.ABLATION_LOGS,
-                             args.checkpoint_every)
+        return ablation_jobs(
+            _names(args.sections, hparams.SECTIONS, "section"),
+            seeds(hparams.ABLATION_SEEDS),
+            args.runs_dir,
+            int(args.budget or hparams.ABLATION_BUDGET),
+            logs or hparams.ABLATION_LOGS,
+            args.checkpoint_every,
+        )
     if args.study == "prereg":
         reg = hparams.load_prereg()
-        return prereg_jobs(reg, _names(args.blocks, reg["blocks"], "block"), args.runs_dir,
-                           os.path.abspath(logs) if logs else REPO, args.checkpoint_every)
+        return prereg_jobs(
+            reg,
+            _names(args.blocks, reg["blocks"], "block"),
+            args.runs_dir,
+            os.path.abspath(logs) if logs else REPO,
+            args.checkpoint_every,
+        )
     if args.study == "mujoco-5M":
-        return mujoco5m_jobs(hparams.load_prereg(hparams.PREREG_5M), args.runs_dir, logs, args.checkpoint_every)
+        return mujoco5m_jobs(
+            hparams.load_prereg(hparams.PREREG_5M), args.runs_dir, logs, args.checkpoint_every
+        )
     if args.study == "defaults":
-        return defaults_jobs(seeds("1-5"), args.runs_dir, logs or hparams.DEFAULTS_LOGS, args.checkpoint_every)
+        return defaults_jobs(
+            seeds("1-5"), args.runs_dir, logs or hparams.DEFAULTS_LOGS, args.checkpoint_every
+        )
     tasks = select(args.tasks, "task")
     if args.study == "sb3":  # outside reference (sb3_run)
         tasks = tasks if args.tasks != "all" else hparams.tasks("mujoco")
-        seeds_, budget, root = seeds("1-3"), int(args.budget or 300_000), os.path.abspath(args.runs_dir or DEFAULT_RUNS)
+        seeds_, budget, root = (
+            seeds("1-3"),
+            int(args.budget or 300_000),
+            os.path.abspath(args.runs_dir or DEFAULT_RUNS),
+        )
         return [_job(root, t, "sb3-a2c", s, budget) for s in seeds_ for t in tasks]
     algos, seeds_ = select(args.algos, "algo"), seeds(DEFAULT_SEEDS)
     budgets = parse_budget(args.budget or DEFAULT_BUDGET, tasks)
@@ -612,9 +870,24 @@ def study_jobs(args) -> list[Job]:
     default_runs = DEFAULT_RUNS if args.reading == "literal" else f"{DEFAULT_RUNS}_{args.reading}"
     args.runs_dir = args.runs_dir or default_runs
     if args.logs_dir is None:
-        logs = os.path.join(DEFAULT_LOGS, args.reading) if os.path.abspath(args.runs_dir) == default_runs else None
-    return make_jobs(tasks, algos, seeds_, budgets, args.runs_dir, args.checkpoint_every, args.horizon,
-                     args.num_steps, reading_flags + args.extra_flags.split(), logs, extend_from=args.extend_from)
+        logs = (
+            os.path.join(DEFAULT_LOGS, args.reading)
+            if os.path.abspath(args.runs_dir) == default_runs
+            else None
+        )
+    return make_jobs(
+        tasks,
+        algos,
+        seeds_,
+        budgets,
+        args.runs_dir,
+        args.checkpoint_every,
+        args.horizon,
+        args.num_steps,
+        reading_flags + args.extra_flags.split(),
+        logs,
+        extend_from=args.extend_from,
+    )
 
 
 def _main(argv=None) -> int:
@@ -629,8 +902,10 @@ def _main(argv=None) -> int:
         if args.study == "random":
             tasks, steps = select(args.tasks, "task"), int(args.budget or 50_000)
             if args.dry_run:
-                print(f"[sweep] random: would measure {', '.join(tasks)} at {steps:,} steps "
-                      f"each and write {os.path.relpath(compact.RANDOM_SCORES, REPO)}")
+                print(
+                    f"[sweep] random: would measure {', '.join(tasks)} at {steps:,} steps "
+                    f"each and write {os.path.relpath(compact.RANDOM_SCORES, REPO)}"
+                )
                 return 0
             random_scores(tasks, steps)
             return 0
@@ -641,18 +916,31 @@ def _main(argv=None) -> int:
     budgets = {}
     for j in jobs:
         budgets.setdefault(j.task, j.budget)
-    print(f"[sweep] {args.study}: {len(jobs)} runs; budgets: " + ", ".join(f"{t}={b:,}" for t, b in budgets.items())
-          + (f"; runs under {os.path.dirname(os.path.dirname(os.path.dirname(jobs[0].seed_dir)))}" if jobs else ""),
-          flush=True)
+    print(
+        f"[sweep] {args.study}: {len(jobs)} runs; budgets: "
+        + ", ".join(f"{t}={b:,}" for t, b in budgets.items())
+        + (
+            f"; runs under {os.path.dirname(os.path.dirname(os.path.dirname(jobs[0].seed_dir)))}"
+            if jobs
+            else ""
+        ),
+        flush=True,
+    )
     if args.dry_run:
         for job in jobs:
             state, run_dir, src = plan(job)
             run_dir = os.path.join(job.seed_dir, os.path.basename(src)) if src is not None else run_dir
             cmd = None if state in ("done", "diverged") else command(job, "resume" if src else state, run_dir)
-            print(f"{job.name:32s} {state:8s} " + (f"cd {job.seed_dir} && " + " ".join(cmd) if cmd else "(skip)"))
+            print(
+                f"{job.name:32s} {state:8s} "
+                + (f"cd {job.seed_dir} && " + " ".join(cmd) if cmd else "(skip)")
+            )
         return 0
-    out = (run_ray(jobs, args.ray_address, args.workers, args.progress_interval) if args.backend == "ray"
-           else run_local(jobs, args.workers, args.progress_interval))
+    out = (
+        run_ray(jobs, args.ray_address, args.workers, args.progress_interval)
+        if args.backend == "ray"
+        else run_local(jobs, args.workers, args.progress_interval)
+    )
     counts = collections.Counter(r["outcome"] for r in out["results"].values())
     print("[sweep] " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())), flush=True)
     if out["interrupted"]:

@@ -13,6 +13,7 @@ every ablation mode and the one-backward fast path; AC-SGD / AC-Adam with entrop
 --loss-reduction; AC-CG; AC-KFAC; minibatches / epochs; --video-every, --no-bootstrap-truncation; --activation,
 --log-std-init, --critic-updates, --max-grad-norm; run directories, locks, --resume, --eval-checkpoint, --plot.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -40,11 +41,25 @@ import torch.nn as nn  # noqa: E402
 
 import smac_a2c as sa  # noqa: E402
 from benchmark import protocol  # noqa: E402
-from smac_a2c import (ACTIVATIONS, Actor, ConfigError, Normalizer, RolloutPolicy, apply_step_,  # noqa: E402
-                      flat_grad, make_networks as _ref_networks, mean_score_and_gradient,
-                      sherman_morrison_direction, trainable_parameters)
+from smac_a2c import (
+    ACTIVATIONS,
+    Actor,
+    ConfigError,
+    Normalizer,
+    RolloutPolicy,
+    apply_step_,  # noqa: E402
+    flat_grad,
+    make_networks as _ref_networks,
+    mean_score_and_gradient,
+    sherman_morrison_direction,
+    trainable_parameters,
+)
 
-compute_gae, smac_direction, step_diagnostics = sa.compute_gae, sa.smac_direction, sa.step_diagnostics  # re-exported
+compute_gae, smac_direction, step_diagnostics = (
+    sa.compute_gae,
+    sa.smac_direction,
+    sa.step_diagnostics,
+)  # re-exported
 
 warnings.filterwarnings("ignore", message=".*is out of date.*")  # check_env_id explains it once
 
@@ -129,24 +144,45 @@ def check_args(args: LabArgs) -> None:
             value = getattr(args, flag[2:].replace("-", "_"))
             if not ok(value):
                 raise ConfigError(f"{flag} must be {what}, got {value}")
+
     finite_positive = lambda v: v > 0 and math.isfinite(v)  # noqa: E731
     finite_nonnegative = lambda v: v >= 0 and math.isfinite(v)  # noqa: E731
-    require("--critic-updates --eval-episodes --eval-max-steps --torch-threads", finite_positive, "a finite number > 0")
+    require(
+        "--critic-updates --eval-episodes --eval-max-steps --torch-threads",
+        finite_positive,
+        "a finite number > 0",
+    )
     require("--ent-coef --max-grad-norm", finite_nonnegative, "a finite number >= 0")
     require("--log-std-init", math.isfinite, "a finite number")
-    if os.sep in args.exp_name or ".." in args.exp_name:  # the reference refuses an empty name, '/' and a leading '.'
-        raise ConfigError(f"--exp-name must be a plain name (no '/', no '..', not starting with '.'), got {args.exp_name!r}")
+    if (
+        os.sep in args.exp_name or ".." in args.exp_name
+    ):  # the reference refuses an empty name, '/' and a leading '.'
+        raise ConfigError(
+            f"--exp-name must be a plain name (no '/', no '..', not starting with '.'), got {args.exp_name!r}"
+        )
     name_len = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}-99".encode())
     if name_len > 255:
-        raise ConfigError(f"--exp-name is too long: the run directory name would have {name_len} bytes (limit 255)")
+        raise ConfigError(
+            f"--exp-name is too long: the run directory name would have {name_len} bytes (limit 255)"
+        )
     require("--video-every", lambda v: v >= 0, ">= 0")
     require("--num-minibatches --update-epochs", lambda v: v >= 1, ">= 1")
     if args.num_minibatches > args.num_steps * args.num_envs:
-        raise ConfigError(f"--num-minibatches {args.num_minibatches} exceeds the rollout's "
-                          f"{args.num_steps * args.num_envs} transitions (--num-steps x --num-envs)")
-    if args.optimizer == "smac" and args.fisher != "batch-mean" and (args.num_minibatches > 1 or args.update_epochs > 1):
-        raise ConfigError(f"--num-minibatches / --update-epochs > 1 need --fisher batch-mean, got --fisher {args.fisher}")
-    require("--cg-iters --kfac-damping --kfac-update-freq", finite_positive, "a finite number > 0")  # baselines
+        raise ConfigError(
+            f"--num-minibatches {args.num_minibatches} exceeds the rollout's "
+            f"{args.num_steps * args.num_envs} transitions (--num-steps x --num-envs)"
+        )
+    if (
+        args.optimizer == "smac"
+        and args.fisher != "batch-mean"
+        and (args.num_minibatches > 1 or args.update_epochs > 1)
+    ):
+        raise ConfigError(
+            f"--num-minibatches / --update-epochs > 1 need --fisher batch-mean, got --fisher {args.fisher}"
+        )
+    require(
+        "--cg-iters --kfac-damping --kfac-update-freq", finite_positive, "a finite number > 0"
+    )  # baselines
     require("--cg-damping --cg-max-kl --kfac-kl-clip", finite_nonnegative, "a finite number >= 0")
     require("--kfac-decay", lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
     require("--prev-ef-beta", lambda v: 0.0 <= v < 1.0, "in [0, 1)")  # SMAC's ablation modes
@@ -154,8 +190,10 @@ def check_args(args: LabArgs) -> None:
     if args.optimizer == "smac" and args.prev_ef_beta > 0 and args.fisher != "batch-mean":
         raise ConfigError(f"--prev-ef-beta > 0 needs --fisher batch-mean, got --fisher {args.fisher}")
     if args.optimizer == "smac" and args.step_normalization and args.fisher == "per-sample":
-        raise ConfigError("--step-normalization with --fisher per-sample would turn every step into "
-                          "the per-sample SGD step l A; use batch-mean or per-sample-parallel")
+        raise ConfigError(
+            "--step-normalization with --fisher per-sample would turn every step into "
+            "the per-sample SGD step l A; use batch-mean or per-sample-parallel"
+        )
 
 
 # --- Environments, networks and the critic step with the lab's flags (handed to smac_a2c.train) ---
@@ -167,7 +205,9 @@ class TruncationAsTermination(gym.Wrapper):
         return obs, reward, terminated or truncated, False, info
 
 
-def make_env(env_id: str, video_dir: Optional[str] = None, video_every: int = 0, bootstrap_truncation: bool = True):
+def make_env(
+    env_id: str, video_dir: Optional[str] = None, video_every: int = 0, bootstrap_truncation: bool = True
+):
     env = gym.make(env_id, disable_env_checker=True, **({"render_mode": "rgb_array"} if video_dir else {}))
     if video_dir:
         trigger = (lambda episode: episode % video_every == 0) if video_every > 0 else None
@@ -186,31 +226,52 @@ def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
             warnings.simplefilter("always")
             env = gym.make(env_id, disable_env_checker=True)
         if any("out of date" in str(w.message) for w in caught):
-            print(f"note: {env_id} is out of date for gymnasium; the MuJoCo -v4 ids are this project's default "
-                  f"because they are the paper's era, and the -v5 ids work too (e.g. --env-id "
-                  f"{env_id.rsplit('-v', 1)[0]}-v5)", file=sys.stderr)
-    except gym.error.DependencyNotInstalled as e:  # e.g. CarRacing without Box2D: registered, a package missing
-        raise ConfigError(f"--env-id {env_id!r} needs a package that is not installed: {str(e).splitlines()[0]}") from None
+            print(
+                f"note: {env_id} is out of date for gymnasium; the MuJoCo -v4 ids are this project's default "
+                f"because they are the paper's era, and the -v5 ids work too (e.g. --env-id "
+                f"{env_id.rsplit('-v', 1)[0]}-v5)",
+                file=sys.stderr,
+            )
+    except (
+        gym.error.DependencyNotInstalled
+    ) as e:  # e.g. CarRacing without Box2D: registered, a package missing
+        raise ConfigError(
+            f"--env-id {env_id!r} needs a package that is not installed: {str(e).splitlines()[0]}"
+        ) from None
     except gym.error.Error as e:
-        raise ConfigError(f"--env-id {env_id!r} is not a registered gymnasium environment ({type(e).__name__}: {e})") from None
+        raise ConfigError(
+            f"--env-id {env_id!r} is not a registered gymnasium environment ({type(e).__name__}: {e})"
+        ) from None
     except (TypeError, ValueError, AttributeError, RuntimeError) as e:  # the environment's constructor raised
-        raise ConfigError(f"--env-id {env_id!r}: its constructor raised {type(e).__name__}: "
-                          f"{str(e).splitlines()[0][:200] if str(e) else ''}") from None
+        raise ConfigError(
+            f"--env-id {env_id!r}: its constructor raised {type(e).__name__}: "
+            f"{str(e).splitlines()[0][:200] if str(e) else ''}"
+        ) from None
     except ImportError as e:  # e.g. Pusher-v4 needs mujoco < 3
         hint = " Use Pusher-v5: Pusher-v4 needs mujoco < 3." if env_id.startswith("Pusher-v4") else ""
-        raise ConfigError(f"--env-id {env_id!r} cannot be built with the installed packages ({e}).{hint}") from None
+        raise ConfigError(
+            f"--env-id {env_id!r} cannot be built with the installed packages ({e}).{hint}"
+        ) from None
     obs_space, act_space = env.observation_space, env.action_space
     env.close()
     if not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1):
-        raise ConfigError(f"--env-id {env_id!r}: observation space {obs_space} is unsupported (need a 1-D Box)")
-    if not (isinstance(act_space, gym.spaces.Discrete)
-            or (isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1)):
-        raise ConfigError(f"--env-id {env_id!r}: action space {act_space} is unsupported (need Discrete or a 1-D Box)")
+        raise ConfigError(
+            f"--env-id {env_id!r}: observation space {obs_space} is unsupported (need a 1-D Box)"
+        )
+    if not (
+        isinstance(act_space, gym.spaces.Discrete)
+        or (isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1)
+    ):
+        raise ConfigError(
+            f"--env-id {env_id!r}: action space {act_space} is unsupported (need Discrete or a 1-D Box)"
+        )
     return obs_space, act_space
 
 
 # --- Actor steps. One signature: step(actor, batch, args, state) -> diagnostics ---
-actor_state_dict = copy.deepcopy  # an actor step's state as a checkpoint holds it (plain tensors and containers)
+actor_state_dict = (
+    copy.deepcopy
+)  # an actor step's state as a checkpoint holds it (plain tensors and containers)
 
 
 def load_actor_state(saved: dict, actor: Actor, args: LabArgs) -> dict:
@@ -221,9 +282,16 @@ def smac_direction_batched(params, log_probs: torch.Tensor, advantages: torch.Te
     """smac_a2c.smac_direction from ONE vmapped vector-Jacobian product (same numbers; no faster: costs.py)."""
     params, B = trainable_parameters(params), log_probs.shape[0]
     weights = torch.stack([torch.full_like(log_probs, 1.0 / B), advantages.detach().to(log_probs.dtype) / B])
-    grads = torch.autograd.grad(log_probs, params, grad_outputs=weights, is_grads_batched=True, allow_unused=True)
-    flat = torch.cat([torch.zeros(2, p.numel(), dtype=p.dtype, device=p.device) if gr is None
-                      else gr.reshape(2, -1) for p, gr in zip(params, grads)], dim=1)
+    grads = torch.autograd.grad(
+        log_probs, params, grad_outputs=weights, is_grads_batched=True, allow_unused=True
+    )
+    flat = torch.cat(
+        [
+            torch.zeros(2, p.numel(), dtype=p.dtype, device=p.device) if gr is None else gr.reshape(2, -1)
+            for p, gr in zip(params, grads)
+        ],
+        dim=1,
+    )
     return sherman_morrison_direction(flat[1], flat[0], damping)
 
 
@@ -254,23 +322,32 @@ def per_sample_score_factors(actor: Actor, obs: torch.Tensor, actions: torch.Ten
     return xs, list(grads[:-1]), grads[-1]
 
 
-def mean_score_and_policy_gradient(actor: Actor, obs: torch.Tensor, actions: torch.Tensor,
-                                   advantages: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def mean_score_and_policy_gradient(
+    actor: Actor, obs: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """l_bar = grad mean_i log pi(a_i|s_i), g = grad mean_i log pi(a_i|s_i) A_i from ONE backward: per layer
     z = W x + b, grad_W sum_i w_i log pi_i = sum_i w_i delta_i x_i^T (delta_i = d log pi_i / d z_i, w_i = 1/B, A_i/B)"""
     xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
     with torch.no_grad():
-        adv, parts = advantages.unsqueeze(-1), {}  # parts: parameter -> (its part of sum_i l_i, of sum_i A_i l_i)
+        adv, parts = (
+            advantages.unsqueeze(-1),
+            {},
+        )  # parts: parameter -> (its part of sum_i l_i, of sum_i A_i l_i)
         if dlog_std is not None:
             parts[actor.log_std] = (dlog_std.sum(0), (dlog_std * adv).sum(0))
         for linear, x, delta in zip(actor.linears, xs, deltas):
             weighted = delta * adv  # A_i delta_i
-            parts[linear.weight] = ((delta.T @ x).reshape(-1), (weighted.T @ x).reshape(-1))  # sum_i (A_i) delta_i x_i^T
+            parts[linear.weight] = (
+                (delta.T @ x).reshape(-1),
+                (weighted.T @ x).reshape(-1),
+            )  # sum_i (A_i) delta_i x_i^T
             parts[linear.bias] = (delta.sum(0), weighted.sum(0))
         params = list(actor.parameters())  # the flat layout is read from the module, not assumed
         if len(parts) != len(params) or any(p not in parts for p in params):
-            raise TypeError("mean_score_and_policy_gradient: the actor has parameters outside its Linear layers "
-                            "and log_std; use mean_score_and_gradient (the generic path)")
+            raise TypeError(
+                "mean_score_and_policy_gradient: the actor has parameters outside its Linear layers "
+                "and log_std; use mean_score_and_gradient (the generic path)"
+            )
         return tuple(torch.cat([parts[p][k] for p in params]) / obs.shape[0] for k in (0, 1))
 
 
@@ -280,7 +357,7 @@ def smac_per_sample_step(actor: Actor, batch: dict, args: Args, params) -> dict:
     obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
     g_sum, step_sum, ell_sq, n = 0.0, 0.0, 0.0, obs.shape[0]
     for i in range(n):  # Algorithm 1: "for all samples k"
-        ell = flat_grad(actor.log_prob(obs[i:i + 1], actions[i:i + 1]).sum(), params)
+        ell = flat_grad(actor.log_prob(obs[i : i + 1], actions[i : i + 1]).sum(), params)
         g = clip_norm(ell * adv[i], args.max_grad_norm)  # g^k = grad log pi(a|s) A(s, a)
         step = sherman_morrison_direction(g, ell, args.damping)  # eq. (matrixfree) / eta
         apply_step_(params, step, args.learning_rate)
@@ -298,14 +375,18 @@ def smac_per_sample_parallel_step(actor: Actor, batch: dict, args: Args, params)
     s_i = min(1, max_grad_norm / |l_i A_i|) clips each g_i as per-sample does; no entropy bonus (as per-sample).
     Diagnostics, as per-sample: g = mean_i g_i, step = mean_i F_i^-1 g_i (theta moves by eta * B * step)."""
     if type(actor) is not Actor:
-        raise TypeError("--fisher per-sample-parallel needs the trainer's Actor MLP (per-layer score factors)")
+        raise TypeError(
+            "--fisher per-sample-parallel needs the trainer's Actor MLP (per-layer score factors)"
+        )
     obs, adv = batch["obs"], batch["advantages"]
     xs, deltas, dlog_std = per_sample_score_factors(actor, obs, batch["actions"])
     with torch.no_grad():
         sq, a = per_sample_score_sq_norms(xs, deltas, dlog_std), adv
         if args.max_grad_norm > 0:  # clip_norm of each g_i = A_i l_i, |g_i| = |A_i| |l_i|
             a = adv * torch.clamp(args.max_grad_norm / (adv.abs() * sq.sqrt() + 1e-12), max=1.0)
-        g_sum, step_sum = weighted_score_sums(xs, deltas, dlog_std, torch.stack([a, a / (args.damping + sq)], 1))
+        g_sum, step_sum = weighted_score_sums(
+            xs, deltas, dlog_std, torch.stack([a, a / (args.damping + sq)], 1)
+        )
         if args.step_normalization:
             step_sum = normalize_step(step_sum, g_sum)
         apply_step_(params, step_sum, args.learning_rate)
@@ -316,7 +397,12 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     """SMAC. batch-mean (Practical Method): F~ = lambda I + l_bar l_bar^T, one step per rollout (--prev-ef-beta > 0:
     F_k = lambda_k I + sum_j w_j l_bar_j l_bar_j^T instead, by Woodbury); per-sample (Algorithm 1) and
     per-sample-parallel: the two functions above. --step-normalization rescales the direction to |g|."""
-    params, obs, actions, adv = trainable_parameters(actor), batch["obs"], batch["actions"], batch["advantages"]
+    params, obs, actions, adv = (
+        trainable_parameters(actor),
+        batch["obs"],
+        batch["actions"],
+        batch["advantages"],
+    )
     if args.fisher == "per-sample":
         return smac_per_sample_step(actor, batch, args, params)
     if args.fisher == "per-sample-parallel":
@@ -325,15 +411,21 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
         ell, g = mean_score_and_policy_gradient(actor, obs, actions, adv)
     else:  # any other network (a subclass may change the forward): the generic path of smac_direction
         ell, g = mean_score_and_gradient(params, actor.log_prob(obs, actions), adv)
-    if args.ent_coef > 0:  # a Gaussian's entropy depends on log_std alone: other gradients are zeros, not an error
-        grads = torch.autograd.grad(actor.entropy(obs).mean(), params, allow_unused=True, materialize_grads=True)
+    if (
+        args.ent_coef > 0
+    ):  # a Gaussian's entropy depends on log_std alone: other gradients are zeros, not an error
+        grads = torch.autograd.grad(
+            actor.entropy(obs).mean(), params, allow_unused=True, materialize_grads=True
+        )
         g = g + args.ent_coef * torch.cat([gr.reshape(-1) for gr in grads])
     if args.loss_reduction == "sum":  # sums over the batch instead of means: B l_bar, B g
         ell, g = ell * obs.shape[0], g * obs.shape[0]
     g = clip_norm(g, args.max_grad_norm)
     if args.prev_ef_beta > 0:  # previous-EF mixing: F_k^-1 g by Woodbury, O(d r + r^3)
         prev_ef_push_(state, ell, args.prev_ef_beta, args.prev_ef_rank, args.damping, args.prev_ef_damping)
-        step = woodbury_direction(g, *(state[k] for k in ("prev_ef_U", "prev_ef_w", "prev_ef_damping", "prev_ef_gram")))
+        step = woodbury_direction(
+            g, *(state[k] for k in ("prev_ef_U", "prev_ef_w", "prev_ef_damping", "prev_ef_gram"))
+        )
     else:
         step = sherman_morrison_direction(g, ell, args.damping)  # F~^-1 g, Practical Method
     if args.step_normalization:
@@ -399,7 +491,10 @@ def adam_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
         p.grad = g_part.view_as(p).clone()
     optimizer.step()
     state["adam"] = optimizer.state_dict()
-    return {"g": g, "step": (torch.cat([p.detach().reshape(-1) for p in params]) - before) / args.learning_rate}
+    return {
+        "g": g,
+        "step": (torch.cat([p.detach().reshape(-1) for p in params]) - before) / args.learning_rate,
+    }
 
 
 # --- The paper's natural-gradient baselines: AC-CG (TRPO's Fisher-vector products) and AC-KFAC (ACKTR's K-FAC) ---
@@ -413,12 +508,26 @@ def fisher_vector_product(actor: Actor, obs: torch.Tensor):
     else:
         log_std, mu_old, log_std_old = actor.log_std, out.detach(), actor.log_std.detach()
         # KL(N(mu_o, s_o^2) || N(mu, s^2)) = log s - log s_o + (s_o^2 + (mu_o - mu)^2) / (2 s^2) - 1/2, per action dim
-        kl = (log_std - log_std_old - 0.5
-              + (torch.exp(2 * log_std_old) + (mu_old - out).pow(2)) / (2 * torch.exp(2 * log_std))).sum(-1).mean()
+        kl = (
+            (
+                log_std
+                - log_std_old
+                - 0.5
+                + (torch.exp(2 * log_std_old) + (mu_old - out).pow(2)) / (2 * torch.exp(2 * log_std))
+            )
+            .sum(-1)
+            .mean()
+        )
     params = list(actor.parameters())
     grad_kl = torch.cat([g.reshape(-1) for g in torch.autograd.grad(kl, params, create_graph=True)])
-    return lambda v: torch.cat([h.reshape(-1) for h in torch.autograd.grad(
-        torch.dot(grad_kl, v), params, retain_graph=True, materialize_grads=True)])
+    return lambda v: torch.cat(
+        [
+            h.reshape(-1)
+            for h in torch.autograd.grad(
+                torch.dot(grad_kl, v), params, retain_graph=True, materialize_grads=True
+            )
+        ]
+    )
 
 
 def conjugate_gradient(fvp, b: torch.Tensor, iters: int, residual_tol: float = 1e-10) -> torch.Tensor:
@@ -448,7 +557,9 @@ def cg_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     damped = lambda v: fvp(v) + args.cg_damping * v  # (F + delta I) v
     step = x = conjugate_gradient(damped, g, args.cg_iters)
     if args.cg_max_kl > 0:  # eta * step = beta x
-        step = x * (torch.sqrt(2 * args.cg_max_kl / torch.dot(x, damped(x)).clamp_min(1e-30)) / args.learning_rate)
+        step = x * (
+            torch.sqrt(2 * args.cg_max_kl / torch.dot(x, damped(x)).clamp_min(1e-30)) / args.learning_rate
+        )
     apply_step_(params, step, args.learning_rate)
     return {"g": g, "step": step}
 
@@ -470,18 +581,26 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     params = list(actor.parameters())
     xs, zs, out = actor_layer_io(actor, batch["obs"])
     # output gradients of log-probabilities of actions SAMPLED from the policy (true Fisher, as ACKTR)
-    gs = torch.autograd.grad(actor.log_prob_from_output(out, sample_actions(actor, out)).sum(), zs, retain_graph=True)
+    gs = torch.autograd.grad(
+        actor.log_prob_from_output(out, sample_actions(actor, out)).sum(), zs, retain_graph=True
+    )
     objective = policy_objective(actor, batch, args, actor.log_prob_from_output(out, batch["actions"]))
     g = clip_norm(flat_grad(objective, params), args.max_grad_norm)
     with torch.no_grad():
         for key in ("kfac_A", "kfac_G", "kfac_eig_A", "kfac_eig_G"):  # after a resume onto another device
             if key in state:
-                state[key] = [tuple(t.to(g.device) for t in v) if isinstance(v, (tuple, list)) else v.to(g.device)
-                              for v in state[key]]
+                state[key] = [
+                    tuple(t.to(g.device) for t in v) if isinstance(v, (tuple, list)) else v.to(g.device)
+                    for v in state[key]
+                ]
         with_bias = [torch.cat([x, torch.ones_like(x[:, :1])], dim=1) for x in xs]
         stats = [(a.T @ a / x.shape[0], gz.T @ gz / x.shape[0]) for x, a, gz in zip(xs, with_bias, gs)]
         if "kfac_A" not in state:  # first update: the factors start at the first batch's statistics (ACKTR)
-            state["kfac_A"], state["kfac_G"], state["kfac_updates"] = [a for a, _ in stats], [gg for _, gg in stats], 0
+            state["kfac_A"], state["kfac_G"], state["kfac_updates"] = (
+                [a for a, _ in stats],
+                [gg for _, gg in stats],
+                0,
+            )
         else:  # exponential moving averages: A <- decay A + (1 - decay) A_batch, same for G
             d = args.kfac_decay
             state["kfac_A"] = [d * A + (1 - d) * a for A, (a, _) in zip(state["kfac_A"], stats)]
@@ -491,9 +610,14 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
             state["kfac_eig_A"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_A"])]
             state["kfac_eig_G"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_G"])]
         state["kfac_updates"] += 1
-        grads, out_parts = dict(zip(params, g.split([p.numel() for p in params]))), {}  # views of g per parameter
+        grads, out_parts = (
+            dict(zip(params, g.split([p.numel() for p in params]))),
+            {},
+        )  # views of g per parameter
         for linear, (d_a, q_a), (d_g, q_g) in zip(actor.linears, state["kfac_eig_A"], state["kfac_eig_G"]):
-            grad_wb = torch.cat([grads[linear.weight].view_as(linear.weight), grads[linear.bias][:, None]], dim=1)
+            grad_wb = torch.cat(
+                [grads[linear.weight].view_as(linear.weight), grads[linear.bias][:, None]], dim=1
+            )
             # G^-1 grad A^-1 -> Q_g [(Q_g^T grad Q_a) / (d_g d_a^T + damping)] Q_a^T (elementwise /, ACKTR's damping)
             v = q_g @ ((q_g.T @ grad_wb @ q_a) / (d_g[:, None] * d_a[None, :] + args.kfac_damping)) @ q_a.T
             out_parts[linear.weight], out_parts[linear.bias] = v[:, :-1].reshape(-1), v[:, -1]
@@ -502,7 +626,7 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
         step = torch.cat([out_parts[p] for p in params])  # in actor.parameters() order, like g
         nu = 1.0
         if args.kfac_kl_clip > 0:  # eta^2 g^T F^-1 g ~= 2 KL of the update (ACKTR code: no factor 2)
-            vg = args.learning_rate ** 2 * torch.dot(g, step).item()
+            vg = args.learning_rate**2 * torch.dot(g, step).item()
             nu = min(1.0, math.sqrt(args.kfac_kl_clip / vg)) if vg > 0 else 1.0
         step = step * nu
     apply_step_(params, step, args.learning_rate)
@@ -530,8 +654,9 @@ def weighted_score_sums(xs, deltas, dlog_std, weights: torch.Tensor) -> torch.Te
     return torch.cat(parts, dim=1)
 
 
-def woodbury_direction(g: torch.Tensor, U: torch.Tensor, w: torch.Tensor, damping: float,
-                       gram: Optional[torch.Tensor] = None) -> torch.Tensor:
+def woodbury_direction(
+    g: torch.Tensor, U: torch.Tensor, w: torch.Tensor, damping: float, gram: Optional[torch.Tensor] = None
+) -> torch.Tensor:
     """F^-1 g for F = damping*I + U^T diag(w) U, U of shape (m, d) holding l_j as rows, w > 0, by Woodbury:
     F^-1 g = (1/lambda) * (g - U^T (lambda diag(1/w) + U U^T)^-1 U g), the m x m solve in float64; gram = U U^T."""
     if U.shape[0] == 0:
@@ -591,7 +716,9 @@ def create_run_dir(args: Args) -> str:
             except FileExistsError:
                 continue
     except OSError as e:
-        raise ConfigError(f"--runs-dir {args.runs_dir!r}: cannot create a run directory there ({e.strerror})") from None
+        raise ConfigError(
+            f"--runs-dir {args.runs_dir!r}: cannot create a run directory there ({e.strerror})"
+        ) from None
     raise ConfigError(f"--runs-dir {args.runs_dir!r}: too many runs named {os.path.basename(base)}")
 
 
@@ -604,6 +731,7 @@ class RunLock:
 
     def __enter__(self):
         import fcntl
+
         self.file = open(self.path, "a+")
         try:
             fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -611,8 +739,10 @@ class RunLock:
             self.file.seek(0)
             owner = self.file.read().strip() or "?"
             self.file.close()
-            raise ConfigError(f"run directory {os.path.dirname(self.path)!r} is in use by another trainer "
-                              f"(pid {owner}); wait for it to finish or stop it") from None
+            raise ConfigError(
+                f"run directory {os.path.dirname(self.path)!r} is in use by another trainer "
+                f"(pid {owner}); wait for it to finish or stop it"
+            ) from None
         self.file.seek(0)
         self.file.truncate()
         self.file.write(str(os.getpid()))
@@ -635,7 +765,10 @@ def run_dir_locked(run_dir: str) -> bool:
 def truncate_logs_to(run_dir: str, global_step: int, update: int) -> None:
     """Cut episodes.csv / updates.csv back to a checkpoint (after a hard kill the logs run ahead of it): rows after it
     and a torn last line are dropped, atomically."""
-    for name, column, limit in (("episodes.csv", "global_step", global_step), ("updates.csv", "update", update)):
+    for name, column, limit in (
+        ("episodes.csv", "global_step", global_step),
+        ("updates.csv", "update", update),
+    ):
         path = os.path.join(run_dir, name)
         if not os.path.isfile(path):
             continue
@@ -643,10 +776,16 @@ def truncate_logs_to(run_dir: str, global_step: int, update: int) -> None:
             if not (rows := list(csv.reader(f))):
                 continue
         if column not in rows[0]:  # a garbled or missing header: refuse rather than guess which rows to keep
-            raise ConfigError(f"{path} has no {column!r} column in its first line (garbled header); repair the "
-                              "header or remove the file (a fresh one is written on resume)")
+            raise ConfigError(
+                f"{path} has no {column!r} column in its first line (garbled header); repair the "
+                "header or remove the file (a fresh one is written on resume)"
+            )
         header, i = rows[0], rows[0].index(column)
-        keep = [r for r in rows[1:] if len(r) == len(header) and _as_int(r[i]) is not None and _as_int(r[i]) <= limit]
+        keep = [
+            r
+            for r in rows[1:]
+            if len(r) == len(header) and _as_int(r[i]) is not None and _as_int(r[i]) <= limit
+        ]
         if len(keep) != len(rows) - 1:
             with open(path + ".tmp", "w", newline="") as f:
                 csv.writer(f).writerows([header] + keep)
@@ -660,7 +799,17 @@ def _as_int(x: str) -> Optional[int]:
         return None
 
 
-CHECKPOINT_KEYS = {"args", "global_step", "update", "actor", "critic", "critic_opt", "actor_state", "normalizer", "rng"}
+CHECKPOINT_KEYS = {
+    "args",
+    "global_step",
+    "update",
+    "actor",
+    "critic",
+    "critic_opt",
+    "actor_state",
+    "normalizer",
+    "rng",
+}
 
 
 def load_checkpoint(path: str) -> dict:
@@ -676,23 +825,36 @@ def load_checkpoint(path: str) -> dict:
         with torch.serialization.safe_globals(numpy_globals):
             ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
-        raise ConfigError(f"checkpoint {path!r} is corrupt, not a smac_a2c checkpoint, or holds objects that "
-                          f"could run code ({type(e).__name__}); it was not loaded") from None
+        raise ConfigError(
+            f"checkpoint {path!r} is corrupt, not a smac_a2c checkpoint, or holds objects that "
+            f"could run code ({type(e).__name__}); it was not loaded"
+        ) from None
     if isinstance(ckpt, dict) and "sha256" in ckpt:  # smac_a2c.with_hash's (older checkpoints have none)
         try:
             intact = sa.with_hash(ckpt)["sha256"] == ckpt["sha256"]
         except Exception:  # contents that with_hash never wrote
             intact = False
         if not intact:  # a flipped byte, in a tensor's data too
-            raise ConfigError(f"checkpoint {path!r} is corrupt: its contents do not match the sha256 saved with them "
-                              "(a damaged file, or one edited without smac_a2c.with_hash); it was not loaded")
+            raise ConfigError(
+                f"checkpoint {path!r} is corrupt: its contents do not match the sha256 saved with them "
+                "(a damaged file, or one edited without smac_a2c.with_hash); it was not loaded"
+            )
     missing = CHECKPOINT_KEYS - set(ckpt) if isinstance(ckpt, dict) else CHECKPOINT_KEYS
     if missing:
-        raise ConfigError(f"checkpoint {path!r} is not a complete smac_a2c checkpoint (missing: {', '.join(sorted(missing))})")
-    if not all(isinstance(ckpt[k], int) and not isinstance(ckpt[k], bool) and ckpt[k] >= 0 for k in ("global_step", "update")):
-        raise ConfigError(f"checkpoint {path!r} does not fit a run: its global_step / update are not counts "
-                          f"({ckpt['global_step']!r}, {ckpt['update']!r})")
-    if isinstance(ckpt["critic"], dict) and any(str(k).startswith("net.") for k in ckpt["critic"]):  # Critic.net.*
+        raise ConfigError(
+            f"checkpoint {path!r} is not a complete smac_a2c checkpoint (missing: {', '.join(sorted(missing))})"
+        )
+    if not all(
+        isinstance(ckpt[k], int) and not isinstance(ckpt[k], bool) and ckpt[k] >= 0
+        for k in ("global_step", "update")
+    ):
+        raise ConfigError(
+            f"checkpoint {path!r} does not fit a run: its global_step / update are not counts "
+            f"({ckpt['global_step']!r}, {ckpt['update']!r})"
+        )
+    if isinstance(ckpt["critic"], dict) and any(
+        str(k).startswith("net.") for k in ckpt["critic"]
+    ):  # Critic.net.*
         ckpt["critic"] = {k[4:] if k.startswith("net.") else k: v for k, v in ckpt["critic"].items()}
     try:  # contents that load into the objects unchecked, and break a run or an evaluation later (issue 26 #9)
         obs_dim = next(v for v in ckpt["actor"].values() if v.dim() == 2).shape[1]  # the first layer's inputs
@@ -701,15 +863,23 @@ def load_checkpoint(path: str) -> dict:
             rms = ckpt["normalizer"][key]
             mean, var = (np.asarray(rms[k], dtype=np.float64) for k in ("mean", "var"))
             if mean.shape != shape or var.shape != shape or not float(rms["count"]) > 0:
-                raise ValueError(f"normalizer {key} of shapes {mean.shape}, {var.shape} and count {rms['count']!r}")
-        for i, param_state in ckpt["critic_opt"]["state"].items():  # Adam's moments fit the critic's parameters
+                raise ValueError(
+                    f"normalizer {key} of shapes {mean.shape}, {var.shape} and count {rms['count']!r}"
+                )
+        for i, param_state in ckpt["critic_opt"][
+            "state"
+        ].items():  # Adam's moments fit the critic's parameters
             for v in param_state.values():
                 if torch.is_tensor(v) and v.dim() and v.shape != critic_params[i].shape:
-                    raise ValueError(f"critic optimizer state of shape {tuple(v.shape)} for a parameter of "
-                                     f"{tuple(critic_params[i].shape)}")
+                    raise ValueError(
+                        f"critic optimizer state of shape {tuple(v.shape)} for a parameter of "
+                        f"{tuple(critic_params[i].shape)}"
+                    )
     except Exception as e:
-        raise ConfigError(f"checkpoint {path!r} does not fit a run: its contents are malformed "
-                          f"({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})") from None
+        raise ConfigError(
+            f"checkpoint {path!r} does not fit a run: its contents are malformed "
+            f"({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})"
+        ) from None
     ckpt["path"] = path
     if str(ckpt["args"].get("env_id", "")).startswith("benchmark.envs:"):  # the 1000-step ids' earlier module
         ckpt["args"]["env_id"] = "benchmark.hparams:" + ckpt["args"]["env_id"].split(":", 1)[1]
@@ -725,21 +895,30 @@ def args_from_checkpoint(saved: dict) -> Args:
         raise ConfigError(f"checkpoint flags are unreadable ({type(e).__name__}: {e})") from None
 
 
-def evaluate(ckpt: dict, episodes: int, seed: int, capture_video: bool = False,
-             max_steps: int = 27_000) -> tuple[float, float]:
+def evaluate(
+    ckpt: dict, episodes: int, seed: int, capture_video: bool = False, max_steps: int = 27_000
+) -> tuple[float, float]:
     """Mean and std of undiscounted returns of the deterministic policy (mean action / argmax)."""
     args = args_from_checkpoint(ckpt["args"])
     obs_space, act_space = check_env_id(args.env_id)
     discrete = isinstance(act_space, gym.spaces.Discrete)
-    actor = Actor(obs_space.shape[0], act_space.n if discrete else act_space.shape[0], discrete,
-                  args.hidden_sizes, args.log_std_init, args.activation)
+    actor = Actor(
+        obs_space.shape[0],
+        act_space.n if discrete else act_space.shape[0],
+        discrete,
+        args.hidden_sizes,
+        args.log_std_init,
+        args.activation,
+    )
     normalizer = Normalizer(obs_space.shape[0], args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
     try:
         actor.load_state_dict(ckpt["actor"])
         normalizer.load_state_dict(ckpt["normalizer"])
     except (RuntimeError, KeyError, ValueError, TypeError) as e:
-        raise ConfigError(f"checkpoint {ckpt['path']!r} does not fit its own environment or networks "
-                          f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
+        raise ConfigError(
+            f"checkpoint {ckpt['path']!r} does not fit its own environment or networks "
+            f"({type(e).__name__}: {str(e).splitlines()[0][:200]})"
+        ) from None
     video_dir = os.path.join(os.path.dirname(ckpt["path"]), "videos", "eval") if capture_video else None
     if capture_video:
         sa.check_env(args.env_id, capture_video=True)
@@ -763,9 +942,12 @@ def read_run_csv(path: str, required: tuple = ()) -> dict:
     """Columns of episodes.csv / updates.csv as float arrays (a torn last line is skipped); a missing or empty
     file reads as no rows; ConfigError when a `required` column is missing (a header-less or garbled file)."""
     import pandas as pd
+
     try:
-        data = {k: pd.to_numeric(v, errors="coerce").to_numpy(dtype=float)
-                for k, v in pd.read_csv(path, on_bad_lines="skip").items()}
+        data = {
+            k: pd.to_numeric(v, errors="coerce").to_numpy(dtype=float)
+            for k, v in pd.read_csv(path, on_bad_lines="skip").items()
+        }
     except (FileNotFoundError, pd.errors.EmptyDataError):
         data = {}
     missing = [c for c in required if c not in data]
@@ -783,9 +965,11 @@ def plot_curve(steps: np.ndarray, returns: np.ndarray, budget: Optional[int] = N
 
 def plot_runs(run_dirs: tuple, out: str) -> str:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import matplotlib.ticker
+
     runs = []  # (run directory, its flags, episodes.csv, updates.csv)
     for d in run_dirs:
         d = os.path.dirname(d) if os.path.isfile(d) else d
@@ -796,30 +980,60 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
                 cfg = dict(json.load(f)["args"])
         except (OSError, ValueError, KeyError, TypeError):
             cfg = {}  # a missing or unreadable config.json: the run is still plotted, unlabelled
-        runs.append((d, cfg, read_run_csv(os.path.join(d, "episodes.csv"), ("global_step", "episodic_return")),
-                     read_run_csv(os.path.join(d, "updates.csv"), ("global_step", "ell_sq", "cos_g_step"))))
+        runs.append(
+            (
+                d,
+                cfg,
+                read_run_csv(os.path.join(d, "episodes.csv"), ("global_step", "episodic_return")),
+                read_run_csv(os.path.join(d, "updates.csv"), ("global_step", "ell_sq", "cos_g_step")),
+            )
+        )
     if not any(ep["global_step"].size for _, _, ep, _ in runs):
-        raise ConfigError("--plot: no finished episode in " + ", ".join(repr(r[0]) for r in runs) + "; nothing to plot")
-    smac = [r for r in runs if r[1].get("optimizer", "smac") == "smac" and np.isfinite(r[3].get("ell_sq", [np.nan])).any()]
+        raise ConfigError(
+            "--plot: no finished episode in " + ", ".join(repr(r[0]) for r in runs) + "; nothing to plot"
+        )
+    smac = [
+        r
+        for r in runs
+        if r[1].get("optimizer", "smac") == "smac" and np.isfinite(r[3].get("ell_sq", [np.nan])).any()
+    ]
     fig, axes = plt.subplots(1, 3 if smac else 1, figsize=(15 if smac else 6.5, 4.2), squeeze=False)
     axes = axes[0]
     for i, (d, cfg, ep, up) in enumerate(runs):
-        color, label = f"C{i % 10}", (f"{cfg.get('env_id', '?')} {cfg.get('optimizer', '?')} seed "
-                                      f"{cfg.get('seed', '?')} ({os.path.basename(d)[-10:]})")
+        color, label = (
+            f"C{i % 10}",
+            (
+                f"{cfg.get('env_id', '?')} {cfg.get('optimizer', '?')} seed "
+                f"{cfg.get('seed', '?')} ({os.path.basename(d)[-10:]})"
+            ),
+        )
         if ep.get("global_step", np.array([])).size:
             axes[0].plot(ep["global_step"], ep["episodic_return"], color=color, alpha=0.25, lw=0.7)
-            axes[0].plot(*plot_curve(ep["global_step"], ep["episodic_return"], cfg.get("total_timesteps")),
-                         color=color, lw=2, label=label)
+            axes[0].plot(
+                *plot_curve(ep["global_step"], ep["episodic_return"], cfg.get("total_timesteps")),
+                color=color,
+                lw=2,
+                label=label,
+            )
         if (d, cfg, ep, up) in smac and up["global_step"].size:
             axes[1].plot(up["global_step"], up["ell_sq"] / float(cfg.get("damping", 1.0)), color=color, lw=1)
             axes[2].plot(up["global_step"], up["cos_g_step"], color=color, lw=1)
-    axes[0].set(xlabel="environment steps", ylabel="episodic return",
-                title="return: raw (faint) and the paper's protocol, benchmark/protocol.py (bold)")
+    axes[0].set(
+        xlabel="environment steps",
+        ylabel="episodic return",
+        title="return: raw (faint) and the paper's protocol, benchmark/protocol.py (bold)",
+    )
     axes[0].legend(fontsize=7)
     if smac:
-        axes[1].set(xlabel="environment steps", ylabel="|l_bar|^2 / lambda", yscale="log",
-                    title="SMAC: rank-1 term relative to damping")
-        axes[2].set(xlabel="environment steps", ylabel="cos(g, step)", title="SMAC: cos(policy gradient, step)")
+        axes[1].set(
+            xlabel="environment steps",
+            ylabel="|l_bar|^2 / lambda",
+            yscale="log",
+            title="SMAC: rank-1 term relative to damping",
+        )
+        axes[2].set(
+            xlabel="environment steps", ylabel="cos(g, step)", title="SMAC: cos(policy gradient, step)"
+        )
         axes[2].ticklabel_format(axis="y", useOffset=False)
     for ax in axes:
         ax.grid(alpha=0.3)
@@ -835,8 +1049,19 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
     return out
 
 
-RESUME_MAY_CHANGE = ("total_timesteps", "checkpoint_every", "tensorboard", "torch_threads", "cuda", "capture_video",
-                     "video_every", "track", "wandb_project_name", "wandb_entity", "resume")  # others stay on --resume
+RESUME_MAY_CHANGE = (
+    "total_timesteps",
+    "checkpoint_every",
+    "tensorboard",
+    "torch_threads",
+    "cuda",
+    "capture_video",
+    "video_every",
+    "track",
+    "wandb_project_name",
+    "wandb_entity",
+    "resume",
+)  # others stay on --resume
 
 
 def flags_given(argv: list[str]) -> set[str]:
@@ -854,9 +1079,11 @@ def resume_args(args: Args, argv: list[str], resume: dict) -> Args:
     saved, given = args_from_checkpoint(resume["args"]), flags_given(argv)
     refused = sorted(f for f in given - set(RESUME_MAY_CHANGE) if getattr(args, f) != getattr(saved, f))
     if refused:
-        raise ConfigError(f"--resume continues the run as it was started; {', '.join('--' + f.replace('_', '-') for f in refused)} "
-                          f"cannot change (saved: {', '.join(f'{getattr(saved, f)!r}' for f in refused)}); only "
-                          f"{', '.join('--' + f.replace('_', '-') for f in RESUME_MAY_CHANGE[:-1])} may")
+        raise ConfigError(
+            f"--resume continues the run as it was started; {', '.join('--' + f.replace('_', '-') for f in refused)} "
+            f"cannot change (saved: {', '.join(f'{getattr(saved, f)!r}' for f in refused)}); only "
+            f"{', '.join('--' + f.replace('_', '-') for f in RESUME_MAY_CHANGE[:-1])} may"
+        )
     for f in given & set(RESUME_MAY_CHANGE):
         setattr(saved, f, getattr(args, f))
     saved.resume = args.resume
@@ -876,7 +1103,10 @@ def wandb_can_log() -> bool:
     login for its host); decided before a run directory exists, so --track never blocks on W&B's prompt."""
     import netrc
     from urllib.parse import urlparse
-    if os.environ.get("WANDB_MODE", "").lower() in ("offline", "disabled", "dryrun") or os.environ.get("WANDB_API_KEY"):
+
+    if os.environ.get("WANDB_MODE", "").lower() in ("offline", "disabled", "dryrun") or os.environ.get(
+        "WANDB_API_KEY"
+    ):
         return True
     host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
     try:
@@ -897,32 +1127,50 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
         except ImportError:
             raise ConfigError("--track needs wandb (pip install -r requirements.txt)") from None
         if not wandb_can_log():
-            raise ConfigError("--track: W&B is not logged in here; run `wandb login`, or set WANDB_MODE=offline "
-                              "(and `wandb sync RUN/wandb/offline-run-*` later)")
-    if resume is not None:  # a checkpoint that does not fit its flags is refused: loaded into throwaway objects first
+            raise ConfigError(
+                "--track: W&B is not logged in here; run `wandb login`, or set WANDB_MODE=offline "
+                "(and `wandb sync RUN/wandb/offline-run-*` later)"
+            )
+    if (
+        resume is not None
+    ):  # a checkpoint that does not fit its flags is refused: loaded into throwaway objects first
         discrete = isinstance(act_space, gym.spaces.Discrete)
         act_dim = act_space.n if discrete else act_space.shape[0]
         actor, critic = lab_networks(args, obs_space.shape[0], act_dim, discrete)
         try:
             actor.load_state_dict(resume["actor"])
             critic.load_state_dict(resume["critic"])
-            torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate).load_state_dict(resume["critic_opt"])
+            torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate).load_state_dict(
+                resume["critic_opt"]
+            )
             norm = Normalizer(obs_space.shape[0], args.num_envs, args.gamma, False, False)
             norm.load_state_dict(resume["normalizer"])
-            if norm.obs_rms.mean.shape != (obs_space.shape[0],) or norm.discounted_return.shape != (args.num_envs,):
-                raise ValueError(f"normalizer statistics of shape {norm.obs_rms.mean.shape}, "
-                                 f"{norm.discounted_return.shape}")
-            np.random.default_rng().bit_generator.state = resume["rng"]["numpy"]  # the three RNG states, on throwaways
+            if norm.obs_rms.mean.shape != (obs_space.shape[0],) or norm.discounted_return.shape != (
+                args.num_envs,
+            ):
+                raise ValueError(
+                    f"normalizer statistics of shape {norm.obs_rms.mean.shape}, "
+                    f"{norm.discounted_return.shape}"
+                )
+            np.random.default_rng().bit_generator.state = resume["rng"][
+                "numpy"
+            ]  # the three RNG states, on throwaways
             torch.Generator().set_state(resume["rng"]["torch"])
             __import__("random").Random().setstate(resume["rng"]["python"])
         except (RuntimeError, KeyError, ValueError, TypeError) as e:
-            raise ConfigError(f"checkpoint {resume['path']!r} does not fit this run's networks or environment "
-                              f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
+            raise ConfigError(
+                f"checkpoint {resume['path']!r} does not fit this run's networks or environment "
+                f"({type(e).__name__}: {str(e).splitlines()[0][:200]})"
+            ) from None
     run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
     if resume is not None and not os.path.isfile(os.path.join(run_dir, "config.json")):
-        run_dir = create_run_dir(args)  # a checkpoint copied out of its run: continue it in a run directory of its own
-        print(f"note: {resume['path']} is not inside a run directory; the resumed run goes to {run_dir}",
-              file=sys.stderr)
+        run_dir = create_run_dir(
+            args
+        )  # a checkpoint copied out of its run: continue it in a run directory of its own
+        print(
+            f"note: {resume['path']} is not inside a run directory; the resumed run goes to {run_dir}",
+            file=sys.stderr,
+        )
     with RunLock(run_dir):
         if resume is not None and resume["global_step"] >= args.total_timesteps:
             # a run whose checkpoint reached its budget is finished: a missing or `interrupted` summary.json is
@@ -930,18 +1178,29 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
             path, summary = os.path.join(run_dir, "summary.json"), read_summary(run_dir)
             if summary.get("status") != "finished" or summary.get("global_step") != resume["global_step"]:
                 repaired = f"status {summary.get('status', 'missing')!r} -> finished on resume at the budget"
-                summary.update(status="finished", signal=None, global_step=int(resume["global_step"]),
-                               updates=int(resume["update"]), repaired=repaired)
+                summary.update(
+                    status="finished",
+                    signal=None,
+                    global_step=int(resume["global_step"]),
+                    updates=int(resume["update"]),
+                    repaired=repaired,
+                )
                 summary.setdefault("run_dir", run_dir)
                 sa.atomic_write(path, summary)
                 print(f"repaired {path}: {summary['repaired']}", file=sys.stderr)
-            print(f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps")
+            print(
+                f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps"
+            )
             return run_dir, "finished"
         if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):
-            os.remove(os.path.join(run_dir, "checkpoint.pt.tmp"))  # a kill during a save; checkpoint.pt is intact
+            os.remove(
+                os.path.join(run_dir, "checkpoint.pt.tmp")
+            )  # a kill during a save; checkpoint.pt is intact
         if resume is not None:
             truncate_logs_to(run_dir, int(resume["global_step"]), int(resume["update"]))
-        env = functools.partial(make_env, video_every=args.video_every, bootstrap_truncation=args.bootstrap_truncation)
+        env = functools.partial(
+            make_env, video_every=args.video_every, bootstrap_truncation=args.bootstrap_truncation
+        )
         handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
             return sa.train(args, LAB_STEPS, env, lab_networks, critic_step, run_dir, resume)
@@ -962,10 +1221,13 @@ def record_crash(run_dir: str, error: BaseException, fresh: bool) -> str:
     before it logged anything (e.g. too large networks) is removed."""
     import shutil
     import traceback
+
     line = f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"
     if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):
         os.remove(os.path.join(run_dir, "checkpoint.pt.tmp"))
-    logged = any(os.path.exists(os.path.join(run_dir, n)) for n in ("checkpoint.pt", "episodes.csv", "updates.csv"))
+    logged = any(
+        os.path.exists(os.path.join(run_dir, n)) for n in ("checkpoint.pt", "episodes.csv", "updates.csv")
+    )
     if fresh and not logged:
         shutil.rmtree(run_dir, ignore_errors=True)
         return f"{line} (before the run logged anything; its directory {run_dir} was removed)"
@@ -979,22 +1241,31 @@ def record_crash(run_dir: str, error: BaseException, fresh: bool) -> str:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = sa.parse_args(argv, LabArgs, "python -m benchmark.trainer")  # tyro's error box as one line: exit 2
+        args = sa.parse_args(
+            argv, LabArgs, "python -m benchmark.trainer"
+        )  # tyro's error box as one line: exit 2
         check_args(args)
         torch.set_num_threads(args.torch_threads)
         if args.plot:
-            out = args.plot_out or (os.path.join(args.plot[0], "plot.png") if len(args.plot) == 1
-                                    else os.path.join(args.runs_dir, f"plot_{int(time.time())}.png"))
+            out = args.plot_out or (
+                os.path.join(args.plot[0], "plot.png")
+                if len(args.plot) == 1
+                else os.path.join(args.runs_dir, f"plot_{int(time.time())}.png")
+            )
             print(f"wrote {plot_runs(args.plot, out)}")
             return 0
         if args.eval_checkpoint:
             ckpt = load_checkpoint(args.eval_checkpoint)
             if "env_id" in flags_given(argv) and args.env_id != ckpt["args"]["env_id"]:
-                raise ConfigError(f"--eval-checkpoint evaluates on the checkpoint's own environment "
-                                  f"{ckpt['args']['env_id']!r}; --env-id {args.env_id!r} does not match")
+                raise ConfigError(
+                    f"--eval-checkpoint evaluates on the checkpoint's own environment "
+                    f"{ckpt['args']['env_id']!r}; --env-id {args.env_id!r} does not match"
+                )
             mean, std = evaluate(ckpt, args.eval_episodes, args.seed, args.capture_video, args.eval_max_steps)
-            print(f"eval {ckpt['args']['env_id']}: {mean:.2f} +- {std:.2f} over {args.eval_episodes} episodes "
-                  f"(deterministic policy, {ckpt['path']})")
+            print(
+                f"eval {ckpt['args']['env_id']}: {mean:.2f} +- {std:.2f} over {args.eval_episodes} episodes "
+                f"(deterministic policy, {ckpt['path']})"
+            )
             return 0
         resume = load_checkpoint(args.resume) if args.resume else None
         if resume is not None:

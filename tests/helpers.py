@@ -30,15 +30,22 @@ def tiny_batch(actor, B=40, seed=0):
 def per_sample_grads(actor, batch):
     """(B, d) rows: grad log pi(a_i|s_i), one autograd call per sample (the reference)."""
     params = list(actor.parameters())
-    return torch.stack([sa.flat_grad(actor.log_prob(batch["obs"][i:i + 1], batch["actions"][i:i + 1]).sum(), params)
-                        for i in range(batch["obs"].shape[0])])
+    return torch.stack(
+        [
+            sa.flat_grad(actor.log_prob(batch["obs"][i : i + 1], batch["actions"][i : i + 1]).sum(), params)
+            for i in range(batch["obs"].shape[0])
+        ]
+    )
 
 
 class RaisesAt250(gym.Env):
     """Raises on its 250th step: in the third rollout of 100 steps, after two updates were logged and checkpointed."""
 
     def __init__(self):
-        self.observation_space, self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float64), gym.spaces.Discrete(2)
+        self.observation_space, self.action_space = (
+            gym.spaces.Box(-1.0, 1.0, (2,), np.float64),
+            gym.spaces.Discrete(2),
+        )
         self.steps = 0
 
     def reset(self, *, seed=None, options=None):

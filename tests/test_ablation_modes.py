@@ -32,11 +32,13 @@ def test_score_factors_give_per_sample_norms_and_weighted_sums(discrete):
     batch = tiny_batch(actor)
     scores = per_sample_grads(actor, batch)
     xs, deltas, dls = sa.per_sample_score_factors(actor, batch["obs"], batch["actions"])
-    torch.testing.assert_close(sa.per_sample_score_sq_norms(xs, deltas, dls), (scores ** 2).sum(1),
-                               rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        sa.per_sample_score_sq_norms(xs, deltas, dls), (scores**2).sum(1), rtol=1e-12, atol=1e-12
+    )
     weights = torch.randn(len(scores), 3, dtype=torch.float64)
-    torch.testing.assert_close(sa.weighted_score_sums(xs, deltas, dls, weights), weights.T @ scores,
-                               rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        sa.weighted_score_sums(xs, deltas, dls, weights), weights.T @ scores, rtol=1e-12, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("discrete", [True, False], ids=["categorical", "gaussian"])
@@ -50,14 +52,16 @@ def test_per_sample_parallel_equals_explicit_loop_at_fixed_theta(discrete, max_g
     total, g_total = torch.zeros(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64)
     for ell, a in zip(scores, batch["advantages"]):  # every sample at the SAME theta0
         g = sa.clip_norm(ell * a, max_grad_norm)
-        total += torch.linalg.solve(args.damping * torch.eye(d, dtype=torch.float64) + torch.outer(ell, ell), g)
+        total += torch.linalg.solve(
+            args.damping * torch.eye(d, dtype=torch.float64) + torch.outer(ell, ell), g
+        )
         g_total += g
     diag = sa.smac_step(actor, batch, args, {})
     torch.testing.assert_close(theta(actor), theta0 + args.learning_rate * total, rtol=1e-10, atol=1e-12)
     B = len(scores)
     torch.testing.assert_close(diag["step"], total / B, rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(diag["g"], g_total / B, rtol=1e-10, atol=1e-12)
-    torch.testing.assert_close(diag["ell_sq_mean"], (scores ** 2).sum(1).mean())
+    torch.testing.assert_close(diag["ell_sq_mean"], (scores**2).sum(1).mean())
 
 
 @pytest.mark.parametrize("discrete", [True, False], ids=["categorical", "gaussian"])
@@ -72,7 +76,9 @@ def test_per_sample_parallel_matches_algorithm_1_to_first_order_in_eta(discrete)
             theta0 = theta(actor)
             sa.smac_step(actor, batch, sa.Args(fisher=fisher, learning_rate=eta, damping=0.5), {})
             moved[fisher] = theta(actor) - theta0
-        rel.append(((moved["per-sample"] - moved["per-sample-parallel"]).norm() / moved["per-sample"].norm()).item())
+        rel.append(
+            ((moved["per-sample"] - moved["per-sample-parallel"]).norm() / moved["per-sample"].norm()).item()
+        )
     assert rel[0] < 0.2 and rel[1] < 0.15 * rel[0]  # relative gap shrinks ~linearly in eta
     # the mean instead of the sum would be B times too small: relative gap 1 - 1/B
     assert rel[1] < 1e-2
@@ -88,12 +94,19 @@ def test_woodbury_matches_explicit_solve():
     w = torch.rand(m, generator=gen, dtype=torch.float64) + 1e-3
     g = torch.randn(d, generator=gen, dtype=torch.float64)
     F = lam * torch.eye(d, dtype=torch.float64) + U.T @ torch.diag(w) @ U
-    torch.testing.assert_close(sa.woodbury_direction(g, U, w, lam), torch.linalg.solve(F, g), rtol=1e-10, atol=1e-12)
-    torch.testing.assert_close(sa.woodbury_direction(g, U, w, lam, U @ U.T), torch.linalg.solve(F, g),
-                               rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(
+        sa.woodbury_direction(g, U, w, lam), torch.linalg.solve(F, g), rtol=1e-10, atol=1e-12
+    )
+    torch.testing.assert_close(
+        sa.woodbury_direction(g, U, w, lam, U @ U.T), torch.linalg.solve(F, g), rtol=1e-10, atol=1e-12
+    )
     torch.testing.assert_close(sa.woodbury_direction(g, U[:0], w[:0], lam), g / lam)
-    torch.testing.assert_close(sa.woodbury_direction(g, U[:1], torch.ones(1, dtype=torch.float64), lam),
-                               sa.sherman_morrison_direction(g, U[0], lam), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        sa.woodbury_direction(g, U[:1], torch.ones(1, dtype=torch.float64), lam),
+        sa.sherman_morrison_direction(g, U[0], lam),
+        rtol=1e-12,
+        atol=1e-12,
+    )
 
 
 @pytest.mark.parametrize("mode", ["fixed", "decay"])
@@ -119,9 +132,11 @@ def test_prev_ef_steps_equal_explicit_d_by_d_recursion(mode, rank, discrete):
         if rank >= K:
             F_hat = F if mode == "decay" else lam * eye + F
         else:
-            lam_k = lam * beta ** k if mode == "decay" else lam
-            F_hat = lam_k * eye + sum((1 - beta) * beta ** (k - j) * torch.outer(history[j - 1], history[j - 1])
-                                      for j in range(max(1, k - rank + 1), k + 1))
+            lam_k = lam * beta**k if mode == "decay" else lam
+            F_hat = lam_k * eye + sum(
+                (1 - beta) * beta ** (k - j) * torch.outer(history[j - 1], history[j - 1])
+                for j in range(max(1, k - rank + 1), k + 1)
+            )
         new = theta(reference) + eta * torch.linalg.solve(F_hat, g)
         torch.nn.utils.vector_to_parameters(new, reference.parameters())
         diag = sa.smac_step(actor, batch, args, state)
@@ -129,7 +144,7 @@ def test_prev_ef_steps_equal_explicit_d_by_d_recursion(mode, rank, discrete):
         torch.testing.assert_close(diag["ell"], ell, rtol=1e-8, atol=1e-9)  # theta agrees to ~1e-11
         assert state["prev_ef_U"].shape == (min(k, rank), d)
         torch.testing.assert_close(state["prev_ef_gram"], state["prev_ef_U"] @ state["prev_ef_U"].T)
-    assert state["prev_ef_damping"] == pytest.approx(lam * beta ** K if mode == "decay" else lam)
+    assert state["prev_ef_damping"] == pytest.approx(lam * beta**K if mode == "decay" else lam)
 
 
 @pytest.mark.parametrize("discrete", [True, False], ids=["categorical", "gaussian"])
@@ -144,9 +159,13 @@ def test_prev_ef_with_beta_zero_is_plain_smac(discrete):
         sa.prev_ef_push_(state, ell, 0.0, 8, 0.4, "fixed")
         assert state["prev_ef_U"].shape[0] == 1 and state["prev_ef_w"].item() == 1.0
         torch.testing.assert_close(
-            sa.woodbury_direction(g, state["prev_ef_U"], state["prev_ef_w"], state["prev_ef_damping"],
-                                  state["prev_ef_gram"]),
-            sa.sherman_morrison_direction(g, ell, 0.4), rtol=1e-12, atol=1e-12)
+            sa.woodbury_direction(
+                g, state["prev_ef_U"], state["prev_ef_w"], state["prev_ef_damping"], state["prev_ef_gram"]
+            ),
+            sa.sherman_morrison_direction(g, ell, 0.4),
+            rtol=1e-12,
+            atol=1e-12,
+        )
         sa.smac_step(actor, batch, sa.Args(prev_ef_beta=0.0, damping=0.4), {})
         sa.smac_step(plain, batch, sa.Args(damping=0.4), {})
         assert torch.equal(theta(actor), theta(plain))
@@ -172,9 +191,15 @@ def test_prev_ef_state_survives_checkpoint_round_trip():
 # ------------------------------------------------------------------------------------
 # --step-normalization
 # ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("fisher,extra", [("batch-mean", {}), ("per-sample-parallel", {}),
-                                          ("batch-mean", {"prev_ef_beta": 0.5, "prev_ef_damping": "decay"})],
-                         ids=["batch-mean", "per-sample-parallel", "prev-ef-decay"])
+@pytest.mark.parametrize(
+    "fisher,extra",
+    [
+        ("batch-mean", {}),
+        ("per-sample-parallel", {}),
+        ("batch-mean", {"prev_ef_beta": 0.5, "prev_ef_damping": "decay"}),
+    ],
+    ids=["batch-mean", "per-sample-parallel", "prev-ef-decay"],
+)
 def test_step_normalization_keeps_direction_and_takes_norm_of_g(fisher, extra):
     for discrete in (True, False):
         base = dict(fisher=fisher, damping=1e-3, learning_rate=0.01, **extra)
@@ -186,8 +211,9 @@ def test_step_normalization_keeps_direction_and_takes_norm_of_g(fisher, extra):
             raw = sa.smac_step(a, batch, sa.Args(**base), sa_state)
             normed = sa.smac_step(b, batch, sa.Args(step_normalization=True, **base), sb_state)
             torch.testing.assert_close(normed["step"].norm(), normed["g"].norm(), rtol=1e-10, atol=0)
-            torch.testing.assert_close(normed["step"], raw["step"] * (raw["g"].norm() / raw["step"].norm()),
-                                       rtol=1e-8, atol=1e-12)
+            torch.testing.assert_close(
+                normed["step"], raw["step"] * (raw["g"].norm() / raw["step"].norm()), rtol=1e-8, atol=1e-12
+            )
             torch.nn.utils.vector_to_parameters(theta(b), a.parameters())  # same theta for the next update
         assert not torch.equal(theta(a), theta0)
 
@@ -197,7 +223,9 @@ def test_step_normalization_with_per_sample_parallel_moves_theta_by_eta_times_su
     batch = tiny_batch(actor)
     theta0 = theta(actor)
     g_sum = (per_sample_grads(actor, batch) * batch["advantages"][:, None]).sum(0)
-    sa.smac_step(actor, batch, sa.Args(fisher="per-sample-parallel", step_normalization=True, learning_rate=0.01), {})
+    sa.smac_step(
+        actor, batch, sa.Args(fisher="per-sample-parallel", step_normalization=True, learning_rate=0.01), {}
+    )
     torch.testing.assert_close((theta(actor) - theta0).norm(), 0.01 * g_sum.norm(), rtol=1e-10, atol=0)
 
 
@@ -208,14 +236,17 @@ def run_main(tmp_path, *argv):
     return sa.main(["--runs-dir", str(tmp_path), "--no-tensorboard", *argv])
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["--prev-ef-beta", "1.0"], "--prev-ef-beta"),
-    (["--prev-ef-beta", "-0.1"], "--prev-ef-beta"),
-    (["--prev-ef-rank", "0"], "--prev-ef-rank"),
-    (["--prev-ef-beta", "0.5", "--fisher", "per-sample"], "--fisher batch-mean"),
-    (["--prev-ef-beta", "0.5", "--fisher", "per-sample-parallel"], "--fisher batch-mean"),
-    (["--step-normalization", "--fisher", "per-sample"], "--step-normalization"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--prev-ef-beta", "1.0"], "--prev-ef-beta"),
+        (["--prev-ef-beta", "-0.1"], "--prev-ef-beta"),
+        (["--prev-ef-rank", "0"], "--prev-ef-rank"),
+        (["--prev-ef-beta", "0.5", "--fisher", "per-sample"], "--fisher batch-mean"),
+        (["--prev-ef-beta", "0.5", "--fisher", "per-sample-parallel"], "--fisher batch-mean"),
+        (["--step-normalization", "--fisher", "per-sample"], "--step-normalization"),
+    ],
+)
 def test_bad_ablation_flags_one_line_exit_2(tmp_path, capsys, argv, needle):
     assert run_main(tmp_path, "--env-id", "CartPole-v1", *argv) == 2
     err = capsys.readouterr().err.strip()
@@ -234,7 +265,10 @@ MODES = {
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 @pytest.mark.parametrize("mode", list(MODES))
 def test_smoke_ablation_modes(tmp_path, env_id, mode):
-    assert run_main(tmp_path, "--env-id", env_id, "--num-steps", "64", "--total-timesteps", "128", *MODES[mode]) == 0
+    assert (
+        run_main(tmp_path, "--env-id", env_id, "--num-steps", "64", "--total-timesteps", "128", *MODES[mode])
+        == 0
+    )
     (run,) = [os.path.join(tmp_path, d) for d in os.listdir(tmp_path)]
     summary = json.load(open(os.path.join(run, "summary.json")))
     assert summary["status"] == "finished" and summary["global_step"] == 128

@@ -8,6 +8,7 @@
 - The K-FAC step of a single Linear layer equals (A (x) G + lambda I)^-1 vec(grad) built with
   torch.kron; the factors equal their per-sample-loop definitions; the state survives a checkpoint.
 """
+
 import copy
 import io
 import json
@@ -58,7 +59,9 @@ def explicit_fisher(actor, obs):
             k = mu.numel()
             grids = np.meshgrid(*([z1] * k), indexing="ij")
             zs = torch.tensor(np.stack([g.reshape(-1) for g in grids], 1), dtype=DT)
-            ws = torch.tensor(np.prod(np.stack(np.meshgrid(*([w1] * k), indexing="ij")).reshape(k, -1), 0), dtype=DT)
+            ws = torch.tensor(
+                np.prod(np.stack(np.meshgrid(*([w1] * k), indexing="ij")).reshape(k, -1), 0), dtype=DT
+            )
             for z, w in zip(zs, ws):
                 ell = score(actor, s, mu + std * z)
                 F += w * torch.outer(ell, ell)
@@ -84,7 +87,7 @@ def kl_hessian(actor, obs):
         d, off = {}, 0
         for n, sh in zip(names, shapes):
             k = math.prod(sh)
-            d[n] = theta[off:off + k].view(sh)
+            d[n] = theta[off : off + k].view(sh)
             off += k
         return d
 
@@ -145,8 +148,11 @@ def test_cg_matches_solve_and_cg_step(discrete):
     assert (few - torch.linalg.solve(M, b)).norm() > 1e-3 * x.norm()  # 2 iterations are not a solve
 
     # the whole actor step: step = (F + delta I)^-1 g, theta <- theta + eta step
-    batch = {"obs": obs, "actions": S.sample_actions(actor, actor(obs)),
-             "advantages": torch.randn(obs.shape[0], dtype=DT, generator=torch.Generator().manual_seed(4))}
+    batch = {
+        "obs": obs,
+        "actions": S.sample_actions(actor, actor(obs)),
+        "advantages": torch.randn(obs.shape[0], dtype=DT, generator=torch.Generator().manual_seed(4)),
+    }
     args = S.Args(optimizer="cg", learning_rate=0.05, cg_iters=d, cg_damping=damping)
     g = S.flat_grad(S.policy_objective(actor, batch, args), list(actor.parameters()))
     theta0 = flat_params(actor)
@@ -164,14 +170,20 @@ def test_cg_matches_solve_and_cg_step(discrete):
 def test_cg_max_kl_puts_the_update_on_the_kl_radius():
     actor = tiny_actor(False)
     obs = obs_batch(8)
-    batch = {"obs": obs, "actions": S.sample_actions(actor, actor(obs)), "advantages": torch.linspace(-1, 1, 8, dtype=DT)}
+    batch = {
+        "obs": obs,
+        "actions": S.sample_actions(actor, actor(obs)),
+        "advantages": torch.linspace(-1, 1, 8, dtype=DT),
+    }
     d = flat_params(actor).numel()
     M = fvp_matrix(actor, obs) + 0.1 * torch.eye(d, dtype=DT)
     args = S.Args(optimizer="cg", learning_rate=0.3, cg_iters=d, cg_max_kl=0.01)
     theta0 = flat_params(actor)
     S.cg_step(actor, batch, args, {})
     delta = flat_params(actor) - theta0
-    assert 0.5 * delta @ M @ delta == pytest.approx(0.01, rel=1e-6)  # 1/2 dtheta^T (F + delta I) dtheta = kappa
+    assert 0.5 * delta @ M @ delta == pytest.approx(
+        0.01, rel=1e-6
+    )  # 1/2 dtheta^T (F + delta I) dtheta = kappa
 
 
 def test_cg_stops_early():
@@ -188,7 +200,9 @@ def test_cg_stops_early():
     assert len(calls) == 1
     torch.testing.assert_close(x, Q[:, 7] / (Q[:, 7] @ M @ Q[:, 7]))  # x = b / eigenvalue
     calls.clear()
-    assert torch.equal(S.conjugate_gradient(fvp, torch.zeros(d, dtype=DT), iters=20), torch.zeros(d, dtype=DT))
+    assert torch.equal(
+        S.conjugate_gradient(fvp, torch.zeros(d, dtype=DT), iters=20), torch.zeros(d, dtype=DT)
+    )
     assert len(calls) == 0  # zero residual from the start: no product at all
     calls.clear()
     S.conjugate_gradient(fvp, torch.randn(d, dtype=DT), iters=5)
@@ -213,8 +227,8 @@ def per_sample_factors(actor, obs, sampled):
     L = len(actor.linears)
     As, Gs = [0.0] * L, [0.0] * L
     for i in range(obs.shape[0]):
-        xs, zs, out = S.actor_layer_io(actor, obs[i:i + 1])
-        gs = torch.autograd.grad(actor.log_prob_from_output(out, sampled[i:i + 1]).sum(), zs)
+        xs, zs, out = S.actor_layer_io(actor, obs[i : i + 1])
+        gs = torch.autograd.grad(actor.log_prob_from_output(out, sampled[i : i + 1]).sum(), zs)
         for l in range(L):
             a = torch.cat([xs[l][0].detach(), torch.ones(1, dtype=DT)])
             As[l] = As[l] + torch.outer(a, a) / obs.shape[0]
@@ -261,25 +275,32 @@ def test_kfac_single_layer_step_equals_kron_solve(discrete):
     A, G = state["kfac_A"][0], state["kfac_G"][0]  # (6, 6), (3, 3)
     g = diag["g"]
     o = 0 if discrete else 3  # log_std comes first in actor.parameters()
-    assert [n for n, _ in actor.named_parameters()] == ([] if discrete else ["log_std"]) + ["linears.0.weight", "linears.0.bias"]
-    gW, gb = g[o:o + 15].view(3, 5), g[o + 15:o + 18]
+    assert [n for n, _ in actor.named_parameters()] == ([] if discrete else ["log_std"]) + [
+        "linears.0.weight",
+        "linears.0.bias",
+    ]
+    gW, gb = g[o : o + 15].view(3, 5), g[o + 15 : o + 18]
     grad = torch.cat([gW, gb[:, None]], 1)  # (out, in + 1)
     vec = grad.T.reshape(-1)  # column-stacking vec: vec(G X A) = (A^T (x) G) vec(X)
     sol = torch.linalg.solve(torch.kron(A, G) + damping * torch.eye(18, dtype=DT), vec)
     V = sol.view(6, 3).T  # un-vec: (in + 1, out) -> (out, in + 1)
     step = diag["step"]
-    torch.testing.assert_close(step[o:o + 15].view(3, 5), V[:, :5], rtol=1e-9, atol=1e-12)
-    torch.testing.assert_close(step[o + 15:o + 18], V[:, 5], rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(step[o : o + 15].view(3, 5), V[:, :5], rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(step[o + 15 : o + 18], V[:, 5], rtol=1e-9, atol=1e-12)
     if not discrete:  # log_std: exact Fisher block 2 I
         torch.testing.assert_close(step[:3], g[:3] / (2 + damping))
     # the damping is not a no-op and the preconditioner is not the identity
     assert not torch.allclose(step, g, rtol=1e-3)
     # KL clip: the same step scaled by nu = min(1, sqrt(kl_clip / (eta^2 g^T step)))
-    vg = eta ** 2 * torch.dot(g, step).item()
+    vg = eta**2 * torch.dot(g, step).item()
     kl_clip = 0.1 * vg  # forces nu < 1
     torch.manual_seed(7)
-    diag_c = S.kfac_step(actor_clip, batch, S.Args(optimizer="kfac", learning_rate=eta, kfac_damping=damping,
-                                                   kfac_kl_clip=kl_clip), state_clip)
+    diag_c = S.kfac_step(
+        actor_clip,
+        batch,
+        S.Args(optimizer="kfac", learning_rate=eta, kfac_damping=damping, kfac_kl_clip=kl_clip),
+        state_clip,
+    )
     nu = math.sqrt(kl_clip / vg)
     assert diag_c["kl_clip_scale"] == pytest.approx(nu, rel=1e-12)
     torch.testing.assert_close(diag_c["step"], nu * step)
@@ -311,9 +332,18 @@ def test_kfac_update_freq_and_checkpoint_roundtrip():
     torch.testing.assert_close(d1["step"], d2["step"], rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("flag,value", [("--cg-iters", "0"), ("--cg-damping", "-1"), ("--cg-max-kl", "-0.1"),
-                                        ("--kfac-decay", "1.5"), ("--kfac-damping", "0"),
-                                        ("--kfac-update-freq", "0"), ("--kfac-kl-clip", "nan")])
+@pytest.mark.parametrize(
+    "flag,value",
+    [
+        ("--cg-iters", "0"),
+        ("--cg-damping", "-1"),
+        ("--cg-max-kl", "-0.1"),
+        ("--kfac-decay", "1.5"),
+        ("--kfac-damping", "0"),
+        ("--kfac-update-freq", "0"),
+        ("--kfac-kl-clip", "nan"),
+    ],
+)
 def test_bad_baseline_flags_are_config_errors(flag, value, tmp_path, capsys):
     assert S.main(["--env-id", "CartPole-v1", "--runs-dir", str(tmp_path), flag, value]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -331,20 +361,43 @@ def run(tmp_path, *extra):
 @pytest.mark.parametrize("optimizer", ["cg", "kfac"])
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 def test_smoke(optimizer, env_id, tmp_path):
-    code, summary, _ = run(tmp_path, "--env-id", env_id, "--optimizer", optimizer,
-                           "--num-steps", "64", "--total-timesteps", "128")
+    code, summary, _ = run(
+        tmp_path,
+        "--env-id",
+        env_id,
+        "--optimizer",
+        optimizer,
+        "--num-steps",
+        "64",
+        "--total-timesteps",
+        "128",
+    )
     assert code == 0 and summary["status"] == "finished" and summary["updates"] == 2
 
 
 @pytest.mark.parametrize("optimizer,lr", [("cg", "8e-2"), ("kfac", "1e-3")])  # the paper's CartPole eta
 def test_cartpole_short_run_does_not_diverge(optimizer, lr, tmp_path):
-    code, summary, run_dir = run(tmp_path, "--env-id", "CartPole-v1", "--optimizer", optimizer,
-                                 "--learning-rate", lr, "--critic-learning-rate", "1e-3",
-                                 "--num-steps", "500", "--total-timesteps", "10000")
+    code, summary, run_dir = run(
+        tmp_path,
+        "--env-id",
+        "CartPole-v1",
+        "--optimizer",
+        optimizer,
+        "--learning-rate",
+        lr,
+        "--critic-learning-rate",
+        "1e-3",
+        "--num-steps",
+        "500",
+        "--total-timesteps",
+        "10000",
+    )
     assert code == 0 and summary["status"] == "finished" and summary["updates"] == 20
     returns = np.loadtxt(os.path.join(run_dir, "episodes.csv"), delimiter=",", skiprows=1, ndmin=2)[:, 1]
     updates = np.loadtxt(os.path.join(run_dir, "updates.csv"), delimiter=",", skiprows=1, ndmin=2)
-    assert len(returns) > 10 and np.isfinite(returns).all() and np.isfinite(updates[:, [2, 3, 4, 6, 7, 8]]).all()
+    assert (
+        len(returns) > 10 and np.isfinite(returns).all() and np.isfinite(updates[:, [2, 3, 4, 6, 7, 8]]).all()
+    )
     # resume from the checkpoint: K-FAC's factors come back with it
     ckpt = S.load_checkpoint(run_dir)
     if optimizer == "kfac":

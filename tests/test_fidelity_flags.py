@@ -35,7 +35,7 @@ def set_flat(actor, vec):
     with torch.no_grad():
         offset = 0
         for p in actor.parameters():
-            p.copy_(vec[offset:offset + p.numel()].view_as(p))
+            p.copy_(vec[offset : offset + p.numel()].view_as(p))
             offset += p.numel()
 
 
@@ -56,15 +56,21 @@ def test_one_sample_minibatches_are_algorithm_1(discrete):
     """--num-minibatches T in rollout order with batch-mean SMAC is --fisher per-sample (Algorithm 1)."""
     a, b = tiny_actor(discrete), tiny_actor(discrete)
     batch = tiny_batch(a, B=12)
-    sa.actor_update(a, batch, args_for(optimizer="smac", damping=0.5, learning_rate=0.1, num_minibatches=12), {})
-    sa.actor_update(b, batch, args_for(optimizer="smac", damping=0.5, learning_rate=0.1, fisher="per-sample"), {})
+    sa.actor_update(
+        a, batch, args_for(optimizer="smac", damping=0.5, learning_rate=0.1, num_minibatches=12), {}
+    )
+    sa.actor_update(
+        b, batch, args_for(optimizer="smac", damping=0.5, learning_rate=0.1, fisher="per-sample"), {}
+    )
     assert torch.allclose(flat_params(a), flat_params(b), atol=1e-11, rtol=1e-10)
 
 
 def test_sgd_epochs_and_minibatches_equal_explicit_loop():
     actor, ref = tiny_actor(False), tiny_actor(False)
     batch = tiny_batch(actor, B=20)
-    sa.actor_update(actor, batch, args_for(optimizer="sgd", learning_rate=0.07, num_minibatches=4, update_epochs=3), {})
+    sa.actor_update(
+        actor, batch, args_for(optimizer="sgd", learning_rate=0.07, num_minibatches=4, update_epochs=3), {}
+    )
     for _ in range(3):
         for idx in torch.tensor_split(torch.arange(20), 4):
             L = per_sample_grads(ref, {k: v[idx] for k, v in batch.items()})
@@ -74,17 +80,23 @@ def test_sgd_epochs_and_minibatches_equal_explicit_loop():
 
 def test_shuffled_minibatches_visit_every_sample_once_per_epoch(monkeypatch):
     seen = []
-    monkeypatch.setitem(sa.ACTOR_STEPS, "sgd", lambda actor, mb, args, state: seen.append(mb["advantages"].clone()) or {})
+    monkeypatch.setitem(
+        sa.ACTOR_STEPS, "sgd", lambda actor, mb, args, state: seen.append(mb["advantages"].clone()) or {}
+    )
     actor = tiny_actor(True)
     batch = tiny_batch(actor, B=23)
     batch["advantages"] = torch.arange(23, dtype=torch.float64)  # sample ids
     torch.manual_seed(0)
-    diags = sa.actor_update(actor, batch, args_for(optimizer="sgd", num_minibatches=4, update_epochs=2,
-                                                   shuffle_minibatches=True), {})
+    diags = sa.actor_update(
+        actor,
+        batch,
+        args_for(optimizer="sgd", num_minibatches=4, update_epochs=2, shuffle_minibatches=True),
+        {},
+    )
     assert len(diags) == 8 and [len(s) for s in seen[:4]] == [6, 6, 6, 5]
     for epoch in (seen[:4], seen[4:]):
         assert sorted(torch.cat(epoch).tolist()) == list(range(23))
-    assert torch.cat(seen[:4]).tolist() != list(range(23))             # shuffled,
+    assert torch.cat(seen[:4]).tolist() != list(range(23))  # shuffled,
     assert torch.cat(seen[:4]).tolist() != torch.cat(seen[4:]).tolist()  # afresh every pass
 
 
@@ -93,7 +105,9 @@ def test_sum_reduction_smac_is_explicit_solve_with_B_times_scores(discrete):
     actor = tiny_actor(discrete)
     batch = tiny_batch(actor, B=25)
     expected = explicit_smac_step(actor, batch, 0.2, 0.01, scale=25.0)
-    sa.smac_step(actor, batch, args_for(optimizer="smac", damping=0.2, learning_rate=0.01, loss_reduction="sum"), {})
+    sa.smac_step(
+        actor, batch, args_for(optimizer="smac", damping=0.2, learning_rate=0.01, loss_reduction="sum"), {}
+    )
     assert torch.allclose(flat_params(actor), expected, atol=1e-10, rtol=1e-9)
 
 
@@ -104,12 +118,20 @@ def test_sum_reduction_scales_sgd_cg_by_B_and_leaves_adam():
         for red in ("mean", "sum"):
             actor = tiny_actor(False)
             before = flat_params(actor)
-            sa.ACTOR_STEPS[opt](actor, batch, args_for(optimizer=opt, learning_rate=1e-3, loss_reduction=red,
-                                                      cg_damping=0.1), {})
+            sa.ACTOR_STEPS[opt](
+                actor,
+                batch,
+                args_for(optimizer=opt, learning_rate=1e-3, loss_reduction=red, cg_damping=0.1),
+                {},
+            )
             moved[opt, red] = flat_params(actor) - before
     assert torch.allclose(moved["sgd", "sum"], 16 * moved["sgd", "mean"], rtol=1e-10)
-    assert torch.allclose(moved["cg", "sum"], 16 * moved["cg", "mean"], rtol=1e-8)  # F is the mean KL's Hessian
-    assert torch.allclose(moved["adam", "sum"], moved["adam", "mean"], rtol=1e-4)  # Adam is scale-free (up to eps)
+    assert torch.allclose(
+        moved["cg", "sum"], 16 * moved["cg", "mean"], rtol=1e-8
+    )  # F is the mean KL's Hessian
+    assert torch.allclose(
+        moved["adam", "sum"], moved["adam", "mean"], rtol=1e-4
+    )  # Adam is scale-free (up to eps)
 
 
 @pytest.mark.parametrize("discrete", [True, False])
@@ -134,23 +156,49 @@ def run_main(tmp_path, *argv):
 
 @pytest.mark.parametrize("opt", ["smac", "sgd", "adam", "cg", "kfac"])
 def test_trainer_runs_with_minibatches_sum_and_relu(tmp_path, opt):
-    assert run_main(tmp_path, "--env-id", "CartPole-v1", "--optimizer", opt, "--num-steps", "64",
-                    "--total-timesteps", "128", "--num-minibatches", "4", "--update-epochs", "2",
-                    "--shuffle-minibatches", "--loss-reduction", "sum", "--activation", "relu",
-                    "--learning-rate", "1e-4") == 0
+    assert (
+        run_main(
+            tmp_path,
+            "--env-id",
+            "CartPole-v1",
+            "--optimizer",
+            opt,
+            "--num-steps",
+            "64",
+            "--total-timesteps",
+            "128",
+            "--num-minibatches",
+            "4",
+            "--update-epochs",
+            "2",
+            "--shuffle-minibatches",
+            "--loss-reduction",
+            "sum",
+            "--activation",
+            "relu",
+            "--learning-rate",
+            "1e-4",
+        )
+        == 0
+    )
     run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
     assert json.load(open(os.path.join(run, "summary.json")))["status"] == "finished"
     rows = list(csv.DictReader(open(os.path.join(run, "updates.csv"))))
-    assert len(rows) == 2 and all(np.isfinite(float(rows[1][k]))
-                                  for k in ("value_loss", "mean_logprob", "g_norm", "step_norm", "cos_g_step"))
+    assert len(rows) == 2 and all(
+        np.isfinite(float(rows[1][k]))
+        for k in ("value_loss", "mean_logprob", "g_norm", "step_norm", "cos_g_step")
+    )
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["--num-minibatches", "0"], "--num-minibatches"),
-    (["--update-epochs", "0"], "--update-epochs"),
-    (["--num-steps", "10", "--num-minibatches", "11"], "exceeds"),
-    (["--fisher", "per-sample", "--num-minibatches", "2"], "batch-mean"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--num-minibatches", "0"], "--num-minibatches"),
+        (["--update-epochs", "0"], "--update-epochs"),
+        (["--num-steps", "10", "--num-minibatches", "11"], "exceeds"),
+        (["--fisher", "per-sample", "--num-minibatches", "2"], "batch-mean"),
+    ],
+)
 def test_bad_minibatch_flags_exit_2(tmp_path, capsys, argv, needle):
     assert run_main(tmp_path, *argv) == 2
     err = capsys.readouterr().err.strip()
@@ -167,7 +215,23 @@ def test_smac_with_an_entropy_bonus_on_a_gaussian_policy(tmp_path):
     diag = sa.smac_step(actor, batch, args, {})
     g = diag["g"]
     n_log_std = 2
-    torch.testing.assert_close(g[:n_log_std], torch.full((2,), 0.5))   # log_std comes first in parameters()
-    assert torch.count_nonzero(g[n_log_std:]) == 0                      # zero advantages: nothing else
-    assert sa.main(["--env-id", "Pendulum-v1", "--num-steps", "50", "--total-timesteps", "100", "--ent-coef", "0.01",
-                    "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 0
+    torch.testing.assert_close(g[:n_log_std], torch.full((2,), 0.5))  # log_std comes first in parameters()
+    assert torch.count_nonzero(g[n_log_std:]) == 0  # zero advantages: nothing else
+    assert (
+        sa.main(
+            [
+                "--env-id",
+                "Pendulum-v1",
+                "--num-steps",
+                "50",
+                "--total-timesteps",
+                "100",
+                "--ent-coef",
+                "0.01",
+                "--runs-dir",
+                str(tmp_path),
+                "--no-tensorboard",
+            ]
+        )
+        == 0
+    )

@@ -14,10 +14,22 @@ def write_log(logs, task, algo, seed, value, status="finished", last_step=None):
     budget = aggregate.stage1_budget(task)
     steps = np.linspace(budget / 200, budget, 200)
     last = last_step or (budget if status == "finished" else budget // 2)
-    rec = {"format": 1, "task": task, "algo": algo, "seed": seed, "budget": budget, "status": status,
-           "global_step": last, "args": {"damping": 0.1},
-           "episodes": {"global_step": steps.tolist(), "episodic_return": [value] * 200, "episodic_length": [5] * 200},
-           "updates": {c: [] for c in compact.UPDATE_COLS}}
+    rec = {
+        "format": 1,
+        "task": task,
+        "algo": algo,
+        "seed": seed,
+        "budget": budget,
+        "status": status,
+        "global_step": last,
+        "args": {"damping": 0.1},
+        "episodes": {
+            "global_step": steps.tolist(),
+            "episodic_return": [value] * 200,
+            "episodic_length": [5] * 200,
+        },
+        "updates": {c: [] for c in compact.UPDATE_COLS},
+    }
     path = compact.log_path(str(logs), task, algo, seed)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with gzip.open(path, "wt") as f:
@@ -35,15 +47,22 @@ def test_grid_section_by_hand(tmp_path):
             for seed in (1, 2, 3):
                 write_log(logs, task, algo, seed, target + (seed - 2) * 1e-3)
     write_log(logs, "CartPole", "sgd", 4, 0.0, status="diverged")
-    L = report.section(str(logs), min_seeds=3, results_dir=str(tmp_path / "res"),
-                            figures_dir=str(tmp_path / "fig"), reps=200)
+    L = report.section(
+        str(logs), min_seeds=3, results_dir=str(tmp_path / "res"), figures_dir=str(tmp_path / "fig"), reps=200
+    )
     text = "\n".join(L)
     cells = {(r["task"], r["algo"]): r for r in aggregate.cell_rows(aggregate.load_cells(str(logs)))}
     smac = cells[("CartPole", "smac")]
-    assert smac["n"] == 3 and smac["mean"] == pytest.approx(989.5) and smac["inside"] == "paper below"  # CI ~[989.499, 989.501], paper 973.4
+    assert (
+        smac["n"] == 3 and smac["mean"] == pytest.approx(989.5) and smac["inside"] == "paper below"
+    )  # CI ~[989.499, 989.501], paper 973.4
     assert cells[("CartPole", "sgd")]["n_div"] == 1 and "(n=3, +1 diverged)" in text
-    rows = {(r[0], r[1]): float(r[2]) for r in
-            (line.split(",") for line in open(tmp_path / "res" / "aggregates.csv").read().splitlines()[1:])}
+    rows = {
+        (r[0], r[1]): float(r[2])
+        for r in (
+            line.split(",") for line in open(tmp_path / "res" / "aggregates.csv").read().splitlines()[1:]
+        )
+    }
     assert rows[("smac", "IQM")] == pytest.approx(1.0, abs=1e-4)
     assert rows[("sgd", "IQM")] == pytest.approx(0.5, abs=1e-4)
     assert rows[("sgd", "Optimality gap")] == pytest.approx(0.5, abs=1e-4)
@@ -62,27 +81,39 @@ def test_report_takes_halfcheetah_claims_from_the_5M_block(tmp_path):
     """The HalfCheetah claims need 2M and 3.4M steps: report.evaluate_claims judges them on the headline block's
     5M logs, and everything else on the stage-1 logs."""
     from benchmark import report
+
     stage, head = tmp_path / "stage", tmp_path / "head"
     for algo in ("smac", "cg"):
-        write_log(stage, "HalfCheetah", algo, 1, 100.0)           # 1M: too short for either claim
+        write_log(stage, "HalfCheetah", algo, 1, 100.0)  # 1M: too short for either claim
     # 5M block: SMAC at 2000 (+10 per seed) from the start (passes 1766 in the first bin), AC-CG at 0 (+10 per
     # seed) -> "learns more slowly [than AC-CG] for the first 2M" does not hold, "matches 1766 by 3.4M" holds.
     # Both gain 100 after 2M, which only a final taken over 5M (not the stage-1 1M) sees.
     for algo, value in (("smac", 2000.0), ("cg", 0.0)):
         for seed in (1, 2):
             steps = np.linspace(5_000_000 / 200, 5_000_000, 200)
-            rec = {"format": 1, "task": "HalfCheetah", "algo": algo, "seed": seed, "budget": 5_000_000,
-                   "status": "finished", "global_step": 5_000_000, "args": {},
-                   "episodes": {"global_step": steps.tolist(),
-                                "episodic_return": (value + 10 * seed + 100 * (steps > 2_000_000)).tolist(),
-                                "episodic_length": [1000] * 200},
-                   "updates": {c: [] for c in compact.UPDATE_COLS}}
+            rec = {
+                "format": 1,
+                "task": "HalfCheetah",
+                "algo": algo,
+                "seed": seed,
+                "budget": 5_000_000,
+                "status": "finished",
+                "global_step": 5_000_000,
+                "args": {},
+                "episodes": {
+                    "global_step": steps.tolist(),
+                    "episodic_return": (value + 10 * seed + 100 * (steps > 2_000_000)).tolist(),
+                    "episodic_length": [1000] * 200,
+                },
+                "updates": {c: [] for c in compact.UPDATE_COLS},
+            }
             path = compact.log_path(str(head), "HalfCheetah", algo, seed)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with gzip.open(path, "wt") as f:
                 json.dump(rec, f)
-    d = report.Data(runs=compact.discover_logs(str(stage)), headline=compact.discover_logs(str(head)),
-                    final={}, diag={})
+    d = report.Data(
+        runs=compact.discover_logs(str(stage)), headline=compact.discover_logs(str(head)), final={}, diag={}
+    )
     v = {c["id"]: c["verdict"] for c in report.evaluate_claims(d)}
     assert v["halfcheetah-smac-3.4M"] == "held" and v["halfcheetah-smac-slower-2M"] == "not held"
     # the block's finals: over 5M (2115 / 115, not the stage-1 1M's 2015 / 15), beside the paper's 2936 / 1766
@@ -91,15 +122,19 @@ def test_report_takes_halfcheetah_claims_from_the_5M_block(tmp_path):
     assert "SMAC − AC-CG at 5M: 2000 (Welch p 1.2e-05, seeds 2 / 2); the paper's table: 1170." in text
     assert "bins of 50k steps" in text and "4 of 10 runs in" in text
     # steady rise: each seed's peak is its last bin, so peak = final
-    assert "- HalfCheetah SMAC: seed 1 2110 (5M) → 2110; seed 2 2120 (5M) → 2120 (mean drop from peak 0)" in text
+    assert (
+        "- HalfCheetah SMAC: seed 1 2110 (5M) → 2110; seed 2 2120 (5M) → 2120 (mean drop from peak 0)" in text
+    )
     d.headline = []
     v = {c["id"]: c["verdict"] for c in report.evaluate_claims(d)}
-    assert v["halfcheetah-smac-3.4M"] == "beyond budget" and v["halfcheetah-smac-slower-2M"] == "beyond budget"
+    assert (
+        v["halfcheetah-smac-3.4M"] == "beyond budget" and v["halfcheetah-smac-slower-2M"] == "beyond budget"
+    )
 
 
 def test_peaks_find_a_run_that_rose_and_fell():
     """report.peaks: the maximum of each finished seed's smoothed curve, the end step of its bin, the final."""
-    up_down = np.array([0.0, 5.0, 9.0, 4.0, -1.0])      # 5 bins of 200k over 1M: peak 9 in bin 3 (ends at 600k)
+    up_down = np.array([0.0, 5.0, 9.0, 4.0, -1.0])  # 5 bins of 200k over 1M: peak 9 in bin 3 (ends at 600k)
     flat = np.array([1.0, 1.0, 1.0, 1.0, 2.0])
     cell = {"finished": [(1, -1.0, up_down), (2, 2.0, flat)], "diverged": [], "short": []}
     assert aggregate.peaks(cell, 1_000_000) == [(1, 9.0, 600_000, -1.0), (2, 2.0, 1_000_000, 2.0)]
@@ -115,14 +150,15 @@ def test_a_diverged_run_scores_as_the_random_policy_in_the_aggregates(tmp_path):
                 write_log(logs, "Acrobot", algo, seed, 0.0, status="diverged")
             else:
                 write_log(logs, "Acrobot", algo, seed, best)
-    c = report.compute(str(logs), min_seeds=3, results_dir=str(tmp_path / "res"),
-                            figures_dir=str(tmp_path / "fig"), reps=100)
+    c = report.compute(
+        str(logs), min_seeds=3, results_dir=str(tmp_path / "res"), figures_dir=str(tmp_path / "fig"), reps=100
+    )
     out = c["aggregates"]
     assert out["tasks"] == ["Acrobot"] and out["use"] == 3
-    assert out["agg"]["sgd"]["Mean"][0] == pytest.approx(2 / 3, abs=1e-6)   # (1 + 0 + 1) / 3
+    assert out["agg"]["sgd"]["Mean"][0] == pytest.approx(2 / 3, abs=1e-6)  # (1 + 0 + 1) / 3
     assert out["agg"]["smac"]["Mean"][0] == pytest.approx(1.0, abs=1e-6)
     row = next(r for r in c["rows"] if r["algo"] == "sgd")
-    assert row["n"] == 2 and row["n_div"] == 1 and np.isnan(row["lo"])   # no CI below 3 finished seeds
+    assert row["n"] == 2 and row["n_div"] == 1 and np.isnan(row["lo"])  # no CI below 3 finished seeds
     assert "1 diverged run(s) count as the random policy" in "\n".join(report.lines(c))
 
 
@@ -133,19 +169,26 @@ def test_aggregates_prefer_more_tasks_over_more_seeds(tmp_path):
         for algo in hparams.PAPER_ALGOS:
             for seed in range(1, seeds + 1):
                 write_log(logs, task, algo, seed, best)
-    out = report.compute(str(logs), min_seeds=5, results_dir=str(tmp_path / "res"),
-                              figures_dir=str(tmp_path / "fig"), reps=50)["aggregates"]
+    out = report.compute(
+        str(logs), min_seeds=5, results_dir=str(tmp_path / "res"), figures_dir=str(tmp_path / "fig"), reps=50
+    )["aggregates"]
     assert out["use"] == 3 and out["tasks"] == ["Acrobot", "CartPole"]
     write_log(logs, "CartPole", "smac", 4, 0.0)  # still 3 for the other algorithms: nothing changes
-    out = report.compute(str(logs), min_seeds=5, results_dir=str(tmp_path / "res"),
-                              figures_dir=str(tmp_path / "fig"), reps=50)["aggregates"]
+    out = report.compute(
+        str(logs), min_seeds=5, results_dir=str(tmp_path / "res"), figures_dir=str(tmp_path / "fig"), reps=50
+    )["aggregates"]
     assert out["use"] == 3
     (tmp_path / "only").mkdir()
     for algo in hparams.PAPER_ALGOS:
         for seed in range(1, 6):
             write_log(tmp_path / "only", "Acrobot", algo, seed, -100.0)
-    out = report.compute(str(tmp_path / "only"), min_seeds=5, results_dir=str(tmp_path / "res2"),
-                              figures_dir=str(tmp_path / "fig"), reps=50)["aggregates"]
+    out = report.compute(
+        str(tmp_path / "only"),
+        min_seeds=5,
+        results_dir=str(tmp_path / "res2"),
+        figures_dir=str(tmp_path / "fig"),
+        reps=50,
+    )["aggregates"]
     assert out["use"] == 5 and out["tasks"] == ["Acrobot"]
 
 
@@ -155,13 +198,22 @@ def test_norm_runs_over_their_first_steps_beside_the_literal_grid():
     from scipy import stats as sps
 
     from benchmark import report
+
     runs = []
     for seed, value, last in ((1, 100.0, 1_000_000), (2, 200.0, 1_000_000), (3, 300.0, 250_000)):
         steps = np.arange(1000, last + 1, 1000)
-        returns = np.where(steps <= 300_000, value, 5000.0)             # what happens after 300k must not count
-        runs.append({"task": "Hopper", "algo": "smac", "seed": seed, "job_budget": 1_000_000, "last_step": last,
-                     "status": "finished" if last == 1_000_000 else "diverged",
-                     "episodes": {"global_step": steps, "episodic_return": returns}})
+        returns = np.where(steps <= 300_000, value, 5000.0)  # what happens after 300k must not count
+        runs.append(
+            {
+                "task": "Hopper",
+                "algo": "smac",
+                "seed": seed,
+                "job_budget": 1_000_000,
+                "last_step": last,
+                "status": "finished" if last == 1_000_000 else "diverged",
+                "episodes": {"global_step": steps, "episodic_return": returns},
+            }
+        )
     finals, dropped = report.first_steps_finals(runs, 300_000)
     assert sorted(finals[("Hopper", "smac")]) == pytest.approx([100.0, 200.0])
     assert dropped[("Hopper", "smac")] == 1
@@ -170,9 +222,11 @@ def test_norm_runs_over_their_first_steps_beside_the_literal_grid():
     row = pairs[("Hopper", "smac")]
     p = sps.ttest_ind([100.0, 200.0], [175.24, 172.047, 279.989], equal_var=False).pvalue
     assert steps == 300_000 and row["p"] == pytest.approx(p) and row["dropped"] == 1
-    assert report.reading_verdict(row) == "not distinguishable"                # p = 0.44
-    assert report.reading_verdict({**row, "p": 0.01}) == "behind"             # norm mean 150 < literal 209
-    assert "209.1 / 150 (n 3 / 2, p 0.44)" in report.reading_cell(row) and "1 norm diverged" in report.reading_cell(row)
+    assert report.reading_verdict(row) == "not distinguishable"  # p = 0.44
+    assert report.reading_verdict({**row, "p": 0.01}) == "behind"  # norm mean 150 < literal 209
+    assert "209.1 / 150 (n 3 / 2, p 0.44)" in report.reading_cell(
+        row
+    ) and "1 norm diverged" in report.reading_cell(row)
 
 
 def test_plots_save_titles_lays_out_writes_and_closes(tmp_path):
@@ -180,13 +234,14 @@ def test_plots_save_titles_lays_out_writes_and_closes(tmp_path):
     import matplotlib.pyplot as plt
 
     from benchmark import stats as plots
+
     fig, ax = plt.subplots(figsize=(3, 2))
     ax.plot([0, 1], [0, 1])
     path = str(tmp_path / "f.png")
     plots.save(fig, path, "title", dpi=50, rect=(0, 0, 1, 0.9), fontsize=7)
-    assert matplotlib.image.imread(path).shape[:2] == (100, 150)     # 3 x 2 inches at 50 dpi
+    assert matplotlib.image.imread(path).shape[:2] == (100, 150)  # 3 x 2 inches at 50 dpi
     assert fig._suptitle.get_text() == "title" and fig._suptitle.get_fontsize() == 7
-    assert not plt.fignum_exists(fig.number)                           # closed
+    assert not plt.fignum_exists(fig.number)  # closed
 
 
 def test_grid_section_counts_finished_and_diverged_seeds_and_leaves_short_runs_out(tmp_path):
@@ -198,9 +253,11 @@ def test_grid_section_counts_finished_and_diverged_seeds_and_leaves_short_runs_o
     for seed in (1, 2, 3, 4):
         write_log(logs, "CartPole", "smac", seed, 500.0)
     write_log(logs, "CartPole", "smac", 5, 0.0, status="diverged")
-    write_log(logs, "CartPole", "sgd", 1, 500.0, last_step=1000)                 # stopped short of its budget
-    c = report.compute(str(logs), results_dir=str(tmp_path / "res"), figures_dir=str(tmp_path / "fig"), reps=50)
+    write_log(logs, "CartPole", "sgd", 1, 500.0, last_step=1000)  # stopped short of its budget
+    c = report.compute(
+        str(logs), results_dir=str(tmp_path / "res"), figures_dir=str(tmp_path / "fig"), reps=50
+    )
     head = report.lines(c)[1]
-    assert "0–5 seeds per cell (n in each cell)" in head       # CartPole AC-SGD: its only run is short
+    assert "0–5 seeds per cell (n in each cell)" in head  # CartPole AC-SGD: its only run is short
     assert "8 of 9 × 6 × 5 = 270 runs (and 1 more that stopped short of the budget" in head
     assert f"budgets: {report.budgets_text()} steps" in head and "MuJoCo" in report.budgets_text()

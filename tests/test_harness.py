@@ -1,6 +1,7 @@
 """Tests for the reproduction harness (benchmark/): the aggregation protocol against a hand-computed
 example, the hyper-parameter table, sweep resume after Ctrl-C and after a hard kill, and the Ray
 backend. Tiny budgets (T = 200 via --num-steps); the whole file takes well under 90 s on 2 cores."""
+
 import csv
 import json
 import os
@@ -27,12 +28,19 @@ SWEEP = os.path.join(REPO, "benchmark", "sweep.py")
 # ------------------------------------------------------------------------------------------
 def test_bin_index_is_right_closed():
     # bin k = (k B/n, (k+1) B/n]; step 0 -> 0; beyond the budget -> dropped (-1)
-    assert protocol.bin_index([0, 1, 10_000, 10_001, 999_999, 1_000_000, 1_000_001], 1_000_000).tolist() == \
-        [0, 0, 0, 1, 99, 99, -1]
+    assert protocol.bin_index([0, 1, 10_000, 10_001, 999_999, 1_000_000, 1_000_001], 1_000_000).tolist() == [
+        0,
+        0,
+        0,
+        1,
+        99,
+        99,
+        -1,
+    ]
 
 
 def test_aggregation_hand_example():
-    B, n = 1000, 4   # bins (0,250], (250,500], (500,750], (750,1000]
+    B, n = 1000, 4  # bins (0,250], (250,500], (500,750], (750,1000]
     # seed A: bin0 = mean(1, 3) = 2; bin1 empty -> carried 2; bin2 = 10; bin3 = 20; step 1200 > B dropped
     a = protocol.bin_means([100, 200, 600, 1000, 1200], [1, 3, 10, 20, 99], B, n)
     np.testing.assert_allclose(a, [2, 2, 10, 20])
@@ -42,7 +50,7 @@ def test_aggregation_hand_example():
     # seed B: no episode in bin0 (leading NaN, skipped); bin1 = 5; bin2 carried 5; bin3 = 7
     b = protocol.bin_means([300, 800], [5, 7], B, n)
     np.testing.assert_allclose(b, [np.nan, 5, 5, 7])
-    sb = protocol.ewm(b)   # starts at bin1: 5, 5, .1*7 + .9*5 = 5.2
+    sb = protocol.ewm(b)  # starts at bin1: 5, 5, .1*7 + .9*5 = 5.2
     np.testing.assert_allclose(sb, [np.nan, 5, 5, 5.2])
     mean, std, cnt = agg.across_seeds(np.array([sa, sb]))
     np.testing.assert_allclose(mean, [2, 3.5, 3.9, 4.86])
@@ -72,6 +80,7 @@ def test_every_task_and_algorithm_resolves_to_valid_trainer_flags():
     import tyro
 
     from benchmark import trainer as smac_a2c
+
     assert len(hparams.tasks()) == 9
     for task in hparams.tasks():
         for horizon in ("paper", "gym"):
@@ -94,16 +103,23 @@ def test_every_task_and_algorithm_resolves_to_valid_trainer_flags():
 
 
 def test_filled_and_derived_cells_are_marked_and_follow_the_rule():
-    filled = {(t, a) for t in hparams.tasks() for a in hparams.PAPER_ALGOS
-              if hparams.settings(t, a)["source"] == "ours"}
+    filled = {
+        (t, a)
+        for t in hparams.tasks()
+        for a in hparams.PAPER_ALGOS
+        if hparams.settings(t, a)["source"] == "ours"
+    }
     assert filled == {("Pendulum", "kfac"), ("Hopper", "kfac"), ("Humanoid", "kfac")}
     for task in ("Pendulum", "Hopper", "Humanoid"):
         s = hparams.settings(task, "kfac")
         others = {hparams.settings(task, a)["critic_learning_rate"] for a in ("smac", "sgd", "adam", "cg")}
         assert s["learning_rate"] == 1e-3 and {s["critic_learning_rate"]} == others and "rule" in s
-    assert (hparams.settings("Pendulum", "kfac")["kfac_update_freq"], hparams.settings("Humanoid", "kfac")["kfac_damping"],
-            hparams.settings("Hopper", "kfac")["kfac_decay"]) == (16, 1.5e-2, 0.99)
-    for task in hparams.tasks():   # sgd-matched: eta = eta_SMAC / lambda, the rest from SMAC's row
+    assert (
+        hparams.settings("Pendulum", "kfac")["kfac_update_freq"],
+        hparams.settings("Humanoid", "kfac")["kfac_damping"],
+        hparams.settings("Hopper", "kfac")["kfac_decay"],
+    ) == (16, 1.5e-2, 0.99)
+    for task in hparams.tasks():  # sgd-matched: eta = eta_SMAC / lambda, the rest from SMAC's row
         m, sm = hparams.settings(task, "sgd-matched"), hparams.settings(task, "smac")
         assert m["source"] == "derived" and m["optimizer"] == "sgd"
         assert m["learning_rate"] == pytest.approx(sm["learning_rate"] / sm["damping"], rel=1e-12)
@@ -111,8 +127,11 @@ def test_filled_and_derived_cells_are_marked_and_follow_the_rule():
     assert hparams.resolve_task("Walker2d-v4") == hparams.resolve_task("walker") == "Walker2d"
     assert hparams.resolve_task("Half Cheetah") == "HalfCheetah"
     assert hparams.tasks("classic") == ["Acrobot", "CartPole", "Pendulum"] == sweep.select("classic", "task")
-    assert hparams.tasks("mujoco") == [t for t in hparams.tasks() if hparams.group(t) == "mujoco"] and \
-        len(hparams.tasks("mujoco")) == 6 and hparams.tasks("classic") + hparams.tasks("mujoco") == hparams.tasks()
+    assert (
+        hparams.tasks("mujoco") == [t for t in hparams.tasks() if hparams.group(t) == "mujoco"]
+        and len(hparams.tasks("mujoco")) == 6
+        and hparams.tasks("classic") + hparams.tasks("mujoco") == hparams.tasks()
+    )
 
 
 def test_budget_and_seed_parsing():
@@ -136,19 +155,45 @@ def _update_ids(seed_dir):
 
 def test_sweep_ctrl_c_then_resume_skips_finished_runs(tmp_path):
     runs = str(tmp_path / "runs")
-    base = [PY, SWEEP, "--tasks", "CartPole,Pendulum", "--algos", "smac", "--seeds", "1", "--num-steps", "200",
-            "--budget", "CartPole=2000,Pendulum=60000", "--workers", "1", "--checkpoint-every", "2",
-            "--progress-interval", "1", "--runs-dir", runs]
-    cart, pend = os.path.join(runs, "CartPole", "smac", "seed1"), os.path.join(runs, "Pendulum", "smac", "seed1")
+    base = [
+        PY,
+        SWEEP,
+        "--tasks",
+        "CartPole,Pendulum",
+        "--algos",
+        "smac",
+        "--seeds",
+        "1",
+        "--num-steps",
+        "200",
+        "--budget",
+        "CartPole=2000,Pendulum=60000",
+        "--workers",
+        "1",
+        "--checkpoint-every",
+        "2",
+        "--progress-interval",
+        "1",
+        "--runs-dir",
+        runs,
+    ]
+    cart, pend = (
+        os.path.join(runs, "CartPole", "smac", "seed1"),
+        os.path.join(runs, "Pendulum", "smac", "seed1"),
+    )
     proc = subprocess.Popen(base, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 300
-    while time.time() < deadline:   # wait until CartPole is done and Pendulum has a checkpoint
+    while time.time() < deadline:  # wait until CartPole is done and Pendulum has a checkpoint
         rd = sweep.find_run_dir(pend)
-        if rd and os.path.isfile(os.path.join(rd, "checkpoint.pt")) and (_summary(cart) or {}).get("status") == "finished":
+        if (
+            rd
+            and os.path.isfile(os.path.join(rd, "checkpoint.pt"))
+            and (_summary(cart) or {}).get("status") == "finished"
+        ):
             break
         assert proc.poll() is None, proc.stdout.read()
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)            # Ctrl-C on the sweep
+    proc.send_signal(signal.SIGINT)  # Ctrl-C on the sweep
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, out
     assert _summary(cart)["status"] == "finished"
@@ -158,13 +203,18 @@ def test_sweep_ctrl_c_then_resume_skips_finished_runs(tmp_path):
 
     out = subprocess.run(base, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert os.path.getmtime(os.path.join(sweep.find_run_dir(cart), "summary.json")) == cart_mtime  # not redone
+    assert (
+        os.path.getmtime(os.path.join(sweep.find_run_dir(cart), "summary.json")) == cart_mtime
+    )  # not redone
     s = _summary(pend)
     assert s["status"] == "finished" and s["global_step"] == 60000
     with open(os.path.join(sweep.find_run_dir(pend), "config.json")) as f:
         assert json.load(f)["resumed_from_step"] > 0
-    ids = _update_ids(pend)   # no duplicated rows. 299 instead of 300 when the Ctrl-C landed between the
-    assert ids == list(range(1, len(ids) + 1)) and len(ids) in (299, 300)  # trainer's step count and its update
+    ids = _update_ids(pend)  # no duplicated rows. 299 instead of 300 when the Ctrl-C landed between the
+    assert ids == list(range(1, len(ids) + 1)) and len(ids) in (
+        299,
+        300,
+    )  # trainer's step count and its update
     with open(os.path.join(sweep.find_run_dir(pend), "updates.csv")) as f:
         steps = [int(r["global_step"]) for r in csv.DictReader(f)]
     assert steps == sorted(set(steps)) and steps[-1] == 60000
@@ -173,8 +223,24 @@ def test_sweep_ctrl_c_then_resume_skips_finished_runs(tmp_path):
 
 def test_hard_kill_logs_are_cut_back_to_the_checkpoint_and_budget_extends(tmp_path):
     runs = str(tmp_path / "runs")
-    base = ["--tasks", "CartPole", "--algos", "sgd", "--seeds", "1", "--num-steps", "200",
-            "--checkpoint-every", "2", "--runs-dir", runs, "--workers", "1", "--progress-interval", "100"]
+    base = [
+        "--tasks",
+        "CartPole",
+        "--algos",
+        "sgd",
+        "--seeds",
+        "1",
+        "--num-steps",
+        "200",
+        "--checkpoint-every",
+        "2",
+        "--runs-dir",
+        runs,
+        "--workers",
+        "1",
+        "--progress-interval",
+        "100",
+    ]
     assert sweep.main(base + ["--budget", "2000"]) == 0
     seed_dir = os.path.join(runs, "CartPole", "sgd", "seed1")
     rd = sweep.find_run_dir(seed_dir)
@@ -192,18 +258,40 @@ def test_hard_kill_logs_are_cut_back_to_the_checkpoint_and_budget_extends(tmp_pa
     with open(os.path.join(rd, "episodes.csv")) as f:
         steps = [int(r["global_step"]) for r in csv.DictReader(f)]
     assert 2100 not in steps and steps == sorted(steps)
-    assert sweep.main(base + ["--budget", "2400", "--dry-run"]) == 0   # now "done"
+    assert sweep.main(base + ["--budget", "2400", "--dry-run"]) == 0  # now "done"
     assert sweep.inspect_job(job)[0] == "done"
 
 
 def test_ray_backend_two_runs(tmp_path):
     pytest.importorskip("ray")
     import ray
+
     runs = str(tmp_path / "runs")
     try:
-        rc = sweep.main(["--backend", "ray", "--ray-address", "local", "--workers", "2", "--tasks", "CartPole",
-                         "--algos", "smac,sgd", "--seeds", "1", "--budget", "1000", "--num-steps", "200",
-                         "--runs-dir", runs, "--progress-interval", "100"])
+        rc = sweep.main(
+            [
+                "--backend",
+                "ray",
+                "--ray-address",
+                "local",
+                "--workers",
+                "2",
+                "--tasks",
+                "CartPole",
+                "--algos",
+                "smac,sgd",
+                "--seeds",
+                "1",
+                "--budget",
+                "1000",
+                "--num-steps",
+                "200",
+                "--runs-dir",
+                runs,
+                "--progress-interval",
+                "100",
+            ]
+        )
     finally:
         ray.shutdown()
     assert rc == 0
@@ -219,35 +307,68 @@ def test_ray_backend_two_runs(tmp_path):
 
 def test_extend_from_continues_a_copy_of_the_smaller_grids_finished_run(tmp_path, capsys):
     small, big = str(tmp_path / "small"), str(tmp_path / "big")
-    base = ["--tasks", "CartPole", "--algos", "sgd", "--seeds", "1", "--num-steps", "200", "--workers", "1",
-            "--progress-interval", "100", "--logs-dir", "none"]
+    base = [
+        "--tasks",
+        "CartPole",
+        "--algos",
+        "sgd",
+        "--seeds",
+        "1",
+        "--num-steps",
+        "200",
+        "--workers",
+        "1",
+        "--progress-interval",
+        "100",
+        "--logs-dir",
+        "none",
+    ]
     assert sweep.main(base + ["--runs-dir", small, "--budget", "1000"]) == 0
     src_seed, dst_seed = (os.path.join(r, "CartPole", "sgd", "seed1") for r in (small, big))
     src_eps = open(os.path.join(sweep.find_run_dir(src_seed), "episodes.csv")).read().splitlines()
     # a job asked with other flags is not continued from it
-    other = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 2000}, big, num_steps=200,
-                            extra_flags=["--norm-obs"], extend_from=small)[0]
+    other = sweep.make_jobs(
+        ["CartPole"],
+        ["sgd"],
+        [1],
+        {"CartPole": 2000},
+        big,
+        num_steps=200,
+        extra_flags=["--norm-obs"],
+        extend_from=small,
+    )[0]
     assert sweep.extension_source(other) is None
-    job = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 2000}, big, num_steps=200, extend_from=small)[0]
+    job = sweep.make_jobs(
+        ["CartPole"], ["sgd"], [1], {"CartPole": 2000}, big, num_steps=200, extend_from=small
+    )[0]
     assert sweep.plan(job) == ("extend", None, sweep.find_run_dir(src_seed))
     capsys.readouterr()
-    assert sweep.main(base + ["--runs-dir", big, "--budget", "2000", "--extend-from", small, "--dry-run"]) == 0
+    assert (
+        sweep.main(base + ["--runs-dir", big, "--budget", "2000", "--extend-from", small, "--dry-run"]) == 0
+    )
     line = capsys.readouterr().out.splitlines()[-1].split()
-    assert line[1] == "extend" and "--resume" in line and line[line.index("--resume") + 1] == os.path.join(
-        dst_seed, os.path.basename(sweep.find_run_dir(src_seed)))
-    assert not os.path.exists(dst_seed)                                  # the dry run copies nothing
+    assert (
+        line[1] == "extend"
+        and "--resume" in line
+        and line[line.index("--resume") + 1]
+        == os.path.join(dst_seed, os.path.basename(sweep.find_run_dir(src_seed)))
+    )
+    assert not os.path.exists(dst_seed)  # the dry run copies nothing
     assert sweep.main(base + ["--runs-dir", big, "--budget", "2000", "--extend-from", small]) == 0
     rd = sweep.find_run_dir(dst_seed)
     assert os.path.basename(rd) == os.path.basename(sweep.find_run_dir(src_seed))
-    assert _summary(dst_seed)["global_step"] == 2000 and _summary(src_seed)["global_step"] == 1000  # source kept
+    assert (
+        _summary(dst_seed)["global_step"] == 2000 and _summary(src_seed)["global_step"] == 1000
+    )  # source kept
     with open(os.path.join(rd, "config.json")) as f:
         assert json.load(f)["resumed_from_step"] == 1000
     assert _update_ids(dst_seed) == list(range(1, 11))
     eps = open(os.path.join(rd, "episodes.csv")).read().splitlines()
-    assert eps[:len(src_eps)] == src_eps and len(eps) > len(src_eps)     # the small run is its prefix
+    assert eps[: len(src_eps)] == src_eps and len(eps) > len(src_eps)  # the small run is its prefix
     # a budget below the source's is not an extension
-    lower = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 800}, str(tmp_path / "x"), num_steps=200,
-                            extend_from=small)[0]
+    lower = sweep.make_jobs(
+        ["CartPole"], ["sgd"], [1], {"CartPole": 800}, str(tmp_path / "x"), num_steps=200, extend_from=small
+    )[0]
     assert sweep.extension_source(lower) is None
 
 
@@ -256,6 +377,7 @@ def test_benchmark_imports_have_no_cycle():
     too, and fail on any cycle. (A module importing itself by name, sweep.py's Ray hook, is not a cycle.)"""
     import ast
     import glob
+
     root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmark")
     mods = {os.path.basename(p)[:-3]: p for p in glob.glob(os.path.join(root, "*.py"))}
     graph = {}
@@ -285,9 +407,16 @@ def test_benchmark_imports_have_no_cycle():
     assert graph["compact"] <= {"trainer"} and "sweep" not in graph["aggregate"]  # the leaves stay leaves
 
 
-@pytest.mark.parametrize("argv,needle", [(["--seeds", "3-1"], "--seeds"), (["--seeds", "a"], "--seeds"),
-                                         (["--budget", "abc"], "--budget"), (["--budget", "mujoco=x"], "--budget"),
-                                         (["--num-steps", "0"], "--num-steps")])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--seeds", "3-1"], "--seeds"),
+        (["--seeds", "a"], "--seeds"),
+        (["--budget", "abc"], "--budget"),
+        (["--budget", "mujoco=x"], "--budget"),
+        (["--num-steps", "0"], "--num-steps"),
+    ],
+)
 def test_sweep_bad_flags_are_one_line_exit_2_even_with_dry_run(argv, needle, capsys):
     """Issue 26 #14 (part): `--seeds 3-1` made no runs and exited 0, `--budget abc` did not name the flag,
     `--num-steps 0` passed --dry-run."""
@@ -298,17 +427,24 @@ def test_sweep_bad_flags_are_one_line_exit_2_even_with_dry_run(argv, needle, cap
 
 def test_random_study_dry_run_measures_and_writes_nothing(monkeypatch, capsys):
     """`--study random --dry-run` ran the measurement and rewrote benchmark/results/random_scores.csv."""
-    monkeypatch.setattr(sweep, "random_scores", lambda *a, **k: pytest.fail("a dry run measured the random policy"))
+    monkeypatch.setattr(
+        sweep, "random_scores", lambda *a, **k: pytest.fail("a dry run measured the random policy")
+    )
     assert sweep.main(["--study", "random", "--dry-run", "--tasks", "CartPole,Hopper"]) == 0
     assert "would measure CartPole, Hopper at 50,000 steps" in capsys.readouterr().out
 
 
 def test_a_dry_run_piped_into_head_ends_without_a_traceback():
     """`sweep.py --dry-run | head -1` ended in a BrokenPipeError traceback."""
-    p = subprocess.Popen([sys.executable, SWEEP, "--study", "ablations", "--dry-run"], cwd=REPO,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, SWEEP, "--study", "ablations", "--dry-run"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout.readline().startswith("[sweep] ablations")
-    p.stdout.close()                       # the reader leaves, as head does
+    p.stdout.close()  # the reader leaves, as head does
     err = p.stderr.read()
     assert p.wait(timeout=120) in (0, 1) and "Traceback" not in err and len(err.splitlines()) <= 1, err
 
@@ -320,15 +456,21 @@ COST_COMMANDS = ["throughput", "update-cost", "ablation-costs", "device-check", 
 def test_costs_help_names_every_subcommand():
     """benchmark/costs.py (the five cost scripts merged): --help and each subcommand's --help exit 0."""
     argvs = [["--help"]] + [[c, "--help"] for c in COST_COMMANDS]
-    procs = [subprocess.Popen([PY, COSTS, *argv], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for argv in argvs]  # in parallel: each start imports torch
+    procs = [
+        subprocess.Popen(
+            [PY, COSTS, *argv], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for argv in argvs
+    ]  # in parallel: each start imports torch
     outs = [(p.communicate(timeout=120), p.returncode) for p in procs]
     for argv, ((out, err), rc) in zip(argvs, outs):
         assert rc == 0, (argv, err)
         if argv == ["--help"]:
             assert all(c in out for c in COST_COMMANDS), out
         else:
-            assert out.startswith(f"usage: costs.py {argv[0]}") and f"benchmark/costs.py {argv[0]}" in out, out
+            assert out.startswith(f"usage: costs.py {argv[0]}") and f"benchmark/costs.py {argv[0]}" in out, (
+                out
+            )
 
 
 def test_costs_bad_subcommand_is_exit_2_naming_it():
@@ -341,7 +483,9 @@ def test_costs_bad_subcommand_is_exit_2_naming_it():
 def test_no_raw_run_outputs_are_committed():
     """Checkpoints and TensorBoard files stay out of git (a run directory with its checkpoint.pt was committed once)."""
     try:
-        files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+        files = subprocess.run(
+            ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout")
     raw = [f for f in files.splitlines() if f.endswith((".pt", ".pt.tmp", ".lock")) or "tfevents" in f]

@@ -9,6 +9,7 @@
 - Welch's test as the report uses it, against its formula; the pipeline raw runs -> compact logs -> report on
   synthetic runs.
 Fast: well under 10 s."""
+
 import copy
 import math
 import os
@@ -43,8 +44,9 @@ def test_sgd_matched_is_eta_over_lambda_and_otherwise_smac(task):
     as_dict = lambda f: dict(zip(f[::2], f[1::2]))  # noqa: E731
     ds, dm = as_dict(fs), as_dict(fm)
     assert dm.pop("--optimizer") == "sgd" and ds.pop("--optimizer") == "smac"
-    assert float(dm.pop("--learning-rate")) == pytest.approx(float(ds.pop("--learning-rate")) / float(ds.pop("--damping")),
-                                                             rel=1e-12)
+    assert float(dm.pop("--learning-rate")) == pytest.approx(
+        float(ds.pop("--learning-rate")) / float(ds.pop("--damping")), rel=1e-12
+    )
     assert dm == ds
 
 
@@ -60,8 +62,11 @@ def tiny_problem(discrete: bool, seed: int = 0, B: int = 13, obs_dim: int = 4, a
     obs = torch.randn(B, obs_dim, dtype=torch.float64)
     with torch.no_grad():
         out = actor(obs)
-        actions = (torch.distributions.Categorical(logits=out).sample() if discrete
-                   else out + torch.exp(actor.log_std) * torch.randn_like(out))
+        actions = (
+            torch.distributions.Categorical(logits=out).sample()
+            if discrete
+            else out + torch.exp(actor.log_std) * torch.randn_like(out)
+        )
     adv = torch.randn(B, dtype=torch.float64) * 2.0 + 0.5
     return actor, {"obs": obs, "actions": actions, "advantages": adv}
 
@@ -69,8 +74,12 @@ def tiny_problem(discrete: bool, seed: int = 0, B: int = 13, obs_dim: int = 4, a
 def explicit_quantities(actor, batch, damping):
     """l_i = grad log pi(a_i|s_i) one sample at a time; l_bar, g, and F~^-1 g by a dense solve."""
     params = list(actor.parameters())
-    scores = torch.stack([sa.flat_grad(actor.log_prob(batch["obs"][i:i + 1], batch["actions"][i:i + 1]).sum(), params)
-                          for i in range(batch["obs"].shape[0])])
+    scores = torch.stack(
+        [
+            sa.flat_grad(actor.log_prob(batch["obs"][i : i + 1], batch["actions"][i : i + 1]).sum(), params)
+            for i in range(batch["obs"].shape[0])
+        ]
+    )
     ell = scores.mean(0)
     g = (scores * batch["advantages"][:, None]).mean(0)
     F = damping * torch.eye(ell.numel(), dtype=torch.float64) + torch.outer(ell, ell)
@@ -136,7 +145,9 @@ def test_step_decomposition_sums_back_to_the_step(discrete):
     perp_vec = step - par_vec
     torch.testing.assert_close(par_vec + perp_vec, step, rtol=0, atol=1e-15)
     row = sa.step_diagnostics(diag)
-    assert row["step_par_norm"] ** 2 + row["step_perp_norm"] ** 2 == pytest.approx(step.norm().item() ** 2, rel=1e-12)
+    assert row["step_par_norm"] ** 2 + row["step_perp_norm"] ** 2 == pytest.approx(
+        step.norm().item() ** 2, rel=1e-12
+    )
     assert row["step_par_norm"] == pytest.approx(par_vec.norm().item(), rel=1e-12)
     assert row["step_perp_norm"] == pytest.approx(perp_vec.norm().item(), rel=1e-9)
     # the orthogonal part is exactly g_perp / lambda, the parallel part g_par / (lambda + |l_bar|^2)
@@ -160,12 +171,13 @@ def test_removed_fraction_in_aggregate_is_nan_for_non_plain_runs():
 # ------------------------------------------------------------------------------------------
 def test_welch_hand_example():
     from scipy import stats as sps
+
     a, b = [1.0, 2.0, 4.0], [5.0, 7.0, 10.0]
     w = stats.welch_test(a, b)
     va, vb = np.var(a, ddof=1) / 3, np.var(b, ddof=1) / 3
     assert w["diff"] == pytest.approx(-5.0)
     assert w["t"] == pytest.approx(-5.0 / math.sqrt(va + vb))
-    assert w["df"] == pytest.approx((va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2))
+    assert w["df"] == pytest.approx((va + vb) ** 2 / (va**2 / 2 + vb**2 / 2))
     assert w["p"] == pytest.approx(2 * sps.t.sf(abs(w["t"]), w["df"]))
     assert stats.welch_test([1.0], b) is None
 
@@ -175,12 +187,15 @@ def test_welch_hand_example():
 # ------------------------------------------------------------------------------------------
 def _fake_run(runs, task, algo, seed, budget, final_level, ell_sq, lam, T=1000):
     import json
+
     rd = os.path.join(runs, task, algo, f"seed{seed}", f"{task}__{algo}__{seed}__0")
     os.makedirs(rd)
     with open(os.path.join(os.path.dirname(rd), "job.json"), "w") as f:
         json.dump({"task": task, "algo": algo, "seed": seed, "budget": budget}, f)
     with open(os.path.join(rd, "config.json"), "w") as f:
-        json.dump({"args": {"damping": lam if algo == "smac" else 1.0, "num_steps": T, "fisher": "batch-mean"}}, f)
+        json.dump(
+            {"args": {"damping": lam if algo == "smac" else 1.0, "num_steps": T, "fisher": "batch-mean"}}, f
+        )
     with open(os.path.join(rd, "summary.json"), "w") as f:
         json.dump({"status": "finished", "global_step": budget}, f)
     steps = np.arange(T, budget + 1, T)
@@ -190,8 +205,10 @@ def _fake_run(runs, task, algo, seed, budget, final_level, ell_sq, lam, T=1000):
             f.write(f"{s},{final_level * s / budget},{T}\n")
     g_norm, par = 2.0, 0.3
     with open(os.path.join(rd, "updates.csv"), "w") as f:
-        f.write("update,global_step,value_loss,mean_logprob,entropy,ell_sq,g_norm,step_norm,cos_g_step,"
-                "step_par_norm,step_perp_norm,actor_update_ms,sps\n")
+        f.write(
+            "update,global_step,value_loss,mean_logprob,entropy,ell_sq,g_norm,step_norm,cos_g_step,"
+            "step_par_norm,step_perp_norm,actor_update_ms,sps\n"
+        )
         for k, s in enumerate(steps, 1):
             if algo == "smac":
                 f.write(f"{k},{s},1,-1,1,{ell_sq},{g_norm},1.5,0.99,{par},1.4,1,1\n")
@@ -203,6 +220,7 @@ def _fake_run(runs, task, algo, seed, budget, final_level, ell_sq, lam, T=1000):
 def test_pipeline_on_synthetic_runs(tmp_path):
     """raw runs -> compact logs -> `report.write_report` (aggregate, statistics, sections) -> figure."""
     from benchmark import compact, report
+
     runs, logs, res, figs = (str(tmp_path / n) for n in ("runs", "logs", "res", "figs"))
     B = agg.stage1_budgets()["Humanoid"]
     lam = hparams.settings("Humanoid", "smac")["damping"]
@@ -211,11 +229,19 @@ def test_pipeline_on_synthetic_runs(tmp_path):
         _fake_run(runs, "Humanoid", "sgd-matched", seed, B, b, ell_sq=0.0, lam=lam)
     _fake_run(runs, "Hopper", "smac", 1, B, 10, ell_sq=0.01, lam=1.0)  # no sgd-matched: no comparison row
     assert compact.main(["pack", runs, "--logs", logs]) == 0
-    text = report.write_report(str(tmp_path / "REPORT.md"), logs_dir=logs, headline_dir=str(tmp_path / "none"),
-                               results_dir=res, figures_dir=figs, reps=100)
+    text = report.write_report(
+        str(tmp_path / "REPORT.md"),
+        logs_dir=logs,
+        headline_dir=str(tmp_path / "none"),
+        results_dir=res,
+        figures_dir=figs,
+        reps=100,
+    )
     assert text.startswith("# Reproduction report") and "## Verdict" in text and len(text) <= 15_000
     text += open(tmp_path / "report" / "grid.md").read()  # the long sections live beside REPORT.md
-    rows = [r for r in stats.read_csv(os.path.join(res, "diagnostics_summary.csv")) if r["task"] == "Humanoid"]
+    rows = [
+        r for r in stats.read_csv(os.path.join(res, "diagnostics_summary.csv")) if r["task"] == "Humanoid"
+    ]
     assert [r["algo"] for r in rows] == ["smac"]
     r = rows[0]
     assert float(r["ell_sq_over_lambda_median"]) == pytest.approx(2.0)
@@ -223,10 +249,15 @@ def test_pipeline_on_synthetic_runs(tmp_path):
     assert float(r["step_over_sgd_median"]) == pytest.approx(1.5 * lam / g_norm, rel=1e-5)
     line = next(x for x in text.splitlines() if x.startswith("| Humanoid | 0.01 |"))  # the diagnostics table
     assert "| 2 [2, 2] |" in line
-    assert not os.path.exists(os.path.join(res, "smac_vs_matched.csv"))  # the unpaired tests are gone (issue 27)
-    assert "1–3 seeds per cell" in text and "7 of 9 × 6 × 5 = 270 runs" in text     # every run counted, once
+    assert not os.path.exists(
+        os.path.join(res, "smac_vs_matched.csv")
+    )  # the unpaired tests are gone (issue 27)
+    assert "1–3 seeds per cell" in text and "7 of 9 × 6 × 5 = 270 runs" in text  # every run counted, once
     os.makedirs(figs, exist_ok=True)
     out = os.path.join(figs, "smac_diagnostics.png")
-    assert report.plot_smac_vs_matched(stats.read_csv(os.path.join(res, "curves_return.csv")),
-                                      stats.read_csv(os.path.join(res, "diagnostics.csv")), out)
+    assert report.plot_smac_vs_matched(
+        stats.read_csv(os.path.join(res, "curves_return.csv")),
+        stats.read_csv(os.path.join(res, "diagnostics.csv")),
+        out,
+    )
     assert os.path.getsize(out) > 10_000

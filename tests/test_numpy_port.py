@@ -180,8 +180,15 @@ def test_torch_and_numpy_give_the_same_direction():
     smac_a2c = pytest.importorskip("smac_a2c")
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(4)
-    cases = [(rng.standard_normal(d) * 10.0 ** rng.uniform(-6, 6), rng.standard_normal(d) * 10.0 ** rng.uniform(-6, 6),
-              10.0 ** rng.uniform(-6, 6)) for d in (1, 2, 10, 300, 1000) for _ in range(6)]
+    cases = [
+        (
+            rng.standard_normal(d) * 10.0 ** rng.uniform(-6, 6),
+            rng.standard_normal(d) * 10.0 ** rng.uniform(-6, 6),
+            10.0 ** rng.uniform(-6, 6),
+        )
+        for d in (1, 2, 10, 300, 1000)
+        for _ in range(6)
+    ]
     cases.append((np.ones(3), np.zeros(3), 0.5))
     cases.append((np.full(4, 5e5), np.full(4, 5e5), 1e-6))
     for g, ell, lam in cases:
@@ -242,9 +249,17 @@ def test_import_does_not_pull_torch_or_matplotlib():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("argv", [["toy-mdp", "--damping", "-1"], ["toy-mdp", "--damping", "abc"],
-                                  ["toy-mdp", "--start-pi0", "1.5"], ["cartpole"], ["toy-mdp", "--iters", "0"],
-                                  ["nonsense"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["toy-mdp", "--damping", "-1"],
+        ["toy-mdp", "--damping", "abc"],
+        ["toy-mdp", "--start-pi0", "1.5"],
+        ["cartpole"],
+        ["toy-mdp", "--iters", "0"],
+        ["nonsense"],
+    ],
+)
 def test_cli_bad_input_is_one_line_exit_2(argv):
     r = subprocess.run([sys.executable, "smac_numpy.py", *argv], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2
@@ -271,13 +286,15 @@ def test_log_linear_direction_is_the_explicit_solve(B, damping, sizes):
     """From the policy's own per-sample scores: l_bar and g built by hand, (lambda I + l_bar l_bar^T) solved."""
     rng = np.random.default_rng(B * 100 + sizes[0])
     policy, theta, obs, actions, adv = log_linear_batch(rng, B, *sizes)
-    L = np.stack([policy.score(theta, obs[i:i + 1], actions[i:i + 1])[0] for i in range(B)])
+    L = np.stack([policy.score(theta, obs[i : i + 1], actions[i : i + 1])[0] for i in range(B)])
     ell, g = L.mean(0), (L * adv[:, None]).mean(0)
     expected = np.linalg.solve(damping * np.eye(policy.dim) + np.outer(ell, ell), g)
     got = sn.log_linear_smac_direction(policy, theta, obs, actions, adv, damping)
     kappa = (damping + ell @ ell) / damping
     assert got.shape == theta.shape
-    np.testing.assert_allclose(got, expected, rtol=0, atol=1e3 * kappa * EPS * np.abs(expected).max() + 1e-300)
+    np.testing.assert_allclose(
+        got, expected, rtol=0, atol=1e3 * kappa * EPS * np.abs(expected).max() + 1e-300
+    )
 
 
 def test_algorithm1_is_explicit_per_sample_solves_in_order():
@@ -285,7 +302,7 @@ def test_algorithm1_is_explicit_per_sample_solves_in_order():
     policy, theta, obs, actions, adv = log_linear_batch(rng, 25)
     lr, damping, th = 0.3, 0.05, theta.copy()
     for i in range(25):  # by hand: the score at the CURRENT theta, the d x d solve, the step
-        ell = policy.score(th, obs[i:i + 1], actions[i:i + 1])[0]
+        ell = policy.score(th, obs[i : i + 1], actions[i : i + 1])[0]
         th = th + lr * np.linalg.solve(damping * np.eye(policy.dim) + np.outer(ell, ell), ell * adv[i])
     got = sn.log_linear_algorithm1(policy, theta, obs, actions, adv, damping, lr)
     np.testing.assert_allclose(got, th, rtol=1e-11, atol=1e-13)
@@ -310,7 +327,9 @@ def test_log_linear_direction_equals_the_torch_drop_in():
         d = smac_a2c.smac_direction(net, logp, torch.from_numpy(adv), damping).numpy()
         d_as_theta = np.concatenate([d[:18].reshape(3, 6), d[18:].reshape(3, 1)], axis=1).reshape(-1)
         expected = sn.log_linear_smac_direction(policy, theta, obs, actions, adv, damping)
-        np.testing.assert_allclose(d_as_theta, expected, rtol=0, atol=1e-10 * max(1.0, np.abs(expected).max()))
+        np.testing.assert_allclose(
+            d_as_theta, expected, rtol=0, atol=1e-10 * max(1.0, np.abs(expected).max())
+        )
 
 
 def test_log_linear_gradient_matches_finite_differences_of_the_surrogate():
@@ -319,7 +338,9 @@ def test_log_linear_gradient_matches_finite_differences_of_the_surrogate():
     policy, theta, obs, actions, adv = log_linear_batch(rng, 40)
     surrogate = lambda th: float((policy.log_prob(th, obs, actions) * adv).mean())  # noqa: E731
     h = 1e-6
-    fd = np.array([(surrogate(theta + h * e) - surrogate(theta - h * e)) / (2 * h) for e in np.eye(policy.dim)])
+    fd = np.array(
+        [(surrogate(theta + h * e) - surrogate(theta - h * e)) / (2 * h) for e in np.eye(policy.dim)]
+    )
     lam = 1e12  # (lambda I + l l^T)^-1 g -> g / lambda
     g = sn.log_linear_smac_direction(policy, theta, obs, actions, adv, lam) * lam
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)

@@ -1,5 +1,6 @@
 """The pre-registered study (issue 27, benchmark/preregistration.toml): its job lists and the statistics of its
 decision rules, against hand computation."""
+
 import math
 import statistics
 
@@ -18,15 +19,21 @@ def test_job_lists_follow_the_toml():
         by_tag.setdefault(j.tag, []).append(j)
     eq = by_tag["equivalence"]
     assert len(eq) == 2 * 2 * 15 and {j.seed for j in eq} == set(range(6, 21))  # seeds 1-5: the stage-1 runs
-    assert {(j.task, j.algo) for j in eq} == {(t, a) for t in ("HalfCheetah", "Pusher") for a in ("smac", "sgd-matched")}
-    assert all(j.extra_flags == ["--norm-obs", "--norm-reward", "--norm-adv"] and j.budget == 1_000_000 for j in eq)
+    assert {(j.task, j.algo) for j in eq} == {
+        (t, a) for t in ("HalfCheetah", "Pusher") for a in ("smac", "sgd-matched")
+    }
+    assert all(
+        j.extra_flags == ["--norm-obs", "--norm-reward", "--norm-adv"] and j.budget == 1_000_000 for j in eq
+    )
     assert eq[0].flags == hparams.lookup(eq[0].task, eq[0].algo)
     assert "lam0.01" not in by_tag  # the paper's row: block 1's runs serve it
     for lam in (1e-3, 1e-1, 1.0):
         lj = by_tag[f"lam{lam:g}"]
         assert len(lj) == 10 and all(j.task == "HalfCheetah" and j.algo == "smac" for j in lj)
         flags = dict(zip(lj[0].flags[::2], lj[0].flags[1::2]))
-        assert float(flags["--damping"]) == lam and float(flags["--learning-rate"]) == pytest.approx(0.08 * lam)
+        assert float(flags["--damping"]) == lam and float(flags["--learning-rate"]) == pytest.approx(
+            0.08 * lam
+        )
         assert lj[0].logs_dir.endswith(f"prereg/lambda/lam{lam:g}")
     lit = by_tag["literal_5M"]
     assert len(lit) == 10 and all(j.extra_flags == [] and j.budget == 5_000_000 for j in lit)
@@ -38,7 +45,9 @@ def test_paired_tost_and_t_test_by_hand():
     r = prereg.paired(x, y, [1, 2, 3, 9], margin=2.0)
     d = [0.5, 1.0, 1.0]
     mean, sd = statistics.mean(d), statistics.stdev(d)
-    half = sps.t.ppf(0.95, 2) * sd / math.sqrt(3)  # 90 % two-sided t-interval = the two one-sided tests at 5 %
+    half = (
+        sps.t.ppf(0.95, 2) * sd / math.sqrt(3)
+    )  # 90 % two-sided t-interval = the two one-sided tests at 5 %
     assert r["n"] == 3 and r["mean"] == pytest.approx(mean) and r["sd"] == pytest.approx(sd)
     assert r["ci"] == pytest.approx((mean - half, mean + half))
     t = mean / (sd / math.sqrt(3))
@@ -53,8 +62,18 @@ def test_holm_by_hand():
 
 
 def test_step_diagnostics_of_a_run_by_hand():
-    run = {"updates": {"ell_sq": np.array([0.01, 0.02, 0.03, np.nan]), "g_norm": np.array([2.0, 2.0, 2.0, 2.0]),
-                       "step_norm": np.array([2.0, 2.0, 2.0, 2.0]), "cos_g_step": np.array([1.0, 0.0, 0.0, 1.0])}}
+    run = {
+        "updates": {
+            "ell_sq": np.array([0.01, 0.02, 0.03, np.nan]),
+            "g_norm": np.array([2.0, 2.0, 2.0, 2.0]),
+            "step_norm": np.array([2.0, 2.0, 2.0, 2.0]),
+            "cos_g_step": np.array([1.0, 0.0, 0.0, 1.0]),
+        }
+    }
     assert prereg.step_fraction_removed(run, 0.01) == pytest.approx(np.median([0.5, 2 / 3, 0.75]))
-    cos, change = prereg.step_change(run, 1.0)  # g / lambda = 2: change 0 when aligned, |(2,0)-(0,2)|/2 at 90 deg
-    assert cos == pytest.approx(0.5) and change == pytest.approx(np.median([0.0, math.sqrt(8) / 2, math.sqrt(8) / 2, 0.0]))
+    cos, change = prereg.step_change(
+        run, 1.0
+    )  # g / lambda = 2: change 0 when aligned, |(2,0)-(0,2)|/2 at 90 deg
+    assert cos == pytest.approx(0.5) and change == pytest.approx(
+        np.median([0.0, math.sqrt(8) / 2, math.sqrt(8) / 2, 0.0])
+    )

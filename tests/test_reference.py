@@ -1,5 +1,6 @@
 """The reference file itself (issue 25): standalone, within its budgets, and its own run behaviour
 (checkpoint at the end, exit codes, progress lines when nobody watches), independent of the lab."""
+
 import ast
 import io
 import json
@@ -27,8 +28,15 @@ def standalone(tmp_path, *argv, **kw):
     if not os.path.exists(tmp_path / "smac_a2c.py"):
         shutil.copy(REFERENCE, tmp_path / "smac_a2c.py")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.Popen([sys.executable, *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, *argv],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 def only_run(tmp_path):
@@ -43,19 +51,36 @@ def test_budgets():
     tokens = tokenize.generate_tokens(io.StringIO(source).readline)
     assert not [t for t in tokens if t.type == tokenize.OP and t.string == ";"]  # no joined statements
     imports = [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.Import, ast.ImportFrom))]
-    names = {a.name.split(".")[0] for n in imports for a in n.names} | {n.module.split(".")[0] for n in imports
-                                                                         if isinstance(n, ast.ImportFrom) and n.module}
+    names = {a.name.split(".")[0] for n in imports for a in n.names} | {
+        n.module.split(".")[0] for n in imports if isinstance(n, ast.ImportFrom) and n.module
+    }
     assert not names & {"benchmark", "smac_numpy", "tests"}  # imports nothing from this repository
     import smac_a2c
+
     help_text = subprocess.run([sys.executable, REFERENCE, "--help"], capture_output=True, text=True).stdout
-    flags = {line.strip("│ ").split()[0].rstrip(",") for line in help_text.splitlines()
-             if line.strip("│ ").startswith("-")}  # the first word of each option's line: -h, --exp-name, ...
+    flags = {
+        line.strip("│ ").split()[0].rstrip(",")
+        for line in help_text.splitlines()
+        if line.strip("│ ").startswith("-")
+    }  # the first word of each option's line: -h, --exp-name, ...
     assert len(flags) <= 25 and len(flags) == len(__import__("dataclasses").fields(smac_a2c.Args)) + 1
 
 
 def test_copied_alone_it_trains_and_leaves_a_checkpoint(tmp_path):
-    proc = standalone(tmp_path, "smac_a2c.py", "--env-id", "CartPole-v1", "--total-timesteps", "3000",
-                      "--num-steps", "500", "--learning-rate", "5e-3", "--damping", "0.1")
+    proc = standalone(
+        tmp_path,
+        "smac_a2c.py",
+        "--env-id",
+        "CartPole-v1",
+        "--total-timesteps",
+        "3000",
+        "--num-steps",
+        "500",
+        "--learning-rate",
+        "5e-3",
+        "--damping",
+        "0.1",
+    )
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     run = only_run(tmp_path)
@@ -66,15 +91,28 @@ def test_copied_alone_it_trains_and_leaves_a_checkpoint(tmp_path):
     rows = open(os.path.join(run, "updates.csv")).read().splitlines()
     assert len(rows) == 7 and rows[0].startswith("update,global_step,value_loss")
     # not a terminal: plain progress lines (every 10 updates or 30 s; this run: the clock), no tqdm bar
-    assert "\r" not in out and "it/s" not in out + err and out.strip().splitlines()[-1].startswith("finished: 3000")
+    assert (
+        "\r" not in out
+        and "it/s" not in out + err
+        and out.strip().splitlines()[-1].startswith("finished: 3000")
+    )
     # the drop-in functions import from the copy alone
     proc = standalone(tmp_path, "-c", "from smac_a2c import smac_direction, apply_step_; print('ok')")
     assert proc.communicate(timeout=120)[0].strip() == "ok" and proc.returncode == 0
 
 
 def test_progress_line_every_10_updates_when_not_a_terminal(tmp_path):
-    proc = standalone(tmp_path, "smac_a2c.py", "--env-id", "CartPole-v1", "--total-timesteps", "3000",
-                      "--num-steps", "100", "--no-tensorboard")
+    proc = standalone(
+        tmp_path,
+        "smac_a2c.py",
+        "--env-id",
+        "CartPole-v1",
+        "--total-timesteps",
+        "3000",
+        "--num-steps",
+        "100",
+        "--no-tensorboard",
+    )
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     lines = [line for line in out.splitlines() if line.startswith("step ")]
@@ -84,8 +122,17 @@ def test_progress_line_every_10_updates_when_not_a_terminal(tmp_path):
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
 def test_signal_checkpoints_and_exits(tmp_path, sig, code):
-    proc = standalone(tmp_path, "smac_a2c.py", "--env-id", "CartPole-v1", "--total-timesteps", "100000000",
-                      "--num-steps", "200", "--no-tensorboard")
+    proc = standalone(
+        tmp_path,
+        "smac_a2c.py",
+        "--env-id",
+        "CartPole-v1",
+        "--total-timesteps",
+        "100000000",
+        "--num-steps",
+        "200",
+        "--no-tensorboard",
+    )
     deadline = time.time() + 120
     while time.time() < deadline:  # wait until a few updates are logged
         runs = os.listdir(tmp_path / "runs") if os.path.isdir(tmp_path / "runs") else []
@@ -101,12 +148,28 @@ def test_signal_checkpoints_and_exits(tmp_path, sig, code):
     assert summary["status"] == "interrupted" and summary["signal"] == signal.Signals(sig).name
     ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
     updates = open(os.path.join(run, "updates.csv")).read().splitlines()
-    assert ckpt["update"] == summary["updates"] == len(updates) - 1 and ckpt["global_step"] == summary["global_step"]
+    assert (
+        ckpt["update"] == summary["updates"] == len(updates) - 1
+        and ckpt["global_step"] == summary["global_step"]
+    )
 
 
 def test_divergence_exits_3_with_the_last_good_state(tmp_path):
-    proc = standalone(tmp_path, "smac_a2c.py", "--env-id", "Pendulum-v1", "--num-steps", "100",
-                      "--total-timesteps", "2000", "--optimizer", "sgd", "--learning-rate", "1e30", "--no-tensorboard")
+    proc = standalone(
+        tmp_path,
+        "smac_a2c.py",
+        "--env-id",
+        "Pendulum-v1",
+        "--num-steps",
+        "100",
+        "--total-timesteps",
+        "2000",
+        "--optimizer",
+        "sgd",
+        "--learning-rate",
+        "1e30",
+        "--no-tensorboard",
+    )
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 3 and "diverged at update" in err and "Traceback" not in err
     run = only_run(tmp_path)
@@ -116,8 +179,14 @@ def test_divergence_exits_3_with_the_last_good_state(tmp_path):
     assert ckpt["update"] == len(open(os.path.join(run, "updates.csv")).read().splitlines()) - 1
 
 
-@pytest.mark.parametrize("argv,needle", [(["--damping", "0"], "--damping"), (["--env-id", "NoSuchEnv-v0"], "--env-id"),
-                                         (["--hidden-sizes", "0"], "--hidden-sizes")])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--damping", "0"], "--damping"),
+        (["--env-id", "NoSuchEnv-v0"], "--env-id"),
+        (["--hidden-sizes", "0"], "--hidden-sizes"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path, argv, needle):
     proc = standalone(tmp_path, "smac_a2c.py", *argv)
     _, err = proc.communicate(timeout=120)
@@ -129,12 +198,32 @@ def test_reference_and_lab_runs_are_identical(tmp_path):
     """The lab (python -m benchmark.trainer) runs the reference's loop: at the lab's defaults the same flags give
     the same episodes and updates, bitwise on the CPU. (AC-SGD here: the lab's SMAC step is its one-backward
     fast path, equal to smac_direction to float32 rounding, test_smac_direction.py, so SMAC runs drift apart.)"""
-    argv = ["--env-id", "Pendulum-v1", "--num-steps", "200", "--total-timesteps", "2000", "--seed", "3",
-            "--optimizer", "sgd", "--learning-rate", "5e-2", "--norm-obs", "--norm-reward", "--no-tensorboard"]
+    argv = [
+        "--env-id",
+        "Pendulum-v1",
+        "--num-steps",
+        "200",
+        "--total-timesteps",
+        "2000",
+        "--seed",
+        "3",
+        "--optimizer",
+        "sgd",
+        "--learning-rate",
+        "5e-2",
+        "--norm-obs",
+        "--norm-reward",
+        "--no-tensorboard",
+    ]
     os.makedirs(tmp_path / "ref")
     assert standalone(tmp_path / "ref", "smac_a2c.py", *argv).wait(timeout=300) == 0
-    lab = subprocess.run([sys.executable, "-m", "benchmark.trainer", *argv, "--runs-dir", str(tmp_path / "lab")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    lab = subprocess.run(
+        [sys.executable, "-m", "benchmark.trainer", *argv, "--runs-dir", str(tmp_path / "lab")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert lab.returncode == 0, lab.stderr
     a, b = only_run(tmp_path / "ref"), os.path.join(tmp_path / "lab", os.listdir(tmp_path / "lab")[0])
     assert open(os.path.join(a, "episodes.csv")).read() == open(os.path.join(b, "episodes.csv")).read()
@@ -146,6 +235,7 @@ def _train_with_a_signal_in_the_update(tmp_path, total, diverge):
     """smac_a2c.train in this process, with an actor step that sends this process SIGTERM during the 2nd update
     (and, with diverge, also makes the actor NaN there)."""
     import smac_a2c
+
     calls = []
 
     def step(actor, batch, args, state):
@@ -184,6 +274,7 @@ class OffsetActions(__import__("gymnasium").Env):
 
     def __init__(self):
         import gymnasium as gym
+
         self.observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float64)
         self.action_space, self.t = gym.spaces.Discrete(2, start=5), 0
 
@@ -205,6 +296,7 @@ def test_discrete_actions_with_an_offset_reach_the_environment_shifted(tmp_path)
     import gymnasium as gym
 
     import smac_a2c
+
     gym.register("OffsetActions-v0", entry_point=OffsetActions)
     args = smac_a2c.Args(env_id="OffsetActions-v0", num_steps=50, total_timesteps=200, tensorboard=False)
     _, outcome = smac_a2c.train(args, run_dir=str(tmp_path))
@@ -220,34 +312,71 @@ def test_a_namespaced_environment_id_trains_in_one_run_directory(tmp_path, monke
 
     import smac_a2c
     from benchmark import trainer
+
     gym.register("testns/Offset-v0", entry_point=OffsetActions)
     monkeypatch.chdir(tmp_path)
-    assert smac_a2c.main(["--env-id", "testns/Offset-v0", "--num-steps", "50", "--total-timesteps", "100",
-                          "--no-tensorboard"]) == 0
+    assert (
+        smac_a2c.main(
+            [
+                "--env-id",
+                "testns/Offset-v0",
+                "--num-steps",
+                "50",
+                "--total-timesteps",
+                "100",
+                "--no-tensorboard",
+            ]
+        )
+        == 0
+    )
     (run,) = os.listdir(tmp_path / "runs")
     assert run.startswith("testns-Offset-v0__") and os.path.isfile(tmp_path / "runs" / run / "checkpoint.pt")
-    assert trainer.main(["--env-id", "testns/Offset-v0", "--num-steps", "50", "--total-timesteps", "100",
-                         "--no-tensorboard", "--runs-dir", str(tmp_path / "lab")]) == 0
+    assert (
+        trainer.main(
+            [
+                "--env-id",
+                "testns/Offset-v0",
+                "--num-steps",
+                "50",
+                "--total-timesteps",
+                "100",
+                "--no-tensorboard",
+                "--runs-dir",
+                str(tmp_path / "lab"),
+            ]
+        )
+        == 0
+    )
     (run,) = os.listdir(tmp_path / "lab")
     assert run.startswith("testns-Offset-v0__")
 
 
-@pytest.mark.parametrize("argv,needle", [(["--no-such-flag"], "--no-such-flag"), (["--learning-rate", "abc"], "--learning-rate"),
-                                         (["--optimizer", "foo"], "--optimizer")])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--no-such-flag"], "--no-such-flag"),
+        (["--learning-rate", "abc"], "--learning-rate"),
+        (["--optimizer", "foo"], "--optimizer"),
+    ],
+)
 def test_argument_errors_are_one_line_and_exit_2(tmp_path, argv, needle):
     """Issue 26 #12 (the reference's half): an unknown flag or a value tyro cannot parse printed tyro's 5-9 line
     box; the README promises one line and exit 2, as for every other bad input."""
     proc = standalone(tmp_path, "smac_a2c.py", *argv)
     _, err = proc.communicate(timeout=120)
     lines = [line for line in err.splitlines() if line.strip()]
-    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], err
+    assert (
+        proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0]
+    ), err
     assert not os.path.exists(tmp_path / "runs")
 
 
 RaisesAfter = helpers.RaisesAt250
 
 
-__import__("gymnasium").register("RaisesAfter-v0", entry_point=RaisesAfter)  # `--env-id test_reference:RaisesAfter-v0`
+__import__("gymnasium").register(
+    "RaisesAfter-v0", entry_point=RaisesAfter
+)  # `--env-id test_reference:RaisesAfter-v0`
 
 
 @pytest.mark.parametrize("failure", ["environment", "full disk"])
@@ -257,17 +386,43 @@ def test_a_crash_keeps_the_runs_tail(tmp_path, failure):
     on stderr, no status in summary.json and a checkpoint.pt.tmp. Now, as the lab: summary.json status crashed
     with the error's line, RUN/traceback.txt, the last good checkpoint kept, no .tmp, one stderr line, exit 1."""
     shutil.copy(REFERENCE, tmp_path / "smac_a2c.py")
-    here = os.path.dirname(os.path.abspath(__file__))  # this module (the env's home) and tests/helpers.py's imports
+    here = os.path.dirname(
+        os.path.abspath(__file__)
+    )  # this module (the env's home) and tests/helpers.py's imports
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.path.dirname(here)])}
     env_id = "test_reference:RaisesAfter-v0" if failure == "environment" else "CartPole-v1"
-    limit = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))) if failure == "full disk" else None
-    proc = subprocess.run([sys.executable, "smac_a2c.py", "--env-id", env_id, "--num-steps", "100", "--total-timesteps",
-                           "1000", "--checkpoint-every", "1", "--no-tensorboard"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300, preexec_fn=limit)
+    limit = (
+        (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000)))
+        if failure == "full disk"
+        else None
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "smac_a2c.py",
+            "--env-id",
+            env_id,
+            "--num-steps",
+            "100",
+            "--total-timesteps",
+            "1000",
+            "--checkpoint-every",
+            "1",
+            "--no-tensorboard",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=limit,
+    )
     err = proc.stderr.strip().splitlines()
     run = only_run(tmp_path)
     rel = os.path.relpath(run, tmp_path)  # as the run printed it: runs/...
-    assert proc.returncode == 1 and len(err) == 1 and os.path.join(rel, "traceback.txt") in err[0], proc.stderr
+    assert proc.returncode == 1 and len(err) == 1 and os.path.join(rel, "traceback.txt") in err[0], (
+        proc.stderr
+    )
     summary = json.load(open(os.path.join(run, "summary.json")))
     assert summary["status"] == "crashed" and summary["run_dir"] == rel and summary["error"] in err[0]
     assert "Traceback" in open(os.path.join(run, "traceback.txt")).read()
@@ -283,9 +438,22 @@ def test_a_crash_in_process_returns_1_and_restores_the_signal_handlers(tmp_path,
     """Issue 26 #3: smac_a2c.main() called in a process that goes on (a notebook, a test) left the run's signal
     handlers installed after a crash, so Ctrl-C no longer interrupted that process."""
     import smac_a2c
+
     monkeypatch.chdir(tmp_path)
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    assert smac_a2c.main(["--env-id", "RaisesAfter-v0", "--num-steps", "100", "--total-timesteps", "1000",
-                          "--no-tensorboard"]) == 1
+    assert (
+        smac_a2c.main(
+            [
+                "--env-id",
+                "RaisesAfter-v0",
+                "--num-steps",
+                "100",
+                "--total-timesteps",
+                "1000",
+                "--no-tensorboard",
+            ]
+        )
+        == 1
+    )
     assert {sig: signal.getsignal(sig) for sig in before} == before
     assert capsys.readouterr().err.startswith("crashed: RuntimeError: the simulator fell over (traceback in ")

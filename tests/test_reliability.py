@@ -43,9 +43,21 @@ def save_edited(ckpt, path):
 
 
 def start_trainer(runs, *argv):
-    return subprocess.Popen([sys.executable, "-m", "benchmark.trainer", "--runs-dir", str(runs), *FAST,
-                             "--total-timesteps", "100000000", *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchmark.trainer",
+            "--runs-dir",
+            str(runs),
+            *FAST,
+            "--total-timesteps",
+            "100000000",
+            *argv,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def wait_for_updates(runs, n, timeout=60):
@@ -83,7 +95,10 @@ def test_sigterm_is_a_clean_interruption(tmp_path):
 
 # 3. --resume continues the run as it was started ---------------------------------------------------------
 def test_bare_resume_keeps_budget_and_checkpointing_and_refuses_other_changes(tmp_path, capsys):
-    assert run_main(tmp_path, "--total-timesteps", "300", "--checkpoint-every", "1", "--learning-rate", "0.02") == 0
+    assert (
+        run_main(tmp_path, "--total-timesteps", "300", "--checkpoint-every", "1", "--learning-rate", "0.02")
+        == 0
+    )
     run = only_run_dir(tmp_path)
     # interrupted at 300 of a 600-step budget: pretend the run was started with 600
     ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
@@ -94,7 +109,12 @@ def test_bare_resume_keeps_budget_and_checkpointing_and_refuses_other_changes(tm
     assert summary["global_step"] == 600 and sa.load_checkpoint(run)["update"] == 6
     assert json.load(open(os.path.join(run, "config.json")))["args"]["checkpoint_every"] == 1
     capsys.readouterr()
-    assert sa.main(["--resume", run, "--total-timesteps", "800", "--learning-rate", "0.5", "--env-id", "Acrobot-v1"]) == 2
+    assert (
+        sa.main(
+            ["--resume", run, "--total-timesteps", "800", "--learning-rate", "0.5", "--env-id", "Acrobot-v1"]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--learning-rate" in err and "--env-id" in err
     assert sa.main(["--resume", run, "--total-timesteps", "800", "--learning-rate", "0.02"]) == 0
@@ -167,19 +187,31 @@ def test_divergence_rolls_back_reward_normalization(tmp_path, monkeypatch):
         return float("nan") if calls["n"] == 3 else real(*a, **k)
 
     monkeypatch.setattr(sa, "critic_step", critic_step)
-    assert run_main(tmp_path, "--total-timesteps", "1000", "--norm-reward", "--norm-obs", "--checkpoint-every", "1") == 3
+    assert (
+        run_main(
+            tmp_path, "--total-timesteps", "1000", "--norm-reward", "--norm-obs", "--checkpoint-every", "1"
+        )
+        == 3
+    )
     ckpt = sa.load_checkpoint(only_run_dir(tmp_path))
     assert ckpt["update"] == 2
     assert ckpt["normalizer"]["ret_rms"]["count"] == pytest.approx(1e-4 + 200)  # 2 rollouts, not 3
     assert ckpt["normalizer"]["obs_rms"]["count"] == pytest.approx(1e-4 + 200)
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["--log-std-init", "nan"], "--log-std-init"), (["--ent-coef", "inf"], "--ent-coef"),
-    (["--max-grad-norm", "inf"], "--max-grad-norm"),
-    (["--seed", "-1"], "--seed"), (["--seed", str(2**32)], "--seed"),
-    (["--exp-name", "x" * 300], "too long"), (["--exp-name", "a/b"], "--exp-name"), (["--exp-name", ".."], "--exp-name"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--log-std-init", "nan"], "--log-std-init"),
+        (["--ent-coef", "inf"], "--ent-coef"),
+        (["--max-grad-norm", "inf"], "--max-grad-norm"),
+        (["--seed", "-1"], "--seed"),
+        (["--seed", str(2**32)], "--seed"),
+        (["--exp-name", "x" * 300], "too long"),
+        (["--exp-name", "a/b"], "--exp-name"),
+        (["--exp-name", ".."], "--exp-name"),
+    ],
+)
 def test_bad_flags_one_line_exit_2_and_no_run_directory(tmp_path, capsys, argv, needle):
     assert run_main(tmp_path / "runs", *argv) == 2
     err = capsys.readouterr().err.strip()
@@ -243,8 +275,20 @@ def test_incomplete_or_mismatched_checkpoints_are_bad_input(tmp_path, capsys):
 
 
 def test_summary_is_strict_json_after_divergence(tmp_path):
-    assert run_main(tmp_path, "--env-id", "Pendulum-v1", "--total-timesteps", "2000", "--optimizer", "sgd",
-                    "--learning-rate", "1e30") == 3
+    assert (
+        run_main(
+            tmp_path,
+            "--env-id",
+            "Pendulum-v1",
+            "--total-timesteps",
+            "2000",
+            "--optimizer",
+            "sgd",
+            "--learning-rate",
+            "1e30",
+        )
+        == 3
+    )
     text = open(os.path.join(only_run_dir(tmp_path), "summary.json")).read()
     json.loads(text, parse_constant=lambda c: pytest.fail(f"summary.json holds {c}"))
 
@@ -252,16 +296,29 @@ def test_summary_is_strict_json_after_divergence(tmp_path):
 def test_trainer_of_a_dead_sweep_does_not_start(tmp_path):
     """A sweep killed while its trainers start: the child finds its parent gone and exits before training."""
     import functools
-    proc = subprocess.Popen([sys.executable, "-m", "benchmark.trainer", "--runs-dir", str(tmp_path), *FAST,
-                             "--total-timesteps", "1000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=functools.partial(sweep._child_preexec, os.getpid() + 10**6))  # not our pid
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchmark.trainer",
+            "--runs-dir",
+            str(tmp_path),
+            *FAST,
+            "--total-timesteps",
+            "1000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=functools.partial(sweep._child_preexec, os.getpid() + 10**6),
+    )  # not our pid
     proc.communicate(timeout=60)
     assert proc.returncode == 1 and not os.listdir(tmp_path)
 
 
 def test_sweep_skips_a_job_whose_run_directory_is_live(tmp_path):
     job = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 400}, str(tmp_path), num_steps=100)[0]
-    assert run_main(job.seed_dir, "--total-timesteps", "200") == 0   # resumable
+    assert run_main(job.seed_dir, "--total-timesteps", "200") == 0  # resumable
     run = only_run_dir(job.seed_dir)
     with sa.RunLock(run):
         assert sweep.prepare(job) == ("busy", None)
@@ -272,8 +329,23 @@ def test_a_pre_split_checkpoint_resumes(tmp_path):
     """Checkpoints written before the trainer split name the critic's parameters net.0.weight, ... (a Critic module
     around an nn.Sequential); the lab loads them into today's critic (0.weight, ...) and resumes."""
     import torch
-    assert sa.main(["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "200",
-                    "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 0
+
+    assert (
+        sa.main(
+            [
+                "--env-id",
+                "CartPole-v1",
+                "--num-steps",
+                "100",
+                "--total-timesteps",
+                "200",
+                "--runs-dir",
+                str(tmp_path),
+                "--no-tensorboard",
+            ]
+        )
+        == 0
+    )
     run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
     path = os.path.join(run, "checkpoint.pt")
     ckpt = torch.load(path, weights_only=True)
@@ -289,8 +361,23 @@ def test_a_checkpoint_naming_the_old_horizon_module_resumes(tmp_path):
     """The 1000-step ids moved from benchmark/envs.py to benchmark/hparams.py (issue 29): a checkpoint whose env_id
     is benchmark.envs:CartPole_T1000-v1 resumes on benchmark.hparams:CartPole_T1000-v1."""
     import torch
-    assert sa.main(["--env-id", "benchmark.hparams:CartPole_T1000-v1", "--num-steps", "100", "--total-timesteps",
-                    "200", "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 0
+
+    assert (
+        sa.main(
+            [
+                "--env-id",
+                "benchmark.hparams:CartPole_T1000-v1",
+                "--num-steps",
+                "100",
+                "--total-timesteps",
+                "200",
+                "--runs-dir",
+                str(tmp_path),
+                "--no-tensorboard",
+            ]
+        )
+        == 0
+    )
     run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
     path = os.path.join(run, "checkpoint.pt")
     ckpt = torch.load(path, weights_only=True)
@@ -304,8 +391,22 @@ def test_a_checkpoint_naming_the_old_horizon_module_resumes(tmp_path):
 def test_resume_after_the_logs_were_deleted_or_emptied_writes_their_headers(tmp_path):
     """Issue 26 #4 (part): a resumed run whose episodes.csv was deleted and whose updates.csv was emptied writes
     each file's header before its first row (they were header-less before)."""
-    assert sa.main(["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "200",
-                    "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 0
+    assert (
+        sa.main(
+            [
+                "--env-id",
+                "CartPole-v1",
+                "--num-steps",
+                "100",
+                "--total-timesteps",
+                "200",
+                "--runs-dir",
+                str(tmp_path),
+                "--no-tensorboard",
+            ]
+        )
+        == 0
+    )
     run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
     os.remove(os.path.join(run, "episodes.csv"))
     open(os.path.join(run, "updates.csv"), "w").close()
@@ -320,8 +421,22 @@ def test_resuming_a_run_at_its_budget_repairs_its_summary(tmp_path, damage):
     """Issue 26 #1: a run whose checkpoint reached the budget but whose summary says `interrupted` (or is gone)
     was resumed by every sweep launch, 'nothing to do', exit 0, and never packed. The resume now rewrites the
     summary as finished at the checkpoint's step."""
-    assert sa.main(["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "200",
-                    "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 0
+    assert (
+        sa.main(
+            [
+                "--env-id",
+                "CartPole-v1",
+                "--num-steps",
+                "100",
+                "--total-timesteps",
+                "200",
+                "--runs-dir",
+                str(tmp_path),
+                "--no-tensorboard",
+            ]
+        )
+        == 0
+    )
     run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
     path = os.path.join(run, "summary.json")
     if damage == "missing":
@@ -335,12 +450,29 @@ def test_resuming_a_run_at_its_budget_repairs_its_summary(tmp_path, damage):
     assert damage in summary["repaired"] or "interrupted" in summary["repaired"]
 
 
-def test_a_checkpoint_outside_its_run_resumes_into_a_new_run_and_a_garbled_header_is_refused(tmp_path, capsys):
+def test_a_checkpoint_outside_its_run_resumes_into_a_new_run_and_a_garbled_header_is_refused(
+    tmp_path, capsys
+):
     """Issue 26 #4: `--resume best/my.pt` turned best/ into a run with header-less CSVs; a garbled header crashed
     the log truncation with a traceback."""
     import shutil
-    assert sa.main(["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "200",
-                    "--runs-dir", str(tmp_path / "runs"), "--no-tensorboard"]) == 0
+
+    assert (
+        sa.main(
+            [
+                "--env-id",
+                "CartPole-v1",
+                "--num-steps",
+                "100",
+                "--total-timesteps",
+                "200",
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--no-tensorboard",
+            ]
+        )
+        == 0
+    )
     run = os.path.join(tmp_path / "runs", os.listdir(tmp_path / "runs")[0])
     os.makedirs(tmp_path / "best")
     shutil.copy(os.path.join(run, "checkpoint.pt"), tmp_path / "best" / "my.pt")
@@ -361,8 +493,23 @@ def test_a_checkpoint_outside_its_run_resumes_into_a_new_run_and_a_garbled_heade
 def test_checkpoints_with_bad_contents_are_one_line_exit_2(tmp_path, capsys, damage):
     """Issue 26 #9 (part): checkpoints that load but hold bad contents crashed with exit 1 and a traceback."""
     import torch
-    assert sa.main(["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "200",
-                    "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 0
+
+    assert (
+        sa.main(
+            [
+                "--env-id",
+                "CartPole-v1",
+                "--num-steps",
+                "100",
+                "--total-timesteps",
+                "200",
+                "--runs-dir",
+                str(tmp_path),
+                "--no-tensorboard",
+            ]
+        )
+        == 0
+    )
     run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
     path = os.path.join(run, "checkpoint.pt")
     ckpt = torch.load(path, weights_only=True)
@@ -390,24 +537,42 @@ def test_an_exception_mid_run_leaves_a_crashed_summary_and_a_traceback(tmp_path,
     error's line, RUN/traceback.txt, the last good checkpoint kept, no .tmp, one stderr line, exit 1."""
     import signal as sig
     import gymnasium as gym
+
     gym.register("RaisesMidRun-v0", entry_point=RaisesMidRun)
     before = sig.getsignal(sig.SIGINT)
-    code = sa.main(["--env-id", "RaisesMidRun-v0", "--num-steps", "100", "--total-timesteps", "1000",
-                    "--checkpoint-every", "1", "--runs-dir", str(tmp_path), "--no-tensorboard"])
+    code = sa.main(
+        [
+            "--env-id",
+            "RaisesMidRun-v0",
+            "--num-steps",
+            "100",
+            "--total-timesteps",
+            "1000",
+            "--checkpoint-every",
+            "1",
+            "--runs-dir",
+            str(tmp_path),
+            "--no-tensorboard",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1 and "the simulator fell over" in err[0] and "traceback" in err[0]
     run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
     summary = json.load(open(os.path.join(run, "summary.json")))
     assert summary["status"] == "crashed" and "RuntimeError" in summary["error"]
     assert "the simulator fell over" in open(os.path.join(run, "traceback.txt")).read()
-    assert sa.load_checkpoint(run)["update"] == 2 and not os.path.exists(os.path.join(run, "checkpoint.pt.tmp"))
+    assert sa.load_checkpoint(run)["update"] == 2 and not os.path.exists(
+        os.path.join(run, "checkpoint.pt.tmp")
+    )
     assert sig.getsignal(sig.SIGINT) is before  # Ctrl-C works again in this process
 
 
 def test_a_run_that_dies_before_logging_anything_leaves_no_directory(tmp_path, capsys, monkeypatch):
     """Issue 26 #3: `--hidden-sizes 100000 100000` (an allocation failure) left a run directory holding only .lock."""
+
     def too_big(*a, **k):
         raise MemoryError("cannot allocate 40 GB")
+
     monkeypatch.setattr(sa, "lab_networks", too_big)
     assert sa.main(["--env-id", "CartPole-v1", "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
@@ -423,7 +588,9 @@ def test_a_flipped_byte_in_a_checkpoint_is_refused_as_corrupt(tmp_path, capsys, 
     assert run_main(tmp_path / "runs", "--total-timesteps", "200") == 0
     run = only_run_dir(tmp_path / "runs")
     path = os.path.join(run, "checkpoint.pt")
-    weights = torch.load(path, weights_only=True)["actor"]["linears.1.weight"].numpy().tobytes()  # 64 x 64 floats
+    weights = (
+        torch.load(path, weights_only=True)["actor"]["linears.1.weight"].numpy().tobytes()
+    )  # 64 x 64 floats
     raw = bytearray(open(path, "rb").read())
     at = raw.find(weights)  # the tensor's storage, stored as it is in the zip
     assert at > 0 and raw.find(weights, at + 1) < 0
@@ -437,14 +604,36 @@ def test_a_flipped_byte_in_a_checkpoint_is_refused_as_corrupt(tmp_path, capsys, 
     assert {name: open(os.path.join(run, name)).read() for name in before} == before
 
 
-@pytest.mark.parametrize("damage,flag", [("normalizer_var", "--resume"), ("normalizer_count", "--resume"),
-                                         ("critic_opt_shape", "--resume"), ("normalizer_mean", "--eval-checkpoint")])
+@pytest.mark.parametrize(
+    "damage,flag",
+    [
+        ("normalizer_var", "--resume"),
+        ("normalizer_count", "--resume"),
+        ("critic_opt_shape", "--resume"),
+        ("normalizer_mean", "--eval-checkpoint"),
+    ],
+)
 def test_checkpoint_contents_that_broke_the_run_later_are_one_line_exit_2(tmp_path, capsys, damage, flag):
     """Issue 26 #9: contents that load into their objects unchecked (normalizer statistics of another shape or a
     count that is no number, Adam moments of another shape) crashed the resumed run at its first update (exit 1)
     or the evaluation with a traceback. load_checkpoint now refuses them: one line, exit 2."""
-    assert sa.main(["--env-id", "Pendulum-v1", "--num-steps", "100", "--total-timesteps", "200", "--norm-obs",
-                    "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 0
+    assert (
+        sa.main(
+            [
+                "--env-id",
+                "Pendulum-v1",
+                "--num-steps",
+                "100",
+                "--total-timesteps",
+                "200",
+                "--norm-obs",
+                "--runs-dir",
+                str(tmp_path),
+                "--no-tensorboard",
+            ]
+        )
+        == 0
+    )
     run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
     path = os.path.join(run, "checkpoint.pt")
     assert sa.load_checkpoint(run)["update"] == 2  # undamaged (Box actions: log_std leads the actor's state)

@@ -106,7 +106,9 @@ def test_gae_matches_naive_double_loop_with_terminations_and_truncations():
     terms[20, 2], truncs[21, 2] = 1, 1
     dones = np.maximum(terms, truncs)
     adv, ret = sa.compute_gae(rewards, values, next_values, terms, dones, 0.99, 0.9)
-    np.testing.assert_allclose(adv, naive_gae(rewards, values, next_values, terms, dones, 0.99, 0.9), atol=1e-12)
+    np.testing.assert_allclose(
+        adv, naive_gae(rewards, values, next_values, terms, dones, 0.99, 0.9), atol=1e-12
+    )
     np.testing.assert_allclose(ret, adv + values)
     # a truncated step bootstraps from V(final obs); a terminated one does not
     t = 12
@@ -142,8 +144,9 @@ def test_smac_batch_mean_step_is_explicit_natural_gradient_step(discrete):
     F = args.damping * torch.eye(len(theta0), dtype=torch.float64) + torch.outer(ell_bar, ell_bar)
     expected = theta0 + args.learning_rate * torch.linalg.solve(F, g)  # ascent on J
     sa.smac_step(actor, batch, args, {})
-    torch.testing.assert_close(torch.nn.utils.parameters_to_vector(actor.parameters()), expected,
-                               rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(
+        torch.nn.utils.parameters_to_vector(actor.parameters()), expected, rtol=1e-10, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("discrete", [True, False])
@@ -157,12 +160,18 @@ def test_per_sample_mode_equals_hand_written_algorithm_1(discrete):
     params = list(reference.parameters())
     for i in range(12):
         theta = torch.nn.utils.parameters_to_vector(params).detach()
-        ell = sa.flat_grad(reference.log_prob(batch["obs"][i:i + 1], batch["actions"][i:i + 1]).sum(), params)
+        ell = sa.flat_grad(
+            reference.log_prob(batch["obs"][i : i + 1], batch["actions"][i : i + 1]).sum(), params
+        )
         F = args.damping * torch.eye(len(theta), dtype=torch.float64) + torch.outer(ell, ell)
         new = theta + args.learning_rate * torch.linalg.solve(F, ell * batch["advantages"][i])
         torch.nn.utils.vector_to_parameters(new, params)
-    torch.testing.assert_close(torch.nn.utils.parameters_to_vector(actor.parameters()),
-                               torch.nn.utils.parameters_to_vector(params), rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(
+        torch.nn.utils.parameters_to_vector(actor.parameters()),
+        torch.nn.utils.parameters_to_vector(params),
+        rtol=1e-10,
+        atol=1e-12,
+    )
 
 
 def test_sgd_step_is_theta_plus_eta_g():
@@ -178,8 +187,12 @@ def test_rollout_policy_matches_torch_actor_and_samples_correctly():
     for discrete in (True, False):
         actor = tiny_actor(discrete)
         obs = np.random.default_rng(0).normal(size=(6, 5))
-        np.testing.assert_allclose(sa.RolloutPolicy(actor).forward(obs),
-                                   actor(torch.tensor(obs)).detach().numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(
+            sa.RolloutPolicy(actor).forward(obs),
+            actor(torch.tensor(obs)).detach().numpy(),
+            rtol=1e-12,
+            atol=1e-12,
+        )
     # Gumbel-max sampling frequencies match softmax probabilities
     actor = tiny_actor(True)
     policy = sa.RolloutPolicy(actor)
@@ -227,9 +240,14 @@ class RecordingCritic(torch.nn.Module):
         return obs[..., 1] + 0.0 * self.w
 
 
-@pytest.mark.parametrize("env_id,ep_len,terminated,bootstrap", [("CounterTerminate-v0", 5, True, True),
-                                                                ("CounterTruncate-v0", 4, False, True),
-                                                                ("CounterTruncate-v0", 4, False, False)])
+@pytest.mark.parametrize(
+    "env_id,ep_len,terminated,bootstrap",
+    [
+        ("CounterTerminate-v0", 5, True, True),
+        ("CounterTruncate-v0", 4, False, True),
+        ("CounterTruncate-v0", 4, False, False),
+    ],
+)
 def test_autoreset_transitions(tmp_path, env_id, ep_len, terminated, bootstrap):
     """The reference loop (smac_a2c.train) on 2 envs x 23 steps: every stored transition is real (next_obs[t]
     is the step after obs[t] in the same episode, the final observation when it ended, never the next
@@ -237,6 +255,7 @@ def test_autoreset_transitions(tmp_path, env_id, ep_len, terminated, bootstrap):
     zeroes the bootstrap and a truncation bootstraps from V(final observation) (unless the lab's
     --no-bootstrap-truncation). Checked on what the critic is asked about and on the advantages (lambda_GAE = 0)."""
     import smac_a2c
+
     critic, batches = RecordingCritic(), []
 
     def networks(args, obs_dim, act_dim, discrete):
@@ -246,8 +265,17 @@ def test_autoreset_transitions(tmp_path, env_id, ep_len, terminated, bootstrap):
         batches.append(batch)
         return smac_a2c.sgd_step(actor, batch, args, state)
 
-    args = sa.Args(env_id=env_id, num_envs=2, num_steps=23, total_timesteps=46, gae_lambda=0.0, gamma=0.9,
-                   learning_rate=1e-9, tensorboard=False, bootstrap_truncation=bootstrap)
+    args = sa.Args(
+        env_id=env_id,
+        num_envs=2,
+        num_steps=23,
+        total_timesteps=46,
+        gae_lambda=0.0,
+        gamma=0.9,
+        learning_rate=1e-9,
+        tensorboard=False,
+        bootstrap_truncation=bootstrap,
+    )
     env = functools.partial(sa.make_env, bootstrap_truncation=bootstrap)
     run_dir, status = smac_a2c.train(args, {"smac": record_step}, env, networks, run_dir=str(tmp_path))
     assert status == "finished"
@@ -257,13 +285,14 @@ def test_autoreset_transitions(tmp_path, env_id, ep_len, terminated, bootstrap):
     dones = next_obs[..., 1] == ep_len
     after_done = obs[1:][dones[:-1]]
     assert len(after_done) > 0 and np.all(after_done[:, 1] == 0)
-    adv = batches[0]["advantages"].reshape(23, 2).numpy()   # A_t = 1 + gamma V(s') (1 - term) - V(s)
+    adv = batches[0]["advantages"].reshape(23, 2).numpy()  # A_t = 1 + gamma V(s') (1 - term) - V(s)
     bootstraps = not terminated and bootstrap
     expected = 1 + 0.9 * next_obs[..., 1] * np.where(dones, float(bootstraps), 1.0) - obs[..., 1]
     np.testing.assert_allclose(adv, expected, rtol=1e-6)
     rows = list(csv.DictReader(open(os.path.join(run_dir, "episodes.csv"))))
-    assert len(rows) == 2 * (23 // ep_len) and all(float(r["episodic_return"]) == ep_len
-                                                   == int(r["episodic_length"]) for r in rows)
+    assert len(rows) == 2 * (23 // ep_len) and all(
+        float(r["episodic_return"]) == ep_len == int(r["episodic_length"]) for r in rows
+    )
 
 
 # ------------------------------------------------------------------------------------
@@ -280,8 +309,14 @@ def only_run_dir(tmp_path):
 
 
 SMOKE_ENVS = ["CartPole-v1", "Acrobot-v1", "Pendulum-v1", "Hopper-v4", "HalfCheetah-v5", "Pusher-v5"]
-SMOKE_OPTS = [["--optimizer", "smac"], ["--optimizer", "smac", "--fisher", "per-sample"],
-              ["--optimizer", "sgd"], ["--optimizer", "adam"], ["--optimizer", "cg"], ["--optimizer", "kfac"]]
+SMOKE_OPTS = [
+    ["--optimizer", "smac"],
+    ["--optimizer", "smac", "--fisher", "per-sample"],
+    ["--optimizer", "sgd"],
+    ["--optimizer", "adam"],
+    ["--optimizer", "cg"],
+    ["--optimizer", "kfac"],
+]
 
 
 @pytest.mark.parametrize("env_id", SMOKE_ENVS)
@@ -300,25 +335,72 @@ def test_smoke(tmp_path, env_id, opt):
 def test_smac_learns_cartpole(tmp_path):
     """Paper's CartPole SMAC row. A uniformly random policy scores ~22 (benchmark/results/random_scores.csv),
     so 100 is a clear margin."""
-    assert run_main(tmp_path, "--env-id", "CartPole-v1", "--learning-rate", "5e-3", "--damping", "0.1",
-                    "--critic-learning-rate", "1e-3", "--total-timesteps", "100000") == 0
+    assert (
+        run_main(
+            tmp_path,
+            "--env-id",
+            "CartPole-v1",
+            "--learning-rate",
+            "5e-3",
+            "--damping",
+            "0.1",
+            "--critic-learning-rate",
+            "1e-3",
+            "--total-timesteps",
+            "100000",
+        )
+        == 0
+    )
     summary = json.load(open(os.path.join(only_run_dir(tmp_path), "summary.json")))
     assert summary["mean_return_last10"] > 100
 
 
 def test_same_seed_gives_identical_episodes(tmp_path):
     for sub in ("a", "b"):
-        assert run_main(tmp_path / sub, "--env-id", "Pendulum-v1", "--num-steps", "200",
-                        "--total-timesteps", "1000", "--seed", "7") == 0
+        assert (
+            run_main(
+                tmp_path / sub,
+                "--env-id",
+                "Pendulum-v1",
+                "--num-steps",
+                "200",
+                "--total-timesteps",
+                "1000",
+                "--seed",
+                "7",
+            )
+            == 0
+        )
     read = lambda sub: open(os.path.join(only_run_dir(tmp_path / sub), "episodes.csv")).read()
     assert read("a") == read("b") and len(read("a").splitlines()) == 6
-    assert run_main(tmp_path / "c", "--env-id", "Pendulum-v1", "--num-steps", "200",
-                    "--total-timesteps", "1000", "--seed", "8") == 0
+    assert (
+        run_main(
+            tmp_path / "c",
+            "--env-id",
+            "Pendulum-v1",
+            "--num-steps",
+            "200",
+            "--total-timesteps",
+            "1000",
+            "--seed",
+            "8",
+        )
+        == 0
+    )
     assert read("c") != read("a")
 
 
 def test_checkpoint_resume_and_evaluate(tmp_path, capsys):
-    common = ["--env-id", "CartPole-v1", "--num-steps", "100", "--optimizer", "adam", "--learning-rate", "1e-3"]
+    common = [
+        "--env-id",
+        "CartPole-v1",
+        "--num-steps",
+        "100",
+        "--optimizer",
+        "adam",
+        "--learning-rate",
+        "1e-3",
+    ]
     assert run_main(tmp_path, *common, "--total-timesteps", "300", "--checkpoint-every", "1") == 0
     run = only_run_dir(tmp_path)
     ckpt = sa.load_checkpoint(run)
@@ -338,7 +420,9 @@ def test_checkpoint_resume_and_evaluate(tmp_path, capsys):
 
 def test_resume_restores_state_exactly(tmp_path):
     """Parameters, optimizer state and normalizer statistics survive a save/load round trip."""
-    assert run_main(tmp_path, "--env-id", "Pendulum-v1", "--num-steps", "100", "--total-timesteps", "200") == 0
+    assert (
+        run_main(tmp_path, "--env-id", "Pendulum-v1", "--num-steps", "100", "--total-timesteps", "200") == 0
+    )
     ckpt = sa.load_checkpoint(only_run_dir(tmp_path))
     actor = sa.Actor(3, 1, False)
     actor.load_state_dict(ckpt["actor"])
@@ -349,8 +433,19 @@ def test_resume_restores_state_exactly(tmp_path):
 
 
 def test_divergence_stops_with_status_and_keeps_last_good_checkpoint(tmp_path):
-    code = run_main(tmp_path, "--env-id", "Pendulum-v1", "--num-steps", "100", "--total-timesteps", "2000",
-                    "--optimizer", "sgd", "--learning-rate", "1e30")
+    code = run_main(
+        tmp_path,
+        "--env-id",
+        "Pendulum-v1",
+        "--num-steps",
+        "100",
+        "--total-timesteps",
+        "2000",
+        "--optimizer",
+        "sgd",
+        "--learning-rate",
+        "1e30",
+    )
     assert code == 3
     run = only_run_dir(tmp_path)
     assert json.load(open(os.path.join(run, "summary.json")))["status"] == "diverged"
@@ -360,9 +455,24 @@ def test_divergence_stops_with_status_and_keeps_last_good_checkpoint(tmp_path):
 
 
 def test_ctrl_c_writes_interrupted_status_and_checkpoint(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "benchmark.trainer", "--env-id", "CartPole-v1",
-                             "--total-timesteps", "100000000", "--num-steps", "200", "--no-tensorboard",
-                             "--runs-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchmark.trainer",
+            "--env-id",
+            "CartPole-v1",
+            "--total-timesteps",
+            "100000000",
+            "--num-steps",
+            "200",
+            "--no-tensorboard",
+            "--runs-dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.time() + 60
     while time.time() < deadline:  # wait until a few updates are logged
         dirs = os.listdir(tmp_path)
@@ -406,8 +516,12 @@ def test_bad_input_one_line_exit_2(tmp_path, capsys, argv, needle):
 
 
 def test_bad_input_from_the_command_line_has_no_traceback():
-    proc = subprocess.run([sys.executable, "-m", "benchmark.trainer", "--damping", "0"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmark.trainer", "--damping", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "--damping" in proc.stderr
 
 
@@ -415,9 +529,14 @@ def test_help_documents_every_flag():
     import dataclasses
 
     import smac_a2c
-    for entry, args_class, path in ((["smac_a2c.py"], smac_a2c.Args, "smac_a2c.py"),
-                                    (["-m", "benchmark.trainer"], sa.Args, os.path.join("benchmark", "trainer.py"))):
-        proc = subprocess.run([sys.executable, *entry, "--help"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+    for entry, args_class, path in (
+        (["smac_a2c.py"], smac_a2c.Args, "smac_a2c.py"),
+        (["-m", "benchmark.trainer"], sa.Args, os.path.join("benchmark", "trainer.py")),
+    ):
+        proc = subprocess.run(
+            [sys.executable, *entry, "--help"], capture_output=True, text=True, timeout=120, cwd=ROOT
+        )
         assert proc.returncode == 0
         for field in dataclasses.fields(args_class):
             flag = "--" + field.name.replace("_", "-")

@@ -20,8 +20,9 @@ B = 12
 def explicit(params, log_prob_i, adv, lam):
     """Reference: per-sample gradients one at a time, then a dense solve."""
     params = [p for p in params if p.requires_grad]
-    L = torch.stack([torch.cat([g.reshape(-1) for g in torch.autograd.grad(log_prob_i(i), params)])
-                     for i in range(B)])
+    L = torch.stack(
+        [torch.cat([g.reshape(-1) for g in torch.autograd.grad(log_prob_i(i), params)]) for i in range(B)]
+    )
     ell, g = L.mean(0), (L * adv[:, None]).mean(0)
     return torch.linalg.solve(lam * torch.eye(ell.numel(), dtype=DT) + torch.outer(ell, ell), g)
 
@@ -96,7 +97,12 @@ def case(name):
         gen = torch.Generator().manual_seed(1)
         obs, act = torch.randn(B, 4, generator=gen, dtype=DT), torch.randn(B, 2, generator=gen, dtype=DT)
         lp = lambda sl: torch.distributions.Normal(net(obs[sl]), log_std.exp()).log_prob(act[sl]).sum(-1)
-        return list(net.parameters()) + [log_std], lp(slice(None)), (lambda i: lp(slice(i, i + 1)).sum()), None
+        return (
+            list(net.parameters()) + [log_std],
+            lp(slice(None)),
+            (lambda i: lp(slice(i, i + 1)).sum()),
+            None,
+        )
     elif name == "conv":
         net = ConvPolicy().double()
         lp, lpi = categorical(net, (2, 6, 6), 3)
@@ -166,7 +172,9 @@ def test_fast_path_equals_generic_path(discrete, activation, hidden):
         actor.linears[-1].weight.normal_()
     batch = tiny_batch(actor, B=30)
     fast = sa.mean_score_and_policy_gradient(actor, batch["obs"], batch["actions"], batch["advantages"])
-    generic = sa.mean_score_and_gradient(actor, actor.log_prob(batch["obs"], batch["actions"]), batch["advantages"])
+    generic = sa.mean_score_and_gradient(
+        actor, actor.log_prob(batch["obs"], batch["actions"]), batch["advantages"]
+    )
     for f, g in zip(fast, generic):
         assert torch.allclose(f, g, atol=1e-12)
 
@@ -193,8 +201,12 @@ def test_subclass_with_its_own_forward_gets_the_right_smac_step(discrete):
     batch = tiny_batch(actor, B=B)
     params = list(actor.parameters())
     before = torch.cat([p.detach().reshape(-1) for p in params])
-    expected = explicit(params, lambda i: actor.log_prob(batch["obs"][i:i + 1], batch["actions"][i:i + 1]).sum(),
-                        batch["advantages"], 0.5)
+    expected = explicit(
+        params,
+        lambda i: actor.log_prob(batch["obs"][i : i + 1], batch["actions"][i : i + 1]).sum(),
+        batch["advantages"],
+        0.5,
+    )
     sa.smac_step(actor, batch, sa.Args(damping=0.5, learning_rate=0.1), {})
     after = torch.cat([p.detach().reshape(-1) for p in params])
     assert torch.allclose(after - before, 0.1 * expected, rtol=1e-9, atol=1e-12)

@@ -13,12 +13,12 @@ def test_normalize_random_zero_best_one():
 
 def test_iqm_mean_median_and_optimality_gap_by_hand():
     # 8 runs x 1 task: IQM = mean of the middle 50 % = mean(2, 3, 4, 5) = 3.5
-    scores = {"a": np.arange(8, dtype=float)[:, None] / 4.0}   # 0, .25, ..., 1.75
+    scores = {"a": np.arange(8, dtype=float)[:, None] / 4.0}  # 0, .25, ..., 1.75
     out = stats.aggregate_intervals(scores, reps=200)["a"]
     assert out["IQM"][0] == pytest.approx(3.5 / 4.0)
     assert out["Mean"][0] == pytest.approx(np.mean(np.arange(8) / 4.0))
     assert out["Median"][0] == pytest.approx(np.median(np.arange(8) / 4.0))
-    gap = np.mean(np.maximum(1.0 - np.arange(8) / 4.0, 0.0))       # mean of max(1 - x, 0)
+    gap = np.mean(np.maximum(1.0 - np.arange(8) / 4.0, 0.0))  # mean of max(1 - x, 0)
     assert out["Optimality gap"][0] == pytest.approx(gap)
     for name, (point, lo, hi) in out.items():
         assert lo <= point <= hi, name
@@ -33,7 +33,7 @@ def test_probability_of_improvement_extremes():
 
 def test_performance_profile_fractions():
     prof = stats.performance_profile({"a": np.array([[0.1], [0.5], [0.9], [1.2]])}, [0.0, 0.5, 1.0])
-    assert prof["a"].tolist() == pytest.approx([1.0, 0.5, 0.25])   # fraction of runs with score > tau
+    assert prof["a"].tolist() == pytest.approx([1.0, 0.5, 0.25])  # fraction of runs with score > tau
 
 
 def test_mean_ci():

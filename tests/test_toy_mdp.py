@@ -44,7 +44,9 @@ def toy_enumerate(theta: np.ndarray, lam_p: float, horizon: int = 2, terminal_se
     return out
 
 
-def toy_bruteforce(theta: np.ndarray, lam_p: float, horizon: int = 2, terminal_self_loop: bool = True) -> dict:
+def toy_bruteforce(
+    theta: np.ndarray, lam_p: float, horizon: int = 2, terminal_self_loop: bool = True
+) -> dict:
     """From the enumeration: J, grad J (likelihood ratio), trajectory Fisher, visit counts.
 
     J        = sum_tau P(tau) R(tau)
@@ -63,7 +65,6 @@ def toy_bruteforce(theta: np.ndarray, lam_p: float, horizon: int = 2, terminal_s
     return {"J": J, "grad_J": grad, "F_traj": F, "visits": visits}
 
 
-
 def toy_sm_printed_components(theta: np.ndarray, lam_p: float, damping: float) -> np.ndarray:
     """The paper's component-wise expansion of the SM direction, copied term by term.
 
@@ -74,11 +75,11 @@ def toy_sm_printed_components(theta: np.ndarray, lam_p: float, damping: float) -
     pi0, pi1 = sn.toy_pi(theta, lam_p)
     lam = damping
     den = lam**2 + lam * (lam_p**2 * pi0 * (1 - pi0) + pi1 * (1 - pi1))
-    c0 = (1 / lam) * (-lam_p * pi0 * (1 - pi0) * (1 - 2 * pi1)) - lam_p**3 * pi0**2 * (1 - pi0) ** 2 * (1 - 2 * pi1) / den
+    c0 = (1 / lam) * (-lam_p * pi0 * (1 - pi0) * (1 - 2 * pi1)) - lam_p**3 * pi0**2 * (1 - pi0) ** 2 * (
+        1 - 2 * pi1
+    ) / den
     c1 = (1 / lam) * (-2 * (1 - pi0) * pi1 * (1 - pi1)) - 2 * pi1**2 * (1 - pi1) ** 2 * (1 - pi0) / den
     return np.array([c0, c1])
-
-
 
 
 LAM_PS = (0.75, 1.0, 2.0)
@@ -111,7 +112,9 @@ def test_discrepancy_printed_J_is_not_the_plain_H2_return(theta, lam_p):
 def test_grad_J_matches_finite_differences_and_likelihood_ratio(theta, lam_p):
     gJ = sn.toy_grad_J(theta, lam_p)
     h = 1e-6
-    fd = np.array([(sn.toy_J(theta + h * e, lam_p) - sn.toy_J(theta - h * e, lam_p)) / (2 * h) for e in np.eye(2)])
+    fd = np.array(
+        [(sn.toy_J(theta + h * e, lam_p) - sn.toy_J(theta - h * e, lam_p)) / (2 * h) for e in np.eye(2)]
+    )
     np.testing.assert_allclose(gJ, fd, rtol=0, atol=1e-9)
     np.testing.assert_allclose(gJ, toy_bruteforce(theta, lam_p)["grad_J"], rtol=0, atol=1e-14)
 
@@ -122,9 +125,17 @@ def test_score_matches_finite_differences(theta, lam_p):
     h = 1e-6
     for x in (0, 1):
         for a in (0, 1):
-            fd = [(np.log(sn.toy_prob(theta + h * e, lam_p, x, a)) - np.log(sn.toy_prob(theta - h * e, lam_p, x, a)))
-                  / (2 * h) for e in np.eye(2)]
-            np.testing.assert_allclose(sn.toy_score(theta, lam_p, x, a), fd, rtol=0, atol=1e-8)  # h^2 f''' + eps/h
+            fd = [
+                (
+                    np.log(sn.toy_prob(theta + h * e, lam_p, x, a))
+                    - np.log(sn.toy_prob(theta - h * e, lam_p, x, a))
+                )
+                / (2 * h)
+                for e in np.eye(2)
+            ]
+            np.testing.assert_allclose(
+                sn.toy_score(theta, lam_p, x, a), fd, rtol=0, atol=1e-8
+            )  # h^2 f''' + eps/h
 
 
 @PROP
@@ -134,8 +145,14 @@ def test_policy_gradient_theorem_with_exact_advantages(theta, lam_p):
     D = toy_bruteforce(theta, lam_p)["visits"]
     pi0, _ = sn.toy_pi(theta, lam_p)
     np.testing.assert_allclose(D, [1.0, 1.0 - pi0], atol=1e-15)
-    pg = sum(D[x] * sn.toy_prob(theta, lam_p, x, a) * sn.toy_score(theta, lam_p, x, a) * sn.toy_advantage(theta, lam_p, x, a)
-             for x in (0, 1) for a in (0, 1))
+    pg = sum(
+        D[x]
+        * sn.toy_prob(theta, lam_p, x, a)
+        * sn.toy_score(theta, lam_p, x, a)
+        * sn.toy_advantage(theta, lam_p, x, a)
+        for x in (0, 1)
+        for a in (0, 1)
+    )
     np.testing.assert_allclose(pg, sn.toy_grad_J(theta, lam_p), rtol=0, atol=1e-14)
 
 
@@ -144,7 +161,9 @@ def test_policy_gradient_theorem_with_exact_advantages(theta, lam_p):
 def test_printed_fisher_is_the_unweighted_sum_of_per_state_fishers(theta, lam_p):
     """Printed FIM = F_{x=0} + F_{x=1}, each F_x = sum_a pi(a|x) ell ell^T by enumeration."""
     F_enum = sn.toy_fisher_state(theta, lam_p, 0) + sn.toy_fisher_state(theta, lam_p, 1)
-    np.testing.assert_allclose(sn.toy_fisher_printed(theta, lam_p), F_enum, rtol=1e-10, atol=1e-15)  # 1-pi cancels near 0/1
+    np.testing.assert_allclose(
+        sn.toy_fisher_printed(theta, lam_p), F_enum, rtol=1e-10, atol=1e-15
+    )  # 1-pi cancels near 0/1
 
 
 @PROP
@@ -156,7 +175,9 @@ def test_discrepancy_fisher_of_the_trajectory_law_is_visitation_weighted(theta, 
     F_traj = toy_bruteforce(theta, lam_p)["F_traj"]
     Fp = sn.toy_fisher_printed(theta, lam_p)
     np.testing.assert_allclose(F_traj, np.diag([Fp[0, 0], (1 - pi0) * Fp[1, 1]]), rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(F_traj, (2 - pi0) * sn.toy_fisher_weighted(theta, lam_p), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        F_traj, (2 - pi0) * sn.toy_fisher_weighted(theta, lam_p), rtol=1e-12, atol=1e-15
+    )
     if Fp[1, 1] > 1e-12 and pi0 > 0.01:
         assert abs(F_traj[1, 1] - Fp[1, 1]) > 0.005 * Fp[1, 1]
 
@@ -165,7 +186,9 @@ def test_discrepancy_fisher_of_the_trajectory_law_is_visitation_weighted(theta, 
 @given(st.tuples(st.floats(-3, 3), st.floats(-3, 3)).map(np.array), lam_ps)
 def test_printed_npg_equals_solve_with_printed_fisher(theta, lam_p):
     """The printed NPG components are NOT swapped: they equal numpy.linalg.solve(F_printed, grad J)."""
-    np.testing.assert_allclose(sn.toy_npg_printed(theta, lam_p), sn.toy_npg(theta, lam_p), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        sn.toy_npg_printed(theta, lam_p), sn.toy_npg(theta, lam_p), rtol=1e-9, atol=1e-12
+    )
 
 
 @PROP
@@ -187,7 +210,11 @@ def test_npg_log_odds_velocity_is_invariant_to_lambda_p():
     for lp in LAM_PS:
         th = sn.toy_theta_from_pi(0.9, 0.2, lp)
         J = np.diag([-lp, -1.0])  # du/dtheta
-        vel[lp] = (J @ sn.toy_npg_printed(th, lp), J @ sn.toy_npg(th, lp, weighted=True), J @ sn.toy_grad_J(th, lp))
+        vel[lp] = (
+            J @ sn.toy_npg_printed(th, lp),
+            J @ sn.toy_npg(th, lp, weighted=True),
+            J @ sn.toy_grad_J(th, lp),
+        )
     for lp in LAM_PS:
         np.testing.assert_allclose(vel[lp][0], vel[1.0][0], rtol=1e-12)
         np.testing.assert_allclose(vel[lp][1], vel[1.0][1], rtol=1e-12)
@@ -195,7 +222,11 @@ def test_npg_log_odds_velocity_is_invariant_to_lambda_p():
 
 
 @PROP
-@given(st.tuples(st.floats(-3, 3), st.floats(-3, 3)).map(np.array), lam_ps, st.floats(-3, 2).map(lambda e: 10.0**e))
+@given(
+    st.tuples(st.floats(-3, 3), st.floats(-3, 3)).map(np.array),
+    lam_ps,
+    st.floats(-3, 2).map(lambda e: 10.0**e),
+)
 def test_discrepancy_printed_sm_components_have_the_wrong_sign(theta, lam_p, damping):
     """Printed matrix form (1/lam)(I - F/(lam+TrF)) gradJ has components gradJ_i (1 - F_ii/(lam+TrF))/lam;
     the printed component expansion has gradJ_i (1 + F_ii/(lam+TrF))/lam."""
@@ -210,7 +241,11 @@ def test_discrepancy_printed_sm_components_have_the_wrong_sign(theta, lam_p, dam
 
 
 @PROP
-@given(st.tuples(st.floats(-3, 3), st.floats(-3, 3)).map(np.array), lam_ps, st.floats(-2, 1).map(lambda e: 10.0**e))
+@given(
+    st.tuples(st.floats(-3, 3), st.floats(-3, 3)).map(np.array),
+    lam_ps,
+    st.floats(-2, 1).map(lambda e: 10.0**e),
+)
 def test_discrepancy_printed_sm_is_not_the_inverse_of_damped_fisher(theta, lam_p, damping):
     """(1/lam)(I - F/(lam+TrF)) is (lam I + F)^-1 only for rank-1 F; check with explicit solve."""
     F = sn.toy_fisher_printed(theta, lam_p)
@@ -223,8 +258,11 @@ def test_discrepancy_printed_sm_is_not_the_inverse_of_damped_fisher(theta, lam_p
         assert diff > 1e-9 * np.linalg.norm(exact)
     # ... and for a rank-1 F (ell ell^T) the same formula IS the inverse (eq. sm_update):
     ell = np.array([0.3, -1.2])
-    np.testing.assert_allclose((gJ - np.outer(ell, ell) @ gJ / (damping + ell @ ell)) / damping,
-                               sn.explicit_direction(gJ, ell, damping), rtol=1e-12)
+    np.testing.assert_allclose(
+        (gJ - np.outer(ell, ell) @ gJ / (damping + ell @ ell)) / damping,
+        sn.explicit_direction(gJ, ell, damping),
+        rtol=1e-12,
+    )
 
 
 def test_printed_sm_tends_to_npg_only_because_d_equals_2():
@@ -233,8 +271,11 @@ def test_printed_sm_tends_to_npg_only_because_d_equals_2():
         th = sn.toy_theta_from_pi(0.9, 0.2, lp)
         F = sn.toy_fisher_printed(th, lp)
         lam = 1e-9
-        np.testing.assert_allclose(lam * sn.toy_sm_printed(th, lp, lam),
-                                   np.linalg.det(F) / np.trace(F) * sn.toy_npg_printed(th, lp), rtol=1e-6)
+        np.testing.assert_allclose(
+            lam * sn.toy_sm_printed(th, lp, lam),
+            np.linalg.det(F) / np.trace(F) * sn.toy_npg_printed(th, lp),
+            rtol=1e-6,
+        )
 
 
 def test_expected_per_sample_sm_tends_to_printed_npg():
@@ -242,7 +283,9 @@ def test_expected_per_sample_sm_tends_to_printed_npg():
     for lp in LAM_PS:
         th = sn.toy_theta_from_pi(0.9, 0.2, lp)
         pi0, _ = sn.toy_pi(th, lp)
-        np.testing.assert_allclose(aggregate.toy_sm_expected(th, lp, 1e-10), sn.toy_npg_printed(th, lp) / (2 - pi0), rtol=1e-7)
+        np.testing.assert_allclose(
+            aggregate.toy_sm_expected(th, lp, 1e-10), sn.toy_npg_printed(th, lp) / (2 - pi0), rtol=1e-7
+        )
 
 
 def test_sampled_sm_converges_to_its_expectation():

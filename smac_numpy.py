@@ -1,6 +1,8 @@
-"""smac_numpy.py: the Sherman-Morrison step in numpy alone (never imports torch), the independent ground truth.
+"""smac_numpy.py: the Sherman-Morrison step in numpy alone (never imports torch), the independent
+ground truth.
 
-1. the damped rank-1 solve F^-1 g, F = lambda I + l l^T (eq. `sm_update` / `matrixfree`), batched, and explicit;
+1. the damped rank-1 solve F^-1 g, F = lambda I + l l^T (eq. `sm_update` / `matrixfree`), batched, and
+   explicit;
 2. a log-linear softmax policy, its analytic score and its SMAC direction (batch-mean; Algorithm 1's loop);
 3. the paper's two-state toy MDP: exact J, grad J, Fishers, the PG / NPG / SM flows and the figure.
 CLI: python smac_numpy.py toy-mdp [--help]       (the cosine-grid study: python benchmark/aggregate.py toy)
@@ -12,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-
 # ---- 1. Sherman-Morrison direction -----------------------------------------------------------------------
 
 
 def sherman_morrison_direction(g: np.ndarray, ell: np.ndarray, damping: float) -> np.ndarray:
-    """F^-1 g for F = damping I + ell ell^T in O(d), eq. `matrixfree`: (g - ell (ell^T g)/(lambda + ell^T ell))/lambda.
+    """F^-1 g for F = damping I + ell ell^T in O(d), eq. `matrixfree`:
+    (g - ell (ell^T g)/(lambda + ell^T ell))/lambda.
     g, ell: shape (d,). Same name and meaning as smac_a2c.sherman_morrison_direction (torch)."""
     g, ell = np.asarray(g, dtype=np.float64), np.asarray(ell, dtype=np.float64)
     if damping <= 0:
@@ -86,7 +88,8 @@ def log_linear_smac_direction(
     damping: float,
 ) -> np.ndarray:
     """The batch-mean SMAC direction (Practical Method) from the policy's analytic scores:
-    l_bar = mean_i l_i, g = mean_i l_i A_i, returns (damping I + l_bar l_bar^T)^-1 g, shape (d,) laid out like theta."""
+    l_bar = mean_i l_i, g = mean_i l_i A_i, returns (damping I + l_bar l_bar^T)^-1 g, shape (d,) laid out
+    like theta."""
     L = policy.score(theta, obs, actions)
     g = (L * np.asarray(advantages, dtype=np.float64)[:, None]).mean(0)
     return sherman_morrison_direction(g, L.mean(0), damping)
@@ -235,8 +238,9 @@ def toy_sm_sampled(
     rng: np.random.Generator,
     batch_mean: bool = False,
 ) -> np.ndarray:
-    """SM direction from sampled scores ell_i, exact advantages A_i: per-sample (Algorithm 1 at a fixed theta),
-    mean_i ell_i A_i / (lambda + |ell_i|^2); batch_mean (Practical Method): (lambda I + lbar lbar^T)^-1 gbar."""
+    """SM direction from sampled scores ell_i, exact advantages A_i: per-sample (Algorithm 1 at a fixed
+    theta), mean_i ell_i A_i / (lambda + |ell_i|^2); batch_mean (Practical Method):
+    (lambda I + lbar lbar^T)^-1 gbar."""
     L, A = toy_sample_scores(theta, lam_p, n, rng)
     G = L * A[:, None]
     return (
@@ -286,9 +290,10 @@ def toy_run(
     seed: int = 0,
     direction=None,
 ) -> dict:
-    """Iterate theta <- theta + step dir/|dir| (fixed Euclidean length) from pi(a=0|x) = start_pi. Returns theta,
-    log_odds (iters+1, 2), J (iters+1,), the cosines to the printed and weighted NPG before each step.
-    direction(method, theta, lam_p, damping, n_samples, rng): another set of methods (default toy_direction)."""
+    """Iterate theta <- theta + step dir/|dir| (fixed Euclidean length) from pi(a=0|x) = start_pi. Returns
+    theta, log_odds (iters+1, 2), J (iters+1,), the cosines to the printed and weighted NPG before each step.
+    direction(method, theta, lam_p, damping, n_samples, rng): another set of methods (default
+    toy_direction)."""
     rng = np.random.default_rng(seed)
     theta = toy_theta_from_pi(*start_pi, lam_p)
     thetas, Js, cos_npg, cos_w = [theta.copy()], [toy_J(theta, lam_p)], [], []
@@ -312,7 +317,8 @@ def toy_run(
 
 
 def toy_plot(runs: dict, path: Path, methods: tuple[str, ...]) -> None:
-    """The paper's two panels: log-odds (x=0 vs x=1) and J per iteration; colour = method, style = lambda_p."""
+    """The paper's two panels: log-odds (x=0 vs x=1) and J per iteration; colour = method,
+    style = lambda_p."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -363,14 +369,17 @@ def run_toy(
     seed=0,
     out: Path = Path("docs/toy_mdp.png"),
 ) -> dict:
-    """Every method on every lambda_p from the same start; prints the cosines along each run, writes the figure."""
+    """Every method on every lambda_p from the same start; prints the cosines along each run, writes the
+    figure."""
     kw = dict(start_pi=(start_pi0, start_pi1), step=step, iters=iters, n_samples=n_samples, seed=seed)
     runs = {(m, lp): toy_run(m, lp, damping=damping, **kw) for lp in lambda_ps for m in TOY_METHODS}
     u = toy_log_odds(toy_theta_from_pi(start_pi0, start_pi1, 1.0), 1.0)
     print(
-        f"toy MDP (H=2, gamma=1, x=0 self-loop terminal; J = pi0 + 2(1-pi0)pi1). start pi(a=0|x=0)={start_pi0}, "
+        "toy MDP (H=2, gamma=1, x=0 self-loop terminal; J = pi0 + 2(1-pi0)pi1). "
+        f"start pi(a=0|x=0)={start_pi0}, "
         f"pi(a=0|x=1)={start_pi1} (log-odds {u[0]:+.3f}, {u[1]:+.3f}, same policy for every lambda_p)\n"
-        f"step rule: theta += {step} * d/|d|, {iters} iterations; damping={damping}; SM-sampled/SM-batch-mean: "
+        f"step rule: theta += {step} * d/|d|, {iters} iterations; damping={damping}; "
+        "SM-sampled/SM-batch-mean: "
         f"{n_samples} (x,a) ~ d(x)pi(a|x) per iteration, numpy default_rng({seed})\ncosine to NPG along each "
         "method's own trajectory, mean [min] over iterations; NPG = printed F, NPG-w = visitation-weighted F"
     )
@@ -381,7 +390,8 @@ def run_toy(
             c = r["cos_npg"]
             print(
                 f"  lambda_p={lp:<5} {m:<14} cos(NPG) {np.nanmean(c):+.3f} [{np.nanmin(c):+.3f}]"
-                f"   cos(NPG-w) {np.nanmean(r['cos_npg_weighted']):+.3f} [{np.nanmin(r['cos_npg_weighted']):+.3f}]"
+                f"   cos(NPG-w) {np.nanmean(r['cos_npg_weighted']):+.3f}"
+                f" [{np.nanmin(r['cos_npg_weighted']):+.3f}]"
                 f"   final J {r['J'][-1]:.4f}   first J>=1.9 at iter {hit[0] if len(hit) else 'never'}"
             )
     toy_plot(runs, out, ("PG", "NPG", "NPG-weighted", "SM-printed", "SM-sampled"))

@@ -288,8 +288,8 @@ def _section_table(stats, section, header, align, cells, refs=()) -> list[str]:
 
 
 def plot_section(section, stats, refs, path, budget=BUDGET):
-    import matplotlib.ticker
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     tasks = SECTIONS[section]["tasks"]
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.6 * len(tasks), 3.5), squeeze=False)

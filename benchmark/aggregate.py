@@ -707,6 +707,7 @@ def adam_check(budget: int = 111_000, seed: int = 1) -> dict:
     """Run the paper's CartPole AC-Adam row (paper-literal) and measure how far the actor moved:
     max |theta - theta_0| over parameters against the bound 3.2 * eta * (number of Adam steps)."""
     import torch
+
     from benchmark import trainer as sa
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -218,7 +218,10 @@ def load(path: str) -> dict:
     """A compact log as the dict aggregate.discover() gives for a run directory (arrays as numpy)."""
     with gzip.open(path, "rt") as f:
         rec = json.load(f)
-    arr = lambda v: np.asarray([np.nan if x is None else x for x in v], dtype=np.float64)
+
+    def arr(v):
+        return np.asarray([np.nan if x is None else x for x in v], dtype=np.float64)
+
     args = rec.get("args", {})
     return {
         "task": rec["task"],

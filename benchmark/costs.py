@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import functools
 import io
 import json
 import os
@@ -568,7 +569,7 @@ def device_check(opts) -> None:
                 env_id="Hopper-v4", total_timesteps=30_000, cuda=cuda, tensorboard=False, runs_dir=tmp
             )
             lab.train(lab.Args(**{**args.__dict__, "total_timesteps": 2000}))  # warm-up
-            sps = 30_000 / timed(lambda: lab.train(args))
+            sps = 30_000 / timed(functools.partial(lab.train, args))
             print(f"training Hopper-v4 smac, {'cuda' if cuda else 'cpu '}: {sps:7.0f} steps/s")
     for width in [64, 256, 1024, 2048]:
         for device in devices:

@@ -34,7 +34,10 @@ def power(reg: dict) -> dict:
         smac, matched = sc[(task, "smac")], sc[(task, "sgd-matched")]
         sd = float(np.array([smac[s] - matched[s] for s in p["source_seeds"]]).std(ddof=1))
         z = p["target_power"]
-        margin = lambda n: (sps.t.ppf(0.95, n - 1) + sps.t.ppf(0.5 + z / 2, n - 1)) * sd / np.sqrt(n)  # noqa: E731
+
+        def margin(n, sd=sd, z=z):
+            return (sps.t.ppf(0.95, n - 1) + sps.t.ppf(0.5 + z / 2, n - 1)) * sd / np.sqrt(n)
+
         n = 3
         while margin(n) > reg["common"]["margin"]:
             n += 1

@@ -39,7 +39,7 @@ from benchmark.stats import (
     read_csv,
     save,
     steps,
-    table,  # noqa: E402
+    table,
     write_csv,
 )
 
@@ -634,11 +634,14 @@ def fidelity_section(
         if runs:
             verdicts[r] = {v["id"]: v for v in aggregate.evaluate(runs, tasks=hparams.FIDELITY_TASKS)}
     names = [r["reading"] for r in rows]
-    desc = lambda r: (
-        hparams.READINGS[r["reading"]][2]
-        if r["reading"] in hparams.READINGS  # noqa: E731
-        else "union of " + r["reading"].replace("+", " and ")
-    )
+
+    def desc(r):
+        return (
+            hparams.READINGS[r["reading"]][2]
+            if r["reading"] in hparams.READINGS
+            else "union of " + r["reading"].replace("+", " and ")
+        )
+
     L += table(
         sorted(rows, key=lambda r: -r["held"]),
         [
@@ -947,7 +950,7 @@ def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
         ax.legend(fontsize=6, loc="best")
         sel = [r for r in diag_rows if r["task"] == task]
         lam = hparams.settings(task, "smac")["damping"] if task in hparams.tasks() else None
-        for j, (name, label, logy) in enumerate(names, start=1):
+        for j, (name, label, _logy) in enumerate(names, start=1):
             ax = axes[i][j]
             if not sel:
                 ax.text(

@@ -89,14 +89,16 @@ def aggregate_intervals(score_dict: dict, reps: int = 2000, seed: int = 0) -> di
     from rliable import library as rly
     from rliable import metrics
 
-    fn = lambda x: np.array(
-        [
-            metrics.aggregate_iqm(x),
-            metrics.aggregate_mean(x),
-            metrics.aggregate_median(x),
-            metrics.aggregate_optimality_gap(x),
-        ]
-    )
+    def fn(x):
+        return np.array(
+            [
+                metrics.aggregate_iqm(x),
+                metrics.aggregate_mean(x),
+                metrics.aggregate_median(x),
+                metrics.aggregate_optimality_gap(x),
+            ]
+        )
+
     np.random.seed(seed)  # rliable's bootstrap draws from numpy's global RNG
     points, cis = rly.get_interval_estimates(score_dict, fn, reps=reps)
     return {

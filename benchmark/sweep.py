@@ -650,7 +650,7 @@ def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
             f"to write checkpoint.pt and summary.json ...",
             flush=True,
         )
-        for job, proc, _ in running.values():
+        for _job, proc, _ in running.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
         while running:
@@ -672,6 +672,7 @@ def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
 def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: float) -> dict:
     """run_local's work as Ray tasks (run_job_blocking), on a local Ray instance or a cluster at `address`."""
     import ray
+
     from benchmark import sweep as sweep_module  # by reference, not __main__, so workers import it
 
     runtime_env = {"env_vars": {"PYTHONPATH": REPO, "PYTHONWARNINGS": "ignore::DeprecationWarning"}}

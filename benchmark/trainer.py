@@ -49,10 +49,12 @@ from smac_a2c import (
     RolloutPolicy,
     apply_step_,  # noqa: E402
     flat_grad,
-    make_networks as _ref_networks,
     mean_score_and_gradient,
     sherman_morrison_direction,
     trainable_parameters,
+)
+from smac_a2c import (
+    make_networks as _ref_networks,
 )
 
 compute_gae, smac_direction, step_diagnostics = (
@@ -554,7 +556,10 @@ def cg_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     params = list(actor.parameters())
     g = clip_norm(flat_grad(policy_objective(actor, batch, args), params), args.max_grad_norm)
     fvp = fisher_vector_product(actor, batch["obs"])
-    damped = lambda v: fvp(v) + args.cg_damping * v  # (F + delta I) v
+
+    def damped(v):
+        return fvp(v) + args.cg_damping * v  # (F + delta I) v
+
     step = x = conjugate_gradient(damped, g, args.cg_iters)
     if args.cg_max_kl > 0:  # eta * step = beta x
         step = x * (
@@ -606,7 +611,10 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
             state["kfac_A"] = [d * A + (1 - d) * a for A, (a, _) in zip(state["kfac_A"], stats)]
             state["kfac_G"] = [d * G + (1 - d) * gg for G, (_, gg) in zip(state["kfac_G"], stats)]
         if state["kfac_updates"] % args.kfac_update_freq == 0:  # eigenbases, clamped to PSD as ACKTR does
-            eig = lambda M: tuple(t.contiguous() for t in torch.linalg.eigh(M))
+
+            def eig(M):
+                return tuple(t.contiguous() for t in torch.linalg.eigh(M))
+
             state["kfac_eig_A"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_A"])]
             state["kfac_eig_G"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_G"])]
         state["kfac_updates"] += 1
@@ -820,7 +828,7 @@ def load_checkpoint(path: str) -> dict:
     numpy_globals = [np.ndarray, np.dtype, type(np.dtype(np.float64))]  # what older checkpoints' arrays need
     for mod in ("numpy._core.multiarray", "numpy.core.multiarray"):
         with contextlib.suppress(ImportError, AttributeError):
-            numpy_globals.append(getattr(__import__(mod, fromlist=["_reconstruct"]), "_reconstruct"))
+            numpy_globals.append(__import__(mod, fromlist=["_reconstruct"])._reconstruct)
     try:
         with torch.serialization.safe_globals(numpy_globals):
             ckpt = torch.load(path, map_location="cpu", weights_only=True)

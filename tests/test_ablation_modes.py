@@ -5,14 +5,14 @@ Every mode is checked in float64 against an explicit computation (per-sample loo
 import json
 import os
 
+import helpers
 import numpy as np
 import pytest
 import torch
+from helpers import per_sample_grads, tiny_actor
 
-import helpers
 from benchmark import compact
 from benchmark import trainer as sa
-from helpers import per_sample_grads, tiny_actor
 
 
 def tiny_batch(actor, B=30, seed=0):

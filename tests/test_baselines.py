@@ -229,10 +229,10 @@ def per_sample_factors(actor, obs, sampled):
     for i in range(obs.shape[0]):
         xs, zs, out = S.actor_layer_io(actor, obs[i : i + 1])
         gs = torch.autograd.grad(actor.log_prob_from_output(out, sampled[i : i + 1]).sum(), zs)
-        for l in range(L):
-            a = torch.cat([xs[l][0].detach(), torch.ones(1, dtype=DT)])
-            As[l] = As[l] + torch.outer(a, a) / obs.shape[0]
-            Gs[l] = Gs[l] + torch.outer(gs[l][0], gs[l][0]) / obs.shape[0]
+        for k in range(L):
+            a = torch.cat([xs[k][0].detach(), torch.ones(1, dtype=DT)])
+            As[k] = As[k] + torch.outer(a, a) / obs.shape[0]
+            Gs[k] = Gs[k] + torch.outer(gs[k][0], gs[k][0]) / obs.shape[0]
     return As, Gs
 
 
@@ -242,6 +242,7 @@ def test_kfac_factors_equal_per_sample_definitions_and_ema(discrete):
     batch = kfac_batch(actor)
     args = S.Args(optimizer="kfac", learning_rate=1e-2, kfac_decay=0.9)
     state = {}
+    prev_A, prev_G = None, None
     for k in range(2):
         before = copy.deepcopy(actor)
         torch.manual_seed(100 + k)
@@ -254,9 +255,9 @@ def test_kfac_factors_equal_per_sample_definitions_and_ema(discrete):
         else:  # EMA
             exp_A = [0.9 * P + 0.1 * a for P, a in zip(prev_A, As)]
             exp_G = [0.9 * P + 0.1 * g for P, g in zip(prev_G, Gs)]
-        for l in range(len(actor.linears)):
-            torch.testing.assert_close(state["kfac_A"][l], exp_A[l], rtol=1e-12, atol=1e-14)
-            torch.testing.assert_close(state["kfac_G"][l], exp_G[l], rtol=1e-12, atol=1e-14)
+        for i in range(len(actor.linears)):
+            torch.testing.assert_close(state["kfac_A"][i], exp_A[i], rtol=1e-12, atol=1e-14)
+            torch.testing.assert_close(state["kfac_G"][i], exp_G[i], rtol=1e-12, atol=1e-14)
         prev_A, prev_G = [a.clone() for a in state["kfac_A"]], [g.clone() for g in state["kfac_G"]]
     # the sampled-action Fisher differs from the empirical one built on the batch's own actions
     assert not torch.allclose(Gs[-1], per_sample_factors(before, batch["obs"], batch["actions"])[1][-1])
@@ -311,7 +312,7 @@ def test_kfac_update_freq_and_checkpoint_roundtrip():
     batch = kfac_batch(actor)
     args = S.Args(optimizer="kfac", learning_rate=1e-2, kfac_update_freq=3)
     state, eigs = {}, []
-    for k in range(4):
+    for _k in range(4):
         S.kfac_step(actor, batch, args, state)
         eigs.append(state["kfac_eig_A"][1][1].clone())
     assert torch.equal(eigs[0], eigs[1]) and torch.equal(eigs[1], eigs[2])  # reused between refreshes

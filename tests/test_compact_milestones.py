@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from benchmark import trainer as sa
 from benchmark import aggregate, compact, hparams, sweep
+from benchmark import trainer as sa
 
 BUDGET = 100_000
 

@@ -8,9 +8,9 @@ import os
 import numpy as np
 import pytest
 import torch
+from helpers import per_sample_grads, tiny_actor, tiny_batch
 
 from benchmark import trainer as sa
-from helpers import per_sample_grads, tiny_actor, tiny_batch
 
 
 def args_for(**kw):

@@ -22,9 +22,9 @@ import torch
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from benchmark import trainer as sa  # noqa: E402
 from benchmark import aggregate as agg  # noqa: E402
 from benchmark import hparams, stats  # noqa: E402
+from benchmark import trainer as sa  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ Tolerances (float64, eps = 2.2e-16, F = lambda I + ell ell^T, kappa = (lambda + 
 * Residual: |F x_sm - g| = |F (x_sm - x)| <= |F| C (d+4) eps |g|/lambda = C (d+4) eps kappa |g|.
 """
 
-import math
 import subprocess
 import sys
 from fractions import Fraction
@@ -161,7 +160,7 @@ def test_batched_matches_loop():
     L[4] = 0.0
     G[5] = 2.5 * L[5]
     batched = sn.sherman_morrison_direction_batched(G, L, 0.3)
-    loop = np.stack([sn.sherman_morrison_direction(g, l, 0.3) for g, l in zip(G, L)])
+    loop = np.stack([sn.sherman_morrison_direction(g, ell, 0.3) for g, ell in zip(G, L)])
     assert batched.shape == (17, 9)
     np.testing.assert_allclose(batched, loop, rtol=1e-13, atol=1e-13 * np.abs(loop).max())
 

@@ -13,11 +13,10 @@ import sys
 import time
 import tokenize
 
+import helpers
 import numpy as np
 import pytest
 import torch
-
-import helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFERENCE = os.path.join(ROOT, "smac_a2c.py")

@@ -8,14 +8,13 @@ import subprocess
 import sys
 import time
 
+import helpers
 import pytest
 import torch
 
-import helpers
-
 import smac_a2c
-from benchmark import trainer as sa
 from benchmark import sweep
+from benchmark import trainer as sa
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST = ["--env-id", "CartPole-v1", "--num-steps", "100", "--no-tensorboard"]
@@ -536,6 +535,7 @@ def test_an_exception_mid_run_leaves_a_crashed_summary_and_a_traceback(tmp_path,
     (no status, a traceback on stderr, handlers left installed). Now: summary.json status crashed with the
     error's line, RUN/traceback.txt, the last good checkpoint kept, no .tmp, one stderr line, exit 1."""
     import signal as sig
+
     import gymnasium as gym
 
     gym.register("RaisesMidRun-v0", entry_point=RaisesMidRun)

@@ -13,9 +13,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from helpers import per_sample_grads, tiny_actor, tiny_batch
 
 from benchmark import trainer as sa
-from helpers import per_sample_grads, tiny_actor, tiny_batch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -371,7 +371,10 @@ def test_same_seed_gives_identical_episodes(tmp_path):
             )
             == 0
         )
-    read = lambda sub: open(os.path.join(only_run_dir(tmp_path / sub), "episodes.csv")).read()
+
+    def read(sub):
+        return open(os.path.join(only_run_dir(tmp_path / sub), "episodes.csv")).read()
+
     assert read("a") == read("b") and len(read("a").splitlines()) == 6
     assert (
         run_main(

@@ -8,9 +8,9 @@ import re
 import pytest
 import torch
 import torch.nn as nn
+from helpers import tiny_batch
 
 from benchmark import trainer as sa
-from helpers import tiny_batch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DT = torch.float64
@@ -82,7 +82,10 @@ def categorical(net, obs_shape, n_act):
     gen = torch.Generator().manual_seed(1)
     obs = torch.randn(B, *obs_shape, generator=gen, dtype=DT)
     act = torch.randint(0, n_act, (B,), generator=gen)
-    lp = lambda sl: torch.distributions.Categorical(logits=net(obs[sl])).log_prob(act[sl])
+
+    def lp(sl):
+        return torch.distributions.Categorical(logits=net(obs[sl])).log_prob(act[sl])
+
     return lp, (lambda i: lp(slice(i, i + 1)).sum())
 
 
@@ -96,7 +99,10 @@ def case(name):
         log_std = nn.Parameter(torch.full((2,), -0.3, dtype=DT))
         gen = torch.Generator().manual_seed(1)
         obs, act = torch.randn(B, 4, generator=gen, dtype=DT), torch.randn(B, 2, generator=gen, dtype=DT)
-        lp = lambda sl: torch.distributions.Normal(net(obs[sl]), log_std.exp()).log_prob(act[sl]).sum(-1)
+
+        def lp(sl):
+            return torch.distributions.Normal(net(obs[sl]), log_std.exp()).log_prob(act[sl]).sum(-1)
+
         return (
             list(net.parameters()) + [log_std],
             lp(slice(None)),
@@ -116,7 +122,10 @@ def case(name):
         net = StateDependentGaussian().double()
         gen = torch.Generator().manual_seed(1)
         obs, act = torch.randn(B, 4, generator=gen, dtype=DT), torch.randn(B, 2, generator=gen, dtype=DT)
-        lp = lambda sl: net.log_prob(obs[sl], act[sl])
+
+        def lp(sl):
+            return net.log_prob(obs[sl], act[sl])
+
         return net, lp(slice(None)), (lambda i: lp(slice(i, i + 1)).sum()), None
     elif name == "frozen":
         net = ReluMLP().double()

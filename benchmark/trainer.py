@@ -1126,6 +1126,9 @@ def wandb_can_log() -> bool:
 def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
     """smac_a2c.train with the lab's steps, environments and networks in a locked run directory of its own (or the
     resumed one). Returns (run_dir, outcome): finished, diverged, or the signal that interrupted it."""
+    # before any environment renders (the video probe): with CUDA builds of torch this imports triton, whose
+    # import crashes once an EGL context exists
+    torch.use_deterministic_algorithms(True, warn_only=True)
     obs_space, act_space = check_env_id(args.env_id)  # bad input is refused before a run directory exists
     if args.capture_video:  # the reference's probe of a frame and moviepy, also before a run directory exists
         sa.check_env(args.env_id, capture_video=True)
@@ -1194,7 +1197,7 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
                     repaired=repaired,
                 )
                 summary.setdefault("run_dir", run_dir)
-                sa.atomic_write(path, summary)
+                sa.write_json(path, summary)
                 print(f"repaired {path}: {summary['repaired']}", file=sys.stderr)
             print(
                 f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps"
@@ -1211,7 +1214,9 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
         )
         handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
-            return sa.train(args, LAB_STEPS, env, lab_networks, critic_step, run_dir, resume)
+            outcome = sa.train(args, LAB_STEPS, env, lab_networks, critic_step, run_dir, resume)
+        except sa.RunCrashed as crash:  # the reference kept the last good state, the traceback and the status
+            raise Crashed(forget_if_empty(run_dir, str(crash), fresh=resume is None)) from None
         except (ConfigError, KeyboardInterrupt):
             raise
         except Exception as e:  # an environment raising mid-episode, a full disk, out of memory, ...
@@ -1219,9 +1224,49 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
                 signal.signal(sig, handler)
             raise Crashed(record_crash(run_dir, e, fresh=resume is None)) from None
 
+    if args.track and args.capture_video:
+        upload_videos(run_dir, args)
+    return outcome
+
+
+def upload_videos(run_dir: str, args: LabArgs) -> None:
+    """--track --capture-video: the run's videos go to its W&B run too (continued by its id, as smac_a2c.RunLog
+    names it); moved here from the reference (issue 35)."""
+    import glob
+    import hashlib
+
+    import wandb
+
+    run = wandb.init(
+        project=args.wandb_project_name,
+        entity=args.wandb_entity,
+        dir=run_dir,
+        id=hashlib.sha1(os.path.abspath(run_dir).encode()).hexdigest()[:16],
+        resume="allow",
+        settings=wandb.Settings(init_timeout=60),
+    )
+    for video in sorted(glob.glob(os.path.join(run_dir, "videos", "*.mp4"))):
+        run.log({"videos": wandb.Video(video)})
+    run.finish()
+
 
 class Crashed(Exception):
     """A run that raised after its run directory existed: one line on stderr, exit 1."""
+
+
+def forget_if_empty(run_dir: str, message: str, fresh: bool) -> str:
+    """The reference's crash message; a fresh run that died before it logged anything (e.g. too large networks)
+    is removed instead."""
+    import shutil
+
+    logged = any(
+        os.path.exists(os.path.join(run_dir, n)) for n in ("checkpoint.pt", "episodes.csv", "updates.csv")
+    )
+    if not fresh or logged:
+        return message
+    line = read_summary(run_dir).get("error", message)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return f"{line} (before the run logged anything; its directory {run_dir} was removed)"
 
 
 def record_crash(run_dir: str, error: BaseException, fresh: bool) -> str:
@@ -1242,17 +1287,33 @@ def record_crash(run_dir: str, error: BaseException, fresh: bool) -> str:
     with open(os.path.join(run_dir, "traceback.txt"), "w") as f:
         f.write("".join(traceback.format_exception(error)))
     summary = {**read_summary(run_dir), "status": "crashed", "error": line, "run_dir": run_dir}
-    sa.atomic_write(os.path.join(run_dir, "summary.json"), summary)
+    sa.write_json(os.path.join(run_dir, "summary.json"), summary)
     return f"{line} (traceback in {os.path.join(run_dir, 'traceback.txt')}; status crashed in summary.json)"
+
+
+def parse_args(argv=None, cls=LabArgs, prog: str = "python -m benchmark.trainer"):
+    """tyro.cli(cls), with tyro's multi-line error box reduced to one line (a ConfigError); moved here from the
+    reference (issue 35), which keeps tyro's own message and exit code 2."""
+    import io
+
+    import tyro
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()) as box:
+            return tyro.cli(cls, args=argv)
+    except SystemExit as e:  # an error (--help exits 0): the box's first paragraph, under its title, one line
+        if not e.code:
+            raise
+        message = " ".join(box.getvalue().partition("\n")[2].partition("──")[0].replace("│", "").split())
+        raise ConfigError(f"{message or 'bad input'} (see: {prog} --help)") from None
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = sa.parse_args(
-            argv, LabArgs, "python -m benchmark.trainer"
-        )  # tyro's error box as one line: exit 2
-        check_args(args)
+        args = parse_args(argv)  # tyro's error box as one line: exit 2
+        if not args.resume:  # a resumed run is checked with its saved flags, below
+            check_args(args)
         torch.set_num_threads(args.torch_threads)
         if args.plot:
             out = args.plot_out or (

@@ -4,6 +4,7 @@ import csv
 import functools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -547,7 +548,9 @@ def test_help_documents_every_flag():
         # every field has a docstring where it is declared (the reference's file, or the lab's for its own)
         for field in dataclasses.fields(args_class):
             source = open(os.path.join(ROOT, path)).read()
-            if f"    {field.name}: " not in source:
+            if not re.search(rf"^    {field.name}: [^\n]*= ", source, re.M):
                 source = open(os.path.join(ROOT, "smac_a2c.py")).read()
-            decl = source.index(f"    {field.name}: ")
+            decl = re.search(
+                rf"^    {field.name}: [^\n]*= ", source, re.M
+            ).start()  # the field, not an argument
             assert source[decl:].splitlines()[1].strip().startswith('"""'), field.name

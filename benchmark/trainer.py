@@ -137,9 +137,11 @@ class LabArgs(sa.Args):
 Args = LabArgs  # the name the harness and the tests use
 
 
-def check_args(args: LabArgs) -> None:
-    """The reference's checks, then the lab's flags (in this order: the first failing check is reported)."""
-    sa.check_args(args)
+def check_args(args: LabArgs, training: bool = True) -> None:
+    """The reference's checks (for a training run: its budget, rates, W&B), then the lab's flags (in this order:
+    the first failing check is reported)."""
+    if training:
+        sa.check_args(args)
 
     def require(flags: str, ok, what: str) -> None:
         for flag in flags.split():
@@ -1313,7 +1315,7 @@ def main(argv=None) -> int:
     try:
         args = parse_args(argv)  # tyro's error box as one line: exit 2
         if not args.resume:  # a resumed run is checked with its saved flags, below
-            check_args(args)
+            check_args(args, training=not (args.plot or args.eval_checkpoint))
         torch.set_num_threads(args.torch_threads)
         if args.plot:
             out = args.plot_out or (

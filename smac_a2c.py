@@ -831,7 +831,8 @@ class RunLog:
         if args.tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 
-            self.writer = SummaryWriter(run_dir)
+            # a resumed run hides the events that a killed process logged after its checkpoint
+            self.writer = SummaryWriter(run_dir, purge_step=global_step + 1 if global_step else None)
         self.wandb_run = None
         if args.track:
             import wandb

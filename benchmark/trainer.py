@@ -158,17 +158,6 @@ def check_args(args: LabArgs, training: bool = True) -> None:
     )
     require("--ent-coef --max-grad-norm", finite_nonnegative, "a finite number >= 0")
     require("--log-std-init", math.isfinite, "a finite number")
-    if (
-        os.sep in args.exp_name or ".." in args.exp_name
-    ):  # the reference refuses an empty name, '/' and a leading '.'
-        raise ConfigError(
-            f"--exp-name must be a plain name (no '/', no '..', not starting with '.'), got {args.exp_name!r}"
-        )
-    name_len = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}-99".encode())
-    if name_len > 255:
-        raise ConfigError(
-            f"--exp-name is too long: the run directory name would have {name_len} bytes (limit 255)"
-        )
     require("--video-every", lambda v: v >= 0, ">= 0")
     require("--num-minibatches --update-epochs", lambda v: v >= 1, ">= 1")
     if args.num_minibatches > args.num_steps * args.num_envs:
@@ -210,12 +199,20 @@ class TruncationAsTermination(gym.Wrapper):
 
 
 def make_env(
-    env_id: str, video_dir: Optional[str] = None, video_every: int = 0, bootstrap_truncation: bool = True
+    env_id: str,
+    video_dir: Optional[str] = None,
+    video_every: int = 0,
+    bootstrap_truncation: bool = True,
+    video_prefix: str = "rl-video",
 ):
+    """video_prefix: RecordVideo's file names; a resumed run gets its own (its episode counter restarts at 0,
+    and the same names would overwrite the earlier videos)."""
     env = gym.make(env_id, disable_env_checker=True, **({"render_mode": "rgb_array"} if video_dir else {}))
     if video_dir:
         trigger = (lambda episode: episode % video_every == 0) if video_every > 0 else None
-        env = gym.wrappers.RecordVideo(env, video_dir, episode_trigger=trigger, disable_logger=True)
+        env = gym.wrappers.RecordVideo(
+            env, video_dir, episode_trigger=trigger, name_prefix=video_prefix, disable_logger=True
+        )
     return env if bootstrap_truncation else TruncationAsTermination(env)
 
 
@@ -246,7 +243,9 @@ def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
         raise ConfigError(
             f"--env-id {env_id!r} is not a registered gymnasium environment ({type(e).__name__}: {e})"
         ) from None
-    except (TypeError, ValueError, AttributeError, RuntimeError) as e:  # the environment's constructor raised
+    except (
+        Exception
+    ) as e:  # the environment's constructor or module raised (TypeError, KeyError, OSError, ...)
         raise ConfigError(
             f"--env-id {env_id!r}: its constructor raised {type(e).__name__}: "
             f"{str(e).splitlines()[0][:200] if str(e) else ''}"
@@ -742,7 +741,12 @@ class RunLock:
     def __enter__(self):
         import fcntl
 
-        self.file = open(self.path, "a+")
+        try:
+            self.file = open(self.path, "a+")
+        except OSError as e:  # a read-only run directory
+            raise ConfigError(
+                f"run directory {os.path.dirname(self.path)!r} cannot be written ({e.strerror or e})"
+            ) from None
         try:
             fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -929,17 +933,30 @@ def evaluate(
             f"checkpoint {ckpt['path']!r} does not fit its own environment or networks "
             f"({type(e).__name__}: {str(e).splitlines()[0][:200]})"
         ) from None
+    if not all(torch.isfinite(p).all() for p in actor.parameters()):
+        raise ConfigError(
+            f"checkpoint {ckpt['path']!r} holds non-finite (NaN/Inf) actor weights; not evaluated"
+        )
     video_dir = os.path.join(os.path.dirname(ckpt["path"]), "videos", "eval") if capture_video else None
     if capture_video:
         sa.check_env(args.env_id, capture_video=True)
-    policy, env, returns = RolloutPolicy(actor), make_env(args.env_id, video_dir, 1), []
+    try:
+        env = make_env(args.env_id, video_dir, 1)
+    except OSError as e:  # RecordVideo makes RUN/videos/eval: a read-only run directory
+        raise ConfigError(
+            f"--capture-video: cannot write videos into {video_dir!r} ({e.strerror or e})"
+        ) from None
+    policy, returns = RolloutPolicy(actor), []
     for ep in range(episodes):
         obs, _ = env.reset(seed=seed + ep)
         done, total, t = False, 0.0, 0
         while not done and t < max_steps:  # an environment without a time limit still ends
             t += 1
             out = policy.forward(normalizer.obs(obs[None]))[0]  # the mean action, or the most likely one
-            action = np.argmax(out) if discrete else np.clip(out, act_space.low, act_space.high)
+            # as in training: a Discrete(n, start) action is the policy's index shifted by start
+            action = (
+                np.argmax(out) + act_space.start if discrete else np.clip(out, act_space.low, act_space.high)
+            )
             obs, reward, terminated, truncated, _ = env.step(action)
             total += float(reward)
             done = terminated or truncated
@@ -954,15 +971,18 @@ def read_run_csv(path: str, required: tuple = ()) -> dict:
     import pandas as pd
 
     try:
-        data = {
-            k: pd.to_numeric(v, errors="coerce").to_numpy(dtype=float)
-            for k, v in pd.read_csv(path, on_bad_lines="skip").items()
-        }
+        frame = pd.read_csv(path, on_bad_lines="skip")
     except (FileNotFoundError, pd.errors.EmptyDataError):
-        data = {}
+        frame = pd.DataFrame()
+    except (UnicodeDecodeError, pd.errors.ParserError) as e:  # a binary or garbled file
+        raise ConfigError(f"--plot: {path!r} is not a readable CSV ({type(e).__name__})") from None
+    data = {k: pd.to_numeric(v, errors="coerce").to_numpy(dtype=float) for k, v in frame.items()}
     missing = [c for c in required if c not in data]
     if missing and data:
         raise ConfigError(f"--plot: {path!r} has no column {missing[0]!r} (header-less or garbled)")
+    if "global_step" in data:  # rows without a step (a torn tail after a power loss) are dropped
+        keep = np.isfinite(data["global_step"])
+        data = {k: v[keep] for k, v in data.items()}
     return data or {c: np.array([]) for c in required}
 
 
@@ -1026,7 +1046,7 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
                 label=label,
             )
         if (d, cfg, ep, up) in smac and up["global_step"].size:
-            axes[1].plot(up["global_step"], up["ell_sq"] / float(cfg.get("damping", 1.0)), color=color, lw=1)
+            axes[1].plot(up["global_step"], up["ell_sq"] / damping_of(cfg), color=color, lw=1)
             axes[2].plot(up["global_step"], up["cos_g_step"], color=color, lw=1)
     axes[0].set(
         xlabel="environment steps",
@@ -1056,6 +1076,37 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
         raise ConfigError(f"--plot-out {out!r}: cannot write there ({e.strerror or e})") from None
     finally:
         plt.close(fig)
+    return out
+
+
+def damping_of(cfg: dict) -> float:
+    """A run's lambda from its config.json (1.0 when it is missing or not a positive number)."""
+    try:
+        damping = float(cfg.get("damping", 1.0))
+    except (TypeError, ValueError):
+        return 1.0
+    return damping if damping > 0 and math.isfinite(damping) else 1.0
+
+
+def plot_path(out: Optional[str], plot: tuple, runs_dir: str) -> str:
+    """Where --plot writes: --plot-out as given with an image format matplotlib writes (none given: .png; a
+    directory, or a path ending in '/': plot.png inside it), else RUN/plot.png or runs_dir/plot_<time>.png."""
+    import matplotlib.figure
+
+    if out is None:
+        if len(plot) == 1:
+            return os.path.join(plot[0], "plot.png")
+        return os.path.join(runs_dir, f"plot_{int(time.time())}.png")
+    if out.endswith(os.sep) or os.path.isdir(out):
+        return os.path.join(out, "plot.png")
+    extension = os.path.splitext(out)[1].lstrip(".").lower()
+    if not extension:
+        return out + ".png"
+    formats = matplotlib.figure.Figure().canvas.get_supported_filetypes()
+    if extension not in formats:
+        raise ConfigError(
+            f"--plot-out {out!r}: matplotlib cannot write .{extension}; use one of {', '.join(formats)}"
+        )
     return out
 
 
@@ -1211,8 +1262,17 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
             )  # a kill during a save; checkpoint.pt is intact
         if resume is not None:
             truncate_logs_to(run_dir, int(resume["global_step"]), int(resume["update"]))
+            trace = os.path.join(run_dir, "traceback.txt")
+            if os.path.exists(trace):  # an earlier crash: kept beside, no longer the run's state
+                os.replace(
+                    trace, os.path.join(run_dir, f"traceback-before-resume-at-{resume['global_step']}.txt")
+                )
+        prefix = "rl-video" if resume is None else f"rl-video-resumed-at-{resume['global_step']}"
         env = functools.partial(
-            make_env, video_every=args.video_every, bootstrap_truncation=args.bootstrap_truncation
+            make_env,
+            video_every=args.video_every,
+            bootstrap_truncation=args.bootstrap_truncation,
+            video_prefix=prefix,
         )
         handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
@@ -1318,12 +1378,7 @@ def main(argv=None) -> int:
             check_args(args, training=not (args.plot or args.eval_checkpoint))
         torch.set_num_threads(args.torch_threads)
         if args.plot:
-            out = args.plot_out or (
-                os.path.join(args.plot[0], "plot.png")
-                if len(args.plot) == 1
-                else os.path.join(args.runs_dir, f"plot_{int(time.time())}.png")
-            )
-            print(f"wrote {plot_runs(args.plot, out)}")
+            print(f"wrote {plot_runs(args.plot, plot_path(args.plot_out, args.plot, args.runs_dir))}")
             return 0
         if args.eval_checkpoint:
             ckpt = load_checkpoint(args.eval_checkpoint)

@@ -138,7 +138,7 @@ def aggregate(
             for name in "curves_return curves_logprob final diagnostics diagnostics_summary runs".split()
         }
         for key in sorted(
-            groups, key=lambda k: (_rank(hparams.tasks(), k[0]), _rank(hparams.ALGOS, k[1]), *k)
+            groups, key=lambda k: (_rank(hparams.tasks(), k[0]), _rank(hparams.algos(), k[1]), *k)
         ):
             (task, algo), budget, cell = key, budgets[key[0]], groups[key]
             steps = [int(round(e)) for e in (np.arange(N_BINS) + 1) * budget / N_BINS]
@@ -188,7 +188,7 @@ def aggregate(
             final_mean, final_std = _mean_std(fin)
             paper = (
                 hparams.paper_result(task, algo)
-                if task in hparams.tasks() and algo in hparams.ALGOS
+                if task in hparams.tasks() and algo in hparams.algos()
                 else None
             )
             out["final"].append(
@@ -708,11 +708,11 @@ def adam_check(budget: int = 111_000, seed: int = 1) -> dict:
     max |theta - theta_0| over parameters against the bound 3.2 * eta * (number of Adam steps)."""
     import torch
 
-    from benchmark import trainer as sa
+    from benchmark import trainer
 
     with tempfile.TemporaryDirectory() as tmp:
         assert (
-            sa.main(
+            trainer.main(
                 hparams.lookup("CartPole", "adam")
                 + [
                     "--total-timesteps",
@@ -727,10 +727,10 @@ def adam_check(budget: int = 111_000, seed: int = 1) -> dict:
             == 0
         )
         run = os.path.join(tmp, os.listdir(tmp)[0])
-        ckpt = sa.load_checkpoint(run)  # weights_only: loading runs no code
-        args = sa.args_from_checkpoint(ckpt["args"])
+        ckpt = trainer.load_checkpoint(run)  # weights_only: loading runs no code
+        args = trainer.args_from_checkpoint(ckpt["args"])
         torch.manual_seed(args.seed)  # the trainer's initialization, rebuilt
-        init = sa.Actor(4, 2, True, args.hidden_sizes, args.log_std_init, args.activation)
+        init = trainer.Actor(4, 2, True, args.hidden_sizes, args.log_std_init, args.activation)
         moved = max((ckpt["actor"][k] - v).abs().max().item() for k, v in init.state_dict().items())
         summary = json.load(open(os.path.join(run, "summary.json")))
     return {
@@ -743,7 +743,7 @@ def adam_check(budget: int = 111_000, seed: int = 1) -> dict:
     }
 
 
-# ---- The toy MDP's cosine study (smac_numpy.py keeps the MDP's core): python benchmark/aggregate.py toy
+# ---- The toy MDP's cosine study (smac_numpy.py keeps the MDP's core): python -m benchmark.aggregate toy
 def toy_sm_expected(theta: np.ndarray, lam_p: float, damping: float) -> np.ndarray:
     """Exact expectation of the per-sample SM step over (x, a) ~ d(x) pi(a|x), sum_{x,a} d(x) pi(a|x) ell A /
     (damping + |ell|^2). As damping -> 0 this tends to NPG-printed / (2 - pi0): each one-sample step is A/ell,
@@ -795,7 +795,7 @@ def toy_grid_cosines(
 
 
 def toy_main(argv=None) -> int:
-    """python benchmark/aggregate.py toy: SM-expected along its run [A'], the cosine grid [B], the damping sweep [C]."""
+    """python -m benchmark.aggregate toy: SM-expected along its run [A'], the cosine grid [B], the damping sweep [C]."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--damping", type=float, default=0.1)
     p.add_argument("--damping-sweep", type=float, nargs="+", default=[0.01, 0.1, 1.0, 10.0])
@@ -891,7 +891,7 @@ def cell_rows(cells: dict) -> list[dict]:
     whether the paper's mean is inside it, and Welch's test of our seeds against the paper's mean ± std as a
     5-seed sample (scipy.stats.ttest_ind_from_stats), since the paper's mean is an estimate too."""
     rows = []
-    for task, algo in ((t, a) for t in hparams.tasks() for a in hparams.ALGOS if cells.get((t, a))):
+    for task, algo in ((t, a) for t in hparams.tasks() for a in hparams.algos() if cells.get((t, a))):
         cell = cells[(task, algo)]
         finals = [f for _, f, _ in cell["finished"]]
         lo, hi = stats.bootstrap_mean_ci(finals) if len(finals) >= MIN_CI_SEEDS else (np.nan, np.nan)
@@ -962,7 +962,7 @@ def aggregates(cells: dict, min_seeds: int, results_dir: str, reps: int) -> Opti
     chosen for the most tasks (3 seeds on nine tasks say more than 5 on two), then the most runs. Writes
     aggregates.csv and improvement.csv; None (and no stale CSVs) if no task qualifies."""
     algos = [
-        a for a in hparams.ALGOS if any((t, a) in cells for t in hparams.tasks())
+        a for a in hparams.algos() if any((t, a) in cells for t in hparams.tasks())
     ]  # sgd-matched too (issue 27)
     per_task = [min(_n_scored(cells, t, a) for a in algos) for t in hparams.tasks()]
     use = max(range(2, min_seeds + 1), key=lambda n: (sum(s >= n for s in per_task), n))
@@ -1056,7 +1056,7 @@ def defaults_main(argv=None) -> int:
     rows = defaults_rows()
     if len(rows) < len(hparams.DEFAULTS_SETTINGS) * len(hparams.DEFAULTS_ROWS) * 3:
         print(
-            f"error: {len(rows)} runs in {hparams.DEFAULTS_LOGS}; run `python benchmark/sweep.py --study defaults`",
+            f"error: {len(rows)} runs in {hparams.DEFAULTS_LOGS}; run `python -m benchmark.sweep --study defaults`",
             file=sys.stderr,
         )
         return 2

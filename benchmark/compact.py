@@ -9,7 +9,7 @@ digits, NaN as null. A few tens to a few hundred KB per run; checkpoints and Ten
 stay out of git. sweep.py writes one when a run finishes or diverges and treats a committed one
 as a finished run, so a grid continues across sessions where the last one stopped.
 
-    python benchmark/compact.py pack benchmark/runs --logs benchmark/results/logs   # pack every finished run
+    python -m benchmark.compact pack benchmark/runs --logs benchmark/results/logs   # pack every finished run
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cost measurements, one subcommand each: python benchmark/costs.py COMMAND [flags] (COMMAND --help for the flags).
+"""Cost measurements, one subcommand each: python -m benchmark.costs COMMAND [flags] (COMMAND --help for the flags).
 
 throughput: the trainer against the raw environment and Stable-Baselines3 A2C, in one process so the ratios share the
 machine's state (Hopper-v4, 1 env, --steps per measurement, 1 torch thread): the real limit of a 1-env trainer
@@ -6,7 +6,7 @@ machine's state (Hopper-v4, 1 env, --steps per measurement, 1 torch thread): the
 sgd steps/s (updates and logs included), SB3 A2C (n_steps=1000) if installed, one actor update (T=1000) inside
 training and interleaved (the reference's smac_direction step, the lab's one-backward fast path, sgd), and the cost of
 choosing an action. Targets (issue 25): training >= 0.80x the limit; SMAC update <= 1.3x SGD's inside training.
-    python benchmark/costs.py throughput [--steps 100000] [--no-sb3] [--json FILE]
+    python -m benchmark.costs throughput [--steps 100000] [--no-sb3] [--json FILE]
 
 update-cost: ONE actor update versus policy size d for sgd, adam, smac (the trainer's one-backward fast path),
 smac-generic (the public smac_direction + apply_step_), smac-2bw (the same solve with two flat_grad calls), smac-ps
@@ -17,25 +17,25 @@ CPU each (size, method) runs in a fresh subprocess with MALLOC_MMAP_THRESHOLD_=6
 malloc_trim and a VmHWM reset, the peak RSS rise of one update plus the exact bytes of the state a step keeps (Adam's
 moments, K-FAC's factors); on CUDA max_memory_allocated - memory_allocated. Writes docs/update_cost.{csv,png}
 (docs/update_cost_cuda.* with --device cuda; --out STEM) and prints a markdown table.
-    python benchmark/costs.py update-cost [--device cuda] [--threads 2 --widths 64 256]
+    python -m benchmark.costs update-cost [--device cuda] [--threads 2 --widths 64 256]
 
 ablation-costs: actor update time of the SMAC ablation modes, the trainer's smac_step with each mode's flags on one
 batch (Hopper dims, 64-64 actor, T = --batch): batch-mean (+ --step-normalization), per-sample (Algorithm 1, timed on
 --per-sample-subset samples x T / subset, marked extrapolated), per-sample-parallel (+ --step-normalization), prev-EF
 beta=0.5 rank r in steady state. --repeats interleaved rounds after warm-up, theta restored after every call; median
 and min per mode, ratio of medians. benchmark/ablations.py parses this output.
-    python benchmark/costs.py ablation-costs [--batch 2000 --repeats 50 --threads 2]
+    python -m benchmark.costs ablation-costs [--batch 2000 --repeats 50 --threads 2]
 
 device-check: CPU versus CUDA for small networks: training steps/s on Hopper-v4 (lab trainer, smac, 30k steps) with
 and without --cuda, and one actor update (T=1000) of smac batch-mean and sgd on each device for hidden widths 64 to
 2048. Without a GPU it prints the CPU rows only.
-    python benchmark/costs.py device-check
+    python -m benchmark.costs device-check
 
 direction-cost: the public drop-in SMAC step (smac_direction + apply_step_) against the trainer's one-backward fast
 path, smac_direction_batched (one vmapped vector-Jacobian product), the same solve with two flat_grad calls and SGD
 (Hopper-dims MLP, T = 1000, interleaved); the median per method and its ratio to SGD; writes
 docs/smac_direction_cost.csv.
-    python benchmark/costs.py direction-cost [--widths 64 --rounds 50 --device cuda]
+    python -m benchmark.costs direction-cost [--widths 64 --rounds 50 --device cuda]
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-import smac_a2c as sa  # noqa: E402
+import smac_a2c  # noqa: E402
+from benchmark import algorithms  # noqa: E402
 from benchmark import trainer as lab  # noqa: E402
 from benchmark.stats import write_csv  # noqa: E402
 
@@ -132,7 +133,7 @@ def env_limit_sps(env_id: str, steps: int, sample_each_step: bool) -> float:
 
 def trainer_sps(env_id: str, steps: int, optimizer: str, runs_dir: str) -> tuple[float, float]:
     """Training steps/s of smac_a2c.train (logs included) and the median actor update ms inside training."""
-    args = sa.Args(
+    args = smac_a2c.Args(
         env_id=env_id,
         optimizer=optimizer,
         total_timesteps=steps,
@@ -142,7 +143,7 @@ def trainer_sps(env_id: str, steps: int, optimizer: str, runs_dir: str) -> tuple
     run_dir = tempfile.mkdtemp(dir=runs_dir)
     with contextlib.redirect_stdout(io.StringIO()):  # the progress lines
         elapsed = timed(
-            lambda: sa.train(args, run_dir=run_dir)
+            lambda: smac_a2c.train(args, run_dir=run_dir)
         )  # includes env construction, like SB3's timing
     with open(os.path.join(run_dir, "updates.csv")) as f:
         rows = f.read().splitlines()[1:]
@@ -152,8 +153,8 @@ def trainer_sps(env_id: str, steps: int, optimizer: str, runs_dir: str) -> tuple
 def policy_sample_us(obs_dim=11, act_dim=3, repeats=20_000) -> dict:
     """Microseconds per batch-1 action, 5 interleaved blocks: the reference's numpy copy of the 64-64 actor
     (RolloutPolicy.sample) against the torch actor under inference_mode (forward + Gaussian noise)."""
-    actor, n = sa.Actor(obs_dim, act_dim, False), repeats // 5
-    policy, rng = sa.RolloutPolicy(actor), np.random.default_rng(0)
+    actor, n = smac_a2c.Actor(obs_dim, act_dim, False), repeats // 5
+    policy, rng = smac_a2c.RolloutPolicy(actor), np.random.default_rng(0)
     obs_np, obs_t = np.zeros((1, obs_dim)), torch.zeros(1, obs_dim)
 
     def numpy_block():
@@ -190,7 +191,7 @@ def throughput(opts) -> None:
         smac, smac_ms = trainer_sps(opts.env_id, opts.steps, "smac", tmp)
         sgd, sgd_ms = trainer_sps(opts.env_id, opts.steps, "sgd", tmp)
     sb3 = None if opts.no_sb3 else sb3_sps(opts.env_id, opts.steps)
-    micro = update_ms({"smac": sa.smac_step, "smac fast path": lab.smac_step, "sgd": sa.sgd_step})
+    micro = update_ms({"smac": smac_a2c.smac_step, "smac fast path": lab.smac_step, "sgd": smac_a2c.sgd_step})
     sample = policy_sample_us()
 
     print(
@@ -247,7 +248,10 @@ def throughput(opts) -> None:
             )
 
 
-METHODS = ["sgd", "adam", "smac", "smac-generic", "smac-2bw", "smac-ps", "cg", "kfac"]
+SMAC_VARIANTS = ["smac-generic", "smac-2bw", "smac-ps"]  # SMAC's other code paths (make_step)
+METHODS = (
+    list(algorithms.optimizers()) + SMAC_VARIANTS
+)  # every registered optimizer (benchmark/algorithms.py)
 
 
 def direction_step(direction_fn):

@@ -24,29 +24,83 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-TOML_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hyperparams.toml")
-ALGOS = ("smac", "sgd", "adam", "cg", "kfac", "sgd-matched")
-PAPER_ALGOS = ("sgd", "adam", "cg", "kfac", "smac")  # column order of tab:performance
-# trainer flags a table cell may set, in the order they are emitted
-FLAG_KEYS = (
-    "learning_rate",
-    "critic_learning_rate",
-    "num_steps",
-    "gamma",
-    "gae_lambda",
-    "damping",
-    "kfac_damping",
-    "kfac_decay",
-    "kfac_kl_clip",
-    "kfac_update_freq",
+from benchmark import algorithms  # noqa: E402
+
+# the paper's tables as data; BENCHMARK_HYPERPARAMS points the whole lab (the sweep's trainers too) at another copy
+TOML_PATH = os.environ.get(
+    "BENCHMARK_HYPERPARAMS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "hyperparams.toml")
 )
 HORIZONS = ("paper", "gym")
+ROW_KEYS = ("source", "ours")  # a row's provenance: "paper" | "ours" (and the keys we filled)
+
+
+class TableError(ValueError):
+    """hyperparams.toml that cannot be used: one line naming the file, the table and the key (exit 2)."""
 
 
 @functools.lru_cache(maxsize=None)
 def load(path: str = TOML_PATH) -> dict:
     with open(path, "rb") as f:
-        return tomllib.load(f)
+        table = tomllib.load(f)
+    validate(table, path)
+    return table
+
+
+def validate(table: dict, path: str) -> None:
+    """Every [hp.<Task>.<algo>] row names a registered algorithm and only keys that algorithm's flags allow;
+    every task has a row for every registered algorithm that is not derived; every table is one the lab reads."""
+    where = os.path.relpath(path, REPO) if path.startswith(REPO) else path
+    known_tables = {"meta", "tasks", "hp", "paper_results"}
+    for name in table:
+        if name not in known_tables:
+            raise TableError(
+                f"{where}: [{name}] is not a table the lab reads (known: {', '.join(sorted(known_tables))})"
+            )
+    for task in table["tasks"]:
+        rows = table["hp"].get(task, {})
+        for algo, row in rows.items():
+            if algo not in algorithms.REGISTRY or algorithms.REGISTRY[algo].derived:
+                raise TableError(
+                    f"{where}: [hp.{task}.{algo}]: {algo!r} is no registered algorithm with rows "
+                    f"(benchmark/algorithms.py; registered: {', '.join(algorithms.names())})"
+                )
+            allowed = algorithms.COMMON_FLAGS + algorithms.REGISTRY[algo].flags + ROW_KEYS
+            for key in row:
+                if key not in allowed:
+                    raise TableError(
+                        f"{where}: [hp.{task}.{algo}] unknown key {key!r} (allowed: {', '.join(allowed)})"
+                    )
+        for algo, entry in algorithms.REGISTRY.items():
+            if not entry.derived and algo not in rows:
+                raise TableError(
+                    f"{where}: [hp.{task}.{algo}] is missing: every task needs a row for every "
+                    f"registered algorithm"
+                )
+    for task, row in table["paper_results"].items():
+        if not isinstance(row, dict):  # seeds, note
+            continue
+        for algo in row:
+            if algo != "text_std" and algo not in algorithms.REGISTRY:
+                raise TableError(f"{where}: [paper_results.{task}] {algo!r} is no registered algorithm")
+
+
+def algos() -> tuple:
+    """Every registered algorithm (benchmark/algorithms.py), in its order."""
+    return algorithms.names()
+
+
+def flag_keys() -> tuple:
+    """The trainer flags a row may set, in the order they are emitted."""
+    return algorithms.flag_keys()
+
+
+PAPER_ALGOS = (
+    "sgd",
+    "adam",
+    "cg",
+    "kfac",
+    "smac",
+)  # the paper's algorithms, in tab:performance's column order
 
 
 def tasks(group: Optional[str] = None) -> list[str]:
@@ -81,8 +135,8 @@ def resolve_task(name: str) -> str:
 
 def resolve_algo(name: str) -> str:
     key = name.strip().lower().replace("ac-", "").replace("_", "-")
-    if key not in ALGOS:
-        raise KeyError(f"unknown algorithm {name!r}; known: {', '.join(ALGOS)}")
+    if key not in algos():
+        raise KeyError(f"unknown algorithm {name!r}; known: {', '.join(algos())}")
     return key
 
 
@@ -104,7 +158,7 @@ def trainer_env_id(task: str, horizon: str = "paper") -> str:
 
 def settings(task: str, algo: str) -> dict:
     """Every setting of one (task, algorithm) cell, with metadata:
-    optimizer, the flag values (FLAG_KEYS present), source ('paper' | 'ours' | 'derived'),
+    optimizer, the flag values (flag_keys() present), source ('paper' | 'ours' | 'derived'),
     ours (the keys we filled), rule (how; for 'ours'/'derived')."""
     task, algo = resolve_task(task), resolve_algo(algo)
     meta, hp = load()["meta"], load()["hp"][task]
@@ -118,7 +172,7 @@ def settings(task: str, algo: str) -> dict:
             "optimizer": "sgd",
             **cell,
             "source": "derived",
-            "ours": list(FLAG_KEYS[:5]),
+            "ours": list(algorithms.COMMON_FLAGS),
             "rule": meta["sgd_matched_rule"],
         }
     if algo not in hp:
@@ -128,7 +182,8 @@ def settings(task: str, algo: str) -> dict:
     ours = cell.pop("ours", [])
     if algo == "kfac":
         cell = {**meta["kfac_defaults"], **cell}
-    out = {"task": task, "algo": algo, "optimizer": algo, **cell, "source": source, "ours": ours}
+    optimizer = algorithms.REGISTRY[algo].trainer_optimizer
+    out = {"task": task, "algo": algo, "optimizer": optimizer, **cell, "source": source, "ours": ours}
     if source == "ours":
         out["rule"] = meta["kfac_fill_rule"]
     return out
@@ -143,7 +198,7 @@ def lookup(task: str, algo: str, horizon: str = "paper", num_steps: Optional[int
     num_steps overrides T (tests and smoke runs only; the paper uses T = 1000 everywhere)."""
     s = settings(task, algo)
     flags = ["--env-id", trainer_env_id(task, horizon), "--optimizer", s["optimizer"]]
-    for key in FLAG_KEYS:
+    for key in flag_keys():
         if key in s:
             value = num_steps if (key == "num_steps" and num_steps is not None) else s[key]
             flags += ["--" + key.replace("_", "-"), _fmt(value)]
@@ -163,7 +218,7 @@ def paper_text_std(task: str, algo: str) -> Optional[float]:
 
 
 def algo_label(algo: str) -> str:
-    return load()["meta"]["algo_labels"][resolve_algo(algo)]
+    return algorithms.label(resolve_algo(algo))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,6 +501,6 @@ if (
 
 if __name__ == "__main__":  # print the whole table as flags
     for t in tasks():
-        for a in ALGOS:
+        for a in algos():
             s = settings(t, a)
             print(f"{t:12s} {a:12s} {s['source']:8s} " + " ".join(lookup(t, a)))

@@ -1,6 +1,6 @@
 """The pre-registered study of issue 27 (benchmark/preregistration.toml): its power calculation and its analysis.
 
-    python benchmark/sweep.py --study prereg --workers 2   # every block's runs, in the pre-registered order
+    python -m benchmark.sweep --study prereg --workers 2   # every block's runs, in the pre-registered order
     python -m benchmark.prereg power                        # the power calculation written into the toml
     python -m benchmark.prereg analyze                      # the pre-registered tests on the committed logs
 The runs' compact logs are committed under each block's `logs` directory; report.py writes report/prereg.md."""

@@ -1,7 +1,7 @@
 """Run a study's jobs (the paper's grid: task x algorithm x seed) with the lab trainer, locally or on Ray; resumable.
 
-    python benchmark/sweep.py --tasks Hopper,Swimmer --algos smac,sgd-matched --seeds 1-5 --workers 2
-    python benchmark/sweep.py --study ablations --backend ray --ray-address auto --dry-run
+    python -m benchmark.sweep --tasks Hopper,Swimmer --algos smac,sgd-matched --seeds 1-5 --workers 2
+    python -m benchmark.sweep --study ablations --backend ray --ray-address auto --dry-run
 
 {runs}/{task}/{algo}/seed{n}/ holds job.json, sweep.log (the trainer's output) and the trainer's run directory. A job
 is done (finished the budget) or diverged: skipped; resume (a checkpoint.pt exists): logs cut back to it, then
@@ -673,7 +673,7 @@ def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: floa
     """run_local's work as Ray tasks (run_job_blocking), on a local Ray instance or a cluster at `address`."""
     import ray
 
-    from benchmark import sweep as sweep_module  # by reference, not __main__, so workers import it
+    from benchmark import sweep  # by reference, not __main__, so workers import it
 
     runtime_env = {"env_vars": {"PYTHONPATH": REPO, "PYTHONWARNINGS": "ignore::DeprecationWarning"}}
     if not ray.is_initialized():
@@ -683,7 +683,7 @@ def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: floa
             else {"address": address}
         )
         ray.init(**where, runtime_env=runtime_env, log_to_driver=False)
-    remote = ray.remote(num_cpus=1, max_retries=0)(sweep_module.run_job_blocking)
+    remote = ray.remote(num_cpus=1, max_retries=0)(sweep.run_job_blocking)
     prog = Progress(jobs, progress_interval)
     refs = {remote.remote(asdict(j)): j for j in jobs}
     results, interrupted, pending = {}, False, list(refs)
@@ -725,7 +725,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(--sections), prereg (--blocks), mujoco-5M (preregistration_5M.toml), defaults, sb3 (SB3 A2C on --tasks), random (the random policy's scores) (default: grid)",
     )
     add("--tasks", default="all", help="comma list of tasks, or all, classic, mujoco (default: all)")
-    add("--algos", default="all", help=f"comma list of {', '.join(hparams.ALGOS)}, or all, paper")
+    add("--algos", default="all", help=f"comma list of {', '.join(hparams.algos())}, or all, paper")
     add("--seeds", default=None, help="e.g. 1-3 or 1,2,5 (default: the study's; grid 1-3)")
     add(
         "--budget",
@@ -784,7 +784,7 @@ def select(spec: str, kind: str) -> list[str]:
             return hparams.tasks() if spec == "all" else hparams.tasks(spec)
         return [hparams.resolve_task(s) for s in spec.split(",") if s.strip()]
     if spec in ("all", "paper"):
-        return list(hparams.ALGOS if spec == "all" else hparams.PAPER_ALGOS)
+        return list(hparams.algos() if spec == "all" else hparams.PAPER_ALGOS)
     return [hparams.resolve_algo(s) for s in spec.split(",") if s.strip()]
 
 

@@ -39,8 +39,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
-import smac_a2c as sa  # noqa: E402
-from benchmark import protocol  # noqa: E402
+import smac_a2c  # noqa: E402
+from benchmark import algorithms, protocol  # noqa: E402
 from smac_a2c import (
     ACTIVATIONS,
     Actor,
@@ -58,16 +58,16 @@ from smac_a2c import (
 )
 
 compute_gae, smac_direction, step_diagnostics = (
-    sa.compute_gae,
-    sa.smac_direction,
-    sa.step_diagnostics,
+    smac_a2c.compute_gae,
+    smac_a2c.smac_direction,
+    smac_a2c.step_diagnostics,
 )  # re-exported
 
 warnings.filterwarnings("ignore", message=".*is out of date.*")  # check_env_id explains it once
 
 
 @dataclass
-class LabArgs(sa.Args):
+class LabArgs(smac_a2c.Args):
     torch_threads: int = 1
     """torch CPU threads; 1 is fastest for these small networks and keeps runs deterministic"""
     runs_dir: str = "runs"
@@ -86,8 +86,8 @@ class LabArgs(sa.Args):
     """plot these run directories into one PNG and exit: returns (raw and the paper's 100 bins + EWM 0.1) and, for SMAC runs, |l_bar|^2/lambda and cos(g, step) over training"""
     plot_out: Optional[str] = None
     """PNG path for --plot (default: RUN/plot.png for one run, runs_dir/plot_<unix time>.png for several)"""
-    optimizer: Literal["smac", "sgd", "adam", "cg", "kfac"] = "smac"
-    """actor step: smac (Sherman-Morrison natural gradient), sgd (AC-SGD), adam (AC-Adam), cg (AC-CG) or kfac (AC-KFAC)"""
+    optimizer: Literal[algorithms.optimizers()] = "smac"
+    """actor step, one per algorithm in benchmark/algorithms.py: smac (Sherman-Morrison natural gradient), sgd (AC-SGD), adam (AC-Adam), cg (AC-CG), kfac (AC-KFAC), or a plugin's"""
     fisher: Literal["batch-mean", "per-sample", "per-sample-parallel"] = "batch-mean"
     """smac only: batch-mean (paper's Practical Method, one step per rollout), per-sample (Algorithm 1, one step per transition) or per-sample-parallel (Algorithm 1's per-sample steps l_i A_i / (lambda + |l_i|^2) all taken at the same theta and SUMMED, not averaged: equal to Algorithm 1's total displacement to first order in eta, so --learning-rate means the same as with per-sample)"""
     prev_ef_beta: float = 0.0
@@ -141,7 +141,7 @@ def check_args(args: LabArgs, training: bool = True) -> None:
     """The reference's checks (for a training run: its budget, rates, W&B), then the lab's flags (in this order:
     the first failing check is reported)."""
     if training:
-        sa.check_args(args)
+        smac_a2c.check_args(args)
 
     def require(flags: str, ok, what: str) -> None:
         for flag in flags.split():
@@ -706,7 +706,17 @@ def normalize_step(step: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     return step * (g.norm() / n) if n > 0 else step
 
 
-ACTOR_STEPS = {"smac": smac_step, "sgd": sgd_step, "adam": adam_step, "cg": cg_step, "kfac": kfac_step}
+def registered_steps() -> dict:
+    """{--optimizer: its actor step} for every algorithm in the registry (benchmark/algorithms.py): this module's
+    own steps by name, a plugin's imported from its module."""
+    steps = {}
+    for name in algorithms.optimizers():
+        module, function = algorithms.step_path(name)
+        steps[name] = globals()[function] if module == "benchmark.trainer" else algorithms.step_function(name)
+    return steps
+
+
+ACTOR_STEPS = registered_steps()
 LAB_STEPS = {name: actor_update for name in ACTOR_STEPS}  # what smac_a2c.train gets: minibatches around each
 
 
@@ -845,7 +855,7 @@ def load_checkpoint(path: str) -> dict:
         ) from None
     if isinstance(ckpt, dict) and "sha256" in ckpt:  # smac_a2c.with_hash's (older checkpoints have none)
         try:
-            intact = sa.with_hash(ckpt)["sha256"] == ckpt["sha256"]
+            intact = smac_a2c.with_hash(ckpt)["sha256"] == ckpt["sha256"]
         except Exception:  # contents that with_hash never wrote
             intact = False
         if not intact:  # a flipped byte, in a tensor's data too
@@ -939,7 +949,7 @@ def evaluate(
         )
     video_dir = os.path.join(os.path.dirname(ckpt["path"]), "videos", "eval") if capture_video else None
     if capture_video:
-        sa.check_env(args.env_id, capture_video=True)
+        smac_a2c.check_env(args.env_id, capture_video=True)
     try:
         env = make_env(args.env_id, video_dir, 1)
     except OSError as e:  # RecordVideo makes RUN/videos/eval: a read-only run directory
@@ -1184,7 +1194,7 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
     torch.use_deterministic_algorithms(True, warn_only=True)
     obs_space, act_space = check_env_id(args.env_id)  # bad input is refused before a run directory exists
     if args.capture_video:  # the reference's probe of a frame and moviepy, also before a run directory exists
-        sa.check_env(args.env_id, capture_video=True)
+        smac_a2c.check_env(args.env_id, capture_video=True)
     if args.track:
         try:
             __import__("wandb")
@@ -1250,7 +1260,7 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
                     repaired=repaired,
                 )
                 summary.setdefault("run_dir", run_dir)
-                sa.write_json(path, summary)
+                smac_a2c.write_json(path, summary)
                 print(f"repaired {path}: {summary['repaired']}", file=sys.stderr)
             print(
                 f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps"
@@ -1276,8 +1286,10 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
         )
         handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
-            outcome = sa.train(args, LAB_STEPS, env, lab_networks, critic_step, run_dir, resume)
-        except sa.RunCrashed as crash:  # the reference kept the last good state, the traceback and the status
+            outcome = smac_a2c.train(args, LAB_STEPS, env, lab_networks, critic_step, run_dir, resume)
+        except (
+            smac_a2c.RunCrashed
+        ) as crash:  # the reference kept the last good state, the traceback and the status
             raise Crashed(forget_if_empty(run_dir, str(crash), fresh=resume is None)) from None
         except (ConfigError, KeyboardInterrupt):
             raise
@@ -1349,7 +1361,7 @@ def record_crash(run_dir: str, error: BaseException, fresh: bool) -> str:
     with open(os.path.join(run_dir, "traceback.txt"), "w") as f:
         f.write("".join(traceback.format_exception(error)))
     summary = {**read_summary(run_dir), "status": "crashed", "error": line, "run_dir": run_dir}
-    sa.write_json(os.path.join(run_dir, "summary.json"), summary)
+    smac_a2c.write_json(os.path.join(run_dir, "summary.json"), summary)
     return f"{line} (traceback in {os.path.join(run_dir, 'traceback.txt')}; status crashed in summary.json)"
 
 
@@ -1407,7 +1419,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:  # Ctrl-C before training started or during --eval-checkpoint: nothing to save
         print("interrupted (Ctrl-C) before training; nothing was written", file=sys.stderr)
         return 130
-    return sa.EXIT_CODES[status]
+    return smac_a2c.EXIT_CODES[status]
 
 
 if __name__ == "__main__":

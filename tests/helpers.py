@@ -4,12 +4,12 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from benchmark import trainer as sa
+from benchmark import trainer
 
 
 def tiny_actor(discrete, obs_dim=5, act_dim=3, seed=0):
     torch.manual_seed(seed)
-    actor = sa.Actor(obs_dim, act_dim, discrete, (8, 7), log_std_init=-0.3).double()
+    actor = trainer.Actor(obs_dim, act_dim, discrete, (8, 7), log_std_init=-0.3).double()
     with torch.no_grad():  # make the output layer non-trivial (its init std is 0.01)
         actor.linears[-1].weight.normal_()
     return actor
@@ -32,7 +32,9 @@ def per_sample_grads(actor, batch):
     params = list(actor.parameters())
     return torch.stack(
         [
-            sa.flat_grad(actor.log_prob(batch["obs"][i : i + 1], batch["actions"][i : i + 1]).sum(), params)
+            trainer.flat_grad(
+                actor.log_prob(batch["obs"][i : i + 1], batch["actions"][i : i + 1]).sum(), params
+            )
             for i in range(batch["obs"].shape[0])
         ]
     )

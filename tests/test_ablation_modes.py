@@ -11,8 +11,7 @@ import pytest
 import torch
 from helpers import per_sample_grads, tiny_actor
 
-from benchmark import compact
-from benchmark import trainer as sa
+from benchmark import compact, trainer
 
 
 def tiny_batch(actor, B=30, seed=0):
@@ -31,13 +30,13 @@ def test_score_factors_give_per_sample_norms_and_weighted_sums(discrete):
     actor = tiny_actor(discrete)
     batch = tiny_batch(actor)
     scores = per_sample_grads(actor, batch)
-    xs, deltas, dls = sa.per_sample_score_factors(actor, batch["obs"], batch["actions"])
+    xs, deltas, dls = trainer.per_sample_score_factors(actor, batch["obs"], batch["actions"])
     torch.testing.assert_close(
-        sa.per_sample_score_sq_norms(xs, deltas, dls), (scores**2).sum(1), rtol=1e-12, atol=1e-12
+        trainer.per_sample_score_sq_norms(xs, deltas, dls), (scores**2).sum(1), rtol=1e-12, atol=1e-12
     )
     weights = torch.randn(len(scores), 3, dtype=torch.float64)
     torch.testing.assert_close(
-        sa.weighted_score_sums(xs, deltas, dls, weights), weights.T @ scores, rtol=1e-12, atol=1e-12
+        trainer.weighted_score_sums(xs, deltas, dls, weights), weights.T @ scores, rtol=1e-12, atol=1e-12
     )
 
 
@@ -46,17 +45,19 @@ def test_score_factors_give_per_sample_norms_and_weighted_sums(discrete):
 def test_per_sample_parallel_equals_explicit_loop_at_fixed_theta(discrete, max_grad_norm):
     actor = tiny_actor(discrete)
     batch = tiny_batch(actor)
-    args = sa.Args(fisher="per-sample-parallel", learning_rate=0.05, damping=0.3, max_grad_norm=max_grad_norm)
+    args = trainer.Args(
+        fisher="per-sample-parallel", learning_rate=0.05, damping=0.3, max_grad_norm=max_grad_norm
+    )
     theta0, scores = theta(actor), per_sample_grads(actor, batch)
     d = len(theta0)
     total, g_total = torch.zeros(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64)
     for ell, a in zip(scores, batch["advantages"]):  # every sample at the SAME theta0
-        g = sa.clip_norm(ell * a, max_grad_norm)
+        g = trainer.clip_norm(ell * a, max_grad_norm)
         total += torch.linalg.solve(
             args.damping * torch.eye(d, dtype=torch.float64) + torch.outer(ell, ell), g
         )
         g_total += g
-    diag = sa.smac_step(actor, batch, args, {})
+    diag = trainer.smac_step(actor, batch, args, {})
     torch.testing.assert_close(theta(actor), theta0 + args.learning_rate * total, rtol=1e-10, atol=1e-12)
     B = len(scores)
     torch.testing.assert_close(diag["step"], total / B, rtol=1e-10, atol=1e-12)
@@ -74,7 +75,7 @@ def test_per_sample_parallel_matches_algorithm_1_to_first_order_in_eta(discrete)
         for fisher in ("per-sample", "per-sample-parallel"):
             actor = tiny_actor(discrete)
             theta0 = theta(actor)
-            sa.smac_step(actor, batch, sa.Args(fisher=fisher, learning_rate=eta, damping=0.5), {})
+            trainer.smac_step(actor, batch, trainer.Args(fisher=fisher, learning_rate=eta, damping=0.5), {})
             moved[fisher] = theta(actor) - theta0
         rel.append(
             ((moved["per-sample"] - moved["per-sample-parallel"]).norm() / moved["per-sample"].norm()).item()
@@ -95,15 +96,15 @@ def test_woodbury_matches_explicit_solve():
     g = torch.randn(d, generator=gen, dtype=torch.float64)
     F = lam * torch.eye(d, dtype=torch.float64) + U.T @ torch.diag(w) @ U
     torch.testing.assert_close(
-        sa.woodbury_direction(g, U, w, lam), torch.linalg.solve(F, g), rtol=1e-10, atol=1e-12
+        trainer.woodbury_direction(g, U, w, lam), torch.linalg.solve(F, g), rtol=1e-10, atol=1e-12
     )
     torch.testing.assert_close(
-        sa.woodbury_direction(g, U, w, lam, U @ U.T), torch.linalg.solve(F, g), rtol=1e-10, atol=1e-12
+        trainer.woodbury_direction(g, U, w, lam, U @ U.T), torch.linalg.solve(F, g), rtol=1e-10, atol=1e-12
     )
-    torch.testing.assert_close(sa.woodbury_direction(g, U[:0], w[:0], lam), g / lam)
+    torch.testing.assert_close(trainer.woodbury_direction(g, U[:0], w[:0], lam), g / lam)
     torch.testing.assert_close(
-        sa.woodbury_direction(g, U[:1], torch.ones(1, dtype=torch.float64), lam),
-        sa.sherman_morrison_direction(g, U[0], lam),
+        trainer.woodbury_direction(g, U[:1], torch.ones(1, dtype=torch.float64), lam),
+        trainer.sherman_morrison_direction(g, U[0], lam),
         rtol=1e-12,
         atol=1e-12,
     )
@@ -118,7 +119,9 @@ def test_prev_ef_steps_equal_explicit_d_by_d_recursion(mode, rank, discrete):
     undamped EF from F_0 = 0, lambda I added at use). rank 2: lambda_k I + the two newest weighted terms."""
     beta, lam, eta, K = 0.5, 0.2, 1e-3, 6
     actor, reference = tiny_actor(discrete), tiny_actor(discrete)
-    args = sa.Args(prev_ef_beta=beta, prev_ef_rank=rank, prev_ef_damping=mode, damping=lam, learning_rate=eta)
+    args = trainer.Args(
+        prev_ef_beta=beta, prev_ef_rank=rank, prev_ef_damping=mode, damping=lam, learning_rate=eta
+    )
     d = len(theta(actor))
     eye = torch.eye(d, dtype=torch.float64)
     F = lam * eye if mode == "decay" else torch.zeros(d, d, dtype=torch.float64)
@@ -139,7 +142,7 @@ def test_prev_ef_steps_equal_explicit_d_by_d_recursion(mode, rank, discrete):
             )
         new = theta(reference) + eta * torch.linalg.solve(F_hat, g)
         torch.nn.utils.vector_to_parameters(new, reference.parameters())
-        diag = sa.smac_step(actor, batch, args, state)
+        diag = trainer.smac_step(actor, batch, args, state)
         torch.testing.assert_close(theta(actor), new, rtol=1e-9, atol=1e-11)
         torch.testing.assert_close(diag["ell"], ell, rtol=1e-8, atol=1e-9)  # theta agrees to ~1e-11
         assert state["prev_ef_U"].shape == (min(k, rank), d)
@@ -155,34 +158,36 @@ def test_prev_ef_with_beta_zero_is_plain_smac(discrete):
     state = {}
     for k in range(3):
         batch = tiny_batch(actor, seed=k)
-        ell, g = sa.mean_score_and_policy_gradient(actor, batch["obs"], batch["actions"], batch["advantages"])
-        sa.prev_ef_push_(state, ell, 0.0, 8, 0.4, "fixed")
+        ell, g = trainer.mean_score_and_policy_gradient(
+            actor, batch["obs"], batch["actions"], batch["advantages"]
+        )
+        trainer.prev_ef_push_(state, ell, 0.0, 8, 0.4, "fixed")
         assert state["prev_ef_U"].shape[0] == 1 and state["prev_ef_w"].item() == 1.0
         torch.testing.assert_close(
-            sa.woodbury_direction(
+            trainer.woodbury_direction(
                 g, state["prev_ef_U"], state["prev_ef_w"], state["prev_ef_damping"], state["prev_ef_gram"]
             ),
-            sa.sherman_morrison_direction(g, ell, 0.4),
+            trainer.sherman_morrison_direction(g, ell, 0.4),
             rtol=1e-12,
             atol=1e-12,
         )
-        sa.smac_step(actor, batch, sa.Args(prev_ef_beta=0.0, damping=0.4), {})
-        sa.smac_step(plain, batch, sa.Args(damping=0.4), {})
+        trainer.smac_step(actor, batch, trainer.Args(prev_ef_beta=0.0, damping=0.4), {})
+        trainer.smac_step(plain, batch, trainer.Args(damping=0.4), {})
         assert torch.equal(theta(actor), theta(plain))
 
 
 def test_prev_ef_state_survives_checkpoint_round_trip():
     actor = tiny_actor(False)
-    args = sa.Args(prev_ef_beta=0.5, prev_ef_rank=3, damping=0.2, learning_rate=0.05)
+    args = trainer.Args(prev_ef_beta=0.5, prev_ef_rank=3, damping=0.2, learning_rate=0.05)
     state = {}
     for k in range(4):
-        sa.smac_step(actor, tiny_batch(actor, seed=k), args, state)
-    restored = sa.load_actor_state(sa.actor_state_dict(state), actor, args)
+        trainer.smac_step(actor, tiny_batch(actor, seed=k), args, state)
+    restored = trainer.load_actor_state(trainer.actor_state_dict(state), actor, args)
     twin = tiny_actor(False)
     twin.load_state_dict(actor.state_dict())
     batch = tiny_batch(actor, seed=9)
-    sa.smac_step(actor, batch, args, state)
-    sa.smac_step(twin, batch, args, restored)
+    trainer.smac_step(actor, batch, args, state)
+    trainer.smac_step(twin, batch, args, restored)
     assert torch.equal(theta(actor), theta(twin))
     for key in ("prev_ef_U", "prev_ef_w", "prev_ef_gram"):
         assert torch.equal(state[key], restored[key])
@@ -208,8 +213,8 @@ def test_step_normalization_keeps_direction_and_takes_norm_of_g(fisher, extra):
         sa_state, sb_state = {}, {}
         for k in range(3):  # several updates: decay mode has lambda_3 = lambda / 8
             batch = tiny_batch(a, seed=k)
-            raw = sa.smac_step(a, batch, sa.Args(**base), sa_state)
-            normed = sa.smac_step(b, batch, sa.Args(step_normalization=True, **base), sb_state)
+            raw = trainer.smac_step(a, batch, trainer.Args(**base), sa_state)
+            normed = trainer.smac_step(b, batch, trainer.Args(step_normalization=True, **base), sb_state)
             torch.testing.assert_close(normed["step"].norm(), normed["g"].norm(), rtol=1e-10, atol=0)
             torch.testing.assert_close(
                 normed["step"], raw["step"] * (raw["g"].norm() / raw["step"].norm()), rtol=1e-8, atol=1e-12
@@ -223,8 +228,11 @@ def test_step_normalization_with_per_sample_parallel_moves_theta_by_eta_times_su
     batch = tiny_batch(actor)
     theta0 = theta(actor)
     g_sum = (per_sample_grads(actor, batch) * batch["advantages"][:, None]).sum(0)
-    sa.smac_step(
-        actor, batch, sa.Args(fisher="per-sample-parallel", step_normalization=True, learning_rate=0.01), {}
+    trainer.smac_step(
+        actor,
+        batch,
+        trainer.Args(fisher="per-sample-parallel", step_normalization=True, learning_rate=0.01),
+        {},
     )
     torch.testing.assert_close((theta(actor) - theta0).norm(), 0.01 * g_sum.norm(), rtol=1e-10, atol=0)
 
@@ -233,7 +241,7 @@ def test_step_normalization_with_per_sample_parallel_moves_theta_by_eta_times_su
 # the trainer: bad flag combinations, smoke runs for every mode
 # ------------------------------------------------------------------------------------
 def run_main(tmp_path, *argv):
-    return sa.main(["--runs-dir", str(tmp_path), "--no-tensorboard", *argv])
+    return trainer.main(["--runs-dir", str(tmp_path), "--no-tensorboard", *argv])
 
 
 @pytest.mark.parametrize(
@@ -275,7 +283,7 @@ def test_smoke_ablation_modes(tmp_path, env_id, mode):
     rows = open(os.path.join(run, "updates.csv")).read().splitlines()
     assert rows[0].split(",") == compact.UPDATE_COLS and len(rows) == 3
     assert all(np.isfinite(float(x)) for row in rows[1:] for x in row.split(",")[2:9])
-    ckpt = sa.load_checkpoint(run)
+    ckpt = trainer.load_checkpoint(run)
     if "prev-ef" in mode:
         assert ckpt["actor_state"]["prev_ef_U"].shape[0] == 2  # two updates, two terms kept
         assert run_main(tmp_path, "--resume", run, "--total-timesteps", "192") == 0  # state reloads

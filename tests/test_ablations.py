@@ -13,8 +13,12 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from benchmark import ablations as A  # noqa: E402
-from benchmark import compact, hparams, sweep  # noqa: E402
+from benchmark import (  # noqa: E402
+    ablations,  # noqa: E402
+    compact,
+    hparams,
+    sweep,
+)
 
 
 def flag(flags, name):
@@ -99,9 +103,9 @@ def test_batch_size_section():
 
 
 def test_cells_equal_to_the_paper_row_log_as_batch_mean():
-    for c in A.all_cells():
+    for c in ablations.all_cells():
         assert c.run_variant == ("batch-mean" if c.source == "grid" else c.variant)
-    assert {c.task for c in A.all_cells() if c.source == "grid"} == {
+    assert {c.task for c in ablations.all_cells() if c.source == "grid"} == {
         "HalfCheetah",
         "Hopper",
         "Swimmer",
@@ -199,7 +203,7 @@ def _write_run(run_dir, actor_ms, wall, resumed_from=None):
 def _packed(run_dir, logs, task="Hopper", variant="lambda10", seed=1, budget=None):
     """The run directory as the runner commits it (compact.pack), loaded as ablations.load_run does."""
     compact.pack(run_dir, compact.log_path(logs, task, variant, seed), task, variant, seed, budget)
-    return A.load_run(task, variant, seed, logs)
+    return ablations.load_run(task, variant, seed, logs)
 
 
 def test_actor_time_share_hand_example(tmp_path):
@@ -223,7 +227,7 @@ def test_actor_time_share_counts_only_the_last_session(tmp_path):
 
 def test_cell_stats_timing_and_returns(tmp_path):
     # two seeds of a 4-update run at budget 4000; returns constant per seed -> final = that constant
-    cell = A.Cell("damping", "Hopper", "lambda10", [], "ablation")
+    cell = ablations.Cell("damping", "Hopper", "lambda10", [], "ablation")
     for seed, (ms, wall, ret) in {1: ([100.0] * 4, 2.0, 10.0), 2: ([50.0] * 4, 1.0, 20.0)}.items():
         run_dir = str(tmp_path / f"run{seed}")
         _write_run(run_dir, ms, wall)
@@ -232,13 +236,13 @@ def test_cell_stats_timing_and_returns(tmp_path):
             for step in range(40, 4001, 40):
                 f.write(f"{step},{ret},40\n")
         _packed(run_dir, str(tmp_path / "logs"), seed=seed, budget=4000)
-    s = A.cell_stats(cell, [1, 2], str(tmp_path / "logs"), budget=4000)
+    s = ablations.cell_stats(cell, [1, 2], str(tmp_path / "logs"), budget=4000)
     assert s["n"] == 2 and s["final_mean"] == pytest.approx(15.0)
     assert s["final_std"] == pytest.approx(np.std([10, 20], ddof=1))
     assert s["share"] == pytest.approx(0.2)  # 0.4 s / 2 s and 0.2 s / 1 s
     assert s["wall_s"] == pytest.approx(1.5) and s["actor_s"] == pytest.approx(0.3)
     assert s["per_update_ms"] == pytest.approx(75.0)
-    assert A.compare(s, dict(s, finals=[10.0, 20.0])) == "within noise"
+    assert ablations.compare(s, dict(s, finals=[10.0, 20.0])) == "within noise"
 
 
 def test_parse_costs():
@@ -249,13 +253,13 @@ def test_parse_costs():
         "per-sample (Algorithm 1)                        196.60   192.70       148.00  extrapolated: 100 samples\n"
         "prev-EF beta=0.5, r=8                             1.37     1.30         1.03  state U: 160 KiB\n"
     )
-    rows = A.parse_costs(text)
+    rows = ablations.parse_costs(text)
     assert [r["mode"] for r in rows] == ["batch-mean", "per-sample (Algorithm 1)", "prev-EF beta=0.5, r=8"]
     assert rows[1]["median_ms"] == 196.6 and rows[2]["x_batch_mean"] == 1.03
 
 
 def test_cell_stats_scales_a_diverged_runs_times_to_the_budget(tmp_path):
-    cell = A.Cell(
+    cell = ablations.Cell(
         "fisher",
         "HalfCheetah",
         "per-sample",
@@ -267,18 +271,20 @@ def test_cell_stats_scales_a_diverged_runs_times_to_the_budget(tmp_path):
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
         json.dump({"status": "diverged", "global_step": 2000, "wall_time_s": 1.0}, f)
     _packed(run_dir, str(tmp_path / "logs"), "HalfCheetah", "per-sample", budget=4000)
-    s = A.cell_stats(cell, [1], str(tmp_path / "logs"), budget=4000)
+    s = ablations.cell_stats(cell, [1], str(tmp_path / "logs"), budget=4000)
     assert s["n"] == 0 and s["n_diverged"] == 1  # no final return ...
     assert s["wall_s"] == pytest.approx(2.0) and s["actor_s"] == pytest.approx(1.2)  # ... but its times count
     assert s["share"] == pytest.approx(0.6)
     # |delta theta| per update: eta * B * step_norm for the per-sample modes (step_norm = 1 in _write_run)
     assert s["dtheta"] == pytest.approx(0.001 * 1000)
-    assert A.displacement_scale(["--learning-rate", "0.01"]) == pytest.approx(0.01)
+    assert ablations.displacement_scale(["--learning-rate", "0.01"]) == pytest.approx(0.01)
 
 
 def test_more_has_a_tolerance():
-    assert A.more(1.2, 1.0) and not A.more(1.05, 1.0) and not A.more(float("nan"), 1.0)
-    assert A.more(-0.85, -1.0) and not A.more(-0.95, -1.0)
+    assert (
+        ablations.more(1.2, 1.0) and not ablations.more(1.05, 1.0) and not ablations.more(float("nan"), 1.0)
+    )
+    assert ablations.more(-0.85, -1.0) and not ablations.more(-0.95, -1.0)
 
 
 # ------------------------------------------------------------------------------------------
@@ -288,16 +294,16 @@ def test_ablation_figures_draw_each_variant_with_data_and_save_through_plots_sav
     import matplotlib.image
 
     saved = []
-    real_save = A.save
+    real_save = ablations.save
     monkeypatch.setattr(
-        A,
+        ablations,
         "save",
         lambda fig, path, title=None, **kw: (
             saved.append((path, title, [[ln.get_label() for ln in ax.get_lines()] for ax in fig.axes])),
             real_save(fig, path, title, **kw),
         ),
     )
-    n = A.N_BINS
+    n = ablations.N_BINS
 
     def curve(v):
         return {
@@ -333,10 +339,10 @@ def test_ablation_figures_draw_each_variant_with_data_and_save_through_plots_sav
     ]
     refs = [{"task": "Hopper", "variant": "sgd", **curve(0)}]
     path = str(tmp_path / "fisher.png")
-    A.plot_section("fisher", stats, refs, path, budget=1000)
+    ablations.plot_section("fisher", stats, refs, path, budget=1000)
     assert saved[-1] == (
         path,
-        A.SECTIONS["fisher"]["title"] + " — mean ± std over seeds, 1,000 steps",
+        ablations.SECTIONS["fisher"]["title"] + " — mean ± std over seeds, 1,000 steps",
         [["batch-mean (paper's row) (n=3)", "per-sample (Algorithm 1) (n=3)"], ["AC-SGD (its row) (n=3)"]],
     )  # Hopper's all-NaN per-sample curve is skipped
     assert matplotlib.image.imread(path).shape[:2] == (round(3.5 * 110), round(4.6 * 2 * 110))
@@ -344,7 +350,7 @@ def test_ablation_figures_draw_each_variant_with_data_and_save_through_plots_sav
         {"mode": "batch-mean", "median_ms": 1.0, "min_ms": 0.5}
     ]
     path = str(tmp_path / "time.png")
-    A.plot_update_time(stats, costs, path)
+    ablations.plot_update_time(stats, costs, path)
     assert saved[-1][:2] == (path, None) and saved[-1][2][1] == [
         "prev-EF β = 0.5, median",
         "prev-EF, min",
@@ -359,7 +365,7 @@ def test_report_without_logs_refuses_and_keeps_the_committed_report(tmp_path, ca
     figures with empty tables and exit 0. It now refuses in one line, exit 2, and writes nothing."""
     report = tmp_path / "ABLATIONS.md"
     report.write_text("committed\n")
-    code = A.main(
+    code = ablations.main(
         [
             "report",
             "--logs-dir",

@@ -19,14 +19,14 @@ import numpy as np
 import pytest
 import torch
 
-from benchmark import trainer as S
+from benchmark import trainer
 
 DT = torch.float64
 
 
 def tiny_actor(discrete, obs_dim=3, act_dim=2, hidden=(8, 8), seed=0, log_std_init=-0.3):
     torch.manual_seed(seed)
-    actor = S.Actor(obs_dim, act_dim, discrete, hidden, log_std_init).to(DT)
+    actor = trainer.Actor(obs_dim, act_dim, discrete, hidden, log_std_init).to(DT)
     with torch.no_grad():  # larger last layer than the 0.01 init, so the policy is not uniform
         actor.linears[-1].weight.normal_(0, 0.5)
         actor.linears[-1].bias.normal_(0, 0.3)
@@ -39,7 +39,7 @@ def flat_params(actor):
 
 def score(actor, obs_row, action_row):
     """l = grad_theta log pi(a|s) for one (s, a)."""
-    return S.flat_grad(actor.log_prob(obs_row[None], action_row[None]).sum(), list(actor.parameters()))
+    return trainer.flat_grad(actor.log_prob(obs_row[None], action_row[None]).sum(), list(actor.parameters()))
 
 
 def explicit_fisher(actor, obs):
@@ -69,7 +69,7 @@ def explicit_fisher(actor, obs):
 
 
 def fvp_matrix(actor, obs):
-    fvp = S.fisher_vector_product(actor, obs)
+    fvp = trainer.fisher_vector_product(actor, obs)
     d = flat_params(actor).numel()
     return torch.stack([fvp(e) for e in torch.eye(d, dtype=DT)], 1)
 
@@ -128,7 +128,7 @@ def test_fvp_equals_explicit_fisher_and_kl_hessian(discrete):
         inv_var = torch.exp(-2 * actor.log_std.detach())
         for s in obs:
             mu = actor(s[None])[0]
-            J = torch.stack([S.flat_grad(mu[j], params, retain_graph=True) for j in range(mu.numel())])
+            J = torch.stack([trainer.flat_grad(mu[j], params, retain_graph=True) for j in range(mu.numel())])
             F_an[k:, k:] += J.T @ (inv_var[:, None] * J)
         F_an /= obs.shape[0]
         F_an[:k, :k] += 2 * torch.eye(k, dtype=DT)
@@ -142,21 +142,21 @@ def test_cg_matches_solve_and_cg_step(discrete):
     d, damping = flat_params(actor).numel(), 0.1
     M = fvp_matrix(actor, obs) + damping * torch.eye(d, dtype=DT)
     b = torch.randn(d, dtype=DT, generator=torch.Generator().manual_seed(3))
-    x = S.conjugate_gradient(lambda v: M @ v, b, iters=d, residual_tol=1e-28)
+    x = trainer.conjugate_gradient(lambda v: M @ v, b, iters=d, residual_tol=1e-28)
     torch.testing.assert_close(x, torch.linalg.solve(M, b), rtol=1e-8, atol=1e-10)
-    few = S.conjugate_gradient(lambda v: M @ v, b, iters=2)
+    few = trainer.conjugate_gradient(lambda v: M @ v, b, iters=2)
     assert (few - torch.linalg.solve(M, b)).norm() > 1e-3 * x.norm()  # 2 iterations are not a solve
 
     # the whole actor step: step = (F + delta I)^-1 g, theta <- theta + eta step
     batch = {
         "obs": obs,
-        "actions": S.sample_actions(actor, actor(obs)),
+        "actions": trainer.sample_actions(actor, actor(obs)),
         "advantages": torch.randn(obs.shape[0], dtype=DT, generator=torch.Generator().manual_seed(4)),
     }
-    args = S.Args(optimizer="cg", learning_rate=0.05, cg_iters=d, cg_damping=damping)
-    g = S.flat_grad(S.policy_objective(actor, batch, args), list(actor.parameters()))
+    args = trainer.Args(optimizer="cg", learning_rate=0.05, cg_iters=d, cg_damping=damping)
+    g = trainer.flat_grad(trainer.policy_objective(actor, batch, args), list(actor.parameters()))
     theta0 = flat_params(actor)
-    diag = S.cg_step(actor, batch, args, {})
+    diag = trainer.cg_step(actor, batch, args, {})
     expected = torch.linalg.solve(M, g)
     torch.testing.assert_close(diag["g"], g)
     # cg_step stops at TRPO's tolerance r^T r < 1e-10, so ||step - x*|| <= ||r|| / lambda_min(M) <= 1e-5 / delta
@@ -172,14 +172,14 @@ def test_cg_max_kl_puts_the_update_on_the_kl_radius():
     obs = obs_batch(8)
     batch = {
         "obs": obs,
-        "actions": S.sample_actions(actor, actor(obs)),
+        "actions": trainer.sample_actions(actor, actor(obs)),
         "advantages": torch.linspace(-1, 1, 8, dtype=DT),
     }
     d = flat_params(actor).numel()
     M = fvp_matrix(actor, obs) + 0.1 * torch.eye(d, dtype=DT)
-    args = S.Args(optimizer="cg", learning_rate=0.3, cg_iters=d, cg_max_kl=0.01)
+    args = trainer.Args(optimizer="cg", learning_rate=0.3, cg_iters=d, cg_max_kl=0.01)
     theta0 = flat_params(actor)
-    S.cg_step(actor, batch, args, {})
+    trainer.cg_step(actor, batch, args, {})
     delta = flat_params(actor) - theta0
     assert 0.5 * delta @ M @ delta == pytest.approx(
         0.01, rel=1e-6
@@ -196,27 +196,27 @@ def test_cg_stops_early():
         calls.append(1)
         return M @ v
 
-    x = S.conjugate_gradient(fvp, Q[:, 7].clone(), iters=20)  # an eigenvector: solved in one step
+    x = trainer.conjugate_gradient(fvp, Q[:, 7].clone(), iters=20)  # an eigenvector: solved in one step
     assert len(calls) == 1
     torch.testing.assert_close(x, Q[:, 7] / (Q[:, 7] @ M @ Q[:, 7]))  # x = b / eigenvalue
     calls.clear()
     assert torch.equal(
-        S.conjugate_gradient(fvp, torch.zeros(d, dtype=DT), iters=20), torch.zeros(d, dtype=DT)
+        trainer.conjugate_gradient(fvp, torch.zeros(d, dtype=DT), iters=20), torch.zeros(d, dtype=DT)
     )
     assert len(calls) == 0  # zero residual from the start: no product at all
     calls.clear()
-    S.conjugate_gradient(fvp, torch.randn(d, dtype=DT), iters=5)
+    trainer.conjugate_gradient(fvp, torch.randn(d, dtype=DT), iters=5)
     assert len(calls) == 5  # a generic b uses the whole budget
     calls.clear()
     b = Q[:, :3] @ torch.tensor([1.0, -2.0, 0.5], dtype=DT)  # 3 eigen-directions: exact after 3 products
-    S.conjugate_gradient(fvp, b, iters=20, residual_tol=1e-20)
+    trainer.conjugate_gradient(fvp, b, iters=20, residual_tol=1e-20)
     assert len(calls) == 3
 
 
 def kfac_batch(actor, n=16, seed=5):
     obs = obs_batch(n, actor.linears[0].in_features, seed)
     with torch.no_grad():
-        actions = S.sample_actions(actor, actor(obs))
+        actions = trainer.sample_actions(actor, actor(obs))
     adv = torch.randn(n, dtype=DT, generator=torch.Generator().manual_seed(seed + 1))
     return {"obs": obs, "actions": actions, "advantages": adv}
 
@@ -227,7 +227,7 @@ def per_sample_factors(actor, obs, sampled):
     L = len(actor.linears)
     As, Gs = [0.0] * L, [0.0] * L
     for i in range(obs.shape[0]):
-        xs, zs, out = S.actor_layer_io(actor, obs[i : i + 1])
+        xs, zs, out = trainer.actor_layer_io(actor, obs[i : i + 1])
         gs = torch.autograd.grad(actor.log_prob_from_output(out, sampled[i : i + 1]).sum(), zs)
         for k in range(L):
             a = torch.cat([xs[k][0].detach(), torch.ones(1, dtype=DT)])
@@ -240,15 +240,15 @@ def per_sample_factors(actor, obs, sampled):
 def test_kfac_factors_equal_per_sample_definitions_and_ema(discrete):
     actor = tiny_actor(discrete, obs_dim=4, act_dim=3)
     batch = kfac_batch(actor)
-    args = S.Args(optimizer="kfac", learning_rate=1e-2, kfac_decay=0.9)
+    args = trainer.Args(optimizer="kfac", learning_rate=1e-2, kfac_decay=0.9)
     state = {}
     prev_A, prev_G = None, None
     for k in range(2):
         before = copy.deepcopy(actor)
         torch.manual_seed(100 + k)
-        S.kfac_step(actor, batch, args, state)
+        trainer.kfac_step(actor, batch, args, state)
         torch.manual_seed(100 + k)  # the same draw the step made: the first use of torch's RNG in it
-        sampled = S.sample_actions(before, before(batch["obs"]))
+        sampled = trainer.sample_actions(before, before(batch["obs"]))
         As, Gs = per_sample_factors(before, batch["obs"], sampled)
         if k == 0:  # first update: the batch statistics themselves
             exp_A, exp_G = As, Gs
@@ -268,11 +268,11 @@ def test_kfac_single_layer_step_equals_kron_solve(discrete):
     actor = tiny_actor(discrete, obs_dim=5, act_dim=3, hidden=())  # one Linear layer: W (3, 5), b (3)
     batch = kfac_batch(actor, n=32)
     damping, eta = 1e-2, 0.1
-    args = S.Args(optimizer="kfac", learning_rate=eta, kfac_damping=damping, kfac_kl_clip=0.0)
+    args = trainer.Args(optimizer="kfac", learning_rate=eta, kfac_damping=damping, kfac_kl_clip=0.0)
     actor_clip = copy.deepcopy(actor)
     state, state_clip = {}, {}
     torch.manual_seed(7)
-    diag = S.kfac_step(actor, batch, args, state)
+    diag = trainer.kfac_step(actor, batch, args, state)
     A, G = state["kfac_A"][0], state["kfac_G"][0]  # (6, 6), (3, 3)
     g = diag["g"]
     o = 0 if discrete else 3  # log_std comes first in actor.parameters()
@@ -296,10 +296,10 @@ def test_kfac_single_layer_step_equals_kron_solve(discrete):
     vg = eta**2 * torch.dot(g, step).item()
     kl_clip = 0.1 * vg  # forces nu < 1
     torch.manual_seed(7)
-    diag_c = S.kfac_step(
+    diag_c = trainer.kfac_step(
         actor_clip,
         batch,
-        S.Args(optimizer="kfac", learning_rate=eta, kfac_damping=damping, kfac_kl_clip=kl_clip),
+        trainer.Args(optimizer="kfac", learning_rate=eta, kfac_damping=damping, kfac_kl_clip=kl_clip),
         state_clip,
     )
     nu = math.sqrt(kl_clip / vg)
@@ -310,25 +310,25 @@ def test_kfac_single_layer_step_equals_kron_solve(discrete):
 def test_kfac_update_freq_and_checkpoint_roundtrip():
     actor = tiny_actor(False, obs_dim=4, act_dim=2)
     batch = kfac_batch(actor)
-    args = S.Args(optimizer="kfac", learning_rate=1e-2, kfac_update_freq=3)
+    args = trainer.Args(optimizer="kfac", learning_rate=1e-2, kfac_update_freq=3)
     state, eigs = {}, []
     for _k in range(4):
-        S.kfac_step(actor, batch, args, state)
+        trainer.kfac_step(actor, batch, args, state)
         eigs.append(state["kfac_eig_A"][1][1].clone())
     assert torch.equal(eigs[0], eigs[1]) and torch.equal(eigs[1], eigs[2])  # reused between refreshes
     assert not torch.equal(eigs[2], eigs[3])  # refreshed at update 4 (= 1 + 3)
     # checkpoint round trip (as save_checkpoint/train do): the next step is identical
     buf = io.BytesIO()
-    torch.save({"actor": actor.state_dict(), "actor_state": S.actor_state_dict(state)}, buf)
+    torch.save({"actor": actor.state_dict(), "actor_state": trainer.actor_state_dict(state)}, buf)
     buf.seek(0)
     ckpt = torch.load(buf, weights_only=True)  # the actor state is tensors and plain Python only
     actor2 = tiny_actor(False, obs_dim=4, act_dim=2, seed=9)
     actor2.load_state_dict(ckpt["actor"])
-    state2 = S.load_actor_state(ckpt["actor_state"], actor2, args)
+    state2 = trainer.load_actor_state(ckpt["actor_state"], actor2, args)
     torch.manual_seed(11)
-    d1 = S.kfac_step(actor, batch, args, state)
+    d1 = trainer.kfac_step(actor, batch, args, state)
     torch.manual_seed(11)
-    d2 = S.kfac_step(actor2, batch, args, state2)
+    d2 = trainer.kfac_step(actor2, batch, args, state2)
     assert state2["kfac_updates"] == state["kfac_updates"] == 5
     torch.testing.assert_close(d1["step"], d2["step"], rtol=0, atol=0)
 
@@ -346,14 +346,14 @@ def test_kfac_update_freq_and_checkpoint_roundtrip():
     ],
 )
 def test_bad_baseline_flags_are_config_errors(flag, value, tmp_path, capsys):
-    assert S.main(["--env-id", "CartPole-v1", "--runs-dir", str(tmp_path), flag, value]) == 2
+    assert trainer.main(["--env-id", "CartPole-v1", "--runs-dir", str(tmp_path), flag, value]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and flag in err[0]
 
 
 def run(tmp_path, *extra):
     argv = ["--runs-dir", str(tmp_path), "--no-tensorboard", *extra]
-    code = S.main(argv)
+    code = trainer.main(argv)
     (run_dir,) = [os.path.join(tmp_path, d) for d in os.listdir(tmp_path)]
     with open(os.path.join(run_dir, "summary.json")) as f:
         return code, json.load(f), run_dir
@@ -400,9 +400,9 @@ def test_cartpole_short_run_does_not_diverge(optimizer, lr, tmp_path):
         len(returns) > 10 and np.isfinite(returns).all() and np.isfinite(updates[:, [2, 3, 4, 6, 7, 8]]).all()
     )
     # resume from the checkpoint: K-FAC's factors come back with it
-    ckpt = S.load_checkpoint(run_dir)
+    ckpt = trainer.load_checkpoint(run_dir)
     if optimizer == "kfac":
         assert ckpt["actor_state"]["kfac_updates"] == 20 and len(ckpt["actor_state"]["kfac_A"]) == 3
-    assert S.main(["--resume", run_dir, "--total-timesteps", "11000"]) == 0
+    assert trainer.main(["--resume", run_dir, "--total-timesteps", "11000"]) == 0
     with open(os.path.join(run_dir, "summary.json")) as f:
         assert json.load(f)["updates"] == 22

@@ -8,8 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from benchmark import aggregate, compact, hparams, sweep
-from benchmark import trainer as sa
+from benchmark import aggregate, compact, hparams, sweep, trainer
 
 BUDGET = 100_000
 
@@ -220,7 +219,7 @@ def test_fidelity_choice_rule():
 
 def test_pack_load_round_trip_and_sweep_skips_committed_runs(tmp_path):
     assert (
-        sa.main(
+        trainer.main(
             [
                 "--env-id",
                 "CartPole-v1",
@@ -320,7 +319,7 @@ def test_strict_verdict_names_by_hand():
 
 
 def test_the_committed_fidelity_csvs_are_what_the_committed_logs_give(tmp_path):
-    """`python benchmark/report.py` regenerates them (its claims.csv had gone stale: '16k' where the code gives
+    """`python -m benchmark.report` regenerates them (its claims.csv had gone stale: '16k' where the code gives
     '16.5k')."""
     aggregate.fidelity_score(results_dir=str(tmp_path))
     for name in ("scores.csv", "claims.csv", "finals.csv"):

@@ -9,12 +9,12 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from benchmark import trainer as sa
+from benchmark import trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def trainer(*argv, **kw):
+def run_trainer(*argv, **kw):
     return subprocess.run(
         [sys.executable, "-m", "benchmark.trainer", "--no-tensorboard", *argv],
         capture_output=True,
@@ -26,7 +26,7 @@ def trainer(*argv, **kw):
 
 @pytest.mark.parametrize("env_id,notes", [("Hopper-v4", 1), ("Hopper-v5", 0)])
 def test_v4_deprecation_is_explained_once(tmp_path, env_id, notes):
-    p = trainer(
+    p = run_trainer(
         "--env-id", env_id, "--num-steps", "200", "--total-timesteps", "400", "--runs-dir", str(tmp_path)
     )
     assert p.returncode == 0, p.stderr
@@ -36,7 +36,7 @@ def test_v4_deprecation_is_explained_once(tmp_path, env_id, notes):
 
 
 def test_no_progress_output_when_stdout_is_not_a_terminal(tmp_path):
-    p = trainer(
+    p = run_trainer(
         "--env-id",
         "CartPole-v1",
         "--num-steps",
@@ -53,7 +53,7 @@ def test_no_progress_output_when_stdout_is_not_a_terminal(tmp_path):
 def test_plot_two_runs(tmp_path, capsys):
     for opt in ("smac", "sgd"):
         assert (
-            sa.main(
+            trainer.main(
                 [
                     "--env-id",
                     "CartPole-v1",
@@ -72,15 +72,15 @@ def test_plot_two_runs(tmp_path, capsys):
         )
     runs = sorted(str(tmp_path / "runs" / d) for d in os.listdir(tmp_path / "runs"))
     out = str(tmp_path / "both.png")
-    assert sa.main(["--plot", *runs, "--plot-out", out]) == 0
+    assert trainer.main(["--plot", *runs, "--plot-out", out]) == 0
     img = matplotlib.image.imread(out)
     assert img.shape[1] > 1.5 * img.shape[0]  # three panels side by side (a SMAC run is among them)
     assert img[..., :3].std() > 0.05  # not blank
-    assert sa.main(["--plot", runs[1]]) == 0 and os.path.isfile(os.path.join(runs[1], "plot.png"))
+    assert trainer.main(["--plot", runs[1]]) == 0 and os.path.isfile(os.path.join(runs[1], "plot.png"))
     single = matplotlib.image.imread(os.path.join(runs[1], "plot.png"))
     assert single.shape[1] < 1.7 * single.shape[0]  # sgd only: the return panel alone
     capsys.readouterr()
-    assert sa.main(["--plot", str(tmp_path / "nope")]) == 2
+    assert trainer.main(["--plot", str(tmp_path / "nope")]) == 2
     assert "not a run directory" in capsys.readouterr().err
 
 
@@ -91,12 +91,12 @@ def test_plot_curve_is_the_reports_protocol():
 
     steps = np.arange(1, 101, dtype=float) * 10  # one episode per 10 steps, up to step 1000
     values = np.where(steps <= 500, 0.0, 100.0)
-    ends, curve = sa.plot_curve(steps, values)  # budget = the last step: one episode per bin
+    ends, curve = trainer.plot_curve(steps, values)  # budget = the last step: one episode per bin
     assert ends[-1] == 1000 and curve[49] == 0.0
     assert curve[50] == pytest.approx(10.0) and curve[51] == pytest.approx(
         19.0
     )  # EWM 0.1: 0.1*100, 0.1*100 + 0.9*10
-    ends, curve = sa.plot_curve(steps, values, budget=2000)  # a run stopped at half its budget
+    ends, curve = trainer.plot_curve(steps, values, budget=2000)  # a run stopped at half its budget
     np.testing.assert_array_equal(curve, protocol.smoothed_curve(steps, values, 2000, last_step=1000))
     assert ends[-1] == 2000 and np.isnan(curve[50:]).all() and curve[49] == pytest.approx(100 * (1 - 0.9**25))
 
@@ -108,7 +108,7 @@ def test_capture_video_training_and_evaluation(tmp_path, env_id, size):
     import imageio.v3 as iio
 
     env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY")}
-    p = trainer(
+    p = run_trainer(
         "--env-id",
         env_id,
         "--num-steps",
@@ -126,7 +126,7 @@ def test_capture_video_training_and_evaluation(tmp_path, env_id, size):
     frames = iio.imread(os.path.join(run, "videos", "rl-video-episode-0.mp4"))
     assert frames.shape == (int(first["episodic_length"]) + 1, *size, 3)  # the reset frame, then one per step
     assert frames.std() > 5.0  # not blank
-    p = trainer("--eval-checkpoint", run, "--eval-episodes", "1", "--capture-video", env=env)
+    p = run_trainer("--eval-checkpoint", run, "--eval-episodes", "1", "--capture-video", env=env)
     assert p.returncode == 0, p.stderr
     ev = iio.imread(os.path.join(run, "videos", "eval", "rl-video-episode-0.mp4"))
     assert ev.shape[1:] == (*size, 3) and ev.shape[0] > 1 and ev.std() > 5.0
@@ -139,7 +139,7 @@ def test_track_offline_holds_the_logged_keys(tmp_path):
     import glob
 
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
-    p = trainer(
+    p = run_trainer(
         "--env-id",
         "CartPole-v1",
         "--num-steps",
@@ -182,7 +182,8 @@ def test_track_without_wandb_is_one_line(tmp_path, capsys, monkeypatch):
         ),
     )
     assert (
-        sa.main(["--env-id", "CartPole-v1", "--track", "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 2
+        trainer.main(["--env-id", "CartPole-v1", "--track", "--runs-dir", str(tmp_path), "--no-tensorboard"])
+        == 2
     )
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--track needs wandb" in err
@@ -223,7 +224,7 @@ def test_evaluation_ends_an_endless_episode_and_refuses_another_env(tmp_path, ca
     gym.register("EndlessTest-v0", entry_point=Endless)
     gym.register("BrokenTest-v0", entry_point=Broken)
     assert (
-        sa.main(
+        trainer.main(
             [
                 "--env-id",
                 "EndlessTest-v0",
@@ -240,12 +241,12 @@ def test_evaluation_ends_an_endless_episode_and_refuses_another_env(tmp_path, ca
     )
     run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
     capsys.readouterr()
-    assert sa.main(["--eval-checkpoint", run, "--eval-episodes", "2", "--eval-max-steps", "300"]) == 0
+    assert trainer.main(["--eval-checkpoint", run, "--eval-episodes", "2", "--eval-max-steps", "300"]) == 0
     assert "300.00 +- 0.00 over 2 episodes" in capsys.readouterr().out  # reward 1 per step, 300 steps each
-    assert sa.main(["--eval-checkpoint", run, "--env-id", "CartPole-v1"]) == 2
+    assert trainer.main(["--eval-checkpoint", run, "--env-id", "CartPole-v1"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "does not match" in err
-    assert sa.main(["--env-id", "BrokenTest-v0", "--runs-dir", str(tmp_path / "b")]) == 2
+    assert trainer.main(["--env-id", "BrokenTest-v0", "--runs-dir", str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "TypeError" in err and not os.path.exists(tmp_path / "b")
 
@@ -253,7 +254,7 @@ def test_evaluation_ends_an_endless_episode_and_refuses_another_env(tmp_path, ca
 def test_ctrl_c_during_evaluation_is_one_line_and_130(tmp_path, capsys, monkeypatch):
     """Issue 26 #11 (part): Ctrl-C during --eval-checkpoint (or before training starts) was a traceback."""
     assert (
-        sa.main(
+        trainer.main(
             [
                 "--env-id",
                 "CartPole-v1",
@@ -269,9 +270,9 @@ def test_ctrl_c_during_evaluation_is_one_line_and_130(tmp_path, capsys, monkeypa
         == 0
     )
     run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
-    monkeypatch.setattr(sa, "evaluate", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    monkeypatch.setattr(trainer, "evaluate", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
     capsys.readouterr()
-    assert sa.main(["--eval-checkpoint", run]) == 130
+    assert trainer.main(["--eval-checkpoint", run]) == 130
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "interrupted" in err
 
@@ -280,7 +281,7 @@ def test_plot_of_damaged_runs_is_one_line_or_still_a_figure(tmp_path, capsys):
     """Issue 26 #10: --plot crashed on an empty CSV, a missing updates.csv, a bad config.json and an unwritable
     --plot-out, and drew an empty figure with exit 0 for header-less CSVs."""
     assert (
-        sa.main(
+        trainer.main(
             [
                 "--env-id",
                 "CartPole-v1",
@@ -298,18 +299,20 @@ def test_plot_of_damaged_runs_is_one_line_or_still_a_figure(tmp_path, capsys):
     run = os.path.join(tmp_path / "runs", os.listdir(tmp_path / "runs")[0])
     os.remove(os.path.join(run, "updates.csv"))
     open(os.path.join(run, "config.json"), "w").write("{not json")
-    assert sa.main(["--plot", run, "--plot-out", str(tmp_path / "ok.png")]) == 0  # still plotted, unlabelled
+    assert (
+        trainer.main(["--plot", run, "--plot-out", str(tmp_path / "ok.png")]) == 0
+    )  # still plotted, unlabelled
     assert (tmp_path / "ok.png").stat().st_size > 1000
     capsys.readouterr()
     blocked = tmp_path / "file"
     blocked.write_text("")
     assert (
-        sa.main(["--plot", run, "--plot-out", str(blocked / "x.png")]) == 2
+        trainer.main(["--plot", run, "--plot-out", str(blocked / "x.png")]) == 2
     )  # a file where a directory is needed
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     for content, needle in (("", "nothing to plot"), ("1,2,3\n4,5,6\n", "header-less")):
         open(os.path.join(run, "episodes.csv"), "w").write(content)
-        assert sa.main(["--plot", run, "--plot-out", str(tmp_path / "x.png")]) == 2
+        assert trainer.main(["--plot", run, "--plot-out", str(tmp_path / "x.png")]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and needle in err, err
 
@@ -341,16 +344,16 @@ def test_track_without_a_wandb_login_is_one_line_and_leaves_nothing(tmp_path, ca
     for var in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
-    assert sa.main(["--env-id", "CartPole-v1", "--track", "--runs-dir", str(tmp_path / "runs")]) == 2
+    assert trainer.main(["--env-id", "CartPole-v1", "--track", "--runs-dir", str(tmp_path / "runs")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "wandb login" in err and "WANDB_MODE=offline" in err
     assert not os.path.exists(tmp_path / "runs")
     monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
-    assert sa.wandb_can_log()
+    assert trainer.wandb_can_log()
     monkeypatch.delenv("WANDB_API_KEY")
     (tmp_path / "netrc").write_text("machine api.wandb.ai\n  login user\n  password " + "y" * 40 + "\n")
     monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
-    assert sa.wandb_can_log()
+    assert trainer.wandb_can_log()
 
 
 def test_a_missing_package_is_named_not_called_an_unregistered_id(capsys):
@@ -358,6 +361,6 @@ def test_a_missing_package_is_named_not_called_an_unregistered_id(capsys):
     pytest.importorskip("gymnasium")
     if __import__("importlib").util.find_spec("Box2D") is not None:
         pytest.skip("Box2D is installed here")
-    assert sa.main(["--env-id", "CarRacing-v3"]) == 2
+    assert trainer.main(["--env-id", "CarRacing-v3"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "not installed" in err and "not a registered" not in err

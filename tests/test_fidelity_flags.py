@@ -10,11 +10,11 @@ import pytest
 import torch
 from helpers import per_sample_grads, tiny_actor, tiny_batch
 
-from benchmark import trainer as sa
+from benchmark import trainer
 
 
 def args_for(**kw):
-    return sa.Args(**kw)
+    return trainer.Args(**kw)
 
 
 def flat_params(actor):
@@ -45,7 +45,7 @@ def test_sequential_minibatch_smac_equals_M_explicit_solves(discrete, M):
     actor, ref = tiny_actor(discrete), tiny_actor(discrete)
     batch = tiny_batch(actor, B=30)
     args = args_for(optimizer="smac", damping=0.3, learning_rate=0.05, num_minibatches=M)
-    sa.actor_update(actor, batch, args, {})
+    trainer.actor_update(actor, batch, args, {})
     for idx in torch.tensor_split(torch.arange(30), M):  # rollout order, M steps at the moving theta
         set_flat(ref, explicit_smac_step(ref, {k: v[idx] for k, v in batch.items()}, 0.3, 0.05))
     assert torch.allclose(flat_params(actor), flat_params(ref), atol=1e-10, rtol=1e-9)
@@ -56,10 +56,10 @@ def test_one_sample_minibatches_are_algorithm_1(discrete):
     """--num-minibatches T in rollout order with batch-mean SMAC is --fisher per-sample (Algorithm 1)."""
     a, b = tiny_actor(discrete), tiny_actor(discrete)
     batch = tiny_batch(a, B=12)
-    sa.actor_update(
+    trainer.actor_update(
         a, batch, args_for(optimizer="smac", damping=0.5, learning_rate=0.1, num_minibatches=12), {}
     )
-    sa.actor_update(
+    trainer.actor_update(
         b, batch, args_for(optimizer="smac", damping=0.5, learning_rate=0.1, fisher="per-sample"), {}
     )
     assert torch.allclose(flat_params(a), flat_params(b), atol=1e-11, rtol=1e-10)
@@ -68,7 +68,7 @@ def test_one_sample_minibatches_are_algorithm_1(discrete):
 def test_sgd_epochs_and_minibatches_equal_explicit_loop():
     actor, ref = tiny_actor(False), tiny_actor(False)
     batch = tiny_batch(actor, B=20)
-    sa.actor_update(
+    trainer.actor_update(
         actor, batch, args_for(optimizer="sgd", learning_rate=0.07, num_minibatches=4, update_epochs=3), {}
     )
     for _ in range(3):
@@ -81,13 +81,13 @@ def test_sgd_epochs_and_minibatches_equal_explicit_loop():
 def test_shuffled_minibatches_visit_every_sample_once_per_epoch(monkeypatch):
     seen = []
     monkeypatch.setitem(
-        sa.ACTOR_STEPS, "sgd", lambda actor, mb, args, state: seen.append(mb["advantages"].clone()) or {}
+        trainer.ACTOR_STEPS, "sgd", lambda actor, mb, args, state: seen.append(mb["advantages"].clone()) or {}
     )
     actor = tiny_actor(True)
     batch = tiny_batch(actor, B=23)
     batch["advantages"] = torch.arange(23, dtype=torch.float64)  # sample ids
     torch.manual_seed(0)
-    diags = sa.actor_update(
+    diags = trainer.actor_update(
         actor,
         batch,
         args_for(optimizer="sgd", num_minibatches=4, update_epochs=2, shuffle_minibatches=True),
@@ -105,7 +105,7 @@ def test_sum_reduction_smac_is_explicit_solve_with_B_times_scores(discrete):
     actor = tiny_actor(discrete)
     batch = tiny_batch(actor, B=25)
     expected = explicit_smac_step(actor, batch, 0.2, 0.01, scale=25.0)
-    sa.smac_step(
+    trainer.smac_step(
         actor, batch, args_for(optimizer="smac", damping=0.2, learning_rate=0.01, loss_reduction="sum"), {}
     )
     assert torch.allclose(flat_params(actor), expected, atol=1e-10, rtol=1e-9)
@@ -118,7 +118,7 @@ def test_sum_reduction_scales_sgd_cg_by_B_and_leaves_adam():
         for red in ("mean", "sum"):
             actor = tiny_actor(False)
             before = flat_params(actor)
-            sa.ACTOR_STEPS[opt](
+            trainer.ACTOR_STEPS[opt](
                 actor,
                 batch,
                 args_for(optimizer=opt, learning_rate=1e-3, loss_reduction=red, cg_damping=0.1),
@@ -137,21 +137,23 @@ def test_sum_reduction_scales_sgd_cg_by_B_and_leaves_adam():
 @pytest.mark.parametrize("discrete", [True, False])
 def test_relu_actor_one_backward_path_equals_autograd_and_numpy_copy(discrete):
     torch.manual_seed(3)
-    actor = sa.Actor(5, 3, discrete, (8, 7), log_std_init=-0.3, activation="relu").double()
+    actor = trainer.Actor(5, 3, discrete, (8, 7), log_std_init=-0.3, activation="relu").double()
     with torch.no_grad():
         actor.linears[-1].weight.normal_()
     batch = tiny_batch(actor, B=30)
-    ell, g = sa.mean_score_and_policy_gradient(actor, batch["obs"], batch["actions"], batch["advantages"])
+    ell, g = trainer.mean_score_and_policy_gradient(
+        actor, batch["obs"], batch["actions"], batch["advantages"]
+    )
     L = per_sample_grads(actor, batch)
     assert torch.allclose(ell, L.mean(0), atol=1e-12)
     assert torch.allclose(g, (L * batch["advantages"][:, None]).mean(0), atol=1e-12)
-    out = sa.RolloutPolicy(actor).forward(batch["obs"].numpy())
+    out = trainer.RolloutPolicy(actor).forward(batch["obs"].numpy())
     assert np.allclose(out, actor(batch["obs"]).detach().numpy(), atol=1e-12)
-    assert any((z < 0).any() for z in sa.actor_layer_io(actor, batch["obs"])[1][:-1])  # ReLU is active
+    assert any((z < 0).any() for z in trainer.actor_layer_io(actor, batch["obs"])[1][:-1])  # ReLU is active
 
 
 def run_main(tmp_path, *argv):
-    return sa.main(["--runs-dir", str(tmp_path), "--no-tensorboard", *argv])
+    return trainer.main(["--runs-dir", str(tmp_path), "--no-tensorboard", *argv])
 
 
 @pytest.mark.parametrize("opt", ["smac", "sgd", "adam", "cg", "kfac"])
@@ -209,16 +211,16 @@ def test_smac_with_an_entropy_bonus_on_a_gaussian_policy(tmp_path):
     """The pre-split trainer raised "differentiated Tensor ... not used in the graph" here: the entropy of a
     state-independent Gaussian depends on log_std only. Now its gradient is log_std's (1/2 log(2 pi e) + log_std
     summed: d/d log_std = 1 each), zeros elsewhere."""
-    actor = sa.Actor(3, 2, False, (5,))
+    actor = trainer.Actor(3, 2, False, (5,))
     batch = {"obs": torch.randn(16, 3), "actions": torch.randn(16, 2), "advantages": torch.zeros(16)}
-    args = sa.Args(ent_coef=0.5, damping=1.0)
-    diag = sa.smac_step(actor, batch, args, {})
+    args = trainer.Args(ent_coef=0.5, damping=1.0)
+    diag = trainer.smac_step(actor, batch, args, {})
     g = diag["g"]
     n_log_std = 2
     torch.testing.assert_close(g[:n_log_std], torch.full((2,), 0.5))  # log_std comes first in parameters()
     assert torch.count_nonzero(g[n_log_std:]) == 0  # zero advantages: nothing else
     assert (
-        sa.main(
+        trainer.main(
             [
                 "--env-id",
                 "Pendulum-v1",

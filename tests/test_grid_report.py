@@ -233,12 +233,12 @@ def test_plots_save_titles_lays_out_writes_and_closes(tmp_path):
     import matplotlib.image
     import matplotlib.pyplot as plt
 
-    from benchmark import stats as plots
+    from benchmark import stats
 
     fig, ax = plt.subplots(figsize=(3, 2))
     ax.plot([0, 1], [0, 1])
     path = str(tmp_path / "f.png")
-    plots.save(fig, path, "title", dpi=50, rect=(0, 0, 1, 0.9), fontsize=7)
+    stats.save(fig, path, "title", dpi=50, rect=(0, 0, 1, 0.9), fontsize=7)
     assert matplotlib.image.imread(path).shape[:2] == (100, 150)  # 3 x 2 inches at 50 dpi
     assert fig._suptitle.get_text() == "title" and fig._suptitle.get_fontsize() == 7
     assert not plt.fignum_exists(fig.number)  # closed

@@ -16,8 +16,12 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from benchmark import aggregate as agg  # noqa: E402
-from benchmark import hparams, protocol, sweep  # noqa: E402
+from benchmark import (  # noqa: E402
+    aggregate,  # noqa: E402
+    hparams,
+    protocol,
+    sweep,
+)
 
 PY = sys.executable
 SWEEP = os.path.join(REPO, "benchmark", "sweep.py")
@@ -52,12 +56,12 @@ def test_aggregation_hand_example():
     np.testing.assert_allclose(b, [np.nan, 5, 5, 7])
     sb = protocol.ewm(b)  # starts at bin1: 5, 5, .1*7 + .9*5 = 5.2
     np.testing.assert_allclose(sb, [np.nan, 5, 5, 5.2])
-    mean, std, cnt = agg.across_seeds(np.array([sa, sb]))
+    mean, std, cnt = aggregate.across_seeds(np.array([sa, sb]))
     np.testing.assert_allclose(mean, [2, 3.5, 3.9, 4.86])
     # ddof = 1: two values x, y -> |x - y| / sqrt(2); one value -> NaN
     np.testing.assert_allclose(std[1:], np.abs(sa[1:] - sb[1:]) / np.sqrt(2))
     assert np.isnan(std[0]) and cnt.tolist() == [1, 2, 2, 2]
-    np.testing.assert_allclose(agg.across_seeds(np.array([sa, sb]), ddof=0)[1][3], 0.34)
+    np.testing.assert_allclose(aggregate.across_seeds(np.array([sa, sb]), ddof=0)[1][3], 0.34)
     # a run that stopped (diverged) at step 400: bins starting at or after 400 stay empty
     d = protocol.bin_means([100, 200], [1, 3], B, n, last_step=400)
     np.testing.assert_allclose(d, [2, 2, np.nan, np.nan])
@@ -79,7 +83,7 @@ def test_every_task_and_algorithm_resolves_to_valid_trainer_flags():
     import gymnasium as gym
     import tyro
 
-    from benchmark import trainer as smac_a2c
+    from benchmark import trainer
 
     assert len(hparams.tasks()) == 9
     for task in hparams.tasks():
@@ -88,10 +92,10 @@ def test_every_task_and_algorithm_resolves_to_valid_trainer_flags():
             expected = 1000 if horizon == "paper" else hparams.task_info(task)["gym_max_episode_steps"]
             assert env.spec.max_episode_steps == expected, (task, horizon)
             env.close()
-        for algo in hparams.ALGOS:
+        for algo in hparams.algos():
             flags = hparams.lookup(task, algo)
-            args = tyro.cli(smac_a2c.Args, args=flags)
-            smac_a2c.check_args(args)
+            args = tyro.cli(trainer.Args, args=flags)
+            trainer.check_args(args)
             s = hparams.settings(task, algo)
             assert args.optimizer == ("sgd" if algo == "sgd-matched" else algo)
             assert args.learning_rate == s["learning_rate"] and args.num_steps == 1000
@@ -298,7 +302,7 @@ def test_ray_backend_two_runs(tmp_path):
     for algo in ("smac", "sgd"):
         s = _summary(os.path.join(runs, "CartPole", algo, "seed1"))
         assert s["status"] == "finished" and s["global_step"] == 1000
-    out = agg.aggregate(runs, str(tmp_path / "results"))
+    out = aggregate.aggregate(runs, str(tmp_path / "results"))
     assert out["cells"] == 2
     with open(tmp_path / "results" / "final.csv") as f:
         rows = list(csv.DictReader(f))

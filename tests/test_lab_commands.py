@@ -81,7 +81,7 @@ def test_evaluation_refuses_non_finite_weights(tmp_path, capsys):
     ckpt = torch.load(path, weights_only=True)
     first = next(k for k in ckpt["actor"] if k.endswith("weight"))
     ckpt["actor"][first] = torch.full_like(ckpt["actor"][first], float("nan"))
-    torch.save(trainer.sa.with_hash(ckpt), path)
+    torch.save(trainer.smac_a2c.with_hash(ckpt), path)
     code = trainer.main(["--eval-checkpoint", run])
     one_line_error(capsys, code, "non-finite")
 

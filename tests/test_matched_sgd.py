@@ -22,9 +22,12 @@ import torch
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from benchmark import aggregate as agg  # noqa: E402
-from benchmark import hparams, stats  # noqa: E402
-from benchmark import trainer as sa  # noqa: E402
+from benchmark import (  # noqa: E402
+    aggregate,  # noqa: E402
+    hparams,
+    stats,
+    trainer,  # noqa: E402
+)
 
 
 # ------------------------------------------------------------------------------------------
@@ -36,7 +39,7 @@ def test_sgd_matched_is_eta_over_lambda_and_otherwise_smac(task):
     assert matched["optimizer"] == "sgd"
     assert matched["learning_rate"] == pytest.approx(smac["learning_rate"] / smac["damping"], rel=1e-12)
     assert "damping" not in matched  # SGD has no lambda: it only enters through eta / lambda
-    for key in hparams.FLAG_KEYS:
+    for key in hparams.flag_keys():
         if key not in ("learning_rate", "damping"):
             assert matched.get(key) == smac.get(key), (task, key)
     # the trainer flags: SMAC's, with --optimizer sgd, --learning-rate eta/lambda and no --damping
@@ -55,7 +58,7 @@ def test_sgd_matched_is_eta_over_lambda_and_otherwise_smac(task):
 # ------------------------------------------------------------------------------------------
 def tiny_problem(discrete: bool, seed: int = 0, B: int = 13, obs_dim: int = 4, act_dim: int = 3):
     torch.manual_seed(seed)
-    actor = sa.Actor(obs_dim, act_dim, discrete, (6, 5), log_std_init=-0.2).double()
+    actor = trainer.Actor(obs_dim, act_dim, discrete, (6, 5), log_std_init=-0.2).double()
     with torch.no_grad():  # move off the near-zero output init so l_bar is not tiny
         for p in actor.parameters():
             p.add_(0.3 * torch.randn_like(p))
@@ -76,7 +79,9 @@ def explicit_quantities(actor, batch, damping):
     params = list(actor.parameters())
     scores = torch.stack(
         [
-            sa.flat_grad(actor.log_prob(batch["obs"][i : i + 1], batch["actions"][i : i + 1]).sum(), params)
+            trainer.flat_grad(
+                actor.log_prob(batch["obs"][i : i + 1], batch["actions"][i : i + 1]).sum(), params
+            )
             for i in range(batch["obs"].shape[0])
         ]
     )
@@ -94,15 +99,15 @@ def test_trainer_diagnostics_equal_definitions_from_saved_batch(tmp_path, discre
     path = tmp_path / "batch.pt"
     torch.save({"batch": batch, "actor": copy.deepcopy(actor.state_dict())}, path)
 
-    args = sa.Args(optimizer="smac", damping=damping, learning_rate=0.05)
+    args = trainer.Args(optimizer="smac", damping=damping, learning_rate=0.05)
     before = torch.cat([p.detach().reshape(-1).clone() for p in actor.parameters()])
-    diag = sa.smac_step(actor, batch, args, {})
+    diag = trainer.smac_step(actor, batch, args, {})
     after = torch.cat([p.detach().reshape(-1) for p in actor.parameters()])
-    row = sa.step_diagnostics(diag)
+    row = trainer.step_diagnostics(diag)
 
     # recompute everything from the saved batch and the saved (pre-step) parameters
     saved = torch.load(path)
-    ref_actor = sa.Actor(4, 3, discrete, (6, 5)).double()
+    ref_actor = trainer.Actor(4, 3, discrete, (6, 5)).double()
     ref_actor.load_state_dict(saved["actor"])
     ell, g, step = explicit_quantities(ref_actor, saved["batch"], damping)
     torch.testing.assert_close(after - before, args.learning_rate * step, rtol=1e-10, atol=1e-13)
@@ -122,7 +127,7 @@ def test_trainer_diagnostics_equal_definitions_from_saved_batch(tmp_path, discre
     # "fraction removed" (benchmark/aggregate.py) = |g/lambda - step| / |g/lambda|, computed explicitly
     explicit_removed = ((g / damping - step).norm() / (g / damping).norm()).item()
     cols = {k: np.array([row[k]]) for k in ("ell_sq", "g_norm", "step_norm", "cos_g_step", "step_par_norm")}
-    d = agg.smac_diagnostics(cols, damping)
+    d = aggregate.smac_diagnostics(cols, damping)
     assert d["removed_frac"][0] == pytest.approx(explicit_removed, rel=1e-9)
     assert explicit_removed > 1e-4
     # ... = s/(lambda + s) |cos(g, l_bar)|, and the step length relative to g/lambda
@@ -137,14 +142,16 @@ def test_trainer_diagnostics_equal_definitions_from_saved_batch(tmp_path, discre
 def test_step_decomposition_sums_back_to_the_step(discrete):
     damping = 0.05
     actor, batch = tiny_problem(discrete, seed=3)
-    diag = sa.smac_step(actor, batch, sa.Args(optimizer="smac", damping=damping, learning_rate=1e-3), {})
+    diag = trainer.smac_step(
+        actor, batch, trainer.Args(optimizer="smac", damping=damping, learning_rate=1e-3), {}
+    )
     g, step, ell = diag["g"].double(), diag["step"].double(), diag["ell"].double()
     assert g.dtype == torch.float64
     u = ell / ell.norm()
     par_vec = torch.dot(u, step) * u
     perp_vec = step - par_vec
     torch.testing.assert_close(par_vec + perp_vec, step, rtol=0, atol=1e-15)
-    row = sa.step_diagnostics(diag)
+    row = trainer.step_diagnostics(diag)
     assert row["step_par_norm"] ** 2 + row["step_perp_norm"] ** 2 == pytest.approx(
         step.norm().item() ** 2, rel=1e-12
     )
@@ -161,7 +168,7 @@ def test_step_decomposition_sums_back_to_the_step(discrete):
 
 def test_removed_fraction_in_aggregate_is_nan_for_non_plain_runs():
     u = {k: np.array([0.5]) for k in ("ell_sq", "g_norm", "step_norm", "cos_g_step", "step_par_norm")}
-    d = agg.smac_diagnostics(u, 0.1, {"fisher": "batch-mean", "step_normalization": True})
+    d = aggregate.smac_diagnostics(u, 0.1, {"fisher": "batch-mean", "step_normalization": True})
     assert np.isnan(d["removed_frac"]).all() and np.isnan(d["step_over_sgd"]).all()
     assert d["ell_sq_over_lambda"][0] == pytest.approx(5.0)
 
@@ -222,7 +229,7 @@ def test_pipeline_on_synthetic_runs(tmp_path):
     from benchmark import compact, report
 
     runs, logs, res, figs = (str(tmp_path / n) for n in ("runs", "logs", "res", "figs"))
-    B = agg.stage1_budgets()["Humanoid"]
+    B = aggregate.stage1_budgets()["Humanoid"]
     lam = hparams.settings("Humanoid", "smac")["damping"]
     for seed, (a, b) in enumerate([(300, 200), (310, 190), (305, 230)], 1):
         g_norm, par = _fake_run(runs, "Humanoid", "smac", seed, B, a, ell_sq=2.0 * lam, lam=lam)

@@ -13,15 +13,14 @@ import pytest
 import torch
 
 import smac_a2c
-from benchmark import sweep
-from benchmark import trainer as sa
+from benchmark import sweep, trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST = ["--env-id", "CartPole-v1", "--num-steps", "100", "--no-tensorboard"]
 
 
 def run_main(runs, *argv):
-    return sa.main(["--runs-dir", str(runs), *FAST, *argv])
+    return trainer.main(["--runs-dir", str(runs), *FAST, *argv])
 
 
 def only_run_dir(runs):
@@ -73,8 +72,8 @@ def wait_for_updates(runs, n, timeout=60):
 # 1. two runs started in the same second ------------------------------------------------------------
 def test_runs_started_in_the_same_second_get_their_own_directories(tmp_path, monkeypatch):
     monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
-    args = sa.Args(env_id="CartPole-v1", runs_dir=str(tmp_path))
-    a, b, c = sa.create_run_dir(args), sa.create_run_dir(args), sa.create_run_dir(args)
+    args = trainer.Args(env_id="CartPole-v1", runs_dir=str(tmp_path))
+    a, b, c = trainer.create_run_dir(args), trainer.create_run_dir(args), trainer.create_run_dir(args)
     assert len({a, b, c}) == 3 and all(os.path.isdir(p) for p in (a, b, c))
     assert b == a + "-2" and c == a + "-3"
 
@@ -88,7 +87,7 @@ def test_sigterm_is_a_clean_interruption(tmp_path):
     assert proc.returncode == 143, err
     summary = json.load(open(os.path.join(run, "summary.json")))
     assert summary["status"] == "interrupted" and summary["signal"] == "SIGTERM"
-    ckpt = sa.load_checkpoint(run)
+    ckpt = trainer.load_checkpoint(run)
     assert ckpt["update"] == summary["updates"] and b"Traceback" not in err
 
 
@@ -103,20 +102,20 @@ def test_bare_resume_keeps_budget_and_checkpointing_and_refuses_other_changes(tm
     ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
     ckpt["args"]["total_timesteps"] = 600
     save_edited(ckpt, os.path.join(run, "checkpoint.pt"))
-    assert sa.main(["--resume", run]) == 0  # bare: budget 600 and checkpoint-every 1 kept
+    assert trainer.main(["--resume", run]) == 0  # bare: budget 600 and checkpoint-every 1 kept
     summary = json.load(open(os.path.join(run, "summary.json")))
-    assert summary["global_step"] == 600 and sa.load_checkpoint(run)["update"] == 6
+    assert summary["global_step"] == 600 and trainer.load_checkpoint(run)["update"] == 6
     assert json.load(open(os.path.join(run, "config.json")))["args"]["checkpoint_every"] == 1
     capsys.readouterr()
     assert (
-        sa.main(
+        trainer.main(
             ["--resume", run, "--total-timesteps", "800", "--learning-rate", "0.5", "--env-id", "Acrobot-v1"]
         )
         == 2
     )
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--learning-rate" in err and "--env-id" in err
-    assert sa.main(["--resume", run, "--total-timesteps", "800", "--learning-rate", "0.02"]) == 0
+    assert trainer.main(["--resume", run, "--total-timesteps", "800", "--learning-rate", "0.02"]) == 0
     assert json.load(open(os.path.join(run, "summary.json")))["global_step"] == 800
 
 
@@ -129,10 +128,10 @@ def test_resume_after_sigkill_leaves_strictly_increasing_logs(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     logged = len(rows(os.path.join(run, "updates.csv")))
-    saved = sa.load_checkpoint(run)["update"]
+    saved = trainer.load_checkpoint(run)["update"]
     assert logged > saved  # the logs ran ahead of the last periodic checkpoint
     budget = (logged + 3) * 1000
-    assert sa.main(["--resume", run, "--total-timesteps", str(budget)]) == 0
+    assert trainer.main(["--resume", run, "--total-timesteps", str(budget)]) == 0
     up = rows(os.path.join(run, "updates.csv"))
     assert [int(r["update"]) for r in up] == list(range(1, budget // 1000 + 1))
     steps = [int(r["global_step"]) for r in up]
@@ -147,14 +146,14 @@ def test_second_trainer_on_a_live_run_directory_is_refused(tmp_path, capsys):
     run = only_run_dir(tmp_path)
     before = open(os.path.join(run, "updates.csv")).read()
     capsys.readouterr()
-    with sa.RunLock(run):  # a live owner
-        assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 2
+    with trainer.RunLock(run):  # a live owner
+        assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 2
         err = capsys.readouterr().err
         assert "in use" in err and str(os.getpid()) in err and len(err.strip().splitlines()) == 1
-        assert sweep.find_run_dir(str(tmp_path)) == run and sa.run_dir_locked(run)
+        assert sweep.find_run_dir(str(tmp_path)) == run and trainer.run_dir_locked(run)
     assert open(os.path.join(run, "updates.csv")).read() == before
-    assert not sa.run_dir_locked(run)  # released with its owner
-    assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 0
+    assert not trainer.run_dir_locked(run)  # released with its owner
+    assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 0
 
 
 # 6. untrusted checkpoints ------------------------------------------------------------------------------
@@ -171,7 +170,7 @@ def test_crafted_checkpoint_runs_no_code(tmp_path, capsys, flag):
     marker = tmp_path / "pwned"
     bad = tmp_path / "checkpoint.pt"
     torch.save({"args": Payload(str(marker)), "actor": {}, "critic": {}, "normalizer": {}}, bad)
-    assert sa.main([flag, str(bad), "--runs-dir", str(tmp_path / "runs")]) == 2
+    assert trainer.main([flag, str(bad), "--runs-dir", str(tmp_path / "runs")]) == 2
     err = capsys.readouterr().err.strip()
     assert not marker.exists() and len(err.splitlines()) == 1 and "not loaded" in err
     assert not (tmp_path / "runs").exists()
@@ -179,20 +178,20 @@ def test_crafted_checkpoint_runs_no_code(tmp_path, capsys, flag):
 
 # 7. divergence rolls the normalization statistics back too; non-finite flags are bad input ----------------
 def test_divergence_rolls_back_reward_normalization(tmp_path, monkeypatch):
-    real, calls = sa.critic_step, {"n": 0}
+    real, calls = trainer.critic_step, {"n": 0}
 
     def critic_step(*a, **k):
         calls["n"] += 1
         return float("nan") if calls["n"] == 3 else real(*a, **k)
 
-    monkeypatch.setattr(sa, "critic_step", critic_step)
+    monkeypatch.setattr(trainer, "critic_step", critic_step)
     assert (
         run_main(
             tmp_path, "--total-timesteps", "1000", "--norm-reward", "--norm-obs", "--checkpoint-every", "1"
         )
         == 3
     )
-    ckpt = sa.load_checkpoint(only_run_dir(tmp_path))
+    ckpt = trainer.load_checkpoint(only_run_dir(tmp_path))
     assert ckpt["update"] == 2
     assert ckpt["normalizer"]["ret_rms"]["count"] == pytest.approx(1e-4 + 200)  # 2 rollouts, not 3
     assert ckpt["normalizer"]["obs_rms"]["count"] == pytest.approx(1e-4 + 200)
@@ -229,12 +228,12 @@ def test_runs_dir_that_is_a_file_is_bad_input(tmp_path, capsys):
 def test_final_checkpoint_is_the_final_state_and_a_finished_resume_changes_nothing(tmp_path):
     assert run_main(tmp_path, "--total-timesteps", "500", "--checkpoint-every", "2") == 0
     run = only_run_dir(tmp_path)
-    assert sa.load_checkpoint(run)["update"] == 5  # not 4, the last periodic one
+    assert trainer.load_checkpoint(run)["update"] == 5  # not 4, the last periodic one
     summary = open(os.path.join(run, "summary.json")).read()
     open(os.path.join(run, "checkpoint.pt.tmp"), "w").write("half-written")
-    assert sa.main(["--resume", run]) == 0
+    assert trainer.main(["--resume", run]) == 0
     assert open(os.path.join(run, "summary.json")).read() == summary
-    assert sa.main(["--resume", run, "--total-timesteps", "600"]) == 0
+    assert trainer.main(["--resume", run, "--total-timesteps", "600"]) == 0
     assert not os.path.exists(os.path.join(run, "checkpoint.pt.tmp"))
 
 
@@ -249,7 +248,7 @@ def test_sweep_recovers_from_a_stale_extra_directory_and_spares_a_live_one(tmp_p
     assert "stale" in capsys.readouterr().out
     live = seed_dir / "CartPole-v1__sgd__1__2"
     live.mkdir()
-    with sa.RunLock(str(live)):
+    with trainer.RunLock(str(live)):
         with pytest.raises(RuntimeError, match="run directories"):
             sweep.find_run_dir(str(seed_dir))
     assert live.exists()
@@ -268,7 +267,7 @@ def test_incomplete_or_mismatched_checkpoints_are_bad_input(tmp_path, capsys):
     capsys.readouterr()
     for path, needle in ((partial, "missing"), (other, "does not fit")):
         for flag in ("--eval-checkpoint", "--resume"):
-            assert sa.main([flag, str(path), "--total-timesteps", "300"]) == 2
+            assert trainer.main([flag, str(path), "--total-timesteps", "300"]) == 2
             err = capsys.readouterr().err.strip()
             assert len(err.splitlines()) == 1 and needle in err, err
 
@@ -319,7 +318,7 @@ def test_sweep_skips_a_job_whose_run_directory_is_live(tmp_path):
     job = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 400}, str(tmp_path), num_steps=100)[0]
     assert run_main(job.seed_dir, "--total-timesteps", "200") == 0  # resumable
     run = only_run_dir(job.seed_dir)
-    with sa.RunLock(run):
+    with trainer.RunLock(run):
         assert sweep.prepare(job) == ("busy", None)
     assert sweep.prepare(job)[0] == "resume"
 
@@ -330,7 +329,7 @@ def test_a_pre_split_checkpoint_resumes(tmp_path):
     import torch
 
     assert (
-        sa.main(
+        trainer.main(
             [
                 "--env-id",
                 "CartPole-v1",
@@ -351,8 +350,8 @@ def test_a_pre_split_checkpoint_resumes(tmp_path):
     ckpt["critic"] = {f"net.{k}": v for k, v in ckpt["critic"].items()}
     ckpt.pop("sha256", None)  # written before checkpoints carried one
     torch.save(ckpt, path)
-    assert sa.load_checkpoint(run)["critic"].keys() == {k[4:] for k in ckpt["critic"]}
-    assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 0
+    assert trainer.load_checkpoint(run)["critic"].keys() == {k[4:] for k in ckpt["critic"]}
+    assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 0
     assert json.load(open(os.path.join(run, "summary.json")))["global_step"] == 400
 
 
@@ -362,7 +361,7 @@ def test_a_checkpoint_naming_the_old_horizon_module_resumes(tmp_path):
     import torch
 
     assert (
-        sa.main(
+        trainer.main(
             [
                 "--env-id",
                 "benchmark.hparams:CartPole_T1000-v1",
@@ -382,8 +381,8 @@ def test_a_checkpoint_naming_the_old_horizon_module_resumes(tmp_path):
     ckpt = torch.load(path, weights_only=True)
     ckpt["args"]["env_id"] = "benchmark.envs:CartPole_T1000-v1"
     save_edited(ckpt, path)
-    assert sa.load_checkpoint(run)["args"]["env_id"] == "benchmark.hparams:CartPole_T1000-v1"
-    assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 0
+    assert trainer.load_checkpoint(run)["args"]["env_id"] == "benchmark.hparams:CartPole_T1000-v1"
+    assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 0
     assert json.load(open(os.path.join(run, "summary.json")))["global_step"] == 400
 
 
@@ -391,7 +390,7 @@ def test_resume_after_the_logs_were_deleted_or_emptied_writes_their_headers(tmp_
     """Issue 26 #4 (part): a resumed run whose episodes.csv was deleted and whose updates.csv was emptied writes
     each file's header before its first row (they were header-less before)."""
     assert (
-        sa.main(
+        trainer.main(
             [
                 "--env-id",
                 "CartPole-v1",
@@ -409,7 +408,7 @@ def test_resume_after_the_logs_were_deleted_or_emptied_writes_their_headers(tmp_
     run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
     os.remove(os.path.join(run, "episodes.csv"))
     open(os.path.join(run, "updates.csv"), "w").close()
-    assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 0
+    assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 0
     assert open(os.path.join(run, "episodes.csv")).readline().startswith("global_step,episodic_return")
     lines = open(os.path.join(run, "updates.csv")).read().splitlines()
     assert lines[0].startswith("update,global_step,value_loss") and len(lines) == 3  # header + 2 new updates
@@ -421,7 +420,7 @@ def test_resuming_a_run_at_its_budget_repairs_its_summary(tmp_path, damage):
     was resumed by every sweep launch, 'nothing to do', exit 0, and never packed. The resume now rewrites the
     summary as finished at the checkpoint's step."""
     assert (
-        sa.main(
+        trainer.main(
             [
                 "--env-id",
                 "CartPole-v1",
@@ -443,7 +442,7 @@ def test_resuming_a_run_at_its_budget_repairs_its_summary(tmp_path, damage):
     else:
         summary = json.load(open(path))
         json.dump({**summary, "status": "interrupted", "signal": "SIGTERM"}, open(path, "w"))
-    assert sa.main(["--resume", run]) == 0
+    assert trainer.main(["--resume", run]) == 0
     summary = json.load(open(path))
     assert summary["status"] == "finished" and summary["global_step"] == 200 and summary["signal"] is None
     assert damage in summary["repaired"] or "interrupted" in summary["repaired"]
@@ -457,7 +456,7 @@ def test_a_checkpoint_outside_its_run_resumes_into_a_new_run_and_a_garbled_heade
     import shutil
 
     assert (
-        sa.main(
+        trainer.main(
             [
                 "--env-id",
                 "CartPole-v1",
@@ -475,7 +474,7 @@ def test_a_checkpoint_outside_its_run_resumes_into_a_new_run_and_a_garbled_heade
     run = os.path.join(tmp_path / "runs", os.listdir(tmp_path / "runs")[0])
     os.makedirs(tmp_path / "best")
     shutil.copy(os.path.join(run, "checkpoint.pt"), tmp_path / "best" / "my.pt")
-    assert sa.main(["--resume", str(tmp_path / "best" / "my.pt"), "--total-timesteps", "300"]) == 0
+    assert trainer.main(["--resume", str(tmp_path / "best" / "my.pt"), "--total-timesteps", "300"]) == 0
     assert os.listdir(tmp_path / "best") == ["my.pt"]  # best/ did not become a run
     new = [d for d in os.listdir(tmp_path / "runs") if os.path.join(tmp_path / "runs", d) != run]
     assert len(new) == 1
@@ -483,7 +482,7 @@ def test_a_checkpoint_outside_its_run_resumes_into_a_new_run_and_a_garbled_heade
     assert lines[0].startswith("update,global_step") and len(lines) == 2  # its header, then update 3
     capsys.readouterr()
     open(os.path.join(run, "updates.csv"), "w").write("garbage,here\n1,2\n")
-    assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 2
+    assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "garbled header" in err
 
@@ -494,7 +493,7 @@ def test_checkpoints_with_bad_contents_are_one_line_exit_2(tmp_path, capsys, dam
     import torch
 
     assert (
-        sa.main(
+        trainer.main(
             [
                 "--env-id",
                 "CartPole-v1",
@@ -522,7 +521,7 @@ def test_checkpoints_with_bad_contents_are_one_line_exit_2(tmp_path, capsys, dam
         ckpt["normalizer"]["obs_rms"]["mean"] = [0.0] * 7
     save_edited(ckpt, path)  # bad contents, not a damaged file
     capsys.readouterr()
-    assert sa.main(["--resume", run, "--total-timesteps", "400"]) == 2
+    assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "does not fit" in err, err
 
@@ -540,7 +539,7 @@ def test_an_exception_mid_run_leaves_a_crashed_summary_and_a_traceback(tmp_path,
 
     gym.register("RaisesMidRun-v0", entry_point=RaisesMidRun)
     before = sig.getsignal(sig.SIGINT)
-    code = sa.main(
+    code = trainer.main(
         [
             "--env-id",
             "RaisesMidRun-v0",
@@ -561,7 +560,7 @@ def test_an_exception_mid_run_leaves_a_crashed_summary_and_a_traceback(tmp_path,
     summary = json.load(open(os.path.join(run, "summary.json")))
     assert summary["status"] == "crashed" and "RuntimeError" in summary["error"]
     assert "the simulator fell over" in open(os.path.join(run, "traceback.txt")).read()
-    assert sa.load_checkpoint(run)["update"] == 2 and not os.path.exists(
+    assert trainer.load_checkpoint(run)["update"] == 2 and not os.path.exists(
         os.path.join(run, "checkpoint.pt.tmp")
     )
     assert sig.getsignal(sig.SIGINT) is before  # Ctrl-C works again in this process
@@ -573,8 +572,8 @@ def test_a_run_that_dies_before_logging_anything_leaves_no_directory(tmp_path, c
     def too_big(*a, **k):
         raise MemoryError("cannot allocate 40 GB")
 
-    monkeypatch.setattr(sa, "lab_networks", too_big)
-    assert sa.main(["--env-id", "CartPole-v1", "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 1
+    monkeypatch.setattr(trainer, "lab_networks", too_big)
+    assert trainer.main(["--env-id", "CartPole-v1", "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "MemoryError" in err[0] and "removed" in err[0]
     assert os.listdir(tmp_path) == []
@@ -598,7 +597,7 @@ def test_a_flipped_byte_in_a_checkpoint_is_refused_as_corrupt(tmp_path, capsys, 
     open(path, "wb").write(raw)
     before = {name: open(os.path.join(run, name)).read() for name in ("updates.csv", "summary.json")}
     capsys.readouterr()
-    assert sa.main([flag, run, "--total-timesteps", "400"]) == 2
+    assert trainer.main([flag, run, "--total-timesteps", "400"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "is corrupt" in err and path in err, err
     assert {name: open(os.path.join(run, name)).read() for name in before} == before
@@ -618,7 +617,7 @@ def test_checkpoint_contents_that_broke_the_run_later_are_one_line_exit_2(tmp_pa
     count that is no number, Adam moments of another shape) crashed the resumed run at its first update (exit 1)
     or the evaluation with a traceback. load_checkpoint now refuses them: one line, exit 2."""
     assert (
-        sa.main(
+        trainer.main(
             [
                 "--env-id",
                 "Pendulum-v1",
@@ -636,7 +635,9 @@ def test_checkpoint_contents_that_broke_the_run_later_are_one_line_exit_2(tmp_pa
     )
     run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
     path = os.path.join(run, "checkpoint.pt")
-    assert sa.load_checkpoint(run)["update"] == 2  # undamaged (Box actions: log_std leads the actor's state)
+    assert (
+        trainer.load_checkpoint(run)["update"] == 2
+    )  # undamaged (Box actions: log_std leads the actor's state)
     ckpt = torch.load(path, weights_only=True)
     if damage == "normalizer_var":
         ckpt["normalizer"]["obs_rms"]["var"] = [1.0] * 7
@@ -648,7 +649,7 @@ def test_checkpoint_contents_that_broke_the_run_later_are_one_line_exit_2(tmp_pa
         ckpt["normalizer"]["obs_rms"]["mean"] = [0.0] * 7
     save_edited(ckpt, path)
     capsys.readouterr()
-    assert sa.main([flag, run, "--total-timesteps", "400"]) == 2
+    assert trainer.main([flag, run, "--total-timesteps", "400"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "does not fit" in err and path in err, err
     assert json.load(open(os.path.join(run, "summary.json")))["status"] == "finished"

@@ -16,7 +16,7 @@ import pytest
 import torch
 from helpers import per_sample_grads, tiny_actor, tiny_batch
 
-from benchmark import trainer as sa
+from benchmark import trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,7 +33,7 @@ def test_sherman_morrison_matches_explicit_solve(seed):
     g = torch.tensor(rng.normal(size=d) * 10.0 ** rng.uniform(-2, 2), dtype=torch.float64)
     F = damping * torch.eye(d, dtype=torch.float64) + torch.outer(ell, ell)
     expected = torch.linalg.solve(F, g)
-    got = sa.sherman_morrison_direction(g, ell, damping)
+    got = trainer.sherman_morrison_direction(g, ell, damping)
     # F's condition number is (damping + |l|^2) / damping <= ~1e12 here; the closed form is
     # backward stable, so compare relative to |F^-1| |g| with a float64 margin.
     scale = torch.linalg.norm(g) / damping
@@ -49,7 +49,7 @@ def test_one_sample_identity():
     for damping in [1e-4, 1e-2, 1.0, 1e2, 1e4]:
         ell = torch.tensor(rng.normal(size=50), dtype=torch.float64)
         A = float(rng.normal())
-        got = sa.sherman_morrison_direction(ell * A, ell, damping)
+        got = trainer.sherman_morrison_direction(ell * A, ell, damping)
         expected = ell * A / (damping + ell @ ell)
         # g - l(l.g)/(lambda+|l|^2) cancels to a residue ~lambda/|l|^2 of g, then is divided by
         # lambda: the relative rounding error is ~eps (lambda + |l|^2) / lambda
@@ -59,8 +59,8 @@ def test_one_sample_identity():
 
 def test_sherman_morrison_float32_and_zero_score():
     g = torch.randn(1000)
-    assert torch.equal(sa.sherman_morrison_direction(g, torch.zeros(1000), 2.0), g / 2.0)
-    assert sa.sherman_morrison_direction(g, torch.randn(1000), 0.5).dtype == torch.float32
+    assert torch.equal(trainer.sherman_morrison_direction(g, torch.zeros(1000), 2.0), g / 2.0)
+    assert trainer.sherman_morrison_direction(g, torch.randn(1000), 0.5).dtype == torch.float32
 
 
 def test_sherman_morrison_ten_million_parameters():
@@ -71,7 +71,7 @@ def test_sherman_morrison_ten_million_parameters():
     ell = torch.randn(d, generator=gen, dtype=torch.float64) / 1000.0
     u = torch.randn(d, generator=gen, dtype=torch.float64)
     u -= ell * (ell @ u) / (ell @ ell)
-    step = sa.sherman_morrison_direction(3.0 * ell + u, ell, damping)
+    step = trainer.sherman_morrison_direction(3.0 * ell + u, ell, damping)
     expected = 3.0 * ell / (damping + ell @ ell) + u / damping
     assert torch.linalg.norm(step - expected) <= 1e-12 * torch.linalg.norm(expected)
 
@@ -106,7 +106,7 @@ def test_gae_matches_naive_double_loop_with_terminations_and_truncations():
     truncs[[12, 40], 1] = 1
     terms[20, 2], truncs[21, 2] = 1, 1
     dones = np.maximum(terms, truncs)
-    adv, ret = sa.compute_gae(rewards, values, next_values, terms, dones, 0.99, 0.9)
+    adv, ret = trainer.compute_gae(rewards, values, next_values, terms, dones, 0.99, 0.9)
     np.testing.assert_allclose(
         adv, naive_gae(rewards, values, next_values, terms, dones, 0.99, 0.9), atol=1e-12
     )
@@ -124,27 +124,29 @@ def test_gae_matches_naive_double_loop_with_terminations_and_truncations():
 def test_batch_mean_score_and_gradient_equal_mean_of_per_sample_gradients(discrete):
     actor = tiny_actor(discrete)
     batch = tiny_batch(actor)
-    ell_bar, g = sa.mean_score_and_policy_gradient(actor, batch["obs"], batch["actions"], batch["advantages"])
+    ell_bar, g = trainer.mean_score_and_policy_gradient(
+        actor, batch["obs"], batch["actions"], batch["advantages"]
+    )
     scores = per_sample_grads(actor, batch)  # (B, d) rows: grad log pi(a_i|s_i)
     torch.testing.assert_close(ell_bar, scores.mean(0), rtol=1e-12, atol=1e-13)
     torch.testing.assert_close(g, (scores * batch["advantages"][:, None]).mean(0), rtol=1e-12, atol=1e-13)
     # and both equal plain autograd on the two objectives
     params = list(actor.parameters())
     logp = actor.log_prob(batch["obs"], batch["actions"])
-    torch.testing.assert_close(g, sa.flat_grad((logp * batch["advantages"]).mean(), params))
+    torch.testing.assert_close(g, trainer.flat_grad((logp * batch["advantages"]).mean(), params))
 
 
 @pytest.mark.parametrize("discrete", [True, False])
 def test_smac_batch_mean_step_is_explicit_natural_gradient_step(discrete):
     actor = tiny_actor(discrete)
     batch = tiny_batch(actor)
-    args = sa.Args(learning_rate=0.3, damping=0.05)
+    args = trainer.Args(learning_rate=0.3, damping=0.05)
     theta0 = torch.nn.utils.parameters_to_vector(actor.parameters()).detach().clone()
     scores = per_sample_grads(actor, batch)
     ell_bar, g = scores.mean(0), (scores * batch["advantages"][:, None]).mean(0)
     F = args.damping * torch.eye(len(theta0), dtype=torch.float64) + torch.outer(ell_bar, ell_bar)
     expected = theta0 + args.learning_rate * torch.linalg.solve(F, g)  # ascent on J
-    sa.smac_step(actor, batch, args, {})
+    trainer.smac_step(actor, batch, args, {})
     torch.testing.assert_close(
         torch.nn.utils.parameters_to_vector(actor.parameters()), expected, rtol=1e-10, atol=1e-12
     )
@@ -155,13 +157,13 @@ def test_per_sample_mode_equals_hand_written_algorithm_1(discrete):
     actor = tiny_actor(discrete)
     reference = tiny_actor(discrete)
     batch = tiny_batch(actor, B=12)
-    args = sa.Args(learning_rate=0.2, damping=0.5, fisher="per-sample")
-    sa.smac_step(actor, batch, args, {})
+    args = trainer.Args(learning_rate=0.2, damping=0.5, fisher="per-sample")
+    trainer.smac_step(actor, batch, args, {})
     # Algorithm 1 by hand with explicit matrices: for each sample, at the current theta
     params = list(reference.parameters())
     for i in range(12):
         theta = torch.nn.utils.parameters_to_vector(params).detach()
-        ell = sa.flat_grad(
+        ell = trainer.flat_grad(
             reference.log_prob(batch["obs"][i : i + 1], batch["actions"][i : i + 1]).sum(), params
         )
         F = args.damping * torch.eye(len(theta), dtype=torch.float64) + torch.outer(ell, ell)
@@ -180,7 +182,7 @@ def test_sgd_step_is_theta_plus_eta_g():
     batch = tiny_batch(actor)
     theta0 = torch.nn.utils.parameters_to_vector(actor.parameters()).detach().clone()
     g = (per_sample_grads(actor, batch) * batch["advantages"][:, None]).mean(0)
-    sa.sgd_step(actor, batch, sa.Args(learning_rate=0.1), {})
+    trainer.sgd_step(actor, batch, trainer.Args(learning_rate=0.1), {})
     torch.testing.assert_close(torch.nn.utils.parameters_to_vector(actor.parameters()), theta0 + 0.1 * g)
 
 
@@ -189,14 +191,14 @@ def test_rollout_policy_matches_torch_actor_and_samples_correctly():
         actor = tiny_actor(discrete)
         obs = np.random.default_rng(0).normal(size=(6, 5))
         np.testing.assert_allclose(
-            sa.RolloutPolicy(actor).forward(obs),
+            trainer.RolloutPolicy(actor).forward(obs),
             actor(torch.tensor(obs)).detach().numpy(),
             rtol=1e-12,
             atol=1e-12,
         )
     # Gumbel-max sampling frequencies match softmax probabilities
     actor = tiny_actor(True)
-    policy = sa.RolloutPolicy(actor)
+    policy = trainer.RolloutPolicy(actor)
     obs = np.zeros((200_000, 5))
     counts = np.bincount(policy.sample(obs, np.random.default_rng(1)), minlength=3) / 200_000
     probs = torch.softmax(actor(torch.zeros(1, 5, dtype=torch.float64)), -1)[0].detach().numpy()
@@ -266,7 +268,7 @@ def test_autoreset_transitions(tmp_path, env_id, ep_len, terminated, bootstrap):
         batches.append(batch)
         return smac_a2c.sgd_step(actor, batch, args, state)
 
-    args = sa.Args(
+    args = trainer.Args(
         env_id=env_id,
         num_envs=2,
         num_steps=23,
@@ -277,7 +279,7 @@ def test_autoreset_transitions(tmp_path, env_id, ep_len, terminated, bootstrap):
         tensorboard=False,
         bootstrap_truncation=bootstrap,
     )
-    env = functools.partial(sa.make_env, bootstrap_truncation=bootstrap)
+    env = functools.partial(trainer.make_env, bootstrap_truncation=bootstrap)
     run_dir, status = smac_a2c.train(args, {"smac": record_step}, env, networks, run_dir=str(tmp_path))
     assert status == "finished"
     obs, next_obs = critic.inputs[0].reshape(23, 2, 2).numpy(), critic.inputs[1].numpy()
@@ -300,7 +302,7 @@ def test_autoreset_transitions(tmp_path, env_id, ep_len, terminated, bootstrap):
 # The trainer end to end
 # ------------------------------------------------------------------------------------
 def run_main(tmp_path, *argv):
-    return sa.main(["--runs-dir", str(tmp_path), "--no-tensorboard", *argv])
+    return trainer.main(["--runs-dir", str(tmp_path), "--no-tensorboard", *argv])
 
 
 def only_run_dir(tmp_path):
@@ -407,18 +409,20 @@ def test_checkpoint_resume_and_evaluate(tmp_path, capsys):
     ]
     assert run_main(tmp_path, *common, "--total-timesteps", "300", "--checkpoint-every", "1") == 0
     run = only_run_dir(tmp_path)
-    ckpt = sa.load_checkpoint(run)
+    ckpt = trainer.load_checkpoint(run)
     assert ckpt["global_step"] == 300 and ckpt["update"] == 3 and "adam" in ckpt["actor_state"]
     # resume to 500 steps: same run dir, logs appended, actor restored exactly before continuing
-    assert sa.main(["--resume", run, "--total-timesteps", "500"]) == 0
+    assert trainer.main(["--resume", run, "--total-timesteps", "500"]) == 0
     updates = open(os.path.join(run, "updates.csv")).read().splitlines()
     assert [int(r.split(",")[0]) for r in updates[1:]] == [1, 2, 3, 4, 5]
     assert json.load(open(os.path.join(run, "summary.json")))["global_step"] == 500
     # evaluate: deterministic policy, reproducible
     capsys.readouterr()
-    assert sa.main(["--eval-checkpoint", os.path.join(run, "checkpoint.pt"), "--eval-episodes", "3"]) == 0
+    assert (
+        trainer.main(["--eval-checkpoint", os.path.join(run, "checkpoint.pt"), "--eval-episodes", "3"]) == 0
+    )
     out1 = capsys.readouterr().out
-    assert sa.main(["--eval-checkpoint", run, "--eval-episodes", "3"]) == 0
+    assert trainer.main(["--eval-checkpoint", run, "--eval-episodes", "3"]) == 0
     assert capsys.readouterr().out.split("(")[0] == out1.split("(")[0] and "over 3 episodes" in out1
 
 
@@ -427,11 +431,11 @@ def test_resume_restores_state_exactly(tmp_path):
     assert (
         run_main(tmp_path, "--env-id", "Pendulum-v1", "--num-steps", "100", "--total-timesteps", "200") == 0
     )
-    ckpt = sa.load_checkpoint(only_run_dir(tmp_path))
-    actor = sa.Actor(3, 1, False)
+    ckpt = trainer.load_checkpoint(only_run_dir(tmp_path))
+    actor = trainer.Actor(3, 1, False)
     actor.load_state_dict(ckpt["actor"])
     assert torch.equal(actor.log_std.detach(), ckpt["actor"]["log_std"])
-    norm = sa.Normalizer(3, 1, 0.99, True, True)
+    norm = trainer.Normalizer(3, 1, 0.99, True, True)
     norm.load_state_dict(ckpt["normalizer"])
     assert norm.obs_rms.count == pytest.approx(200 + 1e-4)
 
@@ -453,7 +457,7 @@ def test_divergence_stops_with_status_and_keeps_last_good_checkpoint(tmp_path):
     assert code == 3
     run = only_run_dir(tmp_path)
     assert json.load(open(os.path.join(run, "summary.json")))["status"] == "diverged"
-    ckpt = sa.load_checkpoint(run)
+    ckpt = trainer.load_checkpoint(run)
     assert all(torch.isfinite(v).all() for v in ckpt["actor"].values())
     assert os.path.exists(os.path.join(run, "episodes.csv"))
 
@@ -536,7 +540,7 @@ def test_help_documents_every_flag():
 
     for entry, args_class, path in (
         (["smac_a2c.py"], smac_a2c.Args, "smac_a2c.py"),
-        (["-m", "benchmark.trainer"], sa.Args, os.path.join("benchmark", "trainer.py")),
+        (["-m", "benchmark.trainer"], trainer.Args, os.path.join("benchmark", "trainer.py")),
     ):
         proc = subprocess.run(
             [sys.executable, *entry, "--help"], capture_output=True, text=True, timeout=120, cwd=ROOT

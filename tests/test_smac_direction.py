@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 from helpers import tiny_batch
 
-from benchmark import trainer as sa
+from benchmark import trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DT = torch.float64
@@ -145,14 +145,14 @@ def test_smac_direction_equals_explicit_solve(arch):
     adv = torch.randn(B, generator=torch.Generator().manual_seed(2), dtype=DT)
     expected = explicit(plist, log_prob_i, adv, 0.05)
     params2, log_probs2, _, _ = case(arch)  # the same network again, for the vmapped path
-    batched = sa.smac_direction_batched(params2, log_probs2, adv, damping=0.05)
-    direction = sa.smac_direction(params, log_probs, adv, damping=0.05)
+    batched = trainer.smac_direction_batched(params2, log_probs2, adv, damping=0.05)
+    direction = trainer.smac_direction(params, log_probs, adv, damping=0.05)
     assert direction.shape == expected.shape
     assert torch.allclose(direction, expected, rtol=1e-9, atol=1e-11)
     assert torch.allclose(batched, expected, rtol=1e-9, atol=1e-11)
     # apply_step_: theta + lr * direction on the trainable parameters; frozen ones untouched
     before = [p.detach().clone() for p in plist]
-    sa.apply_step_(params, direction, lr=0.3)
+    trainer.apply_step_(params, direction, lr=0.3)
     trainable = [i for i, p in enumerate(plist) if p.requires_grad]
     moved = torch.cat([(plist[i].detach() - before[i]).reshape(-1) for i in trainable])
     assert torch.allclose(moved, 0.3 * direction, atol=1e-14)
@@ -165,9 +165,9 @@ def test_smac_direction_rejects_bad_shapes_and_sizes():
     net = ReluMLP().double()
     lp = torch.randn(B, dtype=DT, requires_grad=True) + net.a.bias.sum()
     with pytest.raises(ValueError, match=r"shape \(B,\)"):
-        sa.smac_direction(net, lp, torch.randn(B + 1, dtype=DT), 1.0)
+        trainer.smac_direction(net, lp, torch.randn(B + 1, dtype=DT), 1.0)
     with pytest.raises(ValueError, match="entries"):
-        sa.apply_step_(net, torch.zeros(3, dtype=DT), 0.1)
+        trainer.apply_step_(net, torch.zeros(3, dtype=DT), 0.1)
 
 
 # --- the trainer's fast path: the same numbers as the generic path, or not taken at all -------------
@@ -176,19 +176,19 @@ def test_smac_direction_rejects_bad_shapes_and_sizes():
 @pytest.mark.parametrize("hidden", [(8,), (16, 16), (5, 7, 6)])
 def test_fast_path_equals_generic_path(discrete, activation, hidden):
     torch.manual_seed(0)
-    actor = sa.Actor(5, 3, discrete, hidden, log_std_init=-0.3, activation=activation).double()
+    actor = trainer.Actor(5, 3, discrete, hidden, log_std_init=-0.3, activation=activation).double()
     with torch.no_grad():
         actor.linears[-1].weight.normal_()
     batch = tiny_batch(actor, B=30)
-    fast = sa.mean_score_and_policy_gradient(actor, batch["obs"], batch["actions"], batch["advantages"])
-    generic = sa.mean_score_and_gradient(
+    fast = trainer.mean_score_and_policy_gradient(actor, batch["obs"], batch["actions"], batch["advantages"])
+    generic = trainer.mean_score_and_gradient(
         actor, actor.log_prob(batch["obs"], batch["actions"]), batch["advantages"]
     )
     for f, g in zip(fast, generic):
         assert torch.allclose(f, g, atol=1e-12)
 
 
-class ReluOverride(sa.Actor):
+class ReluOverride(trainer.Actor):
     """A user's subclass that changes the forward (ReLU instead of the configured tanh)."""
 
     def forward(self, obs):
@@ -216,7 +216,7 @@ def test_subclass_with_its_own_forward_gets_the_right_smac_step(discrete):
         batch["advantages"],
         0.5,
     )
-    sa.smac_step(actor, batch, sa.Args(damping=0.5, learning_rate=0.1), {})
+    trainer.smac_step(actor, batch, trainer.Args(damping=0.5, learning_rate=0.1), {})
     after = torch.cat([p.detach().reshape(-1) for p in params])
     assert torch.allclose(after - before, 0.1 * expected, rtol=1e-9, atol=1e-12)
 

@@ -77,6 +77,10 @@ def load(
     headline_dir = headline_dir or os.path.join(REPO, meta["headline"]["logs"])
     runs = compact.discover_logs(logs_dir) if os.path.isdir(logs_dir) else []
     headline = compact.discover_logs(headline_dir) if os.path.isdir(headline_dir) else []
+    # the block's own cells: the same directory holds issue 37's 5M runs, which its own section reports
+    block = meta["headline"]
+    cells = {(t, a) for t in block["tasks"].split(",") for a in block["algos"].split(",")}
+    headline = [r for r in headline if (r["task"], r["algo"]) in cells]
     if runs:
         aggregate.aggregate(None, results_dir, meta["stage1_budget"], runs=runs)
     res = lambda name: read_csv(os.path.join(results_dir, name))  # noqa: E731

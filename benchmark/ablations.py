@@ -173,10 +173,10 @@ def displacement_scale(flags: list) -> float:
 
 
 def run_costs(results_dir=RESULTS) -> str:
-    """Isolated update costs (benchmark/costs.py ablation-costs) into results_dir."""
+    """Isolated update costs (python -m benchmark.costs ablation-costs) into results_dir."""
     os.makedirs(results_dir, exist_ok=True)
     out = subprocess.run(
-        [sys.executable, os.path.join(REPO, "benchmark", "costs.py"), "ablation-costs"],
+        [sys.executable, "-m", "benchmark.costs", "ablation-costs"],
         capture_output=True,
         text=True,
         check=True,

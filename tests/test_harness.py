@@ -24,7 +24,7 @@ from benchmark import (  # noqa: E402
 )
 
 PY = sys.executable
-SWEEP = os.path.join(REPO, "benchmark", "sweep.py")
+SWEEP = ["-m", "benchmark.sweep"]  # the one way in: python -m benchmark.<module>
 
 
 # ------------------------------------------------------------------------------------------
@@ -161,7 +161,7 @@ def test_sweep_ctrl_c_then_resume_skips_finished_runs(tmp_path):
     runs = str(tmp_path / "runs")
     base = [
         PY,
-        SWEEP,
+        *SWEEP,
         "--tasks",
         "CartPole,Pendulum",
         "--algos",
@@ -441,7 +441,7 @@ def test_random_study_dry_run_measures_and_writes_nothing(monkeypatch, capsys):
 def test_a_dry_run_piped_into_head_ends_without_a_traceback():
     """`sweep.py --dry-run | head -1` ended in a BrokenPipeError traceback."""
     p = subprocess.Popen(
-        [sys.executable, SWEEP, "--study", "ablations", "--dry-run"],
+        [sys.executable, *SWEEP, "--study", "ablations", "--dry-run"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -453,7 +453,7 @@ def test_a_dry_run_piped_into_head_ends_without_a_traceback():
     assert p.wait(timeout=120) in (0, 1) and "Traceback" not in err and len(err.splitlines()) <= 1, err
 
 
-COSTS = os.path.join(REPO, "benchmark", "costs.py")
+COSTS = ["-m", "benchmark.costs"]
 COST_COMMANDS = ["throughput", "update-cost", "ablation-costs", "device-check", "direction-cost"]
 
 
@@ -462,7 +462,7 @@ def test_costs_help_names_every_subcommand():
     argvs = [["--help"]] + [[c, "--help"] for c in COST_COMMANDS]
     procs = [
         subprocess.Popen(
-            [PY, COSTS, *argv], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [PY, *COSTS, *argv], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         for argv in argvs
     ]  # in parallel: each start imports torch
@@ -478,7 +478,7 @@ def test_costs_help_names_every_subcommand():
 
 
 def test_costs_bad_subcommand_is_exit_2_naming_it():
-    out = subprocess.run([PY, COSTS, "no-such-cost"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([PY, *COSTS, "no-such-cost"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and out.stdout == ""
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("costs.py: error:") and "invalid choice: 'no-such-cost'" in last, out.stderr

@@ -243,17 +243,16 @@ def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
         raise ConfigError(
             f"--env-id {env_id!r} is not a registered gymnasium environment ({type(e).__name__}: {e})"
         ) from None
-    except (
-        Exception
-    ) as e:  # the environment's constructor or module raised (TypeError, KeyError, OSError, ...)
-        raise ConfigError(
-            f"--env-id {env_id!r}: its constructor raised {type(e).__name__}: "
-            f"{str(e).splitlines()[0][:200] if str(e) else ''}"
-        ) from None
     except ImportError as e:  # e.g. Pusher-v4 needs mujoco < 3
         hint = " Use Pusher-v5: Pusher-v4 needs mujoco < 3." if env_id.startswith("Pusher-v4") else ""
         raise ConfigError(
             f"--env-id {env_id!r} cannot be built with the installed packages ({e}).{hint}"
+        ) from None
+    except Exception as e:
+        # the environment's constructor or module raised (TypeError, KeyError, OSError, SyntaxError, ...)
+        raise ConfigError(
+            f"--env-id {env_id!r}: its constructor raised {type(e).__name__}: "
+            f"{str(e).splitlines()[0][:200] if str(e) else ''}"
         ) from None
     obs_space, act_space = env.observation_space, env.action_space
     env.close()

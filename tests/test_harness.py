@@ -472,7 +472,7 @@ def test_costs_help_names_every_subcommand():
         if argv == ["--help"]:
             assert all(c in out for c in COST_COMMANDS), out
         else:
-            assert out.startswith(f"usage: costs.py {argv[0]}") and f"benchmark/costs.py {argv[0]}" in out, (
+            assert out.startswith(f"usage: costs.py {argv[0]}") and f"python -m benchmark.costs {argv[0]}" in out, (
                 out
             )
 

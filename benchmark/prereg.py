@@ -348,3 +348,192 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ---- Issue 37's pre-registered 5M runs (benchmark/preregistration_5M.toml): the same rules, applied per block
+def load_5M() -> dict:
+    return hparams.load_prereg(hparams.PREREG_5M)
+
+
+def expected_5M(reg: dict) -> list:
+    """(task, algo) of every cell the 5M study needs: its runs, and HalfCheetah's headline block."""
+    cells = [(task, algo) for algo, tasks in reg["runs"].items() for task in tasks]
+    return cells + [("HalfCheetah", "smac"), ("HalfCheetah", "cg")]
+
+
+def fifths(run: dict, damping: float, budget: int) -> dict:
+    """Block D per run: the medians over updates of ell_sq / lambda, the removed fraction and cos(g, step) in the
+    first fifth (global_step <= budget / 5) and the last fifth (> 4 budget / 5), and the smallest cos."""
+    u = run["updates"]
+    out = {"min_cos": float(np.nanmin(u["cos_g_step"]))}
+    for name, keep in (
+        ("first", u["global_step"] <= budget / 5),
+        ("last", u["global_step"] > 4 * budget / 5),
+    ):
+        ell = u["ell_sq"][keep]
+        out[name] = {
+            "ell_over_lambda": float(np.nanmedian(ell / damping)),
+            "removed": float(np.nanmedian(ell / (damping + ell))),
+            "cos": float(np.nanmedian(u["cos_g_step"][keep])),
+        }
+    return out
+
+
+def analyze_5M(reg: dict, root: str = REPO) -> dict:
+    """Every block of preregistration_5M.toml on the committed logs; a cell is judged only once its five seeds are
+    in (finished or diverged), and the report says how many runs are in."""
+    common = reg["common"]
+    budget, seeds, alpha, margin = (
+        common["budget"],
+        hparams.parse_seeds(common["seeds"]),
+        common["alpha"],
+        common["margin"],
+    )
+    logs = os.path.join(root, common["logs"])
+    sc = _scores([logs], budget)
+    done = {cell: sorted(sc.get(cell, {})) for cell in expected_5M(reg)}
+    complete = {cell for cell, got in done.items() if got == seeds}
+    out = {
+        "runs_in": sum(len(v) for v in done.values()),
+        "runs_expected": len(done) * len(seeds),
+        "done": done,
+    }
+    # Block A: the six claims, on the 5M runs of the cells each needs (100 bins over 5M = the paper's bin width)
+    wanted = set(reg["blocks"]["claims"]["claims"])
+    claims = [c for c in aggregate.CLAIMS if c["id"] in wanted]
+    runs = [r for cell in complete for r in sc.get((*cell, "runs"), {}).values()]
+    rows = []
+    for c in claims:
+        needs = [(c["task"], c["algo"])] + ([(c["task"], c["ref"])] if "ref" in c else [])
+        if all(cell in complete for cell in needs):
+            rows += aggregate.evaluate(runs, claims=[c])
+        else:
+            waiting = ", ".join(f"{t} {a} {len(done.get((t, a), []))}/5" for t, a in needs)
+            rows.append(
+                {
+                    "id": c["id"],
+                    "task": c["task"],
+                    "claim": c["text"],
+                    "verdict": "waiting",
+                    "measured": waiting,
+                }
+            )
+    out["claims"] = rows
+    # Block B: our 5M cells against the paper's table (Welch from summary statistics; the t-interval at n = 5)
+    table = []
+    for task, algo in sorted(complete):
+        raw = [v for v in sc[(task, algo, "raw")].values() if v is not None]
+        paper = hparams.paper_result(task, algo) if algo in hparams.PAPER_ALGOS else None
+        if paper is None or len(raw) < 2:
+            continue
+        mean, sd, n = float(np.mean(raw)), float(np.std(raw, ddof=1)), len(raw)
+        half = float(sps.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+        p = float(sps.ttest_ind_from_stats(mean, sd, n, paper[0], paper[1], 5, equal_var=False).pvalue)
+        table.append({"task": task, "algo": algo, "mean": mean, "sd": sd, "n": n, "ci": (mean - half, mean + half),
+                      "paper": paper, "p": p, "differs": p < alpha})  # fmt: skip
+    out["table"] = table
+    # Block C: SMAC vs sgd-matched, paired TOST at 0.1 (Holm over the tasks for "different")
+    eq = reg["blocks"]["equivalence"]
+    ready = [t for t in eq["tasks"] if (t, "smac") in complete and (t, "sgd-matched") in complete]
+    rows = [{"task": t, **paired(sc[(t, "smac")], sc[(t, "sgd-matched")], seeds, margin)} for t in ready]
+    for r, p_adj in zip(
+        rows, holm([r["p"] for r in rows]) if len(rows) == len(eq["tasks"]) else [math.nan] * len(rows)
+    ):
+        reach = eq["reachable_margin_at_5"][r["task"]]
+        r.update(
+            reach_margin=reach, equivalent_reach=r["ci"][0] > -reach and r["ci"][1] < reach, p_holm=p_adj
+        )
+        if r["equivalent"]:
+            r["verdict"] = f"equivalent at ±{margin:g}"
+        elif p_adj < alpha:
+            r["verdict"] = f"different (Holm p {p_adj:.3g})"
+        else:
+            r["verdict"] = f"inconclusive (equivalence only at ±{r['reach']:.2f})"
+    out["equivalence"] = rows
+    # Block D: ||l_bar||^2 / lambda and cos(g, step), first vs last fifth, per task (SMAC's runs)
+    diag = []
+    for task in reg["blocks"]["diagnostics"]["tasks"]:
+        if (task, "smac") not in complete:
+            continue
+        damping = hparams.settings(task, "smac")["damping"]
+        per_run = [fifths(r, damping, budget) for r in sc[(task, "smac", "runs")].values()]
+        logs_ratio = [
+            math.log10(f["last"]["ell_over_lambda"] / f["first"]["ell_over_lambda"]) for f in per_run
+        ]
+        test = sps.ttest_1samp(logs_ratio, 0.0)
+        grows = test.pvalue < alpha and np.mean(logs_ratio) > 0
+        shrinks = test.pvalue < alpha and np.mean(logs_ratio) < 0
+        diag.append({
+            "task": task, "damping": damping, "runs": per_run, "log_ratio": float(np.mean(logs_ratio)),
+            "p": float(test.pvalue),
+            "verdict": "grows late in training" if grows else "shrinks" if shrinks else "no change shown",
+        })  # fmt: skip
+    out["diagnostics"] = diag
+    return out
+
+
+def markdown_5M(reg: dict, res: dict) -> list:
+    """report/mujoco_5M.md: what the 5M runs show so far, by the pre-registered rules."""
+    common = reg["common"]
+    lines = [
+        f"Issue 37's runs at the paper's budget: {res['runs_in']} of {res['runs_expected']} runs in "
+        f"(`{common['logs']}/`, the `{common['reading']}` reading, seeds {common['seeds']}; the rules were "
+        f"committed before the first run: `benchmark/preregistration_5M.toml`). A cell is judged only once its five "
+        "seeds are in; the others say how many are.\n",
+        "**Runs in, per cell:** "
+        + ", ".join(f"{t} {hparams.algo_label(a)} {len(v)}/5" for (t, a), v in sorted(res["done"].items()))
+        + ".\n",
+        "### Block A: the six claims that needed 5M\n",
+        "| Claim | Task | Measured | Verdict |",
+        "|---|---|---|---|",
+    ]
+    for r in res["claims"]:
+        verdict = r.get("strict") or r["verdict"]
+        lines.append(f"| {r['id']} | {r['task']} | {r.get('measured', '')} | **{verdict}** |")
+    lines += ["", "### Block B: our 5M cells against the paper's table (Welch, our 95 % t-interval, n = 5)\n"]
+    if res["table"]:
+        lines += [
+            "| Task | Algorithm | Ours (mean ± std) | 95 % CI | Paper | Welch p | |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in res["table"]:
+            lines.append(
+                f"| {r['task']} | {hparams.algo_label(r['algo'])} | {fmt(r['mean'])} ± {fmt(r['sd'])} | "
+                f"[{fmt(r['ci'][0])}, {fmt(r['ci'][1])}] | {fmt(r['paper'][0])} ± {fmt(r['paper'][1])} | "
+                f"{r['p']:.3g} | {'differs' if r['differs'] else 'not shown to differ'} |"
+            )
+    else:
+        lines.append("No cell complete yet.")
+    lines += ["", "### Block C: SMAC vs SGD with step η/λ at 5M (paired, normalized, TOST ±0.1)\n"]
+    if res["equivalence"]:
+        lines += [
+            "| Task | n | mean diff | 90 % CI | reachable margin | Verdict |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in res["equivalence"]:
+            lines.append(
+                f"| {r['task']} | {r['n']} | {r['mean']:+.3f} | [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] | "
+                f"±{r['reach_margin']:.3f} ({'inside' if r['equivalent_reach'] else 'not inside'}) | {r['verdict']} |"
+            )
+    else:
+        lines.append("No task has both cells complete yet.")
+    lines += ["", "### Block D: ‖ℓ̄‖²/λ and cos(g, step), first vs last fifth of the 5M runs (SMAC)\n"]
+    if res["diagnostics"]:
+        lines += [
+            "| Task | λ | ‖ℓ̄‖²/λ first fifth | last fifth | removed (last) | cos first | cos last | min cos | Verdict |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in res["diagnostics"]:
+
+            def med(part, key, runs=r["runs"]):
+                return float(np.median([x[part][key] for x in runs]))
+
+            lines.append(
+                f"| {r['task']} | {r['damping']:g} | {med('first', 'ell_over_lambda'):.3g} | "
+                f"{med('last', 'ell_over_lambda'):.3g} | {med('last', 'removed'):.3f} | {med('first', 'cos'):.4f} | "
+                f"{med('last', 'cos'):.4f} | {min(x['min_cos'] for x in r['runs']):.3f} | {r['verdict']} "
+                f"(p {r['p']:.3g}) |"
+            )
+    else:
+        lines.append("No SMAC cell complete yet.")
+    return lines + [""]

@@ -770,8 +770,14 @@ def write_report(
     details = os.path.join(
         os.path.dirname(os.path.abspath(path)), "report"
     )  # benchmark/report/ for REPORT.md
+    reg5 = prereg.load_5M()
     pages = [
         ("prereg.md", "The pre-registered study", prereg.markdown(reg, pre)[1:]),
+        (
+            "mujoco_5M.md",
+            "The paper's budget: MuJoCo at 5M",
+            prereg.markdown_5M(reg5, prereg.analyze_5M(reg5)),
+        ),
         (
             "grid.md",
             "The stage-1 grid: every cell, aggregates, orderings, SMAC vs SGD with step η/λ",
@@ -843,6 +849,7 @@ def write_report(
         "- [The stage-1 grid](report/grid.md): every cell with its CI beside the paper's, IQM / optimality gap / "
         "probability of improvement, orderings, SMAC vs `sgd-matched` per task, ‖ℓ̄‖²/λ diagnostics.",
         "- [Claim by claim](report/claims.md), and the HalfCheetah 5M block per seed.",
+        "- [MuJoCo at the paper's 5M](report/mujoco_5M.md): issue 37's pre-registered runs, judged as they land.",
         "- [Which reading of the paper](report/readings.md): the fidelity study and the earlier 3-seed literal grid.",
         "- [Deviations from the paper](report/deviations.md).",
         "",

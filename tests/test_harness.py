@@ -472,9 +472,9 @@ def test_costs_help_names_every_subcommand():
         if argv == ["--help"]:
             assert all(c in out for c in COST_COMMANDS), out
         else:
-            assert out.startswith(f"usage: costs.py {argv[0]}") and f"python -m benchmark.costs {argv[0]}" in out, (
-                out
-            )
+            assert (
+                out.startswith(f"usage: costs.py {argv[0]}") and f"python -m benchmark.costs {argv[0]}" in out
+            ), out
 
 
 def test_costs_bad_subcommand_is_exit_2_naming_it():

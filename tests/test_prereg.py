@@ -77,3 +77,34 @@ def test_step_diagnostics_of_a_run_by_hand():
     assert cos == pytest.approx(0.5) and change == pytest.approx(
         np.median([0.0, math.sqrt(8) / 2, math.sqrt(8) / 2, 0.0])
     )
+
+
+def test_the_5M_diagnostics_split_a_run_into_its_first_and_last_fifth():
+    """Issue 37's block D on a hand example: ell_sq 1 in the first fifth, 9 in the last, lambda 0.5."""
+    import numpy as np
+
+    from benchmark import prereg
+
+    steps = np.arange(1, 11) * 500  # ten updates over a 5000-step budget
+    ell_sq = np.array([1.0, 1.0, 4, 4, 4, 4, 4, 4, 9.0, 9.0])
+    cos = np.array([0.9, 0.8, 1, 1, 1, 1, 1, 1, 0.5, 0.7])
+    out = prereg.fifths({"updates": {"global_step": steps, "ell_sq": ell_sq, "cos_g_step": cos}}, 0.5, 5000)
+    assert out["first"] == pytest.approx({"ell_over_lambda": 2.0, "removed": 1.0 / 1.5, "cos": 0.85})
+    assert out["last"]["ell_over_lambda"] == 18.0 and out["last"]["removed"] == 9.0 / 9.5
+    assert out["last"]["cos"] == 0.6 and out["min_cos"] == 0.5
+
+
+def test_the_5M_study_judges_a_cell_only_with_its_five_seeds():
+    from benchmark import prereg
+
+    reg = prereg.load_5M()
+    res = prereg.analyze_5M(reg)
+    assert res["runs_expected"] == 80  # the 70 new runs and HalfCheetah's 10 of issue 12
+    for row in res["claims"]:
+        needs = [
+            (row["task"], a)
+            for a in ("smac", "sgd", "cg")
+            if f"{row['task']} {a} " in row.get("measured", "")
+        ]
+        if row["verdict"] == "waiting":
+            assert any(len(res["done"].get(cell, [])) < 5 for cell in needs), row

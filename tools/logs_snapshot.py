@@ -24,15 +24,15 @@ REFERENCE = {
     "hopper_persample": "--env-id Hopper-v4 --fisher per-sample --total-timesteps 3000",
     "halfcheetah_norm": f"{HC} {NORM} --total-timesteps 20000",
     "pendulum_envs2": "--env-id Pendulum-v1 --num-envs 2 --num-steps 500 --norm-obs --total-timesteps 20000",
-    "acrobot_ckpt": "--env-id Acrobot-v1 --learning-rate 5e-2 --critic-learning-rate 1e-3 --checkpoint-every 3 "
-    "--total-timesteps 10000",
+    "acrobot_ckpt": "--env-id Acrobot-v1 --learning-rate 5e-2 --critic-learning-rate 1e-3 "
+    "--checkpoint-every 3 --total-timesteps 10000",
 }
 LAB = {
     "lab_hopper_cg": "--env-id Hopper-v4 --optimizer cg --learning-rate 1e-2 --total-timesteps 10000",
     "lab_hopper_kfac": "--env-id Hopper-v4 --optimizer kfac --learning-rate 1e-3 --total-timesteps 10000",
     "lab_hc_smac_norm": f"{HC} {NORM} --total-timesteps 20000 --checkpoint-every 10",
-    "lab_pusher_sgdm": f"--env-id benchmark.hparams:Pusher_T1000-v5 --optimizer sgd --learning-rate 1e-3 {NORM} "
-    "--total-timesteps 10000",
+    "lab_pusher_sgdm": f"--env-id benchmark.hparams:Pusher_T1000-v5 --optimizer sgd --learning-rate 1e-3 "
+    f"{NORM} --total-timesteps 10000",
     "lab_cartpole_prevef": "--env-id CartPole-v1 --prev-ef-beta 0.5 --total-timesteps 10000",
     "lab_hopper_pspar": "--env-id Hopper-v4 --fisher per-sample-parallel --total-timesteps 5000",
 }

@@ -1168,23 +1168,6 @@ def read_summary(run_dir: str) -> dict:  # RUN/summary.json, or {} when it is mi
         return {}
 
 
-def wandb_can_log() -> bool:
-    """Whether W&B can log without asking (offline / disabled mode, an API key in the environment, or a ~/.netrc
-    login for its host); decided before a run directory exists, so --track never blocks on W&B's prompt."""
-    import netrc
-    from urllib.parse import urlparse
-
-    if os.environ.get("WANDB_MODE", "").lower() in ("offline", "disabled", "dryrun") or os.environ.get(
-        "WANDB_API_KEY"
-    ):
-        return True
-    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
-    try:
-        return netrc.netrc(os.environ.get("NETRC")).authenticators(host) is not None
-    except (OSError, netrc.NetrcParseError):
-        return False
-
-
 def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
     """smac_a2c.train with the lab's steps, environments and networks in a locked run directory of its own (or the
     resumed one). Returns (run_dir, outcome): finished, diverged, or the signal that interrupted it."""
@@ -1194,16 +1177,10 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
     obs_space, act_space = check_env_id(args.env_id)  # bad input is refused before a run directory exists
     if args.capture_video:  # the reference's probe of a frame and moviepy, also before a run directory exists
         smac_a2c.check_env(args.env_id, capture_video=True)
-    if args.track:
-        try:
-            __import__("wandb")
-        except ImportError:
-            raise ConfigError("--track needs wandb (pip install -r requirements.txt)") from None
-        if not wandb_can_log():
-            raise ConfigError(
-                "--track: W&B is not logged in here; run `wandb login`, or set WANDB_MODE=offline "
-                "(and `wandb sync RUN/wandb/offline-run-*` later)"
-            )
+    if (
+        args.track
+    ):  # the reference's check (check_args made it too): a W&B login or offline mode, never a prompt
+        smac_a2c.check_wandb_login()
     if (
         resume is not None
     ):  # a checkpoint that does not fit its flags is refused: loaded into throwaway objects first

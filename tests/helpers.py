@@ -59,3 +59,23 @@ class RaisesAt250(gym.Env):
         if self.steps == 250:
             raise RuntimeError("the simulator fell over")
         return np.zeros(2), 1.0, False, self.steps % 20 == 0, {}
+
+
+class OffsetActions(gym.Env):
+    """Discrete(2, start=5): the only valid actions are 5 and 6 (anything else raises); action 6 earns 1."""
+
+    def __init__(self):
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float64)
+        self.action_space = gym.spaces.Discrete(2, start=5)
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(3), {}
+
+    def step(self, action):
+        if not self.action_space.contains(action):
+            raise ValueError(f"action {action} outside {self.action_space}")
+        self.t += 1
+        return np.full(3, 0.1 * (action - 5)), float(action == 6), False, self.t >= 10, {}

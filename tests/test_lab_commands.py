@@ -28,26 +28,6 @@ def one_line_error(capsys, code, needle):
     assert code == 2 and len(err) == 1 and needle in err[0], err
 
 
-class OffsetActions(gym.Env):
-    """Discrete(2, start=5): only 5 and 6 are actions (anything else raises); action 6 earns 1."""
-
-    def __init__(self):
-        self.observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float64)
-        self.action_space = gym.spaces.Discrete(2, start=5)
-        self.t = 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(3), {}
-
-    def step(self, action):
-        if not self.action_space.contains(action):
-            raise ValueError(f"action {action} outside {self.action_space}")
-        self.t += 1
-        return np.full(3, 0.1), float(action == 6), False, self.t >= 10, {}
-
-
 class RaisesKeyError(gym.Env):
     def __init__(self):
         raise KeyError("no such model file")
@@ -58,7 +38,7 @@ class RaisesOSError(gym.Env):
         raise OSError(2, "No such file or directory", "assets/robot.xml")
 
 
-gym.register("OffsetActionsLab-v0", entry_point=OffsetActions)
+gym.register("OffsetActionsLab-v0", entry_point=helpers.OffsetActions)
 gym.register("RaisesKeyError-v0", entry_point=RaisesKeyError)
 gym.register("RaisesOSError-v0", entry_point=RaisesOSError)
 

@@ -16,7 +16,6 @@ import tokenize
 import types
 
 import helpers
-import numpy as np
 import pytest
 import torch
 
@@ -369,25 +368,7 @@ def test_divergence_wins_over_a_signal_in_the_same_update(tmp_path):
     assert all(torch.isfinite(v).all() for v in ckpt["actor"].values())
 
 
-class OffsetActions(__import__("gymnasium").Env):
-    """Discrete(2, start=5): the only valid actions are 5 and 6 (anything else raises)."""
-
-    def __init__(self):
-        import gymnasium as gym
-
-        self.observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float64)
-        self.action_space, self.t = gym.spaces.Discrete(2, start=5), 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(3), {}
-
-    def step(self, action):
-        if not self.action_space.contains(action):
-            raise ValueError(f"action {action} outside {self.action_space}")
-        self.t += 1
-        return np.full(3, 0.1 * (action - 5)), float(action == 6), False, self.t >= 10, {}
+OffsetActions = helpers.OffsetActions
 
 
 def test_discrete_actions_with_an_offset_reach_the_environment_shifted(tmp_path):

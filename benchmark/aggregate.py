@@ -577,6 +577,7 @@ def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict
                 measured=f"{algo} {fmt_step(t)} vs {c['ref']} {fmt_step(t_ref)}: {ratio}{paper}",
                 seeds=f"{algo}: {spread}; {c['ref']}: {spread_ref}",
                 steps=(t, t_ref),
+                per_seed=(seeds, seeds_ref),
                 paper_ratio=c.get("ratio"),
             )
         elif kind == "never_above":
@@ -847,7 +848,7 @@ def toy_main(argv=None) -> int:
 # ---- The stage-1 grid's cells and the aggregates across tasks (rliable)
 METRICS = ("IQM", "Mean", "Median", "Optimality gap")
 N_POINTS = 10  # sample-efficiency checkpoints: each tenth of the budget
-MIN_CI_SEEDS = 3  # with 2 seeds the percentile bootstrap of the mean is just [min, max]: no CI, no check
+MIN_CI_SEEDS = 3  # a cell with fewer finished seeds gets no CI and no check against the paper
 PAPER_SEEDS = 5  # the paper's tab:performance: 5 seeds per cell
 
 
@@ -886,30 +887,41 @@ def peaks(cell: dict, budget: int) -> list[tuple[int, float, int, float]]:
     ]
 
 
-def cell_rows(cells: dict) -> list[dict]:
-    """One row per (task, algorithm) with runs: finals, mean, std, bootstrap CI (>= MIN_CI_SEEDS finished seeds),
-    whether the paper's mean is inside it, and Welch's test of our seeds against the paper's mean ± std as a
-    5-seed sample (scipy.stats.ttest_ind_from_stats), since the paper's mean is an estimate too."""
+def comparable(task: str, budget: int) -> bool:
+    """Whether a final at `budget` steps can be set against the paper's table: MuJoCo only at the paper's
+    PAPER_BUDGET; classic control always (the paper does not state its budget there; we compare as it is)."""
+    return hparams.group(task) != "mujoco" or budget == PAPER_BUDGET
+
+
+def cell_rows(cells: dict, budgets: Optional[dict] = None) -> list[dict]:
+    """One row per (task, algorithm) with runs: finals, mean, std, the 95 % t-interval of the mean (>= MIN_CI_SEEDS
+    finished seeds), and, where the cell's budget is comparable() with the paper's, whether the paper's mean is
+    inside that interval and Welch's test of our seeds against the paper's mean ± std as a 5-seed sample
+    (scipy.stats.ttest_ind_from_stats), since the paper's mean is an estimate too. Budgets as in load_cells."""
     rows = []
     for task, algo in ((t, a) for t in hparams.tasks() for a in hparams.algos() if cells.get((t, a))):
         cell = cells[(task, algo)]
+        budget = (budgets or {}).get(task) or stage1_budget(task)
         finals = [f for _, f, _ in cell["finished"]]
-        lo, hi = stats.bootstrap_mean_ci(finals) if len(finals) >= MIN_CI_SEEDS else (np.nan, np.nan)
+        lo, hi = stats.t_mean_ci(finals) if len(finals) >= MIN_CI_SEEDS else (np.nan, np.nan)
         paper = hparams.paper_result(task, algo) if algo in hparams.PAPER_ALGOS else None
+        matched = paper is not None and comparable(task, budget)
         inside = (
             "–"
-            if paper is None or not np.isfinite(lo)
+            if not matched or not np.isfinite(lo)
             else "yes"
             if lo <= paper[0] <= hi
             else ("paper above" if paper[0] > hi else "paper below")
         )
-        vs = stats.welch_vs_summary(finals, paper[0], paper[1], PAPER_SEEDS) if paper else None
+        vs = stats.welch_vs_summary(finals, paper[0], paper[1], PAPER_SEEDS) if matched else None
         rows.append(
             {
                 "task": task,
                 "algo": algo,
                 "n": len(finals),
                 "n_div": len(cell["diverged"]),
+                "budget": budget,
+                "comparable": matched,
                 "mean": float(np.mean(finals)) if finals else np.nan,
                 "std": float(np.std(finals, ddof=1)) if len(finals) > 1 else np.nan,
                 "lo": lo,

@@ -206,7 +206,7 @@ def analyze(reg: dict, root: str = REPO) -> dict:
             "n": len(lit.get(("HalfCheetah", algo), {})),
             "mean": _mean(raw),
             "std": float(np.std(raw, ddof=1)) if len(raw) > 1 else math.nan,
-            "ci": stats.bootstrap_mean_ci(raw) if len(raw) >= 3 else (math.nan, math.nan),
+            "ci": stats.t_mean_ci(raw),
             "vs_norm": stats.welch_test(raw, raw_norm),
             "norm_mean": float(np.mean(raw_norm)),
             "vs_paper": stats.welch_vs_summary(raw, paper[0], paper[1], 5),
@@ -305,8 +305,12 @@ def markdown(reg: dict, res: dict) -> list[str]:
             ("Algorithm", lambda r: hparams.algo_label(r["algo"])),
             ("seeds", lambda r: str(r["n"])),
             ("final at 5M, mean ± std", lambda r: f"{fmt(r['mean'])} ± {fmt(r['std'])}"),
-            ("95 % CI", lambda r: f"[{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]"),
+            ("95 % t-interval", lambda r: f"[{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]"),
             ("paper", lambda r: f"{fmt(r['paper'][0])} ± {fmt(r['paper'][1])}"),
+            (
+                "(c) vs the paper (Welch p)",
+                lambda r: "–" if r["vs_paper"] is None else f"{r['vs_paper']['p']:.2g}",
+            ),
             (
                 "same algorithm under `norm` (Welch p)",
                 lambda r: (
@@ -324,30 +328,6 @@ def markdown(reg: dict, res: dict) -> list[str]:
         ),
     ]
     return L
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "cmd",
-        choices=("power", "analyze"),
-        help="power: the power calculation written into the toml; "
-        "analyze: the pre-registered tests on the committed logs (JSON)",
-    )
-    cmd, reg = ap.parse_args(argv).cmd, load()
-    if cmd == "analyze":
-        print(json.dumps(analyze(reg), indent=1, default=lambda o: None))
-        return 0
-    for task, (sd, n, m) in power(reg).items():
-        print(
-            f"{task}: sd(paired diff) {sd:.3f}; seeds for margin {reg['common']['margin']}: {n}; "
-            f"margin at {reg['power']['seeds_per_side']} seeds: {m:.3f}"
-        )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 # ---- Issue 37's pre-registered 5M runs (benchmark/preregistration_5M.toml): the same rules, applied per block
@@ -408,14 +388,18 @@ def analyze_5M(reg: dict, root: str = REPO) -> dict:
         if all(cell in complete for cell in needs):
             rows += aggregate.evaluate(runs, claims=[c])
         else:
-            waiting = ", ".join(f"{t} {a} {len(done.get((t, a), []))}/5" for t, a in needs)
+            waiting = ", ".join(
+                f"{t} {hparams.algo_label(a)} {len(done.get((t, a), []))}/5" for t, a in needs
+            )
             rows.append(
                 {
                     "id": c["id"],
                     "task": c["task"],
+                    "kind": c["kind"],
+                    "algo": c["algo"],
                     "claim": c["text"],
                     "verdict": "waiting",
-                    "measured": waiting,
+                    "measured": "runs in: " + waiting,
                 }
             )
     out["claims"] = rows
@@ -436,6 +420,13 @@ def analyze_5M(reg: dict, root: str = REPO) -> dict:
     eq = reg["blocks"]["equivalence"]
     ready = [t for t in eq["tasks"] if (t, "smac") in complete and (t, "sgd-matched") in complete]
     rows = [{"task": t, **paired(sc[(t, "smac")], sc[(t, "sgd-matched")], seeds, margin)} for t in ready]
+    stage1 = _scores(
+        [aggregate.stage1_logs()]
+    )  # the 1M result of the same seeds, printed beside (exploratory)
+    for r in rows:
+        r["at_1M"] = paired(
+            stage1.get((r["task"], "smac"), {}), stage1.get((r["task"], "sgd-matched"), {}), seeds, margin
+        )
     for r, p_adj in zip(
         rows, holm([r["p"] for r in rows]) if len(rows) == len(eq["tasks"]) else [math.nan] * len(rows)
     ):
@@ -507,17 +498,31 @@ def markdown_5M(reg: dict, res: dict) -> list:
     lines += ["", "### Block C: SMAC vs SGD with step η/λ at 5M (paired, normalized, TOST ±0.1)\n"]
     if res["equivalence"]:
         lines += [
-            "| Task | n | mean diff | 90 % CI | reachable margin | Verdict |",
-            "|---|---|---|---|---|---|",
+            "| Task | n | mean d | 90 % CI | reachable margin | Verdict | at 1M, same seeds (exploratory) |",
+            "|---|---|---|---|---|---|---|",
         ]
+        holm_note = (
+            ""
+            if len(res["equivalence"]) == len(reg["blocks"]["equivalence"]["tasks"])
+            else " (Holm: waits for every task)"
+        )
         for r in res["equivalence"]:
+            one = r["at_1M"]
             lines.append(
                 f"| {r['task']} | {r['n']} | {r['mean']:+.3f} | [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] | "
-                f"±{r['reach_margin']:.3f} ({'inside' if r['equivalent_reach'] else 'not inside'}) | {r['verdict']} |"
+                f"±{r['reach_margin']:.3f} ({'inside' if r['equivalent_reach'] else 'not inside'}) | "
+                f"{r['verdict']}{'' if r['equivalent'] else holm_note} | {one['mean']:+.3f} "
+                f"[{one['ci'][0]:+.3f}, {one['ci'][1]:+.3f}] |"
             )
     else:
         lines.append("No task has both cells complete yet.")
-    lines += ["", "### Block D: ‖ℓ̄‖²/λ and cos(g, step), first vs last fifth of the 5M runs (SMAC)\n"]
+    lines += [
+        "",
+        "### Block D: ‖ℓ̄‖²/λ and cos(g, step), first vs last fifth of the 5M runs (SMAC)\n",
+        "Per run the median over its updates in the first fifth (≤ 1M steps) and the last (> 4M); per task the "
+        "median over seeds [range]; min cos: the smallest single update of any seed. Test: paired t-test of "
+        "log10(last / first) of ‖ℓ̄‖²/λ over the seeds.\n",
+    ]
     if res["diagnostics"]:
         lines += [
             "| Task | λ | ‖ℓ̄‖²/λ first fifth | last fifth | removed (last) | cos first | cos last | min cos | Verdict |",
@@ -525,15 +530,40 @@ def markdown_5M(reg: dict, res: dict) -> list:
         ]
         for r in res["diagnostics"]:
 
-            def med(part, key, runs=r["runs"]):
-                return float(np.median([x[part][key] for x in runs]))
+            def med(part, key, digits, runs=r["runs"]):
+                values = [x[part][key] for x in runs]
+                return f"{np.median(values):.{digits}} [{min(values):.{digits}}, {max(values):.{digits}}]"
 
             lines.append(
-                f"| {r['task']} | {r['damping']:g} | {med('first', 'ell_over_lambda'):.3g} | "
-                f"{med('last', 'ell_over_lambda'):.3g} | {med('last', 'removed'):.3f} | {med('first', 'cos'):.4f} | "
-                f"{med('last', 'cos'):.4f} | {min(x['min_cos'] for x in r['runs']):.3f} | {r['verdict']} "
-                f"(p {r['p']:.3g}) |"
+                f"| {r['task']} | {r['damping']:g} | {med('first', 'ell_over_lambda', '3g')} | "
+                f"{med('last', 'ell_over_lambda', '3g')} | {med('last', 'removed', '3f')} | "
+                f"{med('first', 'cos', '4f')} | {med('last', 'cos', '4f')} | "
+                f"{min(x['min_cos'] for x in r['runs']):.3f} | {r['verdict']} (p {r['p']:.3g}) |"
             )
     else:
         lines.append("No SMAC cell complete yet.")
     return lines + [""]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "cmd",
+        choices=("power", "analyze"),
+        help="power: the power calculation written into the toml; "
+        "analyze: the pre-registered tests on the committed logs (JSON)",
+    )
+    cmd, reg = ap.parse_args(argv).cmd, load()
+    if cmd == "analyze":
+        print(json.dumps(analyze(reg), indent=1, default=lambda o: None))
+        return 0
+    for task, (sd, n, m) in power(reg).items():
+        print(
+            f"{task}: sd(paired diff) {sd:.3f}; seeds for margin {reg['common']['margin']}: {n}; "
+            f"margin at {reg['power']['seeds_per_side']} seeds: {m:.3f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,9 +1,9 @@
 """Statistics for the reports, on the field's libraries (issue 12): scipy.stats for the per-task
-two-sample tests and bootstrap intervals, rliable (Agarwal et al. 2021) for aggregates across tasks.
+two-sample tests and t-intervals, rliable (Agarwal et al. 2021) for aggregates across tasks.
 
 Per task (per-seed final values of two algorithms):
     welch_test           Welch's t-test (scipy.stats.ttest_ind, equal_var=False)
-    bootstrap_mean_ci    percentile bootstrap CI of one cell's mean
+    t_mean_ci            Student-t interval of one cell's mean (n = 5 seeds: the bootstrap under-covers)
     welch_vs_summary     Welch's t-test of our seeds against a paper's mean ± std over n seeds
 Across tasks (scores normalized per task to [random policy = 0, best of the paper's table = 1]):
     normalize            the normalization
@@ -59,23 +59,18 @@ def welch_vs_summary(a, mean_b: float, std_b: float, n_b: int) -> Optional[dict]
     return {"diff": float(a.mean() - mean_b), "t": float(res.statistic), "p": float(res.pvalue)}
 
 
-def bootstrap_mean_ci(
-    x, level: float = 0.95, n_resamples: int = 20_000, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap CI of mean(x) (scipy.stats.bootstrap); NaNs with fewer than 2 values."""
+def t_mean_ci(x, level: float = 0.95) -> tuple[float, float]:
+    """Student-t interval of mean(x): mean ± t_{(1+level)/2, n-1} · sd / sqrt(n) (scipy.stats.t); NaNs with fewer
+    than 2 values, a point where every value is the same."""
     x = np.asarray(x, dtype=np.float64)
-    if x.size < 2 or np.all(x == x[0]):
-        return (float(x[0]), float(x[0])) if x.size >= 1 and np.all(x == x[0]) else (math.nan, math.nan)
-    res = sps.bootstrap(
-        (x,),
-        np.mean,
-        n_resamples=n_resamples,
-        confidence_level=level,
-        method="percentile",
-        vectorized=True,
-        rng=np.random.default_rng(seed),
-    )
-    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
+    if x.size < 2:
+        return (math.nan, math.nan)
+    mean = float(x.mean())
+    sem = float(x.std(ddof=1)) / math.sqrt(x.size)
+    if sem == 0.0:
+        return (mean, mean)
+    lo, hi = sps.t.interval(level, x.size - 1, loc=mean, scale=sem)
+    return (float(lo), float(hi))
 
 
 def normalize(score, random_score: float, best_score: float):

@@ -1,5 +1,7 @@
 """Our use of rliable and scipy (benchmark/stats.py) on hand-made data with known answers."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -36,10 +38,15 @@ def test_performance_profile_fractions():
     assert prof["a"].tolist() == pytest.approx([1.0, 0.5, 0.25])  # fraction of runs with score > tau
 
 
-def test_mean_ci():
-    lo, hi = stats.bootstrap_mean_ci([1.0, 2.0, 3.0, 4.0])
-    assert 1.0 <= lo < 2.5 < hi <= 4.0
-    assert stats.bootstrap_mean_ci([5.0, 5.0]) == (5.0, 5.0)
+def test_t_mean_ci_by_hand():
+    # (1, 2, 3, 4): mean 2.5, sd sqrt(5/3), t_0.975,3 = 3.182446 -> 2.5 -+ 3.182446 * sqrt(5/3) / 2
+    half = 3.182446305284263 * math.sqrt(5 / 3) / 2
+    assert stats.t_mean_ci([1.0, 2.0, 3.0, 4.0]) == pytest.approx((2.5 - half, 2.5 + half), rel=1e-12)
+    assert stats.t_mean_ci([1.0, 2.0, 3.0, 4.0], level=0.9)[1] == pytest.approx(
+        2.5 + 2.353363 * math.sqrt(5 / 3) / 2
+    )
+    assert stats.t_mean_ci([5.0, 5.0]) == (5.0, 5.0)
+    assert all(math.isnan(v) for v in stats.t_mean_ci([5.0]))
 
 
 def test_iqm_over_steps_by_hand():

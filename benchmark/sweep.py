@@ -549,7 +549,7 @@ def run_job_blocking(job_dict: dict) -> dict:
     job = Job(**job_dict)
     state, cmd = prepare(job)
     if cmd is None:
-        return {"name": job.name, "state": state, "outcome": state, "rc": 0}
+        return {"name": job.name, "state": state, "outcome": state, "rc": 0, "ran": False}
     proc = launch(job, cmd)
     try:
         rc = proc.wait()
@@ -590,6 +590,11 @@ class Progress:
         self.jobs, self.interval, self.t0, self.last = jobs, interval, time.time(), 0.0
         self.start = {j.name: min(last_global_step(j.seed_dir), j.budget) for j in jobs}
         self.tty, self.finished = sys.stdout.isatty(), set()
+
+    def skip(self, name: str) -> None:
+        """A job done before this session (a committed log, a finished run): no steps of it count here."""
+        self.start[name] = next(j.budget for j in self.jobs if j.name == name)
+        self.finished.add(name)
 
     def show(self, done: int, running: list[Job], left: int, force: bool = False):
         """Print the progress line: every `interval` seconds in place on a terminal, or now on its own line."""
@@ -637,7 +642,7 @@ def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
                 state, cmd = prepare(job)
                 if cmd is None:
                     results[job.name] = {"name": job.name, "state": state, "outcome": state, "rc": 0}
-                    prog.finished.add(job.name)
+                    prog.skip(job.name)
                 else:
                     running[job.name] = (job, launch(job, cmd), state)
             reap(block=False)
@@ -693,7 +698,10 @@ def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: floa
             for ref in ready:
                 job = refs[ref]
                 result = results[job.name] = ray.get(ref)
-                prog.finished.add(job.name)
+                if result.get("ran", True):
+                    prog.finished.add(job.name)
+                else:
+                    prog.skip(job.name)
                 print(f"[sweep] {job.name}: {result['outcome']} (exit {result['rc']})", flush=True)
             running = [refs[r] for r in pending if last_global_step(refs[r].seed_dir) > 0]
             prog.show(len(results), running, len(pending) - len(running))

@@ -494,3 +494,16 @@ def test_no_raw_run_outputs_are_committed():
         pytest.skip("not a git checkout")
     raw = [f for f in files.splitlines() if f.endswith((".pt", ".pt.tmp", ".lock")) or "tfevents" in f]
     assert not raw, raw
+
+
+def test_progress_counts_only_the_steps_of_this_session(tmp_path, capsys):
+    # three 1000-step jobs: one done before the session (a committed log), one half-way, one not started
+    jobs = [sweep._job(str(tmp_path), "CartPole", "smac", seed, 1000) for seed in (1, 2, 3)]
+    prog = sweep.Progress(jobs, interval=0.0)
+    prog.skip(jobs[0].name)
+    prog.finished.add(jobs[1].name)  # ran its 1000 steps in this session
+    prog.t0 = time.time() - 10.0
+    prog.show(2, [], 1, force=True)
+    line = capsys.readouterr().out
+    # 1000 steps in 10 s: 100 steps/s, 1000 steps left -> ETA 10 s (the skipped job adds neither)
+    assert "| 100 steps/s |" in line and "ETA 0m10s" in line, line

@@ -528,16 +528,19 @@ def markdown_5M(reg: dict, res: dict) -> list:
             "| Task | λ | ‖ℓ̄‖²/λ first fifth | last fifth | removed (last) | cos first | cos last | min cos | Verdict |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
+        three = "{:.3f}".format
+        four = "{:.4f}".format
         for r in res["diagnostics"]:
 
-            def med(part, key, digits, runs=r["runs"]):
+            def med(part, key, show, runs=r["runs"]):
+                """median [min, max] over the seeds, each printed by `show`"""
                 values = [x[part][key] for x in runs]
-                return f"{np.median(values):.{digits}} [{min(values):.{digits}}, {max(values):.{digits}}]"
+                return f"{show(np.median(values))} [{show(min(values))}, {show(max(values))}]"
 
             lines.append(
-                f"| {r['task']} | {r['damping']:g} | {med('first', 'ell_over_lambda', '3g')} | "
-                f"{med('last', 'ell_over_lambda', '3g')} | {med('last', 'removed', '3f')} | "
-                f"{med('first', 'cos', '4f')} | {med('last', 'cos', '4f')} | "
+                f"| {r['task']} | {r['damping']:g} | {med('first', 'ell_over_lambda', fmt)} | "
+                f"{med('last', 'ell_over_lambda', fmt)} | {med('last', 'removed', three)} | "
+                f"{med('first', 'cos', four)} | {med('last', 'cos', four)} | "
                 f"{min(x['min_cos'] for x in r['runs']):.3f} | {r['verdict']} (p {r['p']:.3g}) |"
             )
     else:

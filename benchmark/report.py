@@ -716,8 +716,8 @@ def verdict_section(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: l
     secondary = [r for r in pre["equivalence"] if r["equivalent_reach"]]
     margins = ", ".join(f"±{r['reach_margin']:.2f}" for r in secondary)
     late = "; ".join(
-        f"{r['task']} median {np.median([x['first']['ell_over_lambda'] for x in r['runs']]):.3g} → "
-        f"{np.median([x['last']['ell_over_lambda'] for x in r['runs']]):.3g} ({r['verdict']}, p {r['p']:.2g}), "
+        f"{r['task']} median {fmt(np.median([x['first']['ell_over_lambda'] for x in r['runs']]))} → "
+        f"{fmt(np.median([x['last']['ell_over_lambda'] for x in r['runs']]))} ({r['verdict']}, p {r['p']:.2g}), "
         f"cos(g, step) {np.median([x['first']['cos'] for x in r['runs']]):.3f} → "
         f"{np.median([x['last']['cos'] for x in r['runs']]):.3f}"
         for r in res5["diagnostics"]

@@ -479,12 +479,13 @@ STRICT = {  # issue 27's names for the verdict of a "slower" / "faster" claim th
     "direction only": "the order is the paper's, but the ratio is not within 1.25x of the paper's or the seeds overlap",
     "baseline never reaches it": "the paper says the slower algorithm reaches the threshold later; ours never does",
 }
+# combined(): the less favourable wins
 ORDER = (
     "held",
     "direction only",
     "baseline never reaches it",
     "not held",
-)  # combined(): the less favourable wins
+)
 COLUMNS = [
     ("Task", lambda r: r["task"]),
     ("Claim (paper, section Results; [ ]: ours)", lambda r: r["claim"]),
@@ -973,9 +974,8 @@ def aggregates(cells: dict, min_seeds: int, results_dir: str, reps: int) -> Opti
     """rliable aggregates over the tasks where all the algorithms run have `use` scored_runs, `use` in 2..min_seeds
     chosen for the most tasks (3 seeds on nine tasks say more than 5 on two), then the most runs. Writes
     aggregates.csv and improvement.csv; None (and no stale CSVs) if no task qualifies."""
-    algos = [
-        a for a in hparams.algos() if any((t, a) in cells for t in hparams.tasks())
-    ]  # sgd-matched too (issue 27)
+    # sgd-matched too (issue 27)
+    algos = [a for a in hparams.algos() if any((t, a) in cells for t in hparams.tasks())]
     per_task = [min(_n_scored(cells, t, a) for a in algos) for t in hparams.tasks()]
     use = max(range(2, min_seeds + 1), key=lambda n: (sum(s >= n for s in per_task), n))
     if not any(s >= use for s in per_task):

@@ -142,9 +142,8 @@ def trainer_sps(env_id: str, steps: int, optimizer: str, runs_dir: str) -> tuple
     )
     run_dir = tempfile.mkdtemp(dir=runs_dir)
     with contextlib.redirect_stdout(io.StringIO()):  # the progress lines
-        elapsed = timed(
-            lambda: smac_a2c.train(args, run_dir=run_dir)
-        )  # includes env construction, like SB3's timing
+        # includes env construction, like SB3's timing
+        elapsed = timed(lambda: smac_a2c.train(args, run_dir=run_dir))
     with open(os.path.join(run_dir, "updates.csv")) as f:
         rows = f.read().splitlines()[1:]
     return steps / elapsed, statistics.median(float(r.split(",")[11]) for r in rows)
@@ -249,9 +248,8 @@ def throughput(opts) -> None:
 
 
 SMAC_VARIANTS = ["smac-generic", "smac-2bw", "smac-ps"]  # SMAC's other code paths (make_step)
-METHODS = (
-    list(algorithms.optimizers()) + SMAC_VARIANTS
-)  # every registered optimizer (benchmark/algorithms.py)
+# every registered optimizer (benchmark/algorithms.py)
+METHODS = list(algorithms.optimizers()) + SMAC_VARIANTS
 
 
 def direction_step(direction_fn):
@@ -365,8 +363,8 @@ def memory_cpu(width, method, a) -> float:
         capture_output=True,
         text=True,
         check=True,
-        env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"},
-    )  # mmap, unmapped on free
+        env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"},  # mmap, unmapped on free
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -542,12 +540,13 @@ def ablation_costs(opts) -> None:
         i: (lambda args=m[1], b=m[2], st=st: lab.smac_step(actor, b, args, st))
         for i, (m, st) in enumerate(zip(modes, states))
     }
+    # every call sees the same theta
     times = interleaved_ms(
         calls,
         opts.repeats,
         opts.warmup + max(opts.ranks) + 2,  # warm-up fills prev-EF's r slots
         after=lambda: actor.load_state_dict(saved),
-    )  # every call sees the same theta
+    )
     for (name, args, *_), state in zip(modes, states):
         if args.prev_ef_beta > 0:
             assert state["prev_ef_U"].shape == (args.prev_ef_rank, d), name

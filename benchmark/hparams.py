@@ -94,13 +94,14 @@ def flag_keys() -> tuple:
     return algorithms.flag_keys()
 
 
+# the paper's algorithms, in tab:performance's column order
 PAPER_ALGOS = (
     "sgd",
     "adam",
     "cg",
     "kfac",
     "smac",
-)  # the paper's algorithms, in tab:performance's column order
+)
 
 
 def tasks(group: Optional[str] = None) -> list[str]:
@@ -149,9 +150,8 @@ def trainer_env_id(task: str, horizon: str = "paper") -> str:
     info = task_info(task)
     env_id = info["env_id"]
     if horizon == "paper" and info["gym_max_episode_steps"] != load()["meta"]["horizon"]:
-        register_horizons(
-            load()["meta"]["horizon"]
-        )  # this process may make it (gym.make imports this module once)
+        # this process may make it (gym.make imports this module once)
+        register_horizons(load()["meta"]["horizon"])
         return f"benchmark.hparams:{horizon_id(env_id, load()['meta']['horizon'])}"
     return env_id
 
@@ -245,9 +245,8 @@ def parse_budget(spec: str, tasks: Optional[list] = None) -> dict:
         else:
             per_task[resolve_task(key)] = steps
     out = {}
-    for task in tasks or list(
-        load()["tasks"]
-    ):  # `tasks` is the argument here; every task in the toml's order
+    # `tasks` is the argument here; every task in the toml's order
+    for task in tasks or list(load()["tasks"]):
         steps = per_task.get(task, per_group.get(group(task), default))
         if steps is None:
             raise ValueError(f"--budget {spec!r} gives no budget for {task}")
@@ -457,11 +456,12 @@ DEFAULTS_ROWS = {  # the paper's rows (eta, alpha, lambda), on the registered (g
     "Pendulum-v1": {"smac": (6e-3, 1e-3, 0.1), "sgd": (5e-2, 1e-3, None), "adam": (7e-4, 1e-3, None)},
     "Hopper-v4": {"smac": (1e-2, 1e-4, 1.0), "sgd": (1e-3, 1e-4, None), "adam": (1e-4, 1e-4, None)},
 }
+# as run (docs/defaults_sweep.csv)
 DEFAULTS_STEPS = {
     "CartPole-v1": 200_000,
     "Pendulum-v1": 200_000,
     "Hopper-v4": 300_000,
-}  # as run (docs/defaults_sweep.csv)
+}
 DEFAULTS_LOGS = os.path.join(REPO, "benchmark", "results", "logs", "defaults")
 
 
@@ -493,9 +493,8 @@ def register_horizons(horizon: int = 1000) -> None:
             )
 
 
-if (
-    "gymnasium" in sys.modules
-):  # imported by gym.make("benchmark.hparams:..."), or by a process that makes envs
+# imported by gym.make("benchmark.hparams:..."), or by a process that makes envs
+if "gymnasium" in sys.modules:
     register_horizons()
 
 

@@ -420,9 +420,8 @@ def analyze_5M(reg: dict, root: str = REPO) -> dict:
     eq = reg["blocks"]["equivalence"]
     ready = [t for t in eq["tasks"] if (t, "smac") in complete and (t, "sgd-matched") in complete]
     rows = [{"task": t, **paired(sc[(t, "smac")], sc[(t, "sgd-matched")], seeds, margin)} for t in ready]
-    stage1 = _scores(
-        [aggregate.stage1_logs()]
-    )  # the 1M result of the same seeds, printed beside (exploratory)
+    # the 1M result of the same seeds, printed beside (exploratory)
+    stage1 = _scores([aggregate.stage1_logs()])
     for r in rows:
         r["at_1M"] = paired(
             stage1.get((r["task"], "smac"), {}), stage1.get((r["task"], "sgd-matched"), {}), seeds, margin
@@ -454,11 +453,17 @@ def analyze_5M(reg: dict, root: str = REPO) -> dict:
         test = sps.ttest_1samp(logs_ratio, 0.0)
         grows = test.pvalue < alpha and np.mean(logs_ratio) > 0
         shrinks = test.pvalue < alpha and np.mean(logs_ratio) < 0
-        diag.append({
-            "task": task, "damping": damping, "runs": per_run, "log_ratio": float(np.mean(logs_ratio)),
-            "p": float(test.pvalue),
-            "verdict": "grows late in training" if grows else "shrinks" if shrinks else "no change shown",
-        })  # fmt: skip
+        # fmt: skip
+        diag.append(
+            {
+                "task": task,
+                "damping": damping,
+                "runs": per_run,
+                "log_ratio": float(np.mean(logs_ratio)),
+                "p": float(test.pvalue),
+                "verdict": "grows late in training" if grows else "shrinks" if shrinks else "no change shown",
+            }
+        )
     out["diagnostics"] = diag
     return out
 

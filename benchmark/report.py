@@ -793,9 +793,8 @@ def fidelity_section(
             f"≈ 22), against the paper's claim of 750 at ≈ 111k (one seed, seed {c.get('seed', 1)}). No parameter "
             "can move further than that bound, so it is very unlikely that the paper ran AC-Adam this way.\n"
         )
-    rows = aggregate.fidelity_score(
-        logs_dir, results_dir, write=write
-    )  # write: its CSVs, before they are read
+    # write: its CSVs, before they are read
+    rows = aggregate.fidelity_score(logs_dir, results_dir, write=write)
     if not rows:
         return L + ["No fidelity runs yet.\n"]
     verdicts = {}
@@ -936,9 +935,8 @@ def write_report(
     }
     stage1_equiv = dict(equiv)  # 5 seeds on every task: the exploratory 1M result
     equiv.update({r["task"]: {**r, "prereg": True} for r in pre["equivalence"]})
-    details = os.path.join(
-        os.path.dirname(os.path.abspath(path)), "report"
-    )  # benchmark/report/ for REPORT.md
+    # benchmark/report/ for REPORT.md
+    details = os.path.join(os.path.dirname(os.path.abspath(path)), "report")
     pages = [
         ("prereg.md", "The pre-registered study", prereg.markdown(reg, pre)[1:]),
         (
@@ -1146,9 +1144,8 @@ def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
             else:
                 x = col(sel, "step")
                 med, lo, hi = col(sel, name + "_median"), col(sel, name + "_p10"), col(sel, name + "_p90")
-                if (
-                    name == "cos_g_step"
-                ):  # 1 - cos is monotone (band reversed); floored: cos rounds to 1 in float64
+                # 1 - cos is monotone (band reversed); floored: cos rounds to 1 in float64
+                if name == "cos_g_step":
                     med, lo, hi = (np.maximum(v, 1e-9) for v in (1.0 - med, 1.0 - hi, 1.0 - lo))
                     ax.set_yscale("log")
                 ax.plot(x, med, color="tab:red", lw=1.2)

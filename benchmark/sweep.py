@@ -175,12 +175,10 @@ def prereg_jobs(
         if (blocks and name not in blocks) or not seeds:
             continue
         extra, logs = list(reg["common"][f"reading_flags_{b['reading']}"]), os.path.join(logs_root, b["logs"])
-        if (
-            name == "lambda"
-        ):  # (sub-grid, task, algo, flags): one sub-grid per damping, named and tagged lam<value>
-            smac = hparams.lookup(
-                b["task"], "smac"
-            )  # --damping becomes lam, --learning-rate eta_over_lambda * lam
+        # (sub-grid, task, algo, flags): one sub-grid per damping, named and tagged lam<value>
+        if name == "lambda":
+            # --damping becomes lam, --learning-rate eta_over_lambda * lam
+            smac = hparams.lookup(b["task"], "smac")
             scale = {smac.index("--damping") + 1: 1, smac.index("--learning-rate") + 1: b["eta_over_lambda"]}
             cells = [
                 (

@@ -57,11 +57,12 @@ from smac_a2c import (
     make_networks as _ref_networks,
 )
 
+# re-exported
 compute_gae, smac_direction, step_diagnostics = (
     smac_a2c.compute_gae,
     smac_a2c.smac_direction,
     smac_a2c.step_diagnostics,
-)  # re-exported
+)
 
 warnings.filterwarnings("ignore", message=".*is out of date.*")  # check_env_id explains it once
 
@@ -173,9 +174,8 @@ def check_args(args: LabArgs, training: bool = True) -> None:
         raise ConfigError(
             f"--num-minibatches / --update-epochs > 1 need --fisher batch-mean, got --fisher {args.fisher}"
         )
-    require(
-        "--cg-iters --kfac-damping --kfac-update-freq", finite_positive, "a finite number > 0"
-    )  # baselines
+    # baselines
+    require("--cg-iters --kfac-damping --kfac-update-freq", finite_positive, "a finite number > 0")
     require("--cg-damping --cg-max-kl --kfac-kl-clip", finite_nonnegative, "a finite number >= 0")
     require("--kfac-decay", lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
     require("--prev-ef-beta", lambda v: 0.0 <= v < 1.0, "in [0, 1)")  # SMAC's ablation modes
@@ -271,9 +271,8 @@ def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
 
 
 # --- Actor steps. One signature: step(actor, batch, args, state) -> diagnostics ---
-actor_state_dict = (
-    copy.deepcopy
-)  # an actor step's state as a checkpoint holds it (plain tensors and containers)
+# an actor step's state as a checkpoint holds it (plain tensors and containers)
+actor_state_dict = copy.deepcopy
 
 
 def load_actor_state(saved: dict, actor: Actor, args: LabArgs) -> dict:
@@ -331,18 +330,20 @@ def mean_score_and_policy_gradient(
     z = W x + b, grad_W sum_i w_i log pi_i = sum_i w_i delta_i x_i^T (delta_i = d log pi_i / d z_i, w_i = 1/B, A_i/B)"""
     xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
     with torch.no_grad():
+        # parts: parameter -> (its part of sum_i l_i, of sum_i A_i l_i)
         adv, parts = (
             advantages.unsqueeze(-1),
             {},
-        )  # parts: parameter -> (its part of sum_i l_i, of sum_i A_i l_i)
+        )
         if dlog_std is not None:
             parts[actor.log_std] = (dlog_std.sum(0), (dlog_std * adv).sum(0))
         for linear, x, delta in zip(actor.linears, xs, deltas):
             weighted = delta * adv  # A_i delta_i
+            # sum_i (A_i) delta_i x_i^T
             parts[linear.weight] = (
                 (delta.T @ x).reshape(-1),
                 (weighted.T @ x).reshape(-1),
-            )  # sum_i (A_i) delta_i x_i^T
+            )
             parts[linear.bias] = (delta.sum(0), weighted.sum(0))
         params = list(actor.parameters())  # the flat layout is read from the module, not assumed
         if len(parts) != len(params) or any(p not in parts for p in params):
@@ -413,9 +414,8 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
         ell, g = mean_score_and_policy_gradient(actor, obs, actions, adv)
     else:  # any other network (a subclass may change the forward): the generic path of smac_direction
         ell, g = mean_score_and_gradient(params, actor.log_prob(obs, actions), adv)
-    if (
-        args.ent_coef > 0
-    ):  # a Gaussian's entropy depends on log_std alone: other gradients are zeros, not an error
+    # a Gaussian's entropy depends on log_std alone: other gradients are zeros, not an error
+    if args.ent_coef > 0:
         grads = torch.autograd.grad(
             actor.entropy(obs).mean(), params, allow_unused=True, materialize_grads=True
         )
@@ -618,10 +618,11 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
             state["kfac_eig_A"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_A"])]
             state["kfac_eig_G"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_G"])]
         state["kfac_updates"] += 1
+        # views of g per parameter
         grads, out_parts = (
             dict(zip(params, g.split([p.numel() for p in params]))),
             {},
-        )  # views of g per parameter
+        )
         for linear, (d_a, q_a), (d_g, q_g) in zip(actor.linears, state["kfac_eig_A"], state["kfac_eig_G"]):
             grad_wb = torch.cat(
                 [grads[linear.weight].view_as(linear.weight), grads[linear.bias][:, None]], dim=1
@@ -875,9 +876,8 @@ def load_checkpoint(path: str) -> dict:
             f"checkpoint {path!r} does not fit a run: its global_step / update are not counts "
             f"({ckpt['global_step']!r}, {ckpt['update']!r})"
         )
-    if isinstance(ckpt["critic"], dict) and any(
-        str(k).startswith("net.") for k in ckpt["critic"]
-    ):  # Critic.net.*
+    # Critic.net.*
+    if isinstance(ckpt["critic"], dict) and any(str(k).startswith("net.") for k in ckpt["critic"]):
         ckpt["critic"] = {k[4:] if k.startswith("net.") else k: v for k, v in ckpt["critic"].items()}
     try:  # contents that load into the objects unchecked, and break a run or an evaluation later (issue 26 #9)
         obs_dim = next(v for v in ckpt["actor"].values() if v.dim() == 2).shape[1]  # the first layer's inputs
@@ -1119,6 +1119,7 @@ def plot_path(out: Optional[str], plot: tuple, runs_dir: str) -> str:
     return out
 
 
+# others stay on --resume
 RESUME_MAY_CHANGE = (
     "total_timesteps",
     "checkpoint_every",
@@ -1131,7 +1132,7 @@ RESUME_MAY_CHANGE = (
     "wandb_project_name",
     "wandb_entity",
     "resume",
-)  # others stay on --resume
+)
 
 
 def flags_given(argv: list[str]) -> set[str]:
@@ -1177,13 +1178,11 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
     obs_space, act_space = check_env_id(args.env_id)  # bad input is refused before a run directory exists
     if args.capture_video:  # the reference's probe of a frame and moviepy, also before a run directory exists
         smac_a2c.check_env(args.env_id, capture_video=True)
-    if (
-        args.track
-    ):  # the reference's check (check_args made it too): a W&B login or offline mode, never a prompt
+    # the reference's check (check_args made it too): a W&B login or offline mode, never a prompt
+    if args.track:
         smac_a2c.check_wandb_login()
-    if (
-        resume is not None
-    ):  # a checkpoint that does not fit its flags is refused: loaded into throwaway objects first
+    # a checkpoint that does not fit its flags is refused: loaded into throwaway objects first
+    if resume is not None:
         discrete = isinstance(act_space, gym.spaces.Discrete)
         act_dim = act_space.n if discrete else act_space.shape[0]
         actor, critic = lab_networks(args, obs_space.shape[0], act_dim, discrete)
@@ -1202,9 +1201,8 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
                     f"normalizer statistics of shape {norm.obs_rms.mean.shape}, "
                     f"{norm.discounted_return.shape}"
                 )
-            np.random.default_rng().bit_generator.state = resume["rng"][
-                "numpy"
-            ]  # the three RNG states, on throwaways
+            # the three RNG states, on throwaways
+            np.random.default_rng().bit_generator.state = resume["rng"]["numpy"]
             torch.Generator().set_state(resume["rng"]["torch"])
             __import__("random").Random().setstate(resume["rng"]["python"])
         except (RuntimeError, KeyError, ValueError, TypeError) as e:
@@ -1214,9 +1212,8 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
             ) from None
     run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
     if resume is not None and not os.path.isfile(os.path.join(run_dir, "config.json")):
-        run_dir = create_run_dir(
-            args
-        )  # a checkpoint copied out of its run: continue it in a run directory of its own
+        # a checkpoint copied out of its run: continue it in a run directory of its own
+        run_dir = create_run_dir(args)
         print(
             f"note: {resume['path']} is not inside a run directory; the resumed run goes to {run_dir}",
             file=sys.stderr,
@@ -1243,9 +1240,8 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
             )
             return run_dir, "finished"
         if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):
-            os.remove(
-                os.path.join(run_dir, "checkpoint.pt.tmp")
-            )  # a kill during a save; checkpoint.pt is intact
+            # a kill during a save; checkpoint.pt is intact
+            os.remove(os.path.join(run_dir, "checkpoint.pt.tmp"))
         if resume is not None:
             truncate_logs_to(run_dir, int(resume["global_step"]), int(resume["update"]))
             trace = os.path.join(run_dir, "traceback.txt")

@@ -312,3 +312,12 @@ def test_the_committed_claims_table_has_no_claim_beyond_budget():
     rows = [line for line in open(path, encoding="utf-8") if line.startswith("| ") and "|---" not in line]
     finals = [row.rstrip().rstrip("|").rsplit("|", 1)[-1].strip() for row in rows[1:23]]
     assert len(finals) == 22 and "**beyond budget**" not in finals, finals
+
+
+def test_the_committed_verdict_is_five_points_within_15_kb():
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmark", "REPORT.md")
+    text = open(path, encoding="utf-8").read()
+    verdict = text.split("## Verdict\n", 1)[1].split("\n## ", 1)[0]
+    points = [line for line in verdict.splitlines() if line[:3] in {f"{k}. " for k in range(1, 10)}]
+    assert [p[:2] for p in points] == ["1.", "2.", "3.", "4.", "5."], points
+    assert len(text.encode("utf-8")) <= 15_000

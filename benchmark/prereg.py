@@ -411,17 +411,27 @@ def analyze_5M(reg: dict, root: str = REPO) -> dict:
         if paper is None or len(raw) < 2:
             continue
         mean, sd, n = float(np.mean(raw)), float(np.std(raw, ddof=1)), len(raw)
-        half = float(sps.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
         p = float(sps.ttest_ind_from_stats(mean, sd, n, paper[0], paper[1], 5, equal_var=False).pvalue)
-        table.append({"task": task, "algo": algo, "mean": mean, "sd": sd, "n": n, "ci": (mean - half, mean + half),
-                      "paper": paper, "p": p, "differs": p < alpha})  # fmt: skip
+        table.append(
+            {
+                "task": task,
+                "algo": algo,
+                "mean": mean,
+                "sd": sd,
+                "n": n,
+                "ci": stats.t_mean_ci(raw),
+                "paper": paper,
+                "p": p,
+                "differs": p < alpha,
+            }
+        )
     out["table"] = table
     # Block C: SMAC vs sgd-matched, paired TOST at 0.1 (Holm over the tasks for "different")
     eq = reg["blocks"]["equivalence"]
     ready = [t for t in eq["tasks"] if (t, "smac") in complete and (t, "sgd-matched") in complete]
     rows = [{"task": t, **paired(sc[(t, "smac")], sc[(t, "sgd-matched")], seeds, margin)} for t in ready]
     # the 1M result of the same seeds, printed beside (exploratory)
-    stage1 = _scores([aggregate.stage1_logs()])
+    stage1 = _scores([os.path.join(root, os.path.relpath(aggregate.stage1_logs(), REPO))])
     for r in rows:
         r["at_1M"] = paired(
             stage1.get((r["task"], "smac"), {}), stage1.get((r["task"], "sgd-matched"), {}), seeds, margin
@@ -453,7 +463,6 @@ def analyze_5M(reg: dict, root: str = REPO) -> dict:
         test = sps.ttest_1samp(logs_ratio, 0.0)
         grows = test.pvalue < alpha and np.mean(logs_ratio) > 0
         shrinks = test.pvalue < alpha and np.mean(logs_ratio) < 0
-        # fmt: skip
         diag.append(
             {
                 "task": task,

@@ -108,3 +108,119 @@ def test_the_5M_study_judges_a_cell_only_with_its_five_seeds():
         needs = [(c["task"], c["algo"])] + ([(c["task"], c["ref"])] if "ref" in c else [])
         incomplete = any(len(res["done"].get(cell, [])) < 5 for cell in needs)
         assert (row["verdict"] == "waiting") == incomplete, row
+
+
+def write_5M_log(root, task, algo, seed, value, updates=None):
+    """A finished 5M compact log whose episodes return value(step) (a number: the same at every step)."""
+    import gzip
+    import json
+    import os
+
+    from benchmark import compact
+
+    budget = 5_000_000
+    steps = np.linspace(budget / 400, budget, 400)
+    returns = [float(value(s)) if callable(value) else float(value) for s in steps]
+    rec = {
+        "format": 1,
+        "task": task,
+        "algo": algo,
+        "seed": seed,
+        "budget": budget,
+        "status": "finished",
+        "global_step": budget,
+        "args": {},
+        "episodes": {
+            "global_step": steps.tolist(),
+            "episodic_return": returns,
+            "episodic_length": [1000] * 400,
+        },
+        "updates": updates or {c: [] for c in compact.UPDATE_COLS},
+    }
+    path = compact.log_path(os.path.join(root, prereg.load_5M()["common"]["logs"]), task, algo, seed)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with gzip.open(path, "wt") as f:
+        json.dump(rec, f)
+
+
+def pusher_sgd_ramp(step: float) -> float:
+    """-1000 at the start, -300 at 5M: passes -441 at about 4M."""
+    return -1000.0 + 700.0 * step / 5e6
+
+
+def test_the_5M_study_applies_its_rules_to_complete_cells_by_hand(tmp_path):
+    from benchmark import compact
+
+    reg = prereg.load_5M()
+    rand = compact.read_random_scores()
+    offsets = [0.01, -0.01, 0.02, 0.0, -0.02]  # paired differences d_s (normalized) of SMAC - sgd-matched
+    level = {  # constant returns per cell; SMAC at the paper's SMAC final, so every SMAC claim threshold is passed
+        "sgd": {"Humanoid": 1000.0},
+        "cg": {"HalfCheetah": 1766.0, "Pusher": -1000.0},  # Pusher AC-CG never passes -441
+    }
+    for task, algo in prereg.expected_5M(reg):
+        best = max(hparams.paper_result(task, a)[0] for a in hparams.PAPER_ALGOS)
+        smac = hparams.paper_result(task, "smac")[0]
+        damping = hparams.settings(task, "smac")["damping"]
+        for seed in range(1, 6):
+            updates = None
+            if algo == "smac":
+                steps = np.linspace(50_000, 5_000_000, 100)
+                ratio = 10 ** (1 + 0.01 * seed)  # ||l||^2 / lambda: 1 in the first fifth, ratio in the last
+                ell = np.where(steps <= 1e6, 1.0, np.where(steps > 4e6, ratio, 2.0)) * damping
+                updates = {c: [] for c in compact.UPDATE_COLS}
+                updates.update(
+                    global_step=steps.tolist(),
+                    ell_sq=ell.tolist(),
+                    cos_g_step=np.where(steps > 4e6, 0.95, 0.99).tolist(),
+                )
+                value = smac + (seed - 3)
+            elif algo == "sgd-matched":
+                shift = (0.5 if task == "Pusher" else 0.0) + offsets[seed - 1]
+                value = smac + (seed - 3) - shift * (best - rand[task])
+            elif task == "Pusher" and algo == "sgd":
+                value = pusher_sgd_ramp
+            else:
+                value = level[algo][task] + (seed - 3)
+            write_5M_log(str(tmp_path), task, algo, seed, value, updates)
+    res = prereg.analyze_5M(reg, root=str(tmp_path))
+    assert res["runs_in"] == res["runs_expected"] == 80
+    # Block A: SMAC passes every threshold in the first bin; AC-SGD never reaches 3105 on Humanoid; AC-CG never
+    # passes -441 on Pusher; AC-SGD does, about 80x later than SMAC (the paper: 1.09x)
+    verdicts = {r["id"]: r.get("strict") or r["verdict"] for r in res["claims"]}
+    assert verdicts == {
+        "hopper-smac-3x": "held",
+        "humanoid-smac-adam-59pct": "held",
+        "humanoid-smac-cg-59pct": "held",
+        "humanoid-sgd-faster": "not held",
+        "pusher-cg-21": "baseline never reaches it",
+        "pusher-sgd-9": "direction only",
+    }
+    # Block B: the mean, the t-interval by hand (sd of (-2, -1, 0, 1, 2) = sqrt(2.5)), Welch from the summaries
+    table = {(r["task"], r["algo"]): r for r in res["table"]}
+    assert len(table) == 10
+    hopper = table[("Hopper", "smac")]
+    half = 2.7764451051977987 * math.sqrt(2.5) / math.sqrt(5)
+    assert hopper["mean"] == pytest.approx(331.2) and hopper["ci"] == pytest.approx(
+        (331.2 - half, 331.2 + half)
+    )
+    assert not hopper["differs"] and table[("Humanoid", "sgd")]["differs"]
+    # Block C: d = offsets (mean 0, sd sqrt(2.5e-4)): equivalent at 0.1; Pusher d = 0.5 + offsets: different after Holm
+    eq = {r["task"]: r for r in res["equivalence"]}
+    assert set(eq) == set(reg["blocks"]["equivalence"]["tasks"])
+    half = 2.131846786326649 * math.sqrt(2.5e-4) / math.sqrt(5)
+    assert eq["Hopper"]["mean"] == pytest.approx(0.0, abs=1e-9)
+    assert eq["Hopper"]["ci"] == pytest.approx((-half, half), abs=1e-9)
+    assert eq["Hopper"]["verdict"] == "equivalent at ±0.1"
+    assert eq["Pusher"]["mean"] == pytest.approx(0.5) and eq["Pusher"]["verdict"].startswith(
+        "different (Holm p"
+    )
+    p_pusher = sps.ttest_1samp(0.5 + np.array(offsets), 0.0).pvalue
+    assert eq["Pusher"]["p_holm"] == pytest.approx(6 * p_pusher)  # the smallest of six p-values, times six
+    # Block D: ||l||^2 / lambda from 1 to 10^(1 + 0.01 s): log-ratio 1.03 on average, grows late in training
+    diag = {r["task"]: r for r in res["diagnostics"]}
+    assert len(diag) == 6 and diag["Hopper"]["verdict"] == "grows late in training"
+    assert diag["Hopper"]["log_ratio"] == pytest.approx(1.03)
+    assert diag["Hopper"]["runs"][0]["min_cos"] == pytest.approx(0.95)
+    text = "\n".join(prereg.markdown_5M(reg, res))
+    assert "80 of 80 runs in" in text and "| Pusher | 5 | +0.500 |" in text

@@ -579,6 +579,7 @@ def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict
                 seeds=f"{algo}: {spread}; {c['ref']}: {spread_ref}",
                 steps=(t, t_ref),
                 per_seed=(seeds, seeds_ref),
+                reach=budget,
                 paper_ratio=c.get("ratio"),
             )
         elif kind == "never_above":

@@ -298,6 +298,7 @@ def test_a_held_claim_resting_on_seeds_that_never_cross_says_so():
         "ref": "smac",
         "per_seed": ([None, None, None, 900_000, 950_000], [170_000, 180_000, 180_000, 190_000, 210_000]),
         "steps": (1_000_000, 190_000),
+        "reach": 1_000_000,
         "other": None,
     }
     text = report.held_caveat(claim, report.Data(runs=[], headline=[], final={}, diag={}))

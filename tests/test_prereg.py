@@ -205,6 +205,7 @@ def test_the_5M_study_applies_its_rules_to_complete_cells_by_hand(tmp_path):
         (331.2 - half, 331.2 + half)
     )
     assert not hopper["differs"] and table[("Humanoid", "sgd")]["differs"]
+    assert hopper["length"] == 1000.0  # every hand-made episode lasts 1000 steps
     # Block C: d = offsets (mean 0, sd sqrt(2.5e-4)): equivalent at 0.1; Pusher d = 0.5 + offsets: different after Holm
     eq = {r["task"]: r for r in res["equivalence"]}
     assert set(eq) == set(reg["blocks"]["equivalence"]["tasks"])

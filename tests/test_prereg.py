@@ -121,6 +121,7 @@ def write_5M_log(root, task, algo, seed, value, updates=None):
     budget = 5_000_000
     steps = np.linspace(budget / 400, budget, 400)
     returns = [float(value(s)) if callable(value) else float(value) for s in steps]
+    lengths = np.where(steps > 4_500_000, 500, 100).tolist()  # episodes of 500 steps in the last tenth
     rec = {
         "format": 1,
         "task": task,
@@ -133,7 +134,7 @@ def write_5M_log(root, task, algo, seed, value, updates=None):
         "episodes": {
             "global_step": steps.tolist(),
             "episodic_return": returns,
-            "episodic_length": [1000] * 400,
+            "episodic_length": lengths,
         },
         "updates": updates or {c: [] for c in compact.UPDATE_COLS},
     }
@@ -205,7 +206,7 @@ def test_the_5M_study_applies_its_rules_to_complete_cells_by_hand(tmp_path):
         (331.2 - half, 331.2 + half)
     )
     assert not hopper["differs"] and table[("Humanoid", "sgd")]["differs"]
-    assert hopper["length"] == 1000.0  # every hand-made episode lasts 1000 steps
+    assert hopper["length"] == 500.0
     # Block C: d = offsets (mean 0, sd sqrt(2.5e-4)): equivalent at 0.1; Pusher d = 0.5 + offsets: different after Holm
     eq = {r["task"]: r for r in res["equivalence"]}
     assert set(eq) == set(reg["blocks"]["equivalence"]["tasks"])

@@ -243,7 +243,8 @@ def load(path: str) -> dict:
 
 
 def header(path: str) -> Optional[dict]:
-    """(status, global_step, budget) of a compact log, or None if it is missing or unreadable."""
+    """(status, global_step, budget, wall_time_s, resumed_from_step) of a compact log, or None if it is missing or
+    unreadable."""
     try:
         with gzip.open(path, "rt") as f:
             rec = json.load(f)
@@ -251,6 +252,8 @@ def header(path: str) -> Optional[dict]:
             "status": rec.get("status"),
             "global_step": int(rec.get("global_step") or 0),
             "budget": rec.get("budget"),
+            "wall_time_s": rec.get("wall_time_s"),
+            "resumed_from_step": int(rec.get("resumed_from_step") or 0),
         }
     except (OSError, ValueError, EOFError):
         return None

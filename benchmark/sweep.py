@@ -17,11 +17,14 @@ import argparse
 import collections
 import csv
 import functools
+import glob
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -581,6 +584,50 @@ def fmt_time(s: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
+def parse_duration(spec: str) -> float:
+    """'2h40m' -> 9600.0; '90m', '45s', '3600' (seconds) also; ValueError naming --time-limit for anything else."""
+    match = re.fullmatch(r"\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s?)?\s*", spec)
+    if match is None or not any(match.groups()):
+        raise ValueError(f"--time-limit {spec!r}: give a duration like 2h40m, 90m or 3600 (seconds)")
+    hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
+    total = 3600 * hours + 60 * minutes + seconds
+    if total <= 0:
+        raise ValueError(f"--time-limit {spec!r}: the duration must be positive")
+    return float(total)
+
+
+def measured_speed(job: Job) -> Optional[float]:
+    """Steps per second of this study's finished runs of the job's task and algorithm, else of its task: the median
+    over the compact logs in job.logs_dir (steps since any resume over wall time); None when there are none."""
+    if not job.logs_dir:
+        return None
+    for algo in (job.algo, "*"):
+        speeds = []
+        for path in glob.glob(os.path.join(job.logs_dir, job.task, algo, "seed*.json.gz")):
+            head = compact.header(path)
+            if head is None or not head["wall_time_s"]:
+                continue
+            speeds.append((head["global_step"] - head["resumed_from_step"]) / head["wall_time_s"])
+        if speeds:
+            return float(statistics.median(speeds))
+    return None
+
+
+def past_time_limit(job: Job, deadline: float) -> Optional[str]:
+    """Why the job, started now, would end after `deadline` (epoch seconds), or None: at measured_speed its steps
+    left end in time, it has nothing to run, or no run of its task has finished yet (no speed to go by)."""
+    state, _ = inspect_job(job)
+    if state in ("done", "diverged"):
+        return None
+    steps_left = job.budget - min(last_global_step(job.seed_dir), job.budget)
+    speed = measured_speed(job)
+    if speed is None or time.time() + steps_left / speed <= deadline:
+        return None
+    needs = fmt_time(steps_left / speed)
+    left = fmt_time(max(deadline - time.time(), 0.0))
+    return f"its {steps_left:,} steps need {needs} at {speed:,.0f} steps/s, {left} left"
+
+
 class Progress:
     """done/running/left and an ETA from the steps done in this session (all jobs together)."""
 
@@ -615,8 +662,12 @@ class Progress:
         print(("\r" + msg + " " * 4) if inline else msg, end="" if inline else "\n", flush=True)
 
 
-def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
-    """Run the jobs with `workers` trainer processes on this machine; {"results": {name: result}, "interrupted"}."""
+def run_local(
+    jobs: list[Job], workers: int, progress_interval: float, deadline: Optional[float] = None
+) -> dict:
+    """Run the jobs with `workers` trainer processes on this machine; {"results": {name: result}, "interrupted"}.
+    With a deadline (epoch seconds) a job is started only if past_time_limit finds it ends in time; the others are
+    "not started (time limit)", and the next job of the queue that fits is tried instead."""
     results, queue, running, interrupted = {}, list(jobs), {}, False  # running: name -> (job, proc, state)
     prog = Progress(jobs, progress_interval)
 
@@ -637,6 +688,17 @@ def run_local(jobs: list[Job], workers: int, progress_interval: float) -> dict:
         while queue or running:
             while queue and len(running) < workers:
                 job = queue.pop(0)
+                reason = past_time_limit(job, deadline) if deadline is not None else None
+                if reason is not None:
+                    results[job.name] = {
+                        "name": job.name,
+                        "state": "not started",
+                        "outcome": "not started (time limit)",
+                        "rc": None,
+                    }
+                    prog.skip(job.name)
+                    print(f"[sweep] {job.name}: not started: {reason}", flush=True)
+                    continue
                 state, cmd = prepare(job)
                 if cmd is None:
                     results[job.name] = {"name": job.name, "state": state, "outcome": state, "rc": 0}
@@ -778,6 +840,12 @@ def build_parser() -> argparse.ArgumentParser:
         "protocol); gym: each id's registered TimeLimit (default: paper)",
     )
     add("--num-steps", type=int, default=None, help="override T (steps per update); tests only")
+    add(
+        "--time-limit",
+        default=None,
+        help="wall time this sweep may use, e.g. 2h40m (a session's or a batch job's end): a run is started only "
+        "if it ends in time at the speed of the finished runs of its task in --logs-dir (local backend)",
+    )
     add("--progress-interval", type=float, default=10.0, help="seconds between progress lines")
     add("--dry-run", action="store_true", help="list each job's state and command; run nothing")
     return p
@@ -906,6 +974,9 @@ def _main(argv=None) -> int:
         print("error: --workers, --num-steps and --checkpoint-every must be >= 1", file=sys.stderr)
         return 2
     try:
+        deadline = None if args.time_limit is None else time.time() + parse_duration(args.time_limit)
+        if deadline is not None and args.backend == "ray":
+            raise ValueError("--time-limit works with the local backend only")
         if args.study == "random":
             tasks, steps = select(args.tasks, "task"), int(args.budget or 50_000)
             if args.dry_run:
@@ -946,13 +1017,15 @@ def _main(argv=None) -> int:
     out = (
         run_ray(jobs, args.ray_address, args.workers, args.progress_interval)
         if args.backend == "ray"
-        else run_local(jobs, args.workers, args.progress_interval)
+        else run_local(jobs, args.workers, args.progress_interval, deadline)
     )
     counts = collections.Counter(r["outcome"] for r in out["results"].values())
     print("[sweep] " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())), flush=True)
     if out["interrupted"]:
         print("[sweep] interrupted; run the same command again to resume", flush=True)
         return 130
+    if counts.get("not started (time limit)"):
+        print("[sweep] time limit: run the same command again to start the rest", flush=True)
     return 1 if counts.get("failed") else 0
 
 

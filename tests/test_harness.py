@@ -3,6 +3,7 @@ example, the hyper-parameter table, sweep resume after Ctrl-C and after a hard k
 backend. Tiny budgets (T = 200 via --num-steps); the whole file takes well under 90 s on 2 cores."""
 
 import csv
+import gzip
 import json
 import os
 import signal
@@ -419,6 +420,8 @@ def test_benchmark_imports_have_no_cycle():
         (["--budget", "abc"], "--budget"),
         (["--budget", "mujoco=x"], "--budget"),
         (["--num-steps", "0"], "--num-steps"),
+        (["--time-limit", "soon"], "--time-limit"),
+        (["--time-limit", "1h", "--backend", "ray"], "--time-limit"),
     ],
 )
 def test_sweep_bad_flags_are_one_line_exit_2_even_with_dry_run(argv, needle, capsys):
@@ -507,3 +510,47 @@ def test_progress_counts_only_the_steps_of_this_session(tmp_path, capsys):
     line = capsys.readouterr().out
     # 1000 steps in 10 s: 100 steps/s, 1000 steps left -> ETA 10 s (the skipped job adds neither)
     assert "| 100 steps/s |" in line and "ETA 0m10s" in line, line
+
+
+def _fake_log(logs_dir, task, algo, seed, steps, wall_time_s):
+    """A compact log holding only what the runner reads: a finished run of `steps` steps in `wall_time_s`."""
+    path = os.path.join(logs_dir, task, algo, f"seed{seed}.json.gz")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    record = {"status": "finished", "global_step": steps, "budget": steps, "wall_time_s": wall_time_s}
+    with gzip.open(path, "wt") as f:
+        json.dump(record, f)
+
+
+def test_time_limit_starts_only_the_runs_that_end_in_time(tmp_path, capsys):
+    """--time-limit: a run whose measured speed says it would end after the limit is not started (a session's or a
+    batch job's end would cut it off and lose it); the next run of the queue that fits starts instead."""
+    runs, logs = str(tmp_path / "runs"), str(tmp_path / "logs")
+    _fake_log(logs, "CartPole", "smac", 9, 2000, 2000.0)  # CartPole smac: 1 step/s in this study
+    _fake_log(logs, "Acrobot", "sgd", 9, 2000, 10.0)  # Acrobot: 200 steps/s (another algorithm of the task)
+    job = sweep.make_jobs(
+        ["CartPole"], ["smac"], [1], {"CartPole": 2000}, runs, num_steps=200, logs_dir=logs
+    )[0]
+    assert sweep.measured_speed(job) == 1.0
+    assert "2,000 steps need 33m20s at 1 steps/s" in sweep.past_time_limit(job, time.time() + 60)
+    assert sweep.past_time_limit(job, time.time() + 3000) is None
+    argv = ["--tasks", "CartPole,Acrobot", "--algos", "smac", "--seeds", "1", "--num-steps", "200"]
+    argv += ["--budget", "2000", "--workers", "1", "--progress-interval", "100"]
+    argv += ["--runs-dir", runs, "--logs-dir", logs, "--time-limit", "2m"]
+    assert sweep.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "CartPole/smac/seed1: not started: its 2,000 steps need 33m20s at 1 steps/s" in out, out
+    assert "Acrobot/smac/seed1: finished" in out and "not started (time limit): 1" in out, out
+    assert "run the same command again to start the rest" in out
+    assert not os.path.exists(os.path.join(runs, "CartPole"))  # nothing of it was started
+    assert os.path.isfile(os.path.join(logs, "Acrobot", "smac", "seed1.json.gz"))
+    # the finished run's own log now gives Acrobot smac's speed (its measured steps over its wall time)
+    acrobot = sweep.make_jobs(["Acrobot"], ["smac"], [1], {"Acrobot": 2000}, runs, logs_dir=logs)[0]
+    head = sweep.compact.header(os.path.join(logs, "Acrobot", "smac", "seed1.json.gz"))
+    assert sweep.measured_speed(acrobot) == pytest.approx(2000 / head["wall_time_s"])
+
+
+def test_time_limit_parsing():
+    assert [sweep.parse_duration(s) for s in ("2h40m", "90m", "45s", "3600")] == [9600, 5400, 45, 3600]
+    for bad in ("abc", "0", "", "2x", "-5m"):
+        with pytest.raises(ValueError, match="--time-limit"):
+            sweep.parse_duration(bad)

@@ -628,35 +628,48 @@ def past_time_limit(job: Job, deadline: float) -> Optional[str]:
     return f"its {steps_left:,} steps need {needs} at {speed:,.0f} steps/s, {left} left"
 
 
+def count_done(results: dict) -> int:
+    """Results that ended a job (finished, done, diverged, failed): not the interrupted or not started ones."""
+    return sum(
+        1 for r in results.values() if r["outcome"] != "interrupted" and not r["outcome"].startswith("not")
+    )
+
+
 class Progress:
     """done/running/left and an ETA from the steps done in this session (all jobs together)."""
 
     def __init__(self, jobs: list[Job], interval: float):
         self.jobs, self.interval, self.t0, self.last = jobs, interval, time.time(), 0.0
         self.start = {j.name: min(last_global_step(j.seed_dir), j.budget) for j in jobs}
-        self.tty, self.finished = sys.stdout.isatty(), set()
+        self.tty = sys.stdout.isatty()
+        self.reached = {}  # name -> global step where a job of this session stopped (finished or not)
 
     def skip(self, name: str) -> None:
-        """A job done before this session (a committed log, a finished run): no steps of it count here."""
+        """A job done before this session (a committed log, a finished run) or not started: no steps count here."""
         self.start[name] = next(j.budget for j in self.jobs if j.name == name)
-        self.finished.add(name)
+        self.reached[name] = self.start[name]
 
-    def show(self, done: int, running: list[Job], left: int, force: bool = False):
+    def stopped(self, job: Job) -> None:
+        """A job of this session ended (finished, diverged, failed, interrupted): its steps so far count."""
+        self.reached[job.name] = max(min(last_global_step(job.seed_dir), job.budget), self.start[job.name])
+
+    def show(self, done: int, running: list[Job], left: int, force: bool = False, not_started: int = 0):
         """Print the progress line: every `interval` seconds in place on a terminal, or now on its own line."""
         now = time.time()
         if not force and now - self.last < self.interval:
             return
         self.last, elapsed = now, now - self.t0
         moved = sum(min(last_global_step(j.seed_dir), j.budget) - self.start[j.name] for j in running)
-        gained = moved + sum(j.budget - self.start[j.name] for j in self.jobs if j.name in self.finished)
-        remaining = (
-            sum(j.budget - self.start[j.name] for j in self.jobs if j.name not in self.finished) - moved
+        gained = moved + sum(
+            self.reached[j.name] - self.start[j.name] for j in self.jobs if j.name in self.reached
         )
+        remaining = sum(j.budget - self.reached.get(j.name, self.start[j.name]) for j in self.jobs) - moved
         rate = gained / elapsed if elapsed > 0 else 0.0
         eta = fmt_time(remaining / rate if rate > 0 else float("nan")) if remaining else "0m00s"
         msg = (
             f"[sweep] done {done}/{len(self.jobs)} | running {len(running)} | left {left} | "
-            f"{rate:,.0f} steps/s | elapsed {fmt_time(elapsed)} | ETA {eta}"
+            + (f"not started {not_started} | " if not_started else "")
+            + f"{rate:,.0f} steps/s | elapsed {fmt_time(elapsed)} | ETA {eta}"
         )
         inline = self.tty and not force
         print(("\r" + msg + " " * 4) if inline else msg, end="" if inline else "\n", flush=True)
@@ -676,7 +689,7 @@ def run_local(
             if (rc := proc.wait() if block else proc.poll()) is not None:
                 result = results[name] = {"name": name, "state": state, "outcome": outcome(job, rc), "rc": rc}
                 save_compact_log(job)
-                prog.finished.add(name)
+                prog.stopped(job)
                 del running[name]
                 if not interrupted:
                     print(
@@ -706,7 +719,10 @@ def run_local(
                 else:
                     running[job.name] = (job, launch(job, cmd), state)
             reap(block=False)
-            prog.show(len(results), [r[0] for r in running.values()], len(queue))
+            timed_out = sum(1 for r in results.values() if r["outcome"] == "not started (time limit)")
+            prog.show(
+                count_done(results), [r[0] for r in running.values()], len(queue), not_started=timed_out
+            )
             time.sleep(0.2)
     except KeyboardInterrupt:
         interrupted = True
@@ -730,7 +746,8 @@ def run_local(
                 "outcome": "not started",
                 "rc": None,
             }
-    prog.show(len([r for r in results.values() if r["outcome"] != "not started"]), [], len(queue), force=True)
+    timed_out = sum(1 for r in results.values() if r["outcome"] == "not started (time limit)")
+    prog.show(count_done(results), [], len(queue), force=True, not_started=timed_out)
     return {"results": results, "interrupted": interrupted}
 
 
@@ -759,7 +776,7 @@ def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: floa
                 job = refs[ref]
                 result = results[job.name] = ray.get(ref)
                 if result.get("ran", True):
-                    prog.finished.add(job.name)
+                    prog.stopped(job)
                 else:
                     prog.skip(job.name)
                 print(f"[sweep] {job.name}: {result['outcome']} (exit {result['rc']})", flush=True)

@@ -504,7 +504,7 @@ def test_progress_counts_only_the_steps_of_this_session(tmp_path, capsys):
     jobs = [sweep._job(str(tmp_path), "CartPole", "smac", seed, 1000) for seed in (1, 2, 3)]
     prog = sweep.Progress(jobs, interval=0.0)
     prog.skip(jobs[0].name)
-    prog.finished.add(jobs[1].name)  # ran its 1000 steps in this session
+    prog.reached[jobs[1].name] = 1000  # ran its 1000 steps in this session
     prog.t0 = time.time() - 10.0
     prog.show(2, [], 1, force=True)
     line = capsys.readouterr().out
@@ -554,3 +554,20 @@ def test_time_limit_parsing():
     for bad in ("abc", "0", "", "2x", "-5m"):
         with pytest.raises(ValueError, match="--time-limit"):
             sweep.parse_duration(bad)
+
+
+def test_progress_counts_an_interrupted_run_by_the_steps_it_made(tmp_path, capsys, monkeypatch):
+    """A run interrupted at step 400 of 1000 adds 400 steps to the rate, and its 600 steps stay to do; it counted
+    as 1000 steps done (Ctrl-C after 3 minutes printed 49,573 steps/s and 'done 14/70')."""
+    jobs = [sweep._job(str(tmp_path), "CartPole", "smac", seed, 1000) for seed in (1, 2)]
+    steps = {jobs[0].seed_dir: 0, jobs[1].seed_dir: 0}
+    monkeypatch.setattr(sweep, "last_global_step", steps.get)
+    prog = sweep.Progress(jobs, interval=0.0)
+    steps[jobs[0].seed_dir] = 400
+    prog.stopped(jobs[0])  # interrupted at 400
+    prog.t0 = time.time() - 10.0
+    results = {jobs[0].name: {"outcome": "interrupted"}, jobs[1].name: {"outcome": "not started"}}
+    prog.show(sweep.count_done(results), [], 1, force=True)
+    line = capsys.readouterr().out
+    # 400 steps in 10 s: 40 steps/s; 600 + 1000 steps left -> 40 s
+    assert "done 0/2" in line and "| 40 steps/s |" in line and "ETA 0m40s" in line, line

@@ -265,17 +265,19 @@ def toy_direction(
     method: str, theta: np.ndarray, lam_p: float, damping: float, n_samples: int, rng: np.random.Generator
 ) -> np.ndarray:
     """One of TOY_METHODS evaluated at theta, shape (2,)."""
-    directions = {
-        "PG": lambda: toy_grad_J(theta, lam_p),
-        "NPG": lambda: toy_npg_printed(theta, lam_p),
-        "NPG-weighted": lambda: toy_npg(theta, lam_p, weighted=True),
-        "SM-printed": lambda: toy_sm_printed(theta, lam_p, damping),
-        "SM-sampled": lambda: toy_sm_sampled(theta, lam_p, damping, n_samples, rng),
-        "SM-batch-mean": lambda: toy_sm_sampled(theta, lam_p, damping, n_samples, rng, batch_mean=True),
-    }
-    if method not in directions:
-        raise ValueError(f"unknown method {method!r}")
-    return directions[method]()
+    if method == "PG":
+        return toy_grad_J(theta, lam_p)
+    if method == "NPG":
+        return toy_npg_printed(theta, lam_p)
+    if method == "NPG-weighted":
+        return toy_npg(theta, lam_p, weighted=True)
+    if method == "SM-printed":
+        return toy_sm_printed(theta, lam_p, damping)
+    if method == "SM-sampled":
+        return toy_sm_sampled(theta, lam_p, damping, n_samples, rng)
+    if method == "SM-batch-mean":
+        return toy_sm_sampled(theta, lam_p, damping, n_samples, rng, batch_mean=True)
+    raise ValueError(f"unknown method {method!r}")
 
 
 def toy_run(

@@ -378,8 +378,12 @@ def committed_log(job: Job) -> Optional[str]:
 
 def save_compact_log(job: Job) -> Optional[str]:
     """Pack a finished or diverged run into job.logs_dir (then `git add` it)."""
-    run_dir = find_run_dir(job.seed_dir) if (path := committed_log(job)) else None
-    if (summary := read_summary(run_dir)) and summary.get("status") in ("finished", "diverged"):
+    path = committed_log(job)
+    if path is None:
+        return None
+    run_dir = find_run_dir(job.seed_dir)
+    summary = read_summary(run_dir)
+    if summary and summary.get("status") in ("finished", "diverged"):
         return compact.pack(run_dir, path, job.task, job.algo, job.seed, job.budget)
     return None
 
@@ -396,11 +400,15 @@ def inspect_job(job: Job) -> tuple[str, Optional[str]]:
     """(state, run_dir), state done / diverged / resume / fresh (module docstring); a committed compact log that
     finished the budget or diverged decides first (the raw run directory may be gone)."""
     log = committed_log(job)
-    if state := _settled(compact.header(log) if log and os.path.isfile(log) else None, job.budget):
+    head = compact.header(log) if log and os.path.isfile(log) else None
+    state = _settled(head, job.budget)
+    if state:
         return state, None
-    if (run_dir := find_run_dir(job.seed_dir)) is None:
+    run_dir = find_run_dir(job.seed_dir)
+    if run_dir is None:
         return "fresh", None
-    if state := _settled(read_summary(run_dir), job.budget):
+    state = _settled(read_summary(run_dir), job.budget)
+    if state:
         return state, run_dir
     return ("resume" if os.path.isfile(os.path.join(run_dir, "checkpoint.pt")) else "fresh"), run_dir
 
@@ -417,7 +425,8 @@ def extension_source(job: Job) -> Optional[str]:
     at a budget <= this job's, checkpointed), or None; no schedule depends on --total-timesteps, so it is exact."""
     if not job.extend_from:
         return None
-    src = find_run_dir(src_seed := os.path.join(job.extend_from, job.task, job.algo, f"seed{job.seed}"))
+    src_seed = os.path.join(job.extend_from, job.task, job.algo, f"seed{job.seed}")
+    src = find_run_dir(src_seed)
     summary = read_summary(src)
     if not (
         src
@@ -564,13 +573,15 @@ def run_job_blocking(job_dict: dict) -> dict:
 def last_global_step(seed_dir: str) -> int:
     """global_step of the last complete row of updates.csv (0 if none); reads only the file's tail."""
     try:
-        if (run_dir := find_run_dir(seed_dir)) is None:
+        run_dir = find_run_dir(seed_dir)
+        if run_dir is None:
             return 0
         with open(os.path.join(run_dir, "updates.csv"), "rb") as f:
             f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
             lines = f.read().decode(errors="ignore").splitlines()
         for line in reversed(lines[1:]):
-            if len(parts := line.split(",")) >= 13:
+            parts = line.split(",")
+            if len(parts) >= 13:
                 return int(float(parts[1]))
     except (OSError, ValueError, RuntimeError):
         pass
@@ -686,8 +697,10 @@ def run_local(
 
     def reap(block: bool):
         for name, (job, proc, state) in list(running.items()):
-            if (rc := proc.wait() if block else proc.poll()) is not None:
-                result = results[name] = {"name": name, "state": state, "outcome": outcome(job, rc), "rc": rc}
+            rc = proc.wait() if block else proc.poll()
+            if rc is not None:
+                result = {"name": name, "state": state, "outcome": outcome(job, rc), "rc": rc}
+                results[name] = result
                 save_compact_log(job)
                 prog.stopped(job)
                 del running[name]

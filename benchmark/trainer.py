@@ -797,8 +797,9 @@ def truncate_logs_to(run_dir: str, global_step: int, update: int) -> None:
         if not os.path.isfile(path):
             continue
         with open(path, newline="") as f:
-            if not (rows := list(csv.reader(f))):
-                continue
+            rows = list(csv.reader(f))
+        if not rows:
+            continue
         if column not in rows[0]:  # a garbled or missing header: refuse rather than guess which rows to keep
             raise ConfigError(
                 f"{path} has no {column!r} column in its first line (garbled header); repair the "

@@ -33,7 +33,7 @@ import smac_numpy as sn  # noqa: E402
 from benchmark import compact, hparams, stats  # noqa: E402
 from benchmark.compact import DEFAULT_RUNS, discover  # noqa: E402
 from benchmark.protocol import N_BINS, across_seeds, bin_quantiles, smoothed_curve  # noqa: E402
-from benchmark.stats import table, write_csv  # noqa: E402
+from benchmark.stats import markdown_table, write_csv  # noqa: E402
 
 DEFAULT_RESULTS = os.path.join(REPO, "benchmark", "results", "stage1")
 
@@ -486,13 +486,19 @@ ORDER = (
     "baseline never reaches it",
     "not held",
 )
-COLUMNS = [
-    ("Task", lambda r: r["task"]),
-    ("Claim (paper, section Results; [ ]: ours)", lambda r: r["claim"]),
-    ("Measured (seed-mean curve)", lambda r: r["measured"]),
-    ("Per seed", lambda r: r["seeds"]),
-    ("Verdict", lambda r: f"**{r['verdict']}**"),
+# the claims table: its headers, and a claim's (a row of evaluate()) cells under them
+CLAIM_HEADERS = [
+    "Task",
+    "Claim (paper, section Results; [ ]: ours)",
+    "Measured (seed-mean curve)",
+    "Per seed",
+    "Verdict",
 ]
+
+
+def claim_cells(r: dict) -> list:
+    """A claim's cells under CLAIM_HEADERS."""
+    return [r["task"], r["claim"], r["measured"], r["seeds"], f"**{r['verdict']}**"]
 
 
 def strict_verdict(verdict: str, t, t_ref, fast_seeds: list, slow_seeds: list, paper_ratio) -> str:
@@ -1137,9 +1143,8 @@ def claims_main(argv=None) -> int:
     )
     p.add_argument("--raw", action="store_true", help="source is a sweep runs directory")
     a = p.parse_args(argv)
-    print(
-        "\n".join(table(evaluate(discover(a.source) if a.raw else compact.discover_logs(a.source)), COLUMNS))
-    )
+    claims = evaluate(discover(a.source) if a.raw else compact.discover_logs(a.source))
+    print("\n".join(markdown_table(CLAIM_HEADERS, [claim_cells(r) for r in claims])))
     return 0
 
 

@@ -3,7 +3,8 @@
 Aggregates the stage-1 logs (benchmark/results/logs/<reading>/) with the paper's protocol (benchmark/aggregate.py),
 computes statistics (benchmark/stats.py) and figures, evaluates the paper's claims, and adds the fidelity study and
 the earlier literal grid (benchmark/results/grid_300k/). Every number comes from those files or from the paper's table
-(benchmark/hyperparams.toml). Each section is a function returning markdown lines; tables are row specifications.
+(benchmark/hyperparams.toml). Each section is a function returning markdown lines; a table is its headers and rows of
+cells (stats.markdown_table).
 """
 
 from __future__ import annotations
@@ -33,13 +34,13 @@ from benchmark.stats import (
     estimate,
     fmt,
     interval,
+    markdown_table,
     mean_std,
     num,
     pct,
     read_csv,
     save,
     steps,
-    table,
     write_csv,
 )
 
@@ -83,7 +84,10 @@ def load(
     headline = [r for r in headline if (r["task"], r["algo"]) in cells]
     if runs:
         aggregate.aggregate(None, results_dir, meta["stage1_budget"], runs=runs)
-    res = lambda name: read_csv(os.path.join(results_dir, name))  # noqa: E731
+
+    def res(name: str) -> list[dict]:
+        return read_csv(os.path.join(results_dir, name))
+
     return Data(
         runs=runs,
         headline=headline,
@@ -165,7 +169,21 @@ def ordering_section(d: Data) -> list[str]:
                 "agree": sum((ours[x] > ours[y]) == (paper[x] > paper[y]) for x, y in pairs),
             }
         )
-    labels = lambda algos: " > ".join(hparams.algo_label(a) for a in algos) or NOT_RUN  # noqa: E731
+
+    def labels(algos) -> str:
+        return " > ".join(hparams.algo_label(a) for a in algos) or NOT_RUN
+
+    def cells(r: dict) -> list:
+        same_best = (
+            "–"
+            if len(r["ours"]) < 2
+            else ("yes" if r["ours"][0] == [a for a in r["paper"] if a in r["ours"]][0] else "no")
+            + ("" if len(r["ours"]) in (0, 5) else f" (only {len(r['ours'])} of 5 run)")
+        )
+        pairs = f"{r['agree']}/{r['pairs']}" if r["pairs"] else "–"
+        return [r["task"], labels(r["ours"]), labels(r["paper"]), same_best, pairs]
+
+    headers = ["Task", "ours (best → worst)", "paper (best → worst)", "same best?", "pairs in paper's order"]
     return (
         [
             "## Does the paper's ordering hold?\n",
@@ -174,24 +192,7 @@ def ordering_section(d: Data) -> list[str]:
             "above before reading much into adjacent pairs. The MuJoCo rows set our 1M ordering beside the "
             "paper's 5M one: orderings at different budgets, not a test of the paper's.\n",
         ]
-        + table(
-            rows,
-            [
-                ("Task", lambda r: r["task"]),
-                ("ours (best → worst)", lambda r: labels(r["ours"])),
-                ("paper (best → worst)", lambda r: labels(r["paper"])),
-                (
-                    "same best?",
-                    lambda r: (
-                        "–"
-                        if len(r["ours"]) < 2
-                        else ("yes" if r["ours"][0] == [a for a in r["paper"] if a in r["ours"]][0] else "no")
-                        + ("" if len(r["ours"]) in (0, 5) else f" (only {len(r['ours'])} of 5 run)")
-                    ),
-                ),
-                ("pairs in paper's order", lambda r: f"{r['agree']}/{r['pairs']}" if r["pairs"] else "–"),
-            ],
-        )
+        + markdown_table(headers, [cells(r) for r in rows])
         + [""]
     )
 
@@ -201,6 +202,11 @@ def claims_section(d: Data, logs_dir: str) -> list[str]:
     head = os.path.relpath(os.path.join(REPO, hparams.load()["meta"]["headline"]["logs"]), REPO)
     step, fid, paper = aggregate.fmt_step, hparams.FIDELITY_BUDGET, aggregate.PAPER_BUDGET
     block = max(int(r["job_budget"] or r["last_step"]) for r in d.headline) // 100 if d.headline else 0
+
+    def cells(r: dict) -> list:
+        return aggregate.claim_cells(r)[:-1] + [named(r), other_text(r), f"**{aggregate.combined(r)}**"]
+
+    headers = aggregate.CLAIM_HEADERS[:-1] + ["Verdict", "Other span", "Final"]
     return (
         [
             "## The paper's speed claims, claim by claim\n",
@@ -241,22 +247,38 @@ def claims_section(d: Data, logs_dir: str) -> list[str]:
             "cannot judge it does not count). That rule, like the stricter names, came after every stage-1 run was "
             "in; the verdict column before the arrow is the verdict under the rules fixed before those runs.\n",
         ]
-        + table(
-            d.claims,
-            aggregate.COLUMNS[:-1]
-            + [
-                ("Verdict", named),
-                ("Other span", other_text),
-                ("Final", lambda r: f"**{aggregate.combined(r)}**"),
-            ],
-        )
+        + markdown_table(headers, [cells(r) for r in d.claims])
         + [""]
     )
 
 
 def diagnostics_section(d: Data) -> list[str]:
     rows = [d.diag[t] for t in hparams.tasks() if t in d.diag]
-    cos = lambda r: "–" if num(r["cos_g_step_median"]) is None else f"{num(r['cos_g_step_median']):.4f}"  # noqa: E731
+
+    def cells(r: dict) -> list:
+        cos = "–" if num(r["cos_g_step_median"]) is None else f"{num(r['cos_g_step_median']):.4f}"
+        return [
+            r["task"],
+            fmt(r["damping"]),
+            f"{fmt(r['ell_sq_over_lambda_median'])} "
+            f"{interval(r['ell_sq_over_lambda_min_run'], r['ell_sq_over_lambda_max_run'])}",
+            fmt(r["ell_sq_over_lambda_last10pct_median"]),
+            cos,
+            f"{pct(r['removed_frac_median'])} [{pct(r['removed_frac_min_run'])}, {pct(r['removed_frac_max_run'])}]",
+            pct(r["removed_frac_last10pct_median"]),
+            fmt(r.get("step_over_sgd_median")),
+        ]
+
+    headers = [
+        "Task",
+        "λ",
+        "‖ℓ̄‖²/λ [min, max run]",
+        "‖ℓ̄‖²/λ (last 10 %)",
+        "cos(g, step)",
+        "removed [min, max run]",
+        "removed (last 10 %)",
+        "‖step‖/‖g/λ‖",
+    ]
     return (
         [
             "## SMAC diagnostics: how far batch-mean SMAC is from SGD with step η/λ\n",
@@ -268,35 +290,7 @@ def diagnostics_section(d: Data) -> list[str]:
             "SMAC's η/λ), paired by seed with TOST: the per-task table of [the report](REPORT.md) and the "
             "[pre-registered study](prereg.md).\n",
         ]
-        + (
-            table(
-                rows,
-                [
-                    ("Task", lambda r: r["task"]),
-                    ("λ", lambda r: fmt(r["damping"])),
-                    (
-                        "‖ℓ̄‖²/λ [min, max run]",
-                        lambda r: (
-                            f"{fmt(r['ell_sq_over_lambda_median'])} "
-                            f"{interval(r['ell_sq_over_lambda_min_run'], r['ell_sq_over_lambda_max_run'])}"
-                        ),
-                    ),
-                    ("‖ℓ̄‖²/λ (last 10 %)", lambda r: fmt(r["ell_sq_over_lambda_last10pct_median"])),
-                    ("cos(g, step)", cos),
-                    (
-                        "removed [min, max run]",
-                        lambda r: (
-                            f"{pct(r['removed_frac_median'])} "
-                            f"[{pct(r['removed_frac_min_run'])}, {pct(r['removed_frac_max_run'])}]"
-                        ),
-                    ),
-                    ("removed (last 10 %)", lambda r: pct(r["removed_frac_last10pct_median"])),
-                    ("‖step‖/‖g/λ‖", lambda r: fmt(r.get("step_over_sgd_median"))),
-                ],
-            )
-            if rows
-            else [NOT_RUN]
-        )
+        + (markdown_table(headers, [cells(r) for r in rows]) if rows else [NOT_RUN])
         + [""]
     )
 
@@ -391,11 +385,11 @@ def grid_300k_section(d: Data) -> list[str]:
         "reward or advantage normalization; kept for comparison, from `benchmark/results/grid_300k/*.csv` (the raw "
         "runs were not kept). Final mean ± std (n seeds); the paper's values are in the stage-1 table above.\n",
     ]
-    L += table(
-        hparams.tasks(),
-        [("Task", lambda t: t)]
-        + [(hparams.algo_label(a), lambda t, a=a: final_cell(final.get((t, a)))) for a in hparams.algos()],
-    ) + [""]
+    headers = ["Task"] + [hparams.algo_label(a) for a in hparams.algos()]
+    rows = []
+    for t in hparams.tasks():
+        rows.append([t] + [final_cell(final.get((t, a))) for a in hparams.algos()])
+    L += markdown_table(headers, rows) + [""]
     span, pairs = literal_vs_norm(d)
     if pairs:  # the stage-1 `norm` runs over the literal grid's first steps (same protocol)
         algos = ("smac",) + tuple(a for a in hparams.algos() if a != "smac")
@@ -406,11 +400,11 @@ def grid_300k_section(d: Data) -> list[str]:
             "budget), the seeds on each side, and Welch's p (`scipy.stats.ttest_ind(equal_var=False)`) where both "
             "sides have 2 seeds or more.\n"
         )
-        L += table(
-            hparams.tasks(),
-            [("Task", lambda t: t)]
-            + [(hparams.algo_label(a), lambda t, a=a: reading_cell(pairs.get((t, a)))) for a in algos],
-        ) + [""]
+        headers = ["Task"] + [hparams.algo_label(a) for a in algos]
+        rows = []
+        for t in hparams.tasks():
+            rows.append([t] + [reading_cell(pairs.get((t, a))) for a in algos])
+        L += markdown_table(headers, rows) + [""]
         L.append(
             f"`norm` against `literal` at {span // 1000}k (p < 0.05) — "
             + ". ".join(
@@ -429,15 +423,13 @@ def grid_300k_section(d: Data) -> list[str]:
             "--study sb3`: n_steps = 5, RMSprop 7e-4, 64-64 tanh, gae_lambda = 1), same environments, 300k "
             "steps, not tuned to the paper's rows:\n"
         )
-        L += table(
-            sb3,
-            [
-                ("Task", lambda r: r[0]),
-                ("SB3 A2C", lambda r: final_cell(r[1])),
-                ("SMAC (literal, 300k)", lambda r: final_cell(final.get((r[0], "smac")))),
-                ("AC-SGD (literal, 300k)", lambda r: final_cell(final.get((r[0], "sgd")))),
-            ],
-        ) + [""]
+        headers = ["Task", "SB3 A2C", "SMAC (literal, 300k)", "AC-SGD (literal, 300k)"]
+        rows = []
+        for t, r in sb3:
+            rows.append(
+                [t, final_cell(r), final_cell(final.get((t, "smac"))), final_cell(final.get((t, "sgd")))]
+            )
+        L += markdown_table(headers, rows) + [""]
     return L
 
 
@@ -456,14 +448,11 @@ def headline_section(d: Data) -> list[str]:
     if not d.headline:
         return L + ["No run of the block has finished yet.\n"]
     cells = aggregate.load_cells(d.headline, budgets={t: budget for t in tasks})
-    L += table(
-        aggregate.cell_rows(cells, budgets={t: budget for t in tasks}),
-        [
-            ("Task", lambda r: r["task"]),
-            ("Algorithm", lambda r: hparams.algo_label(r["algo"])),
-            (f"final at {steps(budget)} / paper", cell_text),
-        ],
-    ) + [""]
+    headers = ["Task", "Algorithm", f"final at {steps(budget)} / paper"]
+    rows = []
+    for r in aggregate.cell_rows(cells, budgets={t: budget for t in tasks}):
+        rows.append([r["task"], hparams.algo_label(r["algo"]), cell_text(r)])
+    L += markdown_table(headers, rows) + [""]
     L.append("Per seed, the peak of the smoothed curve (its step) → the final:\n")
     for (t, a), cell in sorted(cells.items(), key=lambda kv: (kv[0][0], hparams.algos().index(kv[0][1]))):
         p = aggregate.peaks(cell, budget)
@@ -545,7 +534,9 @@ def main_table(d: Data, equiv: dict, res5: dict) -> list[str]:
         rows.append(
             {"task": t, "smac": by.get((t, "smac")), "best": best, "matched": by.get((t, "sgd-matched"))}
         )
-    cell = lambda r: "–" if r is None else mean_std(r["mean"], r["std"])  # noqa: E731
+
+    def cell(r: Optional[dict]) -> str:
+        return "–" if r is None else mean_std(r["mean"], r["std"])
 
     def equivalence(r: dict) -> str:
         if not r.get("n"):
@@ -561,27 +552,30 @@ def main_table(d: Data, equiv: dict, res5: dict) -> list[str]:
             return f"{len(done.get((task, 'smac'), []))}/5 runs in"
         return f"{mean_std(r['mean'], r['sd'])} (Welch p {r['p']:.2g})"
 
-    return table(
-        rows,
-        [
-            ("Task", lambda r: r["task"]),
-            ("SMAC", lambda r: cell(r["smac"])),
-            (
-                "best baseline",
-                lambda r: (
-                    "–" if r["best"] is None else f"{hparams.algo_label(r['best']['algo'])} {cell(r['best'])}"
-                ),
-            ),
-            ("SGD, step η/λ", lambda r: cell(r["matched"])),
-            (
-                "SMAC − SGD η/λ, normalized: mean [paired 90 % CI], TOST ±0.1",
-                lambda r: equivalence(equiv[r["task"]]),
-            ),
-            ("η/λ ÷ AC-SGD's η", lambda r: f"{step_ratio(r['task']):.3g}×"),
-            ("SMAC at 5M (vs the paper)", lambda r: smac_5M(r["task"])),
-            ("paper SMAC", lambda r: mean_std(*hparams.paper_result(r["task"], "smac"))),
-        ],
-    )
+    def cells(r: dict) -> list:
+        best = "–" if r["best"] is None else f"{hparams.algo_label(r['best']['algo'])} {cell(r['best'])}"
+        return [
+            r["task"],
+            cell(r["smac"]),
+            best,
+            cell(r["matched"]),
+            equivalence(equiv[r["task"]]),
+            f"{step_ratio(r['task']):.3g}×",
+            smac_5M(r["task"]),
+            mean_std(*hparams.paper_result(r["task"], "smac")),
+        ]
+
+    headers = [
+        "Task",
+        "SMAC",
+        "best baseline",
+        "SGD, step η/λ",
+        "SMAC − SGD η/λ, normalized: mean [paired 90 % CI], TOST ±0.1",
+        "η/λ ÷ AC-SGD's η",
+        "SMAC at 5M (vs the paper)",
+        "paper SMAC",
+    ]
+    return markdown_table(headers, [cells(r) for r in rows])
 
 
 SAY = {  # a claim's final verdict as the verdict's counts print it
@@ -819,28 +813,29 @@ def fidelity_section(
             else "union of " + r["reading"].replace("+", " and ")
         )
 
-    L += table(
-        sorted(rows, key=lambda r: -r["held"]),
-        [
-            ("Reading", lambda r: f"`{r['reading']}` — {desc(r)}"),
-            ("Flags", lambda r: f"`{r['flags'] or '(none)'}`"),
-            ("Claims held", lambda r: f"{r['held']}/{r['evaluable']}"),
-            ("Runs (diverged)", lambda r: f"{r['runs']} ({r['diverged']})"),
-        ],
-    ) + [""]
+    table_rows = []
+    for r in sorted(rows, key=lambda r: -r["held"]):
+        table_rows.append(
+            [
+                f"`{r['reading']}` — {desc(r)}",
+                f"`{r['flags'] or '(none)'}`",
+                f"{r['held']}/{r['evaluable']}",
+                f"{r['runs']} ({r['diverged']})",
+            ]
+        )
+    L += markdown_table(["Reading", "Flags", "Claims held", "Runs (diverged)"], table_rows) + [""]
     L.append(
         "Per claim (✓ held, ✗ not held; the crossing steps are in `benchmark/results/fidelity/claims.csv`):\n"
     )
     claims = [c for c in aggregate.CLAIMS if c["task"] in hparams.FIDELITY_TASKS]
     mark = {"held": "✓", "not held": "✗"}
-    L += table(
-        [c["id"] for c in claims],
-        [("Claim", lambda cid: cid)]
-        + [
-            (f"`{n}`", lambda cid, n=n: mark.get(verdicts[n][cid]["verdict"], verdicts[n][cid]["verdict"]))
-            for n in names
-        ],
-    ) + [""]
+    table_rows = []
+    for claim in claims:
+        cid = claim["id"]
+        table_rows.append(
+            [cid] + [mark.get(verdicts[n][cid]["verdict"], verdicts[n][cid]["verdict"]) for n in names]
+        )
+    L += markdown_table(["Claim"] + [f"`{n}`" for n in names], table_rows) + [""]
     fin = {(r["reading"], r["task"], r["algo"]): r for r in read_csv(os.path.join(results_dir, "finals.csv"))}
     if fin:
         cols = [(t, a) for t in hparams.FIDELITY_TASKS for a in hparams.PAPER_ALGOS]
@@ -852,11 +847,11 @@ def fidelity_section(
             (f"`{n}`", {(t, a): fmt(fin[(n, t, a)]["final"]) if (n, t, a) in fin else "–" for t, a in cols})
             for n in names
         ]
-        L += table(
-            body,
-            [("Reading", lambda r: r[0])]
-            + [(f"{t} {hparams.algo_label(a)}", lambda r, k=(t, a): r[1][k]) for t, a in cols],
-        ) + [""]
+        headers = ["Reading"] + [f"{t} {hparams.algo_label(a)}" for t, a in cols]
+        table_rows = []
+        for name, by_col in body:
+            table_rows.append([name] + [by_col[k] for k in cols])
+        L += markdown_table(headers, table_rows) + [""]
     if any("envs-8" in n for n in names):
         L.append(
             "**Caveat: parallel environments and the protocol.** The protocol bins each episode at the global "
@@ -1190,8 +1185,13 @@ def plot_smac_vs_matched(curve_rows, diag_rows, path) -> bool:
 def figures(results_dir: str, out_dir: str, runs: list) -> None:
     """The curve figures from an aggregate.py results directory and the loaded runs."""
     os.makedirs(out_dir, exist_ok=True)
-    res = lambda name: read_csv(os.path.join(results_dir, name))  # noqa: E731
-    out = lambda name: os.path.join(out_dir, name)  # noqa: E731
+
+    def res(name: str) -> list[dict]:
+        return read_csv(os.path.join(results_dir, name))
+
+    def out(name: str) -> str:
+        return os.path.join(out_dir, name)
+
     plot_curves(
         res("curves_return.csv"),
         "episodic return",
@@ -1343,15 +1343,14 @@ def lines(c: dict) -> list[str]:
     if not c["rows"]:
         return L + ["No stage-1 run has finished yet.\n"]
     by = by_cell(c["rows"])
-    paper = lambda t, a: hparams.paper_result(t, a) if a in hparams.PAPER_ALGOS else None  # noqa: E731
-    L += table(
-        hparams.tasks(),
-        [("Task", lambda t: t)]
-        + [
-            (hparams.algo_label(a), lambda t, a=a: cell_text(by.get((t, a)), paper(t, a)))
-            for a in hparams.algos()
-        ],
-    )
+
+    def paper(t: str, a: str) -> Optional[tuple]:
+        return hparams.paper_result(t, a) if a in hparams.PAPER_ALGOS else None
+
+    rows = []
+    for t in hparams.tasks():
+        rows.append([t] + [cell_text(by.get((t, a)), paper(t, a)) for a in hparams.algos()])
+    L += markdown_table(["Task"] + [hparams.algo_label(a) for a in hparams.algos()], rows)
     L += ["", "## Across tasks: IQM, optimality gap, probability of improvement (rliable)\n"]
     out = c["aggregates"]
     if out is None:
@@ -1377,18 +1376,14 @@ def lines(c: dict) -> list[str]:
         "(`benchmark/results/random_scores.csv`, same protocol), 1 = the best of the paper's table for that "
         "task." + div_note + " Files: `benchmark/results/stage1/{aggregates,improvement}.csv`.\n"
     )
-    L += table(
-        agg.items(),
-        [("Algorithm", lambda r: hparams.algo_label(r[0]))]
-        + [(m, lambda r, m=m: estimate(*r[1][m])) for m in aggregate.METRICS],
-    ) + [""]
-    L += table(
-        imp.items(),
-        [
-            ("SMAC vs", lambda r: hparams.algo_label(r[0])),
-            ("P(SMAC > baseline) [95 % CI]", lambda r: estimate(*r[1])),
-        ],
-    )
+    rows = []
+    for a, by_metric in agg.items():
+        rows.append([hparams.algo_label(a)] + [estimate(*by_metric[m]) for m in aggregate.METRICS])
+    L += markdown_table(["Algorithm"] + list(aggregate.METRICS), rows) + [""]
+    rows = []
+    for a, prob in imp.items():
+        rows.append([hparams.algo_label(a), estimate(*prob)])
+    L += markdown_table(["SMAC vs", "P(SMAC > baseline) [95 % CI]"], rows)
     return L + [
         "",
         "![aggregates](../docs/figures/grid_aggregate.png)\n",

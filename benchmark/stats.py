@@ -12,8 +12,8 @@ Across tasks (scores normalized per task to [random policy = 0, best of the pape
     performance_profile  rliable's score distributions
     iqm_over_steps       IQM at each checkpoint of the normalized curves, with CIs (sample efficiency)
 
-Tables and numbers (every report prints through these): `table(rows, [(header, function of a row), ...])`
-builds a markdown table, so adding a column is one line; `fmt` is the one format of a measured number;
+Tables and numbers (every report prints through these): `markdown_table(headers, rows)` builds a markdown
+table from rows of cells the caller has computed; `fmt` is the one format of a measured number;
 `mean_std`, `interval`, `estimate` print a spread or CI to the decimals it warrants; `pct`, `steps` fractions
 and step counts; `read_csv` / `write_csv` the results CSVs.
 """
@@ -135,9 +135,12 @@ def iqm_over_steps(curve_dict: dict, reps: int = 2000, seed: int = 0) -> dict:
     from rliable import metrics
 
     n = next(iter(curve_dict.values())).shape[-1]
-    fn = lambda x: np.array([metrics.aggregate_iqm(x[..., k]) for k in range(n)])  # noqa: E731
+
+    def iqm_per_checkpoint(x):
+        return np.array([metrics.aggregate_iqm(x[..., k]) for k in range(n)])
+
     np.random.seed(seed)
-    points, cis = rly.get_interval_estimates(curve_dict, fn, reps=reps)
+    points, cis = rly.get_interval_estimates(curve_dict, iqm_per_checkpoint, reps=reps)
     return {a: (np.asarray(points[a]), np.asarray(cis[a][0]), np.asarray(cis[a][1])) for a in curve_dict}
 
 
@@ -235,12 +238,26 @@ def estimate(x, lo, hi) -> str:
     return f"{fmt(v) if d is None or abs(v) >= 1e5 else _fixed(v, d)} {_interval_at(a, b, d)}"
 
 
+def _table_cell(value) -> str:
+    """A value as a markdown table cell: str(value) with '|' escaped so the cell cannot break the table."""
+    return str(value).replace("|", "\\|")
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence]) -> list[str]:
+    """Markdown lines: header, separator, one line per row of cells (values already computed, one per header),
+    each printed by `_table_cell`."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for row in rows:
+        lines.append("| " + " | ".join(_table_cell(v) for v in row) + " |")
+    return lines
+
+
 Column = tuple[str, Callable]
 
 
 def table(rows: Iterable, columns: Sequence[Column]) -> list[str]:
     """Markdown lines: header, separator, one line per row; cells are str(column function(row)), with '|'
-    escaped so a cell cannot break the table."""
+    escaped so a cell cannot break the table. Being replaced by `markdown_table`."""
     cell = lambda v: str(v).replace("|", "\\|")  # noqa: E731
     return ["| " + " | ".join(h for h, _ in columns) + " |", "|" + "---|" * len(columns)] + [
         "| " + " | ".join(cell(f(r)) for _, f in columns) + " |" for r in rows

@@ -2,7 +2,7 @@
 
 import math
 
-from benchmark.stats import estimate, fmt, interval, mean_std, num, pct, steps, table
+from benchmark.stats import estimate, fmt, interval, markdown_table, mean_std, num, pct, steps
 
 
 def test_fmt_by_hand():
@@ -60,7 +60,7 @@ def test_intervals_print_to_the_decimal_place_their_width_warrants():
     assert estimate(0.5, None, 1) == "0.5" and estimate(None, 0, 1) == "–"
 
 
-def test_table_from_row_specs():
+def test_markdown_table_from_rows_of_cells():
     rows = [{"task": "Hopper", "v": 1.23456}, {"task": "a|b", "v": None}]
-    lines = table(rows, [("Task", lambda r: r["task"]), ("value", lambda r: fmt(r["v"]))])
+    lines = markdown_table(["Task", "value"], [[r["task"], fmt(r["v"])] for r in rows])
     assert lines == ["| Task | value |", "|---|---|", "| Hopper | 1.235 |", "| a\\|b | – |"]

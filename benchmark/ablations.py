@@ -460,13 +460,9 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
         "η, λ, T from the paper's SMAC row (HalfCheetah η = 8e-4, λ = 0.01; Hopper η = 0.01, λ = 1).",
         "",
     ]
-    L += _section_table(
-        stats,
-        sec,
-        "task | mode | final | early | AUC | diverged | wall s | actor-update s | "
-        "actor share | ms / update | ‖Δθ‖ / update",
-        "llrrrrrrrrr",
-        lambda s: [
+
+    def fisher_cells(s: dict) -> list:
+        return [
             _label(s["variant"]),
             _final(s, n=True),
             _f(s["early_mean"]),
@@ -477,7 +473,15 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
             _pct(s["share"]),
             _f(s["per_update_ms"], 2),
             _g(s["dtheta"]),
-        ],
+        ]
+
+    L += _section_table(
+        stats,
+        sec,
+        "task | mode | final | early | AUC | diverged | wall s | actor-update s | "
+        "actor share | ms / update | ‖Δθ‖ / update",
+        "llrrrrrrrrr",
+        fisher_cells,
         refs,
     )
     L += [
@@ -604,13 +608,9 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
         "sets the step length; it is run at λ = 0.1 with the row's η, untuned.",
         "",
     ]
-    L += _section_table(
-        stats,
-        sec,
-        "task | λ | final | early | AUC | drawdown | seed std / \\|mean\\| | diverged | "
-        "median cos(g, step) | ‖Δθ‖ / update",
-        "llrrrrrrrr",
-        lambda s: [
+
+    def damping_cells(s: dict) -> list:
+        return [
             _label(s["variant"]),
             _final(s, n=True),
             _f(s["early_mean"]),
@@ -620,7 +620,15 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
             s["n_diverged"],
             _f(s["cos_g_step"], 3),
             _g(s["dtheta"]),
-        ],
+        ]
+
+    L += _section_table(
+        stats,
+        sec,
+        "task | λ | final | early | AUC | drawdown | seed std / \\|mean\\| | diverged | "
+        "median cos(g, step) | ‖Δθ‖ / update",
+        "llrrrrrrrr",
+        damping_cells,
     )
     slows, noisy, best, norm_lines, n_noisy = [], [], [], [], 0
     for task in SECTIONS[sec]["tasks"]:
@@ -672,13 +680,9 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
         "*faster/slower, larger* below need a difference of more than 10% of the plain-SMAC value.",
         "",
     ]
-    L += _section_table(
-        stats,
-        sec,
-        "task | variant | final | early | AUC | drawdown | diverged | ms / update | "
-        "median ‖ℓ̄‖²/λ | median cos(g, step)",
-        "llrrrrrrrr",
-        lambda s: [
+
+    def prev_ef_cells(s: dict) -> list:
+        return [
             _label(s["variant"]),
             _final(s, n=True),
             _pm(s["early_mean"], s["early_std"]),
@@ -688,7 +692,15 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
             _f(s["per_update_ms"], 2),
             _g(s["ell_sq_over_lambda"]),
             _f(s["cos_g_step"], 4),
-        ],
+        ]
+
+    L += _section_table(
+        stats,
+        sec,
+        "task | variant | final | early | AUC | drawdown | diverged | ms / update | "
+        "median ‖ℓ̄‖²/λ | median cos(g, step)",
+        "llrrrrrrrr",
+        prev_ef_cells,
     )
     L += verdicts_head
     for task in SECTIONS[sec]["tasks"]:
@@ -753,12 +765,9 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
         "300, 150 actor updates), η and λ from the paper's row (untuned per T).",
         "",
     ]
-    L += _section_table(
-        stats,
-        sec,
-        "task | T | final | early | AUC | diverged | wall s | ms / update | actor share",
-        "llrrrrrrr",
-        lambda s: [
+
+    def batch_size_cells(s: dict) -> list:
+        return [
             s["variant"][1:],
             _final(s, n=True),
             _f(s["early_mean"]),
@@ -767,7 +776,14 @@ def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BU
             _f(s["wall_s"]),
             _f(s["per_update_ms"], 2),
             _pct(s["share"]),
-        ],
+        ]
+
+    L += _section_table(
+        stats,
+        sec,
+        "task | T | final | early | AUC | diverged | wall s | ms / update | actor share",
+        "llrrrrrrr",
+        batch_size_cells,
     )
     L += verdicts_head
     for task in SECTIONS[sec]["tasks"]:

@@ -463,11 +463,12 @@ def markdown(rows, methods) -> str:
             f" [{r['state_mb']:.1f}]" if r["state_mb"] else ""
         )
 
-    lines = table(
-        lambda r, m: (
-            "skipped" if r is None or r["ms"] is None else f"{r['ms']:.1f} ms ({r['ratio_to_sgd']:.2f}x)"
-        )
-    )
+    def timing(r, m) -> str:
+        if r is None or r["ms"] is None:
+            return "skipped"
+        return f"{r['ms']:.1f} ms ({r['ratio_to_sgd']:.2f}x)"
+
+    lines = table(timing)
     if any(r["peak_delta_mb"] is not None for r in rows):
         lines += [
             "",

@@ -21,7 +21,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import aggregate, compact, hparams, stats  # noqa: E402
-from benchmark.stats import fmt, table  # noqa: E402
+from benchmark.stats import fmt, markdown_table  # noqa: E402
 
 load = hparams.load_prereg
 
@@ -244,30 +244,33 @@ def markdown(reg: dict, res: dict) -> list[str]:
         "t-interval (TOST at margin m: the CI inside ±m).\n",
         "## Block 1: SMAC vs SGD with step η/λ where the rank-1 term is largest (λ = 0.01, 1M steps, `norm`)\n",
     ]
-    mean_ci = [
-        ("mean d", lambda r: f"{r['mean']:+.3f}"),
-        ("90 % CI", lambda r: "[{:+.3f}, {:+.3f}]".format(*r["ci"])),
+
+    def mean_ci(r: dict) -> list:
+        return [f"{r['mean']:+.3f}", "[{:+.3f}, {:+.3f}]".format(*r["ci"])]
+
+    rows = []
+    for r in eq:
+        rows.append(
+            [r["task"], str(r["n"])]
+            + mean_ci(r)
+            + [
+                f"{r['p']:.3g} ({r['p_holm']:.3g})",
+                f"{r['p_welch']:.3g}",
+                f"±{r['reach_margin']:.2f}: " + ("equivalent" if r["equivalent_reach"] else "not shown"),
+                r["verdict"] + ("" if r["complete"] else " — runs not all in"),
+            ]
+        )
+    headers = [
+        "Task",
+        "paired seeds",
+        "mean d",
+        "90 % CI",
+        "paired t p (Holm)",
+        "Welch p",
+        "reachable margin (power 0.8)",
+        "verdict (margin ±0.1)",
     ]
-    L += table(
-        eq,
-        [
-            ("Task", lambda r: r["task"]),
-            ("paired seeds", lambda r: str(r["n"])),
-            *mean_ci,
-            ("paired t p (Holm)", lambda r: f"{r['p']:.3g} ({r['p_holm']:.3g})"),
-            ("Welch p", lambda r: f"{r['p_welch']:.3g}"),
-            (
-                "reachable margin (power 0.8)",
-                lambda r: (
-                    f"±{r['reach_margin']:.2f}: " + ("equivalent" if r["equivalent_reach"] else "not shown")
-                ),
-            ),
-            (
-                "verdict (margin ±0.1)",
-                lambda r: r["verdict"] + ("" if r["complete"] else " — runs not all in"),
-            ),
-        ],
-    )
+    L += markdown_table(headers, rows)
     L += [
         "",
         "## Block 2: dose-response in λ (HalfCheetah, η = 0.08 λ, 1M steps, `norm`, seeds 1-10)\n",
@@ -276,20 +279,32 @@ def markdown(reg: dict, res: dict) -> list[str]:
         "mean [range] over seeds), and what that does to the whole step: cos(g, step) and the relative change "
         "‖g/λ − step‖ / ‖g/λ‖ (medians over updates, means over seeds).\n",
     ]
-    rows = [{"lam": k, **v, **lam["fractions"][k]} for k, v in lam["per_lambda"].items()]
-    L += table(
-        rows,
-        [
-            ("λ", lambda r: f"{r['lam']:g}"),
-            ("seeds", lambda r: str(r["n"])),
-            *mean_ci,
-            ("TOST ±0.1", lambda r: "equivalent" if r["equivalent"] else "not shown"),
-            ("paired t p", lambda r: f"{r['p']:.2g}"),
-            ("ℓ̄-component removed", lambda r: "{:.3f} [{:.3f}, {:.3f}]".format(*r["removed"])),
-            ("cos(g, step)", lambda r: f"{r['cos']:.4f}"),
-            ("step change", lambda r: f"{r['change']:.3f}"),
-        ],
-    )
+    rows = []
+    for k, v in lam["per_lambda"].items():
+        r = {"lam": k, **v, **lam["fractions"][k]}
+        rows.append(
+            [f"{r['lam']:g}", str(r["n"])]
+            + mean_ci(r)
+            + [
+                "equivalent" if r["equivalent"] else "not shown",
+                f"{r['p']:.2g}",
+                "{:.3f} [{:.3f}, {:.3f}]".format(*r["removed"]),
+                f"{r['cos']:.4f}",
+                f"{r['change']:.3f}",
+            ]
+        )
+    headers = [
+        "λ",
+        "seeds",
+        "mean d",
+        "90 % CI",
+        "TOST ±0.1",
+        "paired t p",
+        "ℓ̄-component removed",
+        "cos(g, step)",
+        "step change",
+    ]
+    L += markdown_table(headers, rows)
     sl = lam["slope"]
     L += [
         "",
@@ -299,26 +314,30 @@ def markdown(reg: dict, res: dict) -> list[str]:
         + ".\n",
         "## Block 3: the headline under the paper-literal reading (HalfCheetah, 5M steps, no normalization)\n",
     ]
-    L += table(
-        [{"algo": a, **lit[a]} for a in ("smac", "cg")],
-        [
-            ("Algorithm", lambda r: hparams.algo_label(r["algo"])),
-            ("seeds", lambda r: str(r["n"])),
-            ("final at 5M, mean ± std", lambda r: f"{fmt(r['mean'])} ± {fmt(r['std'])}"),
-            ("95 % t-interval", lambda r: f"[{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]"),
-            ("paper", lambda r: f"{fmt(r['paper'][0])} ± {fmt(r['paper'][1])}"),
-            (
-                "(c) vs the paper (Welch p)",
-                lambda r: "–" if r["vs_paper"] is None else f"{r['vs_paper']['p']:.2g}",
-            ),
-            (
-                "same algorithm under `norm` (Welch p)",
-                lambda r: (
-                    f"{fmt(r['norm_mean'])} (" + (f"{r['vs_norm']['p']:.2g}" if r["vs_norm"] else "–") + ")"
-                ),
-            ),
-        ],
-    )
+    rows = []
+    for a in ("smac", "cg"):
+        r = lit[a]
+        rows.append(
+            [
+                hparams.algo_label(a),
+                str(r["n"]),
+                f"{fmt(r['mean'])} ± {fmt(r['std'])}",
+                f"[{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]",
+                f"{fmt(r['paper'][0])} ± {fmt(r['paper'][1])}",
+                "–" if r["vs_paper"] is None else f"{r['vs_paper']['p']:.2g}",
+                f"{fmt(r['norm_mean'])} (" + (f"{r['vs_norm']['p']:.2g}" if r["vs_norm"] else "–") + ")",
+            ]
+        )
+    headers = [
+        "Algorithm",
+        "seeds",
+        "final at 5M, mean ± std",
+        "95 % t-interval",
+        "paper",
+        "(c) vs the paper (Welch p)",
+        "same algorithm under `norm` (Welch p)",
+    ]
+    L += markdown_table(headers, rows)
     w = lit["smac_vs_cg"]
     L += [
         "",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import csv
 import math
 import os
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 import numpy as np
 from scipy import stats as sps
@@ -250,18 +250,6 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence]) -> list[str
     for row in rows:
         lines.append("| " + " | ".join(_table_cell(v) for v in row) + " |")
     return lines
-
-
-Column = tuple[str, Callable]
-
-
-def table(rows: Iterable, columns: Sequence[Column]) -> list[str]:
-    """Markdown lines: header, separator, one line per row; cells are str(column function(row)), with '|'
-    escaped so a cell cannot break the table. Being replaced by `markdown_table`."""
-    cell = lambda v: str(v).replace("|", "\\|")  # noqa: E731
-    return ["| " + " | ".join(h for h, _ in columns) + " |", "|" + "---|" * len(columns)] + [
-        "| " + " | ".join(cell(f(r)) for _, f in columns) + " |" for r in rows
-    ]
 
 
 def read_csv(path: str) -> list[dict]:

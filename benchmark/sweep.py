@@ -924,7 +924,10 @@ def _names(spec: str, known=None, what: str = "") -> Optional[list[str]]:
 
 def study_jobs(args) -> list[Job]:
     """The chosen study's job list (raises KeyError / ValueError on bad input)."""
-    seeds = lambda default: parse_seeds(args.seeds or default)  # noqa: E731
+
+    def seeds(default: str) -> list[int]:
+        return parse_seeds(args.seeds or default)
+
     logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
     if args.study == "fidelity":
         readings = _names(args.readings) or list(hparams.READINGS)

@@ -308,7 +308,7 @@ def test_ablation_figures_draw_each_variant_with_data_and_save_through_plots_sav
     def curve(v):
         return {
             "curve_mean": np.full(n, v, float),
-            "curve_std": np.full(n, 1.0),  # noqa: E731
+            "curve_std": np.full(n, 1.0),
             "curve_n": np.full(n, 3.0),
         }
 

@@ -44,8 +44,7 @@ def test_sgd_matched_is_eta_over_lambda_and_otherwise_smac(task):
             assert matched.get(key) == smac.get(key), (task, key)
     # the trainer flags: SMAC's, with --optimizer sgd, --learning-rate eta/lambda and no --damping
     fs, fm = hparams.lookup(task, "smac"), hparams.lookup(task, "sgd-matched")
-    as_dict = lambda f: dict(zip(f[::2], f[1::2]))  # noqa: E731
-    ds, dm = as_dict(fs), as_dict(fm)
+    ds, dm = dict(zip(fs[::2], fs[1::2])), dict(zip(fm[::2], fm[1::2]))
     assert dm.pop("--optimizer") == "sgd" and ds.pop("--optimizer") == "smac"
     assert float(dm.pop("--learning-rate")) == pytest.approx(
         float(ds.pop("--learning-rate")) / float(ds.pop("--damping")), rel=1e-12

@@ -335,7 +335,10 @@ def test_log_linear_gradient_matches_finite_differences_of_the_surrogate():
     """g = grad_theta mean_i log pi(a_i|s_i) A_i: the direction at a huge damping is g / lambda."""
     rng = np.random.default_rng(9)
     policy, theta, obs, actions, adv = log_linear_batch(rng, 40)
-    surrogate = lambda th: float((policy.log_prob(th, obs, actions) * adv).mean())  # noqa: E731
+
+    def surrogate(th):
+        return float((policy.log_prob(th, obs, actions) * adv).mean())
+
     h = 1e-6
     fd = np.array(
         [(surrogate(theta + h * e) - surrogate(theta - h * e)) / (2 * h) for e in np.eye(policy.dim)]

@@ -326,7 +326,11 @@ def test_reference_and_lab_runs_are_identical(tmp_path):
     assert lab.returncode == 0, lab.stderr
     a, b = only_run(tmp_path / "ref"), os.path.join(tmp_path / "lab", os.listdir(tmp_path / "lab")[0])
     assert open(os.path.join(a, "episodes.csv")).read() == open(os.path.join(b, "episodes.csv")).read()
-    cols = lambda run: [line.split(",")[:11] for line in open(os.path.join(run, "updates.csv"))]  # noqa: E731
+
+    def cols(run):
+        with open(os.path.join(run, "updates.csv")) as f:
+            return [line.split(",")[:11] for line in f]
+
     assert cols(a) == cols(b) and len(cols(a)) == 11
 
 

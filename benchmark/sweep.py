@@ -607,26 +607,34 @@ def parse_duration(spec: str) -> float:
     return float(total)
 
 
+def _logged_speeds(pattern: str) -> list[float]:
+    """Steps per second (steps since any resume over wall time) of the compact logs matching a glob pattern."""
+    speeds = []
+    for path in glob.glob(pattern):
+        head = compact.header(path)
+        if head is None or not head["wall_time_s"]:
+            continue
+        speeds.append((head["global_step"] - head["resumed_from_step"]) / head["wall_time_s"])
+    return speeds
+
+
 def measured_speed(job: Job) -> Optional[float]:
-    """Steps per second of this study's finished runs of the job's task and algorithm, else of its task: the median
-    over the compact logs in job.logs_dir (steps since any resume over wall time); None when there are none."""
+    """Steps per second of this study's finished runs (the compact logs in job.logs_dir): the median over the runs
+    of the job's task and algorithm, else over its task's; for a task with none yet, the slowest run of any task
+    (so a run of unknown speed is not started near the limit); None when the logs dir has no finished run."""
     if not job.logs_dir:
         return None
     for algo in (job.algo, "*"):
-        speeds = []
-        for path in glob.glob(os.path.join(job.logs_dir, job.task, algo, "seed*.json.gz")):
-            head = compact.header(path)
-            if head is None or not head["wall_time_s"]:
-                continue
-            speeds.append((head["global_step"] - head["resumed_from_step"]) / head["wall_time_s"])
+        speeds = _logged_speeds(os.path.join(job.logs_dir, job.task, algo, "seed*.json.gz"))
         if speeds:
             return float(statistics.median(speeds))
-    return None
+    speeds = _logged_speeds(os.path.join(job.logs_dir, "*", "*", "seed*.json.gz"))
+    return min(speeds) if speeds else None
 
 
 def past_time_limit(job: Job, deadline: float) -> Optional[str]:
     """Why the job, started now, would end after `deadline` (epoch seconds), or None: at measured_speed its steps
-    left end in time, it has nothing to run, or no run of its task has finished yet (no speed to go by)."""
+    left end in time, it has nothing to run, or no run of the study has finished yet (no speed to go by)."""
     state, _ = inspect_job(job)
     if state in ("done", "diverged"):
         return None
@@ -874,7 +882,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--time-limit",
         default=None,
         help="wall time this sweep may use, e.g. 2h40m (a session's or a batch job's end): a run is started only "
-        "if it ends in time at the speed of the finished runs of its task in --logs-dir (local backend)",
+        "if it ends in time at the speed of the finished runs of its task in --logs-dir (a task with none: the "
+        "slowest run there; local backend)",
     )
     add("--progress-interval", type=float, default=10.0, help="seconds between progress lines")
     add("--dry-run", action="store_true", help="list each job's state and command; run nothing")

@@ -533,6 +533,9 @@ def test_time_limit_starts_only_the_runs_that_end_in_time(tmp_path, capsys):
     assert sweep.measured_speed(job) == 1.0
     assert "2,000 steps need 33m20s at 1 steps/s" in sweep.past_time_limit(job, time.time() + 60)
     assert sweep.past_time_limit(job, time.time() + 3000) is None
+    # a task with no finished run yet goes by the slowest run of the study (CartPole's 1 step/s here)
+    pendulum = sweep.make_jobs(["Pendulum"], ["smac"], [1], {"Pendulum": 2000}, runs, logs_dir=logs)[0]
+    assert sweep.measured_speed(pendulum) == 1.0 and sweep.past_time_limit(pendulum, time.time() + 60)
     argv = ["--tasks", "CartPole,Acrobot", "--algos", "smac", "--seeds", "1", "--num-steps", "200"]
     argv += ["--budget", "2000", "--workers", "1", "--progress-interval", "100"]
     argv += ["--runs-dir", runs, "--logs-dir", logs, "--time-limit", "2m"]

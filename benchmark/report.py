@@ -583,7 +583,7 @@ SAY = {  # a claim's final verdict as the verdict's counts print it
     "direction only": "on direction only",
     "baseline never reaches it": "only because the baseline never reaches the threshold",
     "not held": "did not hold",
-    "waiting": "wait for their runs",
+    "waiting": "not yet judged (runs not all in)",
 }
 
 

@@ -700,7 +700,11 @@ def run_local(
     """Run the jobs with `workers` trainer processes on this machine; {"results": {name: result}, "interrupted"}.
     With a deadline (epoch seconds) a job is started only if past_time_limit finds it ends in time; the others are
     "not started (time limit)", and the next job of the queue that fits is tried instead."""
-    results, queue, running, interrupted = {}, list(jobs), {}, False  # running: name -> (job, proc, state)
+    results, running, interrupted = {}, {}, False  # running: name -> (job, proc, state)
+    # the jobs with nothing to run first (same order otherwise): the first progress line counts every one of them as
+    # done, where the queue's order left some among "left" until the workers reached them
+    settled = [j for j in jobs if inspect_job(j)[0] in ("done", "diverged")]
+    queue = settled + [j for j in jobs if j not in settled]
     prog = Progress(jobs, progress_interval)
 
     def reap(block: bool):

@@ -574,3 +574,27 @@ def test_progress_counts_an_interrupted_run_by_the_steps_it_made(tmp_path, capsy
     line = capsys.readouterr().out
     # 400 steps in 10 s: 40 steps/s; 600 + 1000 steps left -> 40 s
     assert "done 0/2" in line and "| 40 steps/s |" in line and "ETA 0m40s" in line, line
+
+
+def test_progress_counts_every_job_done_before_the_session_from_its_first_line(tmp_path, capsys, monkeypatch):
+    """A job done before the session but queued behind a running one was counted as "left" until a worker reached
+    it: the 5M sweep printed "done 62/70 | running 2 | left 6" with 65 logs committed and 5 runs to go."""
+    runs, logs = str(tmp_path / "runs"), str(tmp_path / "logs")
+    _fake_log(logs, "CartPole", "smac", 2, 1000, 10.0)  # seed 2: done before the session
+    jobs = sweep.make_jobs(["CartPole"], ["smac"], [1, 2], {"CartPole": 1000}, runs, logs_dir=logs)
+    assert [sweep.inspect_job(j)[0] for j in jobs] == ["fresh", "done"]
+
+    class Trainer:  # a trainer that runs through one poll, then exits
+        polls = 0
+
+        def poll(self):
+            self.polls += 1
+            return None if self.polls == 1 else 1
+
+    def launch(job, cmd):
+        return Trainer()
+
+    monkeypatch.setattr(sweep, "launch", launch)
+    sweep.run_local(jobs, workers=1, progress_interval=0.0)
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "done 1/2 | running 1 | left 0" in first, first

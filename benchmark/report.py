@@ -708,7 +708,8 @@ def verdict_section(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: l
         held_text = f" Of the {len(held)} held, {none} shows SMAC ahead: " + "; ".join(caveats) + "."
     elif held:
         others = [x for x in caveats if x]
-        held_text = f" Of the {len(held)} held, {len(ahead)} show SMAC ahead ({', '.join(ahead)})"
+        verb = "shows" if len(ahead) == 1 else "show"
+        held_text = f" Of the {len(held)} held, {len(ahead)} {verb} SMAC ahead ({', '.join(ahead)})"
         held_text += (": the others do not: " + "; ".join(others) if others else "") + "."
     # 2. the table at matched budgets (classic control at ours, MuJoCo at 5M), the headline
     matched = [r for r in d.cells if r["comparable"] and num(r["p_vs_paper"]) is not None]

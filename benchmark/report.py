@@ -747,13 +747,23 @@ def verdict_section(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: l
     one_eq = [t for t, r in one.items() if r["equivalent"]]
     one_not = [t for t in hparams.tasks() if t not in one_eq]
     eq5 = res5["equivalence"]
-    at5 = (
-        "; ".join(
+    at5 = "no task complete yet"
+    if eq5:
+        same = [r["task"] for r in eq5 if r["equivalent"]]
+        differ5 = [r["task"] for r in eq5 if r["verdict"].startswith("different")]
+        wide = [r for r in eq5 if r["equivalent_reach"] and not r["equivalent"]]
+        reach = [f"{r['task']} (±{r['reach_margin']:.2f})" for r in wide]
+        lost = [r["task"] for r in eq5 if r["task"] in one_eq and not r["equivalent"]]
+        count = f"equivalent at ±{EQUIV_MARGIN} on {len(same)} of {len(eq5)} ({', '.join(same) or 'none'})"
+        count += f", different (Holm-adjusted) on {', '.join(differ5) or 'none'}"
+        if reach:
+            count += f"; equivalent only at the wider pre-registered reachable margins on {', '.join(reach)}"
+        if lost:
+            count += f"; equivalent at 1M, not shown either way at 5M: {', '.join(lost)}"
+        cells5 = [
             f"{r['task']} {r['mean']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] {r['verdict']}" for r in eq5
-        )
-        if eq5
-        else "no task complete yet"
-    )
+        ]
+        at5 = count + ". Per task: " + "; ".join(cells5)
     fig = "; ".join(
         f"{r['task']} (λ = {r['damping']:g}, {r['n']} seeds) removes {100 * r['removed'][0]:.1f} % "
         f"[{100 * r['removed'][1]:.1f}, {100 * r['removed'][2]:.1f}], cos {r['cos'][0]:.3f} "

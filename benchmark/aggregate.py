@@ -519,6 +519,12 @@ def strict_verdict(verdict: str, t, t_ref, fast_seeds: list, slow_seeds: list, p
     return "held" if max(never_last[0]) < min(never_last[1]) and size_ok else "direction only"
 
 
+def seed_mean_crossing(cell: tuple, threshold: float) -> Optional[int]:
+    """The first crossing of the seed-mean curve of a cell_curves entry (span, curves, ...), or None."""
+    span, curves = cell[0], cell[1]
+    return first_crossing(across_seeds(curves)[0], threshold, span)
+
+
 def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict] = None) -> list[dict]:
     """One row per claim; a judged one has steps: (crossing step or None,) for reach_by, (algo's, ref's) with
     paper_ratio for slower / faster. windows: {task: steps} the 100 bins span instead of the runs' budget."""
@@ -530,7 +536,7 @@ def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict
         span, curves, _ = cells[(task, algo)]
         seeds = [first_crossing(c, thr, span) for c in curves]
         spread = ", ".join(fmt_step(s) for s in sorted(seeds, key=lambda s: math.inf if s is None else s))
-        return first_crossing(across_seeds(curves)[0], thr, span), seeds, spread
+        return seed_mean_crossing(cells[(task, algo)], thr), seeds, spread
 
     for c in claims:
         if tasks and c["task"] not in tasks:

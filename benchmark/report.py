@@ -608,9 +608,7 @@ def rival_caveat(c: dict, claim: dict, d: Data) -> Optional[str]:
         return None
     crossing = {}
     for algo in ("smac", claim["rival"]):
-        span, curves, _ = cells[(c["task"], algo)]
-        seed_mean = aggregate.across_seeds(curves)[0]
-        crossing[algo] = aggregate.first_crossing(seed_mean, claim["threshold"], span)
+        crossing[algo] = aggregate.seed_mean_crossing(cells[(c["task"], algo)], claim["threshold"])
     rival_at = crossing[claim["rival"]]
     if rival_at is None or rival_at >= c["steps"][0]:
         return None
@@ -763,10 +761,10 @@ def verdict_section(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: l
             count += f"; equivalent only at the wider pre-registered reachable margins on {', '.join(reach)}"
         if lost:
             count += f"; equivalent at 1M, not shown either way at 5M: {', '.join(lost)}"
-        cells5 = [
+        per_task = [
             f"{r['task']} {r['mean']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] {r['verdict']}" for r in eq5
         ]
-        at5 = count + ". Per task: " + "; ".join(cells5)
+        at5 = count + ". Per task: " + "; ".join(per_task)
     fig = "; ".join(
         f"{r['task']} (λ = {r['damping']:g}, {r['n']} seeds) removes {100 * r['removed'][0]:.1f} % "
         f"[{100 * r['removed'][1]:.1f}, {100 * r['removed'][2]:.1f}], cos {r['cos'][0]:.3f} "

@@ -611,7 +611,7 @@ def train(args: Args) -> int:
         if update % 10 == 0 or global_step >= budget:
             mean_return = np.mean(recent_returns[-10:]) if recent_returns else float("nan")
             sps = int(global_step / (time.time() - start_time))
-            print(f"step {global_step}/{budget}, {sps} SPS, last 10 episodes' mean return {mean_return:.1f}")
+            print(f"step {global_step}/{budget}, {sps} SPS, return {mean_return:.1f} (last 10)", flush=True)
 
     if stop.signal and exit_code == 0 and global_step < budget:
         exit_code = 128 + stop.signal  # 130 after Ctrl-C, 143 after SIGTERM

@@ -1,4 +1,4 @@
-"""The lab's trainer: smac_a2c.py's train() with the paper's other algorithms, SMAC's ablations and run management.
+"""The lab's trainer: the paper's other algorithms, SMAC's ablations, and run management for long and many runs.
 
     python -m benchmark.trainer --env-id Hopper-v4 --optimizer cg --learning-rate 1e-2      # AC-CG, paper's Hopper row
     python -m benchmark.trainer --env-id Hopper-v4 --optimizer kfac --learning-rate 1e-3    # AC-KFAC
@@ -7,11 +7,14 @@
     python -m benchmark.trainer --eval-checkpoint runs/<run dir> --eval-episodes 10         # evaluate
     python -m benchmark.trainer --plot runs/<run A> runs/<run B>                            # one PNG
 
-smac_a2c.py is the reference (SMAC, AC-SGD, AC-Adam, the loop). This module extends its Args (LabArgs) and hands
-its actor steps, environments, networks and critic step to smac_a2c.train() (the loop is not copied): SMAC with
-every ablation mode and the one-backward fast path; AC-SGD / AC-Adam with entropy bonus, clipping and
---loss-reduction; AC-CG; AC-KFAC; minibatches / epochs; --video-every, --no-bootstrap-truncation; --activation,
---log-std-init, --critic-updates, --max-grad-norm; run directories, locks, --resume, --eval-checkpoint, --plot.
+smac_a2c.py is the reference (SMAC, AC-SGD, AC-Adam and its own plain loop). This module is the lab's trainer: its
+Args extend the reference's (LabArgs), its loop (train_loop, moved here from the reference in issue 43) is built from
+the reference's algorithm functions (the SMAC math, GAE, normalization) and the run management of
+benchmark/runlayer.py (locked run directories, signals, rollback, checkpoints with a hash, CSV logs, crash path), and
+it acts with a numpy copy of the actor (RolloutPolicy). Its steps: SMAC with every ablation mode and the one-backward
+fast path; AC-SGD / AC-Adam with entropy bonus, clipping and --loss-reduction; AC-CG; AC-KFAC; minibatches / epochs;
+--video-every, --no-bootstrap-truncation; --activation, --log-std-init, --critic-updates, --max-grad-norm; --resume,
+--eval-checkpoint, --plot.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import functools
 import json
 import math
 import os
-import signal
+import random
 import sys
 import time
 import warnings
@@ -40,28 +43,32 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 import smac_a2c  # noqa: E402
-from benchmark import algorithms, protocol  # noqa: E402
-from smac_a2c import (
-    ACTIVATIONS,
-    Actor,
+from benchmark import algorithms, protocol, runlayer  # noqa: E402
+from benchmark.runlayer import (  # noqa: E402
+    EXIT_CODES,
+    FLOAT32_MAX,
+    RunCrashed,
+    RunLock,
+    RunLog,
+    StopSignals,
+    create_run_dir,
+    read_summary,
+    record_crash,
+    restore,
+    run_dir_locked,  # noqa: F401  (sweep.py's)
+    save_checkpoint,
+    snapshot,
+)
+from smac_a2c import (  # noqa: E402
     ConfigError,
-    Normalizer,
-    RolloutPolicy,
-    apply_step_,  # noqa: E402
-    flat_grad,
+    apply_step_,
+    compute_gae,
+    layer_init,
     mean_score_and_gradient,
     sherman_morrison_direction,
+    smac_direction,  # noqa: F401  (re-exported)
+    step_diagnostics,  # noqa: F401  (re-exported)
     trainable_parameters,
-)
-from smac_a2c import (
-    make_networks as _ref_networks,
-)
-
-# re-exported
-compute_gae, smac_direction, step_diagnostics = (
-    smac_a2c.compute_gae,
-    smac_a2c.smac_direction,
-    smac_a2c.step_diagnostics,
 )
 
 warnings.filterwarnings("ignore", message=".*is out of date.*")  # check_env_id explains it once
@@ -69,6 +76,10 @@ warnings.filterwarnings("ignore", message=".*is out of date.*")  # check_env_id 
 
 @dataclass
 class LabArgs(smac_a2c.Args):
+    tensorboard: bool = True
+    """write TensorBoard scalars into the run directory"""
+    checkpoint_every: int = 0
+    """also save RUN/checkpoint.pt every N updates (always saved at the end, on signals, NaN and crashes)"""
     torch_threads: int = 1
     """torch CPU threads; 1 is fastest for these small networks and keeps runs deterministic"""
     runs_dir: str = "runs"
@@ -143,6 +154,21 @@ def check_args(args: LabArgs, training: bool = True) -> None:
     the first failing check is reported)."""
     if training:
         smac_a2c.check_args(args)
+        # finite in float32 too; a learning rate also in Adam's first step, 10x the rate
+        limits = {
+            "learning_rate": FLOAT32_MAX / 10,
+            "damping": FLOAT32_MAX,
+            "critic_learning_rate": FLOAT32_MAX / 10,
+        }
+        for name, limit in limits.items():
+            if not getattr(args, name) <= limit:
+                raise ConfigError(
+                    f"--{name.replace('_', '-')} must be a number in (0, {limit:.3g}], got {getattr(args, name)!r}"
+                )
+        if args.checkpoint_every < 0:
+            raise ConfigError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every!r}")
+        if args.track:  # a W&B login or offline mode, never a prompt
+            runlayer.check_wandb_login()
 
     def require(flags: str, ok, what: str) -> None:
         for flag in flags.split():
@@ -199,7 +225,112 @@ def check_args(args: LabArgs, training: bool = True) -> None:
         )
 
 
-# --- Environments, networks and the critic step with the lab's flags (handed to smac_a2c.train) ---
+# --- Networks: the actor and critic MLPs, and the actor's numpy copy that acts in the rollout ---
+def numpy_relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0.0)
+
+
+ACTIVATIONS = {"tanh": (torch.tanh, np.tanh), "relu": (torch.relu, numpy_relu)}  # (torch, numpy)
+
+
+class Actor(nn.Module):
+    """The lab's actor (the reference's before issue 43, kept so that every log stays bitwise as it was): a
+    hand-written Gaussian whose log_prob_from_output takes a per-sample log_std (the fast paths), --activation and
+    --log-std-init."""
+
+    # pi_theta(a|s) = Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)); theta: MLP and log_std
+
+    def __init__(
+        self, obs_dim, act_dim, discrete, hidden_sizes=(64, 64), log_std_init=0.0, activation="tanh"
+    ):
+        super().__init__()
+        self.discrete = discrete
+        self.activation = activation
+        sizes = [obs_dim, *hidden_sizes]
+        self.linears = nn.ModuleList(layer_init(nn.Linear(i, o)) for i, o in zip(sizes[:-1], sizes[1:]))
+        # the output layer starts near zero: a near-uniform first policy
+        self.linears.append(layer_init(nn.Linear(sizes[-1], act_dim), std=0.01))
+        if not discrete:
+            self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std_init)))
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        """Observations (B, obs_dim) -> logits or action means (B, act_dim)."""
+        for linear in self.linears[:-1]:
+            h = ACTIVATIONS[self.activation][0](linear(h))
+        return self.linears[-1](h)
+
+    def log_prob_from_output(self, out: torch.Tensor, actions: torch.Tensor, log_std=None) -> torch.Tensor:
+        """log pi(a|s) per row, shape (B,)."""
+        if self.discrete:
+            return torch.log_softmax(out, dim=-1).gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+        if log_std is None:
+            log_std = self.log_std
+        z = (actions - out) * torch.exp(-log_std)
+        return (-0.5 * z.pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+
+    def log_prob(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return self.log_prob_from_output(self(obs), actions)
+
+    def entropy(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.discrete:
+            logp = torch.log_softmax(self(obs), dim=-1)
+            return -(logp.exp() * logp).sum(-1)
+        return (self.log_std + 0.5 * math.log(2 * math.pi * math.e)).sum().expand(obs.shape[0])
+
+
+def make_networks(
+    args: Args, obs_dim: int, act_dim: int, discrete: bool, activation="tanh", log_std_init=0.0
+):
+    """The actor, and the critic V_phi(s): an MLP with a scalar output, shape (B,)."""
+    actor = Actor(obs_dim, act_dim, discrete, args.hidden_sizes, log_std_init, activation)
+    sizes = [obs_dim, *args.hidden_sizes]
+    layers = []
+    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+        layers.append(layer_init(nn.Linear(n_in, n_out)))
+        layers.append(nn.Tanh() if activation == "tanh" else nn.ReLU())
+    critic = nn.Sequential(*layers, layer_init(nn.Linear(sizes[-1], 1), std=1.0), nn.Flatten(-2))
+    return actor, critic
+
+
+def numpy(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().double().numpy()
+
+
+class RolloutPolicy:
+    """The actor's numpy copy, acting in the rollout: a batch-1 forward in numpy costs a third of torch's."""
+
+    def __init__(self, actor: Actor):
+        self.layers = [(numpy(m.weight), numpy(m.bias)) for m in actor.linears]
+        self.discrete = actor.discrete
+        self.act = ACTIVATIONS[actor.activation][1]
+        self.std = None if actor.discrete else np.exp(numpy(actor.log_std))
+
+    def forward(self, h: np.ndarray) -> np.ndarray:
+        """Observations (B, obs_dim) -> the actor's output."""
+        for w, b in self.layers[:-1]:
+            h = self.act(h @ w.T + b)
+        return h @ self.layers[-1][0].T + self.layers[-1][1]
+
+    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        out = self.forward(obs)
+        if self.discrete:
+            # Gumbel-max: argmax(logits + Gumbel noise) ~ Categorical(logits)
+            return np.argmax(out - np.log(-np.log(rng.random(out.shape))), axis=-1)
+        return out + self.std * rng.standard_normal(out.shape)
+
+
+class Normalizer(smac_a2c.Normalizer):
+    """The reference's normalization, loadable from a checkpoint (resume, evaluation)."""
+
+    def load_state_dict(self, state: dict) -> None:
+        for rms, saved in ((self.obs_rms, state["obs_rms"]), (self.ret_rms, state["ret_rms"])):
+            rms.mean = np.asarray(saved["mean"])
+            rms.var = np.asarray(saved["var"])
+            rms.count = saved["count"]
+        self.discounted_return = np.asarray(state["discounted_return"])
+
+
+# --- Environments, networks and the critic step with the lab's flags ---
 class TruncationAsTermination(gym.Wrapper):
     """--no-bootstrap-truncation: a time-limit truncation is reported as a termination (no bootstrap)."""
 
@@ -227,7 +358,7 @@ def make_env(
 
 
 def lab_networks(args: LabArgs, obs_dim: int, act_dim: int, discrete: bool):
-    return _ref_networks(args, obs_dim, act_dim, discrete, args.activation, args.log_std_init)
+    return make_networks(args, obs_dim, act_dim, discrete, args.activation, args.log_std_init)
 
 
 def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
@@ -278,6 +409,10 @@ def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
             f"--env-id {env_id!r}: action space {act_space} is unsupported (need Discrete or a 1-D Box)"
         )
     return obs_space, act_space
+
+
+def flat_grad(output: torch.Tensor, params, retain_graph=False) -> torch.Tensor:
+    return torch.cat([g.reshape(-1) for g in torch.autograd.grad(output, params, retain_graph=retain_graph)])
 
 
 # --- Actor steps. One signature: step(actor, batch, args, state) -> diagnostics ---
@@ -727,75 +862,9 @@ def registered_steps() -> dict:
 
 
 ACTOR_STEPS = registered_steps()
-LAB_STEPS = {name: actor_update for name in ACTOR_STEPS}  # what smac_a2c.train gets: minibatches around each
 
 
 # --- Run management: run directories, locks, checkpoints, resume, evaluation, plots ---
-def create_run_dir(args: Args) -> str:
-    """runs/{env_id}__{exp_name}__{seed}__{unix_time}, created exclusively (same second: suffixes -2, -3, ...)."""
-    name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")  # ALE/Pong-v5
-    base = os.path.join(args.runs_dir, name)
-    try:
-        os.makedirs(args.runs_dir, exist_ok=True)
-        for k in range(1, 10_000):  # runs started in the same second: -2, -3, ...
-            path = base if k == 1 else f"{base}-{k}"
-            try:
-                os.mkdir(path)
-                return path
-            except FileExistsError:
-                continue
-    except OSError as e:
-        raise ConfigError(
-            f"--runs-dir {args.runs_dir!r}: cannot create a run directory there ({e.strerror})"
-        ) from None
-    raise ConfigError(f"--runs-dir {args.runs_dir!r}: too many runs named {os.path.basename(base)}")
-
-
-class RunLock:
-    """An exclusive lock on a run directory (flock on run_dir/.lock, holding the owner's pid): a second trainer on
-    it is refused with exit 2. The kernel releases the lock when its owner exits or dies: never stale."""
-
-    def __init__(self, run_dir: str):
-        self.path, self.file = os.path.join(run_dir, ".lock"), None
-
-    def __enter__(self):
-        import fcntl
-
-        try:
-            self.file = open(self.path, "a+")
-        except OSError as e:  # a read-only run directory
-            raise ConfigError(
-                f"run directory {os.path.dirname(self.path)!r} cannot be written ({e.strerror or e})"
-            ) from None
-        try:
-            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self.file.seek(0)
-            owner = self.file.read().strip() or "?"
-            self.file.close()
-            raise ConfigError(
-                f"run directory {os.path.dirname(self.path)!r} is in use by another trainer "
-                f"(pid {owner}); wait for it to finish or stop it"
-            ) from None
-        self.file.seek(0)
-        self.file.truncate()
-        self.file.write(str(os.getpid()))
-        self.file.flush()
-        return self
-
-    def __exit__(self, *_):
-        self.file.close()  # closing releases the flock
-
-
-def run_dir_locked(run_dir: str) -> bool:
-    """Whether a live trainer holds run_dir's lock (for sweep.py)."""
-    try:
-        with RunLock(run_dir):
-            return False
-    except ConfigError:
-        return True
-
-
 def truncate_logs_to(run_dir: str, global_step: int, update: int) -> None:
     """Cut episodes.csv / updates.csv back to a checkpoint (after a hard kill the logs run ahead of it): rows after it
     and a torn last line are dropped, atomically."""
@@ -864,15 +933,15 @@ def load_checkpoint(path: str) -> dict:
             f"checkpoint {path!r} is corrupt, not a smac_a2c checkpoint, or holds objects that "
             f"could run code ({type(e).__name__}); it was not loaded"
         ) from None
-    if isinstance(ckpt, dict) and "sha256" in ckpt:  # smac_a2c.with_hash's (older checkpoints have none)
+    if isinstance(ckpt, dict) and "sha256" in ckpt:  # runlayer.with_hash's (older checkpoints have none)
         try:
-            intact = smac_a2c.with_hash(ckpt)["sha256"] == ckpt["sha256"]
+            intact = runlayer.with_hash(ckpt)["sha256"] == ckpt["sha256"]
         except Exception:  # contents that with_hash never wrote
             intact = False
         if not intact:  # a flipped byte, in a tensor's data too
             raise ConfigError(
                 f"checkpoint {path!r} is corrupt: its contents do not match the sha256 saved with them "
-                "(a damaged file, or one edited without smac_a2c.with_hash); it was not loaded"
+                "(a damaged file, or one edited without runlayer.with_hash); it was not loaded"
             )
     missing = CHECKPOINT_KEYS - set(ckpt) if isinstance(ckpt, dict) else CHECKPOINT_KEYS
     if missing:
@@ -1172,26 +1241,150 @@ def resume_args(args: Args, argv: list[str], resume: dict) -> Args:
     return saved
 
 
-def read_summary(run_dir: str) -> dict:  # RUN/summary.json, or {} when it is missing or unreadable
-    try:
-        with open(os.path.join(run_dir, "summary.json")) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
+def tensor(x: np.ndarray, device: torch.device) -> torch.Tensor:
+    return torch.as_tensor(x, dtype=torch.float32, device=device)
+
+
+def all_finite(value_loss: float, actor: nn.Module, critic: nn.Module) -> bool:
+    params = list(actor.parameters()) + list(critic.parameters())
+    return math.isfinite(value_loss) and all(torch.isfinite(p).all() for p in params)
+
+
+def train_loop(args: LabArgs, run_dir: str, resume: Optional[dict], make_env, obs_space, act_space) -> str:
+    """The lab's training loop (smac_a2c.train's until issue 43, moved here unchanged so that every log stays
+    bitwise as it was): returns the outcome, finished, diverged, or the signal that stopped it; raises RunCrashed
+    after keeping the last good state (the one crash path, runlayer.record_crash)."""
+    last_good = None
+    with StopSignals() as stop:
+        try:
+            device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+            # seeding (as CleanRL): python, numpy, torch; environment i resets with seed + i
+            random.seed(args.seed)
+            np.random.seed(args.seed)
+            torch.manual_seed(args.seed)
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            rng = np.random.default_rng(args.seed)
+            discrete = isinstance(act_space, gym.spaces.Discrete)
+            T = args.num_steps
+            N = args.num_envs
+            budget = args.total_timesteps - args.total_timesteps % (T * N)
+            obs_dim = obs_space.shape[0]
+            act_dim = act_space.n if discrete else act_space.shape[0]
+            # Algorithm 1, line 2: initialise theta (the actor) and phi (the critic)
+            actor, critic = lab_networks(args, obs_dim, act_dim, discrete)
+            actor = actor.to(device)
+            critic = critic.to(device)
+            critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
+            normalizer = Normalizer(obs_dim, N, args.gamma, args.norm_obs, args.norm_reward)
+            nets = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "normalizer": normalizer}
+            global_step = 0
+            update = 0
+            actor_state = {}
+            if resume is not None:
+                global_step, update, actor_state = restore(resume, nets, rng)
+            log = RunLog(args, run_dir, device, global_step, budget)
+            video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
+            envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(N)]
+            obs = np.stack([env.reset(seed=args.seed + update * N + i)[0] for i, env in enumerate(envs)])
+            buf_obs = np.zeros((T, N, obs_dim))
+            buf_next_obs = np.zeros((T, N, obs_dim))
+            buf_actions = np.zeros((T, N) if discrete else (T, N, act_dim))
+            buf_rewards = np.zeros((T, N))
+            buf_terminations = np.zeros((T, N))
+            buf_dones = np.zeros((T, N))
+            ep_return = np.zeros(N)
+            ep_length = np.zeros(N, dtype=np.int64)
+            policy = RolloutPolicy(actor)
+            status = "finished"
+            # Algorithm 1, line 3: for iteration k = 0, 1, ...
+            while global_step < budget and stop.name is None:
+                # the state after the last completed update: where a bad update rolls back to, and what a
+                # crash keeps as the checkpoint
+                last_good = snapshot(args, nets, actor_state, rng, global_step, update)
+                # line 4: roll out T steps in every environment, acting with the current policy
+                for t in range(T):
+                    action = policy.sample(normalizer.obs(obs), rng)
+                    # Discrete(n, start): the policy's index shifted; a Box: the action clipped into it
+                    env_action = (
+                        action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
+                    )
+                    buf_obs[t] = obs
+                    buf_actions[t] = action
+                    for i, env in enumerate(envs):
+                        next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
+                        buf_rewards[t, i] = reward
+                        buf_terminations[t, i] = terminated
+                        buf_dones[t, i] = terminated or truncated
+                        # s_{t+1}: the final observation if the episode ends here
+                        buf_next_obs[t, i] = next_obs
+                        ep_return[i] = ep_return[i] + buf_rewards[t, i]
+                        ep_length[i] = ep_length[i] + 1
+                        if terminated or truncated:
+                            log.episode(global_step + (t + 1) * N, ep_return[i], ep_length[i])
+                            ep_return[i] = 0.0
+                            ep_length[i] = 0
+                            next_obs, _ = env.reset()
+                        obs[i] = next_obs
+                global_step += T * N
+                # line 5: advantages with GAE, from the critic before its update
+                with torch.no_grad():
+                    b_obs = tensor(normalizer.obs(buf_obs), device).reshape(T * N, obs_dim)
+                    values = critic(b_obs).reshape(T, N).cpu().numpy()
+                    next_values = critic(tensor(normalizer.obs(buf_next_obs), device)).cpu().numpy()
+                rewards = normalizer.rewards(buf_rewards, buf_dones)
+                advantages, returns = compute_gae(
+                    rewards, values, next_values, buf_terminations, buf_dones, args.gamma, args.gae_lambda
+                )
+                advantages = tensor(advantages, device).reshape(-1)
+                if args.norm_adv:
+                    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+                actions = tensor(buf_actions, device).reshape(T * N, *buf_actions.shape[2:])
+                batch = {"obs": b_obs, "actions": actions, "advantages": advantages}
+                # lines 6-9: the actor step(s) of --optimizer, with --num-minibatches and --update-epochs
+                start = time.perf_counter()
+                diagnostics = actor_update(actor, batch, args, actor_state)
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                actor_ms = (time.perf_counter() - start) * 1e3
+                # line 10: the critic step
+                value_loss = critic_step(critic, critic_opt, b_obs, tensor(returns, device).reshape(-1), args)
+                if not all_finite(value_loss, actor, critic):
+                    # NaN or Inf: back to the state before this rollout and update, checkpoint it, exit 3
+                    global_step, update, actor_state = restore(last_good, nets, rng)
+                    status = "diverged"
+                    break
+                update += 1
+                # observation statistics: updated after the update that used them
+                normalizer.obs_rms.update(buf_obs.reshape(-1, obs_dim))
+                policy = RolloutPolicy(actor)
+                with torch.no_grad():
+                    mean_logprob = actor.log_prob(batch["obs"], batch["actions"]).mean().item()
+                    entropy = actor.entropy(batch["obs"]).mean().item()
+                log.update(update, global_step, value_loss, mean_logprob, entropy, diagnostics, actor_ms)
+                if args.checkpoint_every and update % args.checkpoint_every == 0:
+                    save_checkpoint(run_dir, snapshot(args, nets, actor_state, rng, global_step, update))
+            if status == "finished" and stop.name is not None and global_step < budget:
+                status = "interrupted"
+            # always: at the end, on a signal, on divergence
+            save_checkpoint(run_dir, snapshot(args, nets, actor_state, rng, global_step, update))
+            for env in envs:
+                env.close()
+            log.close(status, stop.name, update, global_step)
+        except Exception as error:
+            raise RunCrashed(record_crash(run_dir, error, last_good, fresh=resume is None)) from None
+    if status == "interrupted":
+        return stop.name
+    return status
 
 
 def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
-    """smac_a2c.train with the lab's steps, environments and networks in a locked run directory of its own (or the
-    resumed one). Returns (run_dir, outcome): finished, diverged, or the signal that interrupted it."""
+    """train_loop in a locked run directory of its own (or the resumed one), after every check of the input. Returns (run_dir, outcome): finished, diverged, or the signal that interrupted it."""
     # before any environment renders (the video probe): with CUDA builds of torch this imports triton, whose
     # import crashes once an EGL context exists
     torch.use_deterministic_algorithms(True, warn_only=True)
     obs_space, act_space = check_env_id(args.env_id)  # bad input is refused before a run directory exists
     if args.capture_video:  # the reference's probe of a frame and moviepy, also before a run directory exists
         smac_a2c.check_env(args.env_id, capture_video=True)
-    # the reference's check (check_args made it too): a W&B login or offline mode, never a prompt
-    if args.track:
-        smac_a2c.check_wandb_login()
     # a checkpoint that does not fit its flags is refused: loaded into throwaway objects first
     if resume is not None:
         discrete = isinstance(act_space, gym.spaces.Discrete)
@@ -1244,7 +1437,7 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
                     repaired=repaired,
                 )
                 summary.setdefault("run_dir", run_dir)
-                smac_a2c.write_json(path, summary)
+                runlayer.write_json(path, summary)
                 print(f"repaired {path}: {summary['repaired']}", file=sys.stderr)
             print(
                 f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps"
@@ -1267,27 +1460,22 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
             bootstrap_truncation=args.bootstrap_truncation,
             video_prefix=prefix,
         )
-        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
-            outcome = smac_a2c.train(args, LAB_STEPS, env, lab_networks, critic_step, run_dir, resume)
-        except (
-            smac_a2c.RunCrashed
-        ) as crash:  # the reference kept the last good state, the traceback and the status
-            raise Crashed(forget_if_empty(run_dir, str(crash), fresh=resume is None)) from None
-        except (ConfigError, KeyboardInterrupt):
+            outcome = train_loop(args, run_dir, resume, env, obs_space, act_space)
+        except (RunCrashed, ConfigError, KeyboardInterrupt):
             raise
-        except Exception as e:  # an environment raising mid-episode, a full disk, out of memory, ...
-            for sig, handler in handlers.items():  # the reference's handlers must not outlive its run
-                signal.signal(sig, handler)
-            raise Crashed(record_crash(run_dir, e, fresh=resume is None)) from None
+        except (
+            Exception
+        ) as e:  # outside the loop's own crash path: the logs' truncation, the environment's wrapper
+            raise RunCrashed(record_crash(run_dir, e, fresh=resume is None)) from None
 
     if args.track and args.capture_video:
         upload_videos(run_dir, args)
-    return outcome
+    return run_dir, outcome
 
 
 def upload_videos(run_dir: str, args: LabArgs) -> None:
-    """--track --capture-video: the run's videos go to its W&B run too (continued by its id, as smac_a2c.RunLog
+    """--track --capture-video: the run's videos go to its W&B run too (continued by its id, as runlayer.RunLog
     names it); moved here from the reference (issue 35)."""
     import glob
     import hashlib
@@ -1305,47 +1493,6 @@ def upload_videos(run_dir: str, args: LabArgs) -> None:
     for video in sorted(glob.glob(os.path.join(run_dir, "videos", "*.mp4"))):
         run.log({"videos": wandb.Video(video)})
     run.finish()
-
-
-class Crashed(Exception):
-    """A run that raised after its run directory existed: one line on stderr, exit 1."""
-
-
-def forget_if_empty(run_dir: str, message: str, fresh: bool) -> str:
-    """The reference's crash message; a fresh run that died before it logged anything (e.g. too large networks)
-    is removed instead."""
-    import shutil
-
-    logged = any(
-        os.path.exists(os.path.join(run_dir, n)) for n in ("checkpoint.pt", "episodes.csv", "updates.csv")
-    )
-    if not fresh or logged:
-        return message
-    line = read_summary(run_dir).get("error", message)
-    shutil.rmtree(run_dir, ignore_errors=True)
-    return f"{line} (before the run logged anything; its directory {run_dir} was removed)"
-
-
-def record_crash(run_dir: str, error: BaseException, fresh: bool) -> str:
-    """Keep the run consistent after an unexpected exception, and return the one-line message. A fresh run that died
-    before it logged anything (e.g. too large networks) is removed."""
-    import shutil
-    import traceback
-
-    line = f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"
-    if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):
-        os.remove(os.path.join(run_dir, "checkpoint.pt.tmp"))
-    logged = any(
-        os.path.exists(os.path.join(run_dir, n)) for n in ("checkpoint.pt", "episodes.csv", "updates.csv")
-    )
-    if fresh and not logged:
-        shutil.rmtree(run_dir, ignore_errors=True)
-        return f"{line} (before the run logged anything; its directory {run_dir} was removed)"
-    with open(os.path.join(run_dir, "traceback.txt"), "w") as f:
-        f.write("".join(traceback.format_exception(error)))
-    summary = {**read_summary(run_dir), "status": "crashed", "error": line, "run_dir": run_dir}
-    smac_a2c.write_json(os.path.join(run_dir, "summary.json"), summary)
-    return f"{line} (traceback in {os.path.join(run_dir, 'traceback.txt')}; status crashed in summary.json)"
 
 
 def parse_args(argv=None, cls=LabArgs, prog: str = "python -m benchmark.trainer"):
@@ -1396,13 +1543,13 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except Crashed as e:
+    except RunCrashed as e:
         print(f"crashed: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C before training started or during --eval-checkpoint: nothing to save
         print("interrupted (Ctrl-C) before training; nothing was written", file=sys.stderr)
         return 130
-    return smac_a2c.EXIT_CODES[status]
+    return EXIT_CODES[status]
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-"""The reference's run layer never loses a run (issue 35): output that cannot be written, signals at any
-moment, crashes (also when the crash path cannot write), budgets, learning rates float32 cannot hold, run
-directories, empty spaces, W&B without a login, and the order of things that kept --capture-video alive with
-CUDA builds of torch. Each case runs smac_a2c.py copied alone, or its functions in this process."""
+"""The lab's run layer never loses a run (issue 35's cases, against the reference until issue 43 moved the run
+machinery to benchmark/runlayer.py): output that cannot be written, signals at any moment, crashes (also when the
+crash path cannot write), budgets, learning rates float32 cannot hold, run directories, empty spaces, W&B without
+a login, and the order of things that kept --capture-video alive with CUDA builds of torch. Each case runs
+`python -m benchmark.trainer` in tmp_path (its runs in tmp_path/runs), or its functions in this process."""
 
 import errno
 import json
@@ -23,18 +24,16 @@ import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.dirname(os.path.abspath(__file__))
-REFERENCE = os.path.join(ROOT, "smac_a2c.py")
 CARTPOLE = ["--env-id", "CartPole-v1", "--num-steps", "100", "--no-tensorboard"]
 
 
 def start(tmp_path, *argv, env=None, **kw):
-    """smac_a2c.py copied alone into tmp_path, run there; this tests directory importable for its environments."""
-    if not os.path.exists(tmp_path / "smac_a2c.py"):
-        shutil.copy(REFERENCE, tmp_path / "smac_a2c.py")
+    """The lab's trainer run in tmp_path (runs in tmp_path/runs); this tests directory importable for its
+    environments."""
     env = {**(os.environ if env is None else env), "PYTHONPATH": os.pathsep.join([HERE, ROOT])}
     kw.setdefault("stdout", subprocess.PIPE)
     kw.setdefault("stderr", subprocess.PIPE)
-    return subprocess.Popen([sys.executable, "smac_a2c.py", *argv], cwd=tmp_path, env=env, **kw)
+    return subprocess.Popen([sys.executable, "-m", "benchmark.trainer", *argv], cwd=tmp_path, env=env, **kw)
 
 
 def only_run(tmp_path):
@@ -244,7 +243,7 @@ def test_a_critic_that_blows_up_is_a_divergence(tmp_path):
 
 # ---- 9, 10, 11, 12: run directories, empty spaces, W&B ---------------------------------------------------
 def test_a_run_directory_that_cannot_be_made_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
-    import smac_a2c
+    from benchmark import trainer
 
     mkdir, makedirs = os.mkdir, os.makedirs
 
@@ -259,7 +258,7 @@ def test_a_run_directory_that_cannot_be_made_is_one_line_and_exit_2(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(os, "mkdir", read_only(mkdir))
     monkeypatch.setattr(os, "makedirs", read_only(makedirs))
-    assert smac_a2c.main([*CARTPOLE, "--total-timesteps", "100"]) == 2
+    assert trainer.main([*CARTPOLE, "--total-timesteps", "100"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Read-only file system" in err[0]
 
@@ -289,12 +288,12 @@ def test_spaces_of_shape_zero_are_refused(tmp_path, env_id):
 
 
 def test_runs_started_in_the_same_second_get_their_own_directories(tmp_path, monkeypatch):
-    import smac_a2c
+    from benchmark import runlayer, trainer
 
     monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
-    args = smac_a2c.Args(env_id="CartPole-v1")
-    first = smac_a2c.new_run_dir(args, str(tmp_path))
-    second = smac_a2c.new_run_dir(args, str(tmp_path))
+    args = trainer.Args(env_id="CartPole-v1", runs_dir=str(tmp_path))
+    first = runlayer.create_run_dir(args)
+    second = runlayer.create_run_dir(args)
     assert first != second and os.path.isdir(first) and os.path.isdir(second)
     assert second == first + "-2"
 
@@ -315,7 +314,8 @@ def test_track_without_a_wandb_login_is_one_line_and_leaves_nothing(tmp_path):
 # ---- 13: deterministic algorithms before any environment renders (CUDA torch imports triton then) -------
 def test_deterministic_algorithms_are_on_before_the_video_probe(tmp_path, monkeypatch):
     """With a CUDA build of torch, torch.use_deterministic_algorithms imports triton, whose import crashes once
-    an EGL context exists: main() and the lab switch it on before check_env renders its probe frame."""
+    an EGL context exists: the reference's main() and the lab switch it on before check_env renders its probe
+    frame."""
     import smac_a2c
     from benchmark import trainer
 
@@ -332,3 +332,131 @@ def test_deterministic_algorithms_are_on_before_the_video_probe(tmp_path, monkey
     torch.use_deterministic_algorithms(False)
     assert trainer.main(["--env-id", "CartPole-v1", "--capture-video", "--runs-dir", str(tmp_path)]) == 2
     assert seen == [True, True]
+
+
+# ---- moved from tests/test_reference.py with the run machinery (issue 43) ----------------------------------
+RaisesAfter = helpers.RaisesAt250
+
+
+gym.register("RaisesAfter-v0", entry_point=RaisesAfter)  # `--env-id test_run_layer:RaisesAfter-v0`
+
+
+@pytest.mark.parametrize("failure", ["environment", "full disk"])
+def test_a_crash_keeps_the_runs_tail(tmp_path, failure):
+    """Issue 26 #3 (the reference's half until issue 43 moved it here): an exception after the run directory
+    existed (an environment raising mid-episode; a full disk, here a file-size limit that cuts the first
+    checkpoint save short) left a traceback on stderr, no status in summary.json and a checkpoint.pt.tmp. Now:
+    summary.json status crashed with the error's line, RUN/traceback.txt, the last good checkpoint kept, no .tmp,
+    one stderr line, exit 1."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([HERE, ROOT])}
+    env_id = "test_run_layer:RaisesAfter-v0" if failure == "environment" else "CartPole-v1"
+    limit = (
+        (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000)))
+        if failure == "full disk"
+        else None
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmark.trainer",
+            "--env-id",
+            env_id,
+            "--num-steps",
+            "100",
+            "--total-timesteps",
+            "1000",
+            "--checkpoint-every",
+            "1",
+            "--no-tensorboard",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=limit,
+    )
+    err = proc.stderr.strip().splitlines()
+    run = only_run(tmp_path)
+    rel = os.path.relpath(run, tmp_path)  # as the run printed it: runs/...
+    assert proc.returncode == 1 and len(err) == 1 and os.path.join(rel, "traceback.txt") in err[0], (
+        proc.stderr
+    )
+    summary = json.load(open(os.path.join(run, "summary.json")))
+    assert summary["status"] == "crashed" and summary["run_dir"] == rel and summary["error"] in err[0]
+    assert "Traceback" in open(os.path.join(run, "traceback.txt")).read()
+    assert not os.path.exists(os.path.join(run, "checkpoint.pt.tmp"))
+    if failure == "environment":  # the checkpoint of update 2, the last before the crash
+        assert summary["error"] == "RuntimeError: the simulator fell over"
+        assert torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)["update"] == 2
+    else:  # the first save failed: there is no good checkpoint, and no half-written one
+        assert not os.path.exists(os.path.join(run, "checkpoint.pt"))
+
+
+def test_a_crash_in_process_returns_1_and_restores_the_signal_handlers(tmp_path, monkeypatch, capsys):
+    """Issue 26 #3: main() called in a process that goes on (a notebook, a test) left the run's signal
+    handlers installed after a crash, so Ctrl-C no longer interrupted that process."""
+    from benchmark import trainer
+
+    monkeypatch.chdir(tmp_path)
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    assert (
+        trainer.main(
+            [
+                "--env-id",
+                "RaisesAfter-v0",
+                "--num-steps",
+                "100",
+                "--total-timesteps",
+                "1000",
+                "--no-tensorboard",
+            ]
+        )
+        == 1
+    )
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+    assert capsys.readouterr().err.startswith("crashed: RuntimeError: the simulator fell over (traceback in ")
+
+
+def _lab_run_with_a_signal_in_the_update(tmp_path, monkeypatch, total, diverge):
+    """The lab's train() in this process, with an actor step that sends this process SIGTERM during the 2nd update
+    (and, with diverge, also makes the actor NaN there)."""
+    from benchmark import trainer
+
+    calls = []
+
+    def step(actor, batch, args, state):
+        calls.append(1)
+        diag = trainer.sgd_step(actor, batch, args, state)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+            if diverge:
+                with torch.no_grad():
+                    actor.linears[0].weight.fill_(float("nan"))
+        return diag
+
+    monkeypatch.setitem(trainer.ACTOR_STEPS, "smac", step)
+    args = trainer.Args(
+        env_id="CartPole-v1", num_steps=100, total_timesteps=total, tensorboard=False, runs_dir=str(tmp_path)
+    )
+    run_dir, outcome = trainer.train(args)
+    return run_dir, outcome, json.load(open(os.path.join(run_dir, "summary.json")))
+
+
+def test_a_signal_during_the_last_update_leaves_a_finished_run(tmp_path, monkeypatch):
+    """Issue 26 #1: `interrupted` implies global_step < budget. A SIGTERM during the last update of the budget
+    used to leave status interrupted at the full budget (and exit 143)."""
+    _, outcome, summary = _lab_run_with_a_signal_in_the_update(tmp_path, monkeypatch, 200, diverge=False)
+    assert outcome == "finished" and summary["status"] == "finished" and summary["global_step"] == 200
+    assert summary["signal"] is None
+
+
+def test_divergence_wins_over_a_signal_in_the_same_update(tmp_path, monkeypatch):
+    """Issue 26 #7: the update that diverges while a SIGTERM arrives ends as diverged (exit 3), not interrupted."""
+    run_dir, outcome, summary = _lab_run_with_a_signal_in_the_update(
+        tmp_path, monkeypatch, 1000, diverge=True
+    )
+    assert outcome == "diverged" and summary["status"] == "diverged" and summary["updates"] == 1
+    ckpt = torch.load(os.path.join(run_dir, "checkpoint.pt"), weights_only=True)
+    assert all(torch.isfinite(v).all() for v in ckpt["actor"].values())

@@ -384,7 +384,7 @@ def record_crash(
             failed.append("checkpoint.pt")
     with contextlib.suppress(OSError):
         os.remove(os.path.join(run_dir, "checkpoint.pt.tmp"))
-    if fresh and not logged_anything(run_dir):
+    if fresh and os.path.isdir(run_dir) and not logged_anything(run_dir):
         shutil.rmtree(run_dir, ignore_errors=True)
         return f"{line} (before the run logged anything; its directory {run_dir} was removed)"
     trace = os.path.join(run_dir, "traceback.txt")

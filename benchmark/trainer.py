@@ -397,16 +397,16 @@ def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
         ) from None
     obs_space, act_space = env.observation_space, env.action_space
     env.close()
-    if not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1):
+    if not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1 and obs_space.shape[0] > 0):
         raise ConfigError(
-            f"--env-id {env_id!r}: observation space {obs_space} is unsupported (need a 1-D Box)"
+            f"--env-id {env_id!r}: observation space {obs_space} is unsupported (need a non-empty 1-D Box)"
         )
     if not (
         isinstance(act_space, gym.spaces.Discrete)
-        or (isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1)
+        or (isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1 and act_space.shape[0] > 0)
     ):
         raise ConfigError(
-            f"--env-id {env_id!r}: action space {act_space} is unsupported (need Discrete or a 1-D Box)"
+            f"--env-id {env_id!r}: action space {act_space} is unsupported (need Discrete or a non-empty 1-D Box)"
         )
     return obs_space, act_space
 

@@ -313,7 +313,6 @@ def test_a_real_divergence_exits_3_without_a_traceback(tmp_path):
         (["--num-steps", "-5"], "--num-steps"),
         (["--gamma", "1.5"], "--gamma"),
         (["--env-id", "NoSuchEnv-v0"], "--env-id"),
-        (["--env-id", "Pusher-v4"], "Pusher-v5"),
         (["--hidden-sizes", "0"], "--hidden-sizes"),
         (["--total-timesteps", "999"], "--total-timesteps"),
     ],

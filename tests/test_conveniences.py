@@ -349,11 +349,11 @@ def test_track_without_a_wandb_login_is_one_line_and_leaves_nothing(tmp_path, ca
     assert len(err.splitlines()) == 1 and "wandb login" in err and "WANDB_MODE=offline" in err
     assert not os.path.exists(tmp_path / "runs")
     monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
-    trainer.smac_a2c.check_wandb_login()  # passes: no ConfigError
+    trainer.runlayer.check_wandb_login()  # passes: no ConfigError
     monkeypatch.delenv("WANDB_API_KEY")
     (tmp_path / "netrc").write_text("machine api.wandb.ai\n  login user\n  password " + "y" * 40 + "\n")
     monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
-    trainer.smac_a2c.check_wandb_login()  # passes: no ConfigError
+    trainer.runlayer.check_wandb_login()  # passes: no ConfigError
 
 
 def test_a_missing_package_is_named_not_called_an_unregistered_id(capsys):

@@ -12,8 +12,7 @@ import helpers
 import pytest
 import torch
 
-import smac_a2c
-from benchmark import sweep, trainer
+from benchmark import runlayer, sweep, trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST = ["--env-id", "CartPole-v1", "--num-steps", "100", "--no-tensorboard"]
@@ -35,9 +34,9 @@ def rows(path):
 
 
 def save_edited(ckpt, path):
-    """Save an edited checkpoint as a tool that edits checkpoints would: its sha256 updated (smac_a2c.with_hash),
+    """Save an edited checkpoint as a tool that edits checkpoints would: its sha256 updated (runlayer.with_hash),
     so that the checkpoint is refused, or not, for its contents, not as a damaged file."""
-    torch.save(smac_a2c.with_hash(ckpt), path)
+    torch.save(runlayer.with_hash(ckpt), path)
 
 
 def start_trainer(runs, *argv):
@@ -582,7 +581,7 @@ def test_a_run_that_dies_before_logging_anything_leaves_no_directory(tmp_path, c
 @pytest.mark.parametrize("flag", ["--resume", "--eval-checkpoint"])
 def test_a_flipped_byte_in_a_checkpoint_is_refused_as_corrupt(tmp_path, capsys, flag):
     """Issue 26 #9: a checkpoint damaged inside a tensor's data loaded silently (torch.load checks no CRC) and was
-    trained on or evaluated. Checkpoints now carry the sha256 of their contents (smac_a2c.with_hash), checked on
+    trained on or evaluated. Checkpoints now carry the sha256 of their contents (runlayer.with_hash), checked on
     loading: one line naming the checkpoint, exit 2, nothing written."""
     assert run_main(tmp_path / "runs", "--total-timesteps", "200") == 0
     run = only_run_dir(tmp_path / "runs")

@@ -2,7 +2,6 @@
 
 import ast
 import csv
-import functools
 import json
 import os
 import signal
@@ -266,36 +265,52 @@ class RecordingCritic(torch.nn.Module):
         ("CounterTruncate-v0", 4, False, False),
     ],
 )
-def test_autoreset_transitions(tmp_path, env_id, ep_len, terminated, bootstrap):
-    """The reference loop (smac_a2c.train) on 2 envs x 23 steps: every stored transition is real (next_obs[t]
-    is the step after obs[t] in the same episode, the final observation when it ended, never the next
+@pytest.mark.parametrize("entry", ["reference", "lab"])
+def test_autoreset_transitions(tmp_path, monkeypatch, entry, env_id, ep_len, terminated, bootstrap):
+    """Each loop (smac_a2c.train, the lab's train_loop) on 2 envs x 23 steps: every stored transition is real
+    (next_obs[t] is the step after obs[t] in the same episode, the final observation when it ended, never the next
     episode's reset observation), the step after a done starts the new episode at step 0, a termination
     zeroes the bootstrap and a truncation bootstraps from V(final observation) (unless the lab's
     --no-bootstrap-truncation). Checked on what the critic is asked about and on the advantages (lambda_GAE = 0)."""
     import smac_a2c
 
+    if entry == "reference" and not bootstrap:
+        pytest.skip("--no-bootstrap-truncation is the lab's")
     critic, batches = RecordingCritic(), []
+    common = dict(num_envs=2, num_steps=23, total_timesteps=46, gae_lambda=0.0, gamma=0.9, learning_rate=1e-9)
+    if entry == "reference":
 
-    def networks(args, obs_dim, act_dim, discrete):
-        return smac_a2c.Actor(obs_dim, act_dim, discrete, args.hidden_sizes), critic
+        def reference_networks(args, obs_dim, act_dim, discrete, device="cpu"):
+            return smac_a2c.Actor(obs_dim, act_dim, discrete, args.hidden_sizes), critic
 
-    def record_step(actor, batch, args, state):
-        batches.append(batch)
-        return smac_a2c.sgd_step(actor, batch, args, state)
+        real_step = smac_a2c.smac_batch_mean_step
 
-    args = trainer.Args(
-        env_id=env_id,
-        num_envs=2,
-        num_steps=23,
-        total_timesteps=46,
-        gae_lambda=0.0,
-        gamma=0.9,
-        learning_rate=1e-9,
-        tensorboard=False,
-        bootstrap_truncation=bootstrap,
-    )
-    env = functools.partial(trainer.make_env, bootstrap_truncation=bootstrap)
-    run_dir, status = smac_a2c.train(args, {"smac": record_step}, env, networks, run_dir=str(tmp_path))
+        def reference_step(actor, batch, args):
+            batches.append(batch)
+            return real_step(actor, batch, args)
+
+        monkeypatch.setattr(smac_a2c, "make_networks", reference_networks)
+        monkeypatch.setattr(smac_a2c, "smac_batch_mean_step", reference_step)
+        monkeypatch.chdir(tmp_path)
+        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        status = "finished" if smac_a2c.train(smac_a2c.Args(env_id=env_id, **common)) == 0 else "failed"
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    else:
+
+        def lab_networks(args, obs_dim, act_dim, discrete):
+            return trainer.Actor(obs_dim, act_dim, discrete, args.hidden_sizes), critic
+
+        def lab_step(actor, batch, args, state):
+            batches.append(batch)
+            return trainer.sgd_step(actor, batch, args, state)
+
+        monkeypatch.setattr(trainer, "lab_networks", lab_networks)
+        monkeypatch.setitem(trainer.ACTOR_STEPS, "smac", lab_step)
+        args = trainer.Args(
+            env_id=env_id, tensorboard=False, bootstrap_truncation=bootstrap, runs_dir=str(tmp_path), **common
+        )
+        run_dir, status = trainer.train(args)
     assert status == "finished"
     obs, next_obs = critic.inputs[0].reshape(23, 2, 2).numpy(), critic.inputs[1].numpy()
     assert np.all(next_obs[..., 0] == obs[..., 0])  # same episode id: no reset transitions
@@ -307,6 +322,8 @@ def test_autoreset_transitions(tmp_path, env_id, ep_len, terminated, bootstrap):
     bootstraps = not terminated and bootstrap
     expected = 1 + 0.9 * next_obs[..., 1] * np.where(dones, float(bootstraps), 1.0) - obs[..., 1]
     np.testing.assert_allclose(adv, expected, rtol=1e-6)
+    if entry == "reference":
+        return
     rows = list(csv.DictReader(open(os.path.join(run_dir, "episodes.csv"))))
     assert len(rows) == 2 * (23 // ep_len) and all(
         float(r["episodic_return"]) == ep_len == int(r["episodic_length"]) for r in rows

@@ -3,7 +3,7 @@ hyperparams.toml may set. The trainer's --optimizer choices, the sweep's --algos
 figures' colours and the cost script all read it.
 
 Adding an optimizer (docs/harness.md): write its step, step(actor, batch, args, state) -> {"g": ..., "step": ...}
-(smac_a2c.sgd_step is the smallest example), register it here or from a module of your own, and give it a row per
+(benchmark.trainer.sgd_step is the smallest example), register it here or from a module of your own, and give it a row per
 task in hyperparams.toml. A module of your own is imported by every lab process (the sweep's trainers too) when
 it is named in BENCHMARK_PLUGINS (a comma list of importable modules) and calls register().
 

@@ -1,8 +1,7 @@
 """Issue 43's learning check of the reference: 3 seeds of the paper's CartPole and Hopper rows, same flags and
 budgets, for one or more copies of smac_a2c.py (e.g. the file before and after a change); prints, per file and
 task, each seed's mean episodic return over the last 20 % of steps. Reads episodes.csv where a version
-wrote one,
-else the TensorBoard scalar charts/episodic_return.
+wrote one, else the TensorBoard scalar charts/episodic_return.
 
     git show <old commit>:smac_a2c.py > /tmp/smac_a2c_old.py
     python tools/reference_learning_check.py /tmp/smac_a2c_old.py smac_a2c.py

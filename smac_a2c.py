@@ -417,8 +417,9 @@ def compute_gae(rewards, values, next_values, terminations, dones, gamma: float,
     """(advantages A, critic targets R = A + V), from (T, N) arrays. next_values[t] = V(s_{t+1}): the final
     observation where an episode ended at t, so a time-limit truncation bootstraps and a termination does
     not."""
-    # eq. (14): delta_t = r_t + gamma V(s_{t+1}) - V(s_t), every t at once
-    deltas = rewards + gamma * next_values * (1.0 - terminations) - values
+    # eq. (14): delta_t = r_t + gamma V(s_{t+1}) - V(s_t), every t at once; V = 0 after a termination (a
+    # select, not a product: a NaN in a terminal observation's value must not leak into the advantages)
+    deltas = rewards + gamma * np.where(terminations > 0, 0.0, next_values) - values
     decay = gamma * gae_lambda * (1.0 - dones)
     advantages = np.zeros_like(rewards)
     last = np.zeros_like(rewards[0])
@@ -597,14 +598,16 @@ def train(args: Args) -> int:
         # ALGO LOGIC: lines 6-9: the actor step; line 10: the critic step
         diagnostics = actor_step(actor, actor_opt, batch, args)
         value_loss = critic_step(critic, critic_opt, b_obs, tensor(returns, device).reshape(-1))
+        # observation statistics: updated after the update that used them
+        normalizer.obs_rms.update(buf_obs.reshape(-1, obs_dim))
         parameters = list(actor.parameters()) + list(critic.parameters())
-        if not np.isfinite(value_loss) or not all(torch.isfinite(p).all() for p in parameters):
+        stats = [normalizer.obs_rms.mean, normalizer.obs_rms.var, normalizer.ret_rms.var]
+        finite = all(torch.isfinite(p).all() for p in parameters) and all(np.isfinite(x).all() for x in stats)
+        if not np.isfinite(value_loss) or not finite:
             print(f"diverged at update {update + 1} (NaN/Inf)", file=sys.stderr)
             exit_code = 3
             break
         update += 1
-        # observation statistics: updated after the update that used them
-        normalizer.obs_rms.update(buf_obs.reshape(-1, obs_dim))
 
         # TRY NOT TO MODIFY: log the losses, SMAC's diagnostics and a progress line every 10 updates
         log_update(writer, actor, batch, value_loss, diagnostics, global_step)

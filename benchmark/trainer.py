@@ -969,6 +969,10 @@ def load_checkpoint(path: str) -> dict:
                 raise ValueError(
                     f"normalizer {key} of shapes {mean.shape}, {var.shape} and count {rms['count']!r}"
                 )
+            if not (
+                np.isfinite(mean).all() and np.isfinite(var).all() and math.isfinite(float(rms["count"]))
+            ):
+                raise ValueError(f"normalizer {key} holds NaN or Inf (mean {mean}, var {var})")
         for i, param_state in ckpt["critic_opt"][
             "state"
         ].items():  # Adam's moments fit the critic's parameters
@@ -989,20 +993,46 @@ def load_checkpoint(path: str) -> dict:
     return ckpt
 
 
-def args_from_checkpoint(saved: dict) -> Args:
-    known = {f.name for f in fields(Args)}
+# flags that say what to do with a run, not how it trains: a checkpoint's copies of them are not read back
+RUN_ACTIONS = ("resume", "eval_checkpoint", "plot", "plot_out")
+
+
+def flags_as_argv(saved: dict) -> list[str]:
+    """A checkpoint's stored flags written back as a command line (the fields this trainer knows)."""
+    argv = []
+    for f in fields(Args):
+        if f.name not in saved or f.name in RUN_ACTIONS or saved[f.name] is None:
+            continue
+        value = saved[f.name]
+        flag = "--" + f.name.replace("_", "-")
+        if isinstance(value, bool):
+            argv.append(flag if value else "--no-" + f.name.replace("_", "-"))
+        elif isinstance(value, (list, tuple)):
+            argv += [flag, *map(str, value)] if value else []
+        else:
+            argv.append(f"{flag}={value}")
+    return argv
+
+
+def args_from_checkpoint(saved: dict, training: bool = False) -> Args:
+    """The flags a checkpoint holds, validated as flags typed by hand are (tyro's types and choices, then
+    check_args): a value no command line could give (a string for --num-envs, an optimizer or --fisher that does
+    not exist) is bad input, refused before anything is touched."""
+    if not isinstance(saved, dict):
+        raise ConfigError(f"checkpoint flags are unreadable (a {type(saved).__name__}, not a dict)")
     try:
-        saved = {k: v for k, v in dict(saved).items() if k in known}
-        return Args(**{**saved, "hidden_sizes": tuple(saved["hidden_sizes"])})
-    except (KeyError, TypeError, ValueError) as e:
-        raise ConfigError(f"checkpoint flags are unreadable ({type(e).__name__}: {e})") from None
+        args = parse_args(flags_as_argv(saved))
+        check_args(args, training=training)
+    except ConfigError as e:
+        raise ConfigError(f"the checkpoint's stored flags are refused: {e}") from None
+    return args
 
 
 def evaluate(
     ckpt: dict, episodes: int, seed: int, capture_video: bool = False, max_steps: int = 27_000
 ) -> tuple[float, float]:
     """Mean and std of undiscounted returns of the deterministic policy (mean action / argmax)."""
-    args = args_from_checkpoint(ckpt["args"])
+    args = args_from_checkpoint(ckpt["args"], training=False)
     obs_space, act_space = check_env_id(args.env_id)
     discrete = isinstance(act_space, gym.spaces.Discrete)
     actor = Actor(
@@ -1227,7 +1257,7 @@ def flags_given(argv: list[str]) -> set[str]:
 
 def resume_args(args: Args, argv: list[str], resume: dict) -> Args:
     """The resumed run's flags: the saved ones, only RESUME_MAY_CHANGE taken from the command line (others refused)."""
-    saved, given = args_from_checkpoint(resume["args"]), flags_given(argv)
+    saved, given = args_from_checkpoint(resume["args"], training=False), flags_given(argv)
     refused = sorted(f for f in given - set(RESUME_MAY_CHANGE) if getattr(args, f) != getattr(saved, f))
     if refused:
         raise ConfigError(
@@ -1250,224 +1280,264 @@ def all_finite(value_loss: float, actor: nn.Module, critic: nn.Module) -> bool:
     return math.isfinite(value_loss) and all(torch.isfinite(p).all() for p in params)
 
 
-def train_loop(args: LabArgs, run_dir: str, resume: Optional[dict], make_env, obs_space, act_space) -> str:
-    """The lab's training loop (smac_a2c.train's until issue 43, moved here unchanged so that every log stays
-    bitwise as it was): returns the outcome, finished, diverged, or the signal that stopped it; raises RunCrashed
-    after keeping the last good state (the one crash path, runlayer.record_crash)."""
+def stats_finite(normalizer: Normalizer) -> bool:
+    """The normalization statistics hold no NaN or Inf (an infinite observation or reward would poison them)."""
+    parts = (normalizer.obs_rms.mean, normalizer.obs_rms.var, normalizer.ret_rms.mean, normalizer.ret_rms.var)
+    return all(np.isfinite(p).all() for p in parts)
+
+
+def train_loop(
+    args: LabArgs, run_dir: str, resume: Optional[dict], make_env, obs_space, act_space, stop: StopSignals
+) -> str:
+    """The lab's training loop (smac_a2c.train's until issue 43, moved here so that every log stays bitwise as it
+    was): returns the outcome, finished, diverged, or the signal that stopped it; raises RunCrashed after keeping
+    the last good state (the one crash path, runlayer.record_crash). A signal (stop.name, set by the caller's
+    StopSignals) ends the run after the update in progress; during a rollout it ends the rollout at once, the
+    partial rollout is dropped (no update was made from it) and the state after the last completed update is
+    kept, so that a run stops within a step whatever --num-steps is."""
     last_good = None
-    with StopSignals() as stop:
-        try:
-            device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
-            # seeding (as CleanRL): python, numpy, torch; environment i resets with seed + i
-            random.seed(args.seed)
-            np.random.seed(args.seed)
-            torch.manual_seed(args.seed)
-            torch.use_deterministic_algorithms(True, warn_only=True)
-            rng = np.random.default_rng(args.seed)
-            discrete = isinstance(act_space, gym.spaces.Discrete)
-            T = args.num_steps
-            N = args.num_envs
-            budget = args.total_timesteps - args.total_timesteps % (T * N)
-            obs_dim = obs_space.shape[0]
-            act_dim = act_space.n if discrete else act_space.shape[0]
-            # Algorithm 1, line 2: initialise theta (the actor) and phi (the critic)
-            actor, critic = lab_networks(args, obs_dim, act_dim, discrete)
-            actor = actor.to(device)
-            critic = critic.to(device)
-            critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
-            normalizer = Normalizer(obs_dim, N, args.gamma, args.norm_obs, args.norm_reward)
-            nets = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "normalizer": normalizer}
-            global_step = 0
-            update = 0
-            actor_state = {}
-            if resume is not None:
-                global_step, update, actor_state = restore(resume, nets, rng)
-            log = RunLog(args, run_dir, device, global_step, budget)
-            video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
-            envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(N)]
-            obs = np.stack([env.reset(seed=args.seed + update * N + i)[0] for i, env in enumerate(envs)])
-            buf_obs = np.zeros((T, N, obs_dim))
-            buf_next_obs = np.zeros((T, N, obs_dim))
-            buf_actions = np.zeros((T, N) if discrete else (T, N, act_dim))
-            buf_rewards = np.zeros((T, N))
-            buf_terminations = np.zeros((T, N))
-            buf_dones = np.zeros((T, N))
-            ep_return = np.zeros(N)
-            ep_length = np.zeros(N, dtype=np.int64)
-            policy = RolloutPolicy(actor)
-            status = "finished"
-            # Algorithm 1, line 3: for iteration k = 0, 1, ...
-            while global_step < budget and stop.name is None:
-                # the state after the last completed update: where a bad update rolls back to, and what a
-                # crash keeps as the checkpoint
-                last_good = snapshot(args, nets, actor_state, rng, global_step, update)
-                # line 4: roll out T steps in every environment, acting with the current policy
-                for t in range(T):
-                    action = policy.sample(normalizer.obs(obs), rng)
-                    # Discrete(n, start): the policy's index shifted; a Box: the action clipped into it
-                    env_action = (
-                        action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
-                    )
-                    buf_obs[t] = obs
-                    buf_actions[t] = action
-                    for i, env in enumerate(envs):
-                        next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
-                        buf_rewards[t, i] = reward
-                        buf_terminations[t, i] = terminated
-                        buf_dones[t, i] = terminated or truncated
-                        # s_{t+1}: the final observation if the episode ends here
-                        buf_next_obs[t, i] = next_obs
-                        ep_return[i] = ep_return[i] + buf_rewards[t, i]
-                        ep_length[i] = ep_length[i] + 1
-                        if terminated or truncated:
-                            log.episode(global_step + (t + 1) * N, ep_return[i], ep_length[i])
-                            ep_return[i] = 0.0
-                            ep_length[i] = 0
-                            next_obs, _ = env.reset()
-                        obs[i] = next_obs
-                global_step += T * N
-                # line 5: advantages with GAE, from the critic before its update
-                with torch.no_grad():
-                    b_obs = tensor(normalizer.obs(buf_obs), device).reshape(T * N, obs_dim)
-                    values = critic(b_obs).reshape(T, N).cpu().numpy()
-                    next_values = critic(tensor(normalizer.obs(buf_next_obs), device)).cpu().numpy()
-                rewards = normalizer.rewards(buf_rewards, buf_dones)
-                advantages, returns = compute_gae(
-                    rewards, values, next_values, buf_terminations, buf_dones, args.gamma, args.gae_lambda
-                )
-                advantages = tensor(advantages, device).reshape(-1)
-                if args.norm_adv:
-                    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-                actions = tensor(buf_actions, device).reshape(T * N, *buf_actions.shape[2:])
-                batch = {"obs": b_obs, "actions": actions, "advantages": advantages}
-                # lines 6-9: the actor step(s) of --optimizer, with --num-minibatches and --update-epochs
-                start = time.perf_counter()
-                diagnostics = actor_update(actor, batch, args, actor_state)
-                if device.type == "cuda":
-                    torch.cuda.synchronize()
-                actor_ms = (time.perf_counter() - start) * 1e3
-                # line 10: the critic step
-                value_loss = critic_step(critic, critic_opt, b_obs, tensor(returns, device).reshape(-1), args)
-                if not all_finite(value_loss, actor, critic):
-                    # NaN or Inf: back to the state before this rollout and update, checkpoint it, exit 3
-                    global_step, update, actor_state = restore(last_good, nets, rng)
-                    status = "diverged"
+    try:
+        device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+        # seeding (as CleanRL): python, numpy, torch; environment i resets with seed + i
+        random.seed(args.seed)
+        np.random.seed(args.seed)
+        torch.manual_seed(args.seed)
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        rng = np.random.default_rng(args.seed)
+        discrete = isinstance(act_space, gym.spaces.Discrete)
+        T = args.num_steps
+        N = args.num_envs
+        budget = args.total_timesteps - args.total_timesteps % (T * N)
+        obs_dim = obs_space.shape[0]
+        act_dim = act_space.n if discrete else act_space.shape[0]
+        # Algorithm 1, line 2: initialise theta (the actor) and phi (the critic)
+        actor, critic = lab_networks(args, obs_dim, act_dim, discrete)
+        actor = actor.to(device)
+        critic = critic.to(device)
+        critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
+        normalizer = Normalizer(obs_dim, N, args.gamma, args.norm_obs, args.norm_reward)
+        nets = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "normalizer": normalizer}
+        global_step = 0
+        update = 0
+        actor_state = {}
+        if resume is not None:
+            global_step, update, actor_state = restore(resume, nets, rng)
+        log = RunLog(args, run_dir, device, global_step, budget)
+        video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
+        envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(N)]
+        obs = np.stack([env.reset(seed=args.seed + update * N + i)[0] for i, env in enumerate(envs)])
+        buf_obs = np.zeros((T, N, obs_dim))
+        buf_next_obs = np.zeros((T, N, obs_dim))
+        buf_actions = np.zeros((T, N) if discrete else (T, N, act_dim))
+        buf_rewards = np.zeros((T, N))
+        buf_terminations = np.zeros((T, N))
+        buf_dones = np.zeros((T, N))
+        ep_return = np.zeros(N)
+        ep_length = np.zeros(N, dtype=np.int64)
+        policy = RolloutPolicy(actor)
+        status = "finished"
+        cut = False
+        # Algorithm 1, line 3: for iteration k = 0, 1, ...
+        while global_step < budget and stop.name is None:
+            # the state after the last completed update: where a bad update rolls back to, and what a
+            # crash keeps as the checkpoint
+            last_good = snapshot(args, nets, actor_state, rng, global_step, update)
+            # line 4: roll out T steps in every environment, acting with the current policy
+            cut = False
+            for t in range(T):
+                if stop.name is not None:  # a signal: this rollout is dropped, the run ends now
+                    cut = True
                     break
-                update += 1
-                # observation statistics: updated after the update that used them
-                normalizer.obs_rms.update(buf_obs.reshape(-1, obs_dim))
-                policy = RolloutPolicy(actor)
-                with torch.no_grad():
-                    mean_logprob = actor.log_prob(batch["obs"], batch["actions"]).mean().item()
-                    entropy = actor.entropy(batch["obs"]).mean().item()
-                log.update(update, global_step, value_loss, mean_logprob, entropy, diagnostics, actor_ms)
-                if args.checkpoint_every and update % args.checkpoint_every == 0:
-                    save_checkpoint(run_dir, snapshot(args, nets, actor_state, rng, global_step, update))
-            if status == "finished" and stop.name is not None and global_step < budget:
-                status = "interrupted"
-            # always: at the end, on a signal, on divergence
-            save_checkpoint(run_dir, snapshot(args, nets, actor_state, rng, global_step, update))
-            for env in envs:
-                env.close()
-            log.close(status, stop.name, update, global_step)
-        except Exception as error:
-            raise RunCrashed(record_crash(run_dir, error, last_good, fresh=resume is None)) from None
+                action = policy.sample(normalizer.obs(obs), rng)
+                # Discrete(n, start): the policy's index shifted; a Box: the action clipped into it
+                env_action = (
+                    action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
+                )
+                buf_obs[t] = obs
+                buf_actions[t] = action
+                for i, env in enumerate(envs):
+                    next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
+                    buf_rewards[t, i] = reward
+                    buf_terminations[t, i] = terminated
+                    buf_dones[t, i] = terminated or truncated
+                    # s_{t+1}: the final observation if the episode ends here
+                    buf_next_obs[t, i] = next_obs
+                    ep_return[i] = ep_return[i] + buf_rewards[t, i]
+                    ep_length[i] = ep_length[i] + 1
+                    if terminated or truncated:
+                        log.episode(global_step + (t + 1) * N, ep_return[i], ep_length[i])
+                        ep_return[i] = 0.0
+                        ep_length[i] = 0
+                        next_obs, _ = env.reset()
+                    obs[i] = next_obs
+            if cut:
+                global_step, update, actor_state = restore(last_good, nets, rng)
+                break
+            global_step += T * N
+            # line 5: advantages with GAE, from the critic before its update
+            with torch.no_grad():
+                b_obs = tensor(normalizer.obs(buf_obs), device).reshape(T * N, obs_dim)
+                values = critic(b_obs).reshape(T, N).cpu().numpy()
+                next_values = critic(tensor(normalizer.obs(buf_next_obs), device)).cpu().numpy()
+            rewards = normalizer.rewards(buf_rewards, buf_dones)
+            advantages, returns = compute_gae(
+                rewards, values, next_values, buf_terminations, buf_dones, args.gamma, args.gae_lambda
+            )
+            advantages = tensor(advantages, device).reshape(-1)
+            if args.norm_adv:
+                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+            actions = tensor(buf_actions, device).reshape(T * N, *buf_actions.shape[2:])
+            batch = {"obs": b_obs, "actions": actions, "advantages": advantages}
+            # lines 6-9: the actor step(s) of --optimizer, with --num-minibatches and --update-epochs
+            start = time.perf_counter()
+            diagnostics = actor_update(actor, batch, args, actor_state)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            actor_ms = (time.perf_counter() - start) * 1e3
+            # line 10: the critic step
+            value_loss = critic_step(critic, critic_opt, b_obs, tensor(returns, device).reshape(-1), args)
+            # observation statistics: updated after the update that used them
+            normalizer.obs_rms.update(buf_obs.reshape(-1, obs_dim))
+            if not all_finite(value_loss, actor, critic) or not stats_finite(normalizer):
+                # NaN or Inf: back to the state before this rollout and update, checkpoint it, exit 3
+                global_step, update, actor_state = restore(last_good, nets, rng)
+                status = "diverged"
+                break
+            update += 1
+            policy = RolloutPolicy(actor)
+            with torch.no_grad():
+                mean_logprob = actor.log_prob(batch["obs"], batch["actions"]).mean().item()
+                entropy = actor.entropy(batch["obs"]).mean().item()
+            log.update(update, global_step, value_loss, mean_logprob, entropy, diagnostics, actor_ms)
+            if args.checkpoint_every and update % args.checkpoint_every == 0:
+                save_checkpoint(run_dir, snapshot(args, nets, actor_state, rng, global_step, update))
+        if status == "finished" and stop.name is not None and global_step < budget:
+            status = "interrupted"
+        # always: at the end, on a signal, on divergence
+        save_checkpoint(run_dir, snapshot(args, nets, actor_state, rng, global_step, update))
+        for env in envs:
+            env.close()
+        log.close(status, stop.name, update, global_step)
+        if cut:  # the episodes of the dropped rollout are not the run's: the logs end at the checkpoint
+            truncate_logs_to(run_dir, global_step, update)
+    except Exception as error:
+        raise RunCrashed(record_crash(run_dir, error, last_good, fresh=resume is None)) from None
     if status == "interrupted":
         return stop.name
     return status
 
 
+def check_resume_fits(args: LabArgs, resume: dict, obs_space, act_space) -> None:
+    """A checkpoint that does not fit its flags is refused: it is loaded into throwaway objects first."""
+    discrete = isinstance(act_space, gym.spaces.Discrete)
+    act_dim = act_space.n if discrete else act_space.shape[0]
+    actor, critic = lab_networks(args, obs_space.shape[0], act_dim, discrete)
+    try:
+        actor.load_state_dict(resume["actor"])
+        critic.load_state_dict(resume["critic"])
+        torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate).load_state_dict(
+            resume["critic_opt"]
+        )
+        norm = Normalizer(obs_space.shape[0], args.num_envs, args.gamma, False, False)
+        norm.load_state_dict(resume["normalizer"])
+        if norm.obs_rms.mean.shape != (obs_space.shape[0],) or norm.discounted_return.shape != (
+            args.num_envs,
+        ):
+            raise ValueError(
+                f"normalizer statistics of shape {norm.obs_rms.mean.shape}, {norm.discounted_return.shape}"
+            )
+        # the three RNG states, on throwaways
+        np.random.default_rng().bit_generator.state = resume["rng"]["numpy"]
+        torch.Generator().set_state(resume["rng"]["torch"])
+        random.Random().setstate(resume["rng"]["python"])
+    except (RuntimeError, KeyError, ValueError, TypeError) as e:
+        raise ConfigError(
+            f"checkpoint {resume['path']!r} does not fit this run's networks or environment "
+            f"({type(e).__name__}: {str(e).splitlines()[0][:200]})"
+        ) from None
+
+
+def finish_at_budget(run_dir: str, resume: dict, args: LabArgs) -> str:
+    """--resume of a run whose checkpoint reached the budget: nothing to train. A missing or `interrupted`
+    summary.json (a kill after the last checkpoint) is rewritten as finished, so that the sweep packs the run
+    instead of resuming it forever; any other status (diverged, crashed) is kept, and is the outcome."""
+    path = os.path.join(run_dir, "summary.json")
+    summary = read_summary(run_dir)
+    status = summary.get("status")
+    if status not in (None, "interrupted", "finished"):
+        print(
+            f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps; "
+            f"its status {status!r} is kept"
+        )
+        return status
+    if status != "finished" or summary.get("global_step") != resume["global_step"]:
+        repaired = f"status {status or 'missing'!r} -> finished on resume at the budget"
+        summary.update(
+            status="finished",
+            signal=None,
+            global_step=int(resume["global_step"]),
+            updates=int(resume["update"]),
+            repaired=repaired,
+        )
+        summary.setdefault("run_dir", run_dir)
+        runlayer.write_json(path, summary)
+        print(f"repaired {path}: {summary['repaired']}", file=sys.stderr)
+    print(f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps")
+    return "finished"
+
+
 def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
-    """train_loop in a locked run directory of its own (or the resumed one), after every check of the input. Returns (run_dir, outcome): finished, diverged, or the signal that interrupted it."""
+    """train_loop in a locked run directory of its own (or the resumed one), after every check of the input.
+    Returns (run_dir, outcome): finished, diverged, or the signal that interrupted it. The signal handlers are in
+    place before the run directory exists, so a signal at any moment after it leaves an `interrupted` run."""
     # before any environment renders (the video probe): with CUDA builds of torch this imports triton, whose
     # import crashes once an EGL context exists
     torch.use_deterministic_algorithms(True, warn_only=True)
     obs_space, act_space = check_env_id(args.env_id)  # bad input is refused before a run directory exists
     if args.capture_video:  # the reference's probe of a frame and moviepy, also before a run directory exists
         smac_a2c.check_env(args.env_id, capture_video=True)
-    # a checkpoint that does not fit its flags is refused: loaded into throwaway objects first
     if resume is not None:
-        discrete = isinstance(act_space, gym.spaces.Discrete)
-        act_dim = act_space.n if discrete else act_space.shape[0]
-        actor, critic = lab_networks(args, obs_space.shape[0], act_dim, discrete)
-        try:
-            actor.load_state_dict(resume["actor"])
-            critic.load_state_dict(resume["critic"])
-            torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate).load_state_dict(
-                resume["critic_opt"]
-            )
-            norm = Normalizer(obs_space.shape[0], args.num_envs, args.gamma, False, False)
-            norm.load_state_dict(resume["normalizer"])
-            if norm.obs_rms.mean.shape != (obs_space.shape[0],) or norm.discounted_return.shape != (
-                args.num_envs,
-            ):
-                raise ValueError(
-                    f"normalizer statistics of shape {norm.obs_rms.mean.shape}, "
-                    f"{norm.discounted_return.shape}"
-                )
-            # the three RNG states, on throwaways
-            np.random.default_rng().bit_generator.state = resume["rng"]["numpy"]
-            torch.Generator().set_state(resume["rng"]["torch"])
-            __import__("random").Random().setstate(resume["rng"]["python"])
-        except (RuntimeError, KeyError, ValueError, TypeError) as e:
-            raise ConfigError(
-                f"checkpoint {resume['path']!r} does not fit this run's networks or environment "
-                f"({type(e).__name__}: {str(e).splitlines()[0][:200]})"
-            ) from None
-    run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
-    if resume is not None and not os.path.isfile(os.path.join(run_dir, "config.json")):
-        # a checkpoint copied out of its run: continue it in a run directory of its own
-        run_dir = create_run_dir(args)
-        print(
-            f"note: {resume['path']} is not inside a run directory; the resumed run goes to {run_dir}",
-            file=sys.stderr,
-        )
-    with RunLock(run_dir):
-        if resume is not None and resume["global_step"] >= args.total_timesteps:
-            # a run whose checkpoint reached its budget is finished: a missing or `interrupted` summary.json is
-            # rewritten as finished, so the sweep packs the run instead of resuming it forever
-            path, summary = os.path.join(run_dir, "summary.json"), read_summary(run_dir)
-            if summary.get("status") != "finished" or summary.get("global_step") != resume["global_step"]:
-                repaired = f"status {summary.get('status', 'missing')!r} -> finished on resume at the budget"
-                summary.update(
-                    status="finished",
-                    signal=None,
-                    global_step=int(resume["global_step"]),
-                    updates=int(resume["update"]),
-                    repaired=repaired,
-                )
-                summary.setdefault("run_dir", run_dir)
-                runlayer.write_json(path, summary)
-                print(f"repaired {path}: {summary['repaired']}", file=sys.stderr)
+        check_resume_fits(args, resume, obs_space, act_space)
+    with StopSignals() as stop:
+        run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
+        if resume is not None and not os.path.isfile(os.path.join(run_dir, "config.json")):
+            # a checkpoint copied out of its run: continue it in a run directory of its own
+            run_dir = create_run_dir(args)
             print(
-                f"nothing to do: {run_dir} already has {resume['global_step']} >= {args.total_timesteps} steps"
+                f"note: {resume['path']} is not inside a run directory; the resumed run goes to {run_dir}",
+                file=sys.stderr,
             )
-            return run_dir, "finished"
-        if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):
-            # a kill during a save; checkpoint.pt is intact
-            os.remove(os.path.join(run_dir, "checkpoint.pt.tmp"))
-        if resume is not None:
-            truncate_logs_to(run_dir, int(resume["global_step"]), int(resume["update"]))
-            trace = os.path.join(run_dir, "traceback.txt")
-            if os.path.exists(trace):  # an earlier crash: kept beside, no longer the run's state
-                os.replace(
-                    trace, os.path.join(run_dir, f"traceback-before-resume-at-{resume['global_step']}.txt")
-                )
-        prefix = "rl-video" if resume is None else f"rl-video-resumed-at-{resume['global_step']}"
-        env = functools.partial(
-            make_env,
-            video_every=args.video_every,
-            bootstrap_truncation=args.bootstrap_truncation,
-            video_prefix=prefix,
-        )
-        try:
-            outcome = train_loop(args, run_dir, resume, env, obs_space, act_space)
-        except (RunCrashed, ConfigError, KeyboardInterrupt):
-            raise
-        except (
-            Exception
-        ) as e:  # outside the loop's own crash path: the logs' truncation, the environment's wrapper
-            raise RunCrashed(record_crash(run_dir, e, fresh=resume is None)) from None
+        with RunLock(run_dir):
+            if resume is not None:
+                # read again under the lock: another trainer may have continued the run since the first read
+                resume = load_checkpoint(resume["path"])
+                check_resume_fits(args, resume, obs_space, act_space)
+            if resume is not None and resume["global_step"] >= args.total_timesteps:
+                return run_dir, finish_at_budget(run_dir, resume, args)
+            if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):
+                # a kill during a save; checkpoint.pt is intact
+                os.remove(os.path.join(run_dir, "checkpoint.pt.tmp"))
+            if resume is not None:
+                truncate_logs_to(run_dir, int(resume["global_step"]), int(resume["update"]))
+                trace = os.path.join(run_dir, "traceback.txt")
+                if os.path.exists(trace):  # an earlier crash: kept beside, no longer the run's state
+                    os.replace(
+                        trace,
+                        os.path.join(run_dir, f"traceback-before-resume-at-{resume['global_step']}.txt"),
+                    )
+            prefix = "rl-video" if resume is None else f"rl-video-resumed-at-{resume['global_step']}"
+            env = functools.partial(
+                make_env,
+                video_every=args.video_every,
+                bootstrap_truncation=args.bootstrap_truncation,
+                video_prefix=prefix,
+            )
+            try:
+                outcome = train_loop(args, run_dir, resume, env, obs_space, act_space, stop)
+            except (RunCrashed, ConfigError, KeyboardInterrupt):
+                raise
+            except Exception as e:  # outside the loop's own crash path: the logs' truncation, ...
+                raise RunCrashed(record_crash(run_dir, e, fresh=resume is None)) from None
 
     if args.track and args.capture_video:
         upload_videos(run_dir, args)
@@ -1516,6 +1586,11 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = parse_args(argv)  # tyro's error box as one line: exit 2
+        for flag, value in (("--resume", args.resume), ("--eval-checkpoint", args.eval_checkpoint)):
+            if value is not None and not value.strip():
+                raise ConfigError(f"{flag} needs a checkpoint file or run directory, got an empty path")
+        if not args.runs_dir.strip() or any(not p.strip() for p in args.plot):
+            raise ConfigError("--runs-dir and --plot need non-empty paths")
         if not args.resume:  # a resumed run is checked with its saved flags, below
             check_args(args, training=not (args.plot or args.eval_checkpoint))
         torch.set_num_threads(args.torch_threads)

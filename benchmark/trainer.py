@@ -997,14 +997,38 @@ def load_checkpoint(path: str) -> dict:
 RUN_ACTIONS = ("resume", "eval_checkpoint", "plot", "plot_out")
 
 
+def stored_type_ok(default, value) -> bool:
+    """Whether a stored flag has the type of its field (read off the field's default), as a checkpoint writes it."""
+    if default is None:  # Optional[str]
+        return value is None or isinstance(value, str)
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, tuple):
+        return isinstance(value, (list, tuple)) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        )
+    return isinstance(value, type(default))
+
+
 def flags_as_argv(saved: dict) -> list[str]:
-    """A checkpoint's stored flags written back as a command line (the fields this trainer knows)."""
+    """A checkpoint's stored flags written back as a command line (the fields this trainer knows), each first
+    checked to have its field's type: a string where a number belongs is refused, not parsed."""
     argv = []
     for f in fields(Args):
-        if f.name not in saved or f.name in RUN_ACTIONS or saved[f.name] is None:
+        if f.name not in saved or f.name in RUN_ACTIONS:
             continue
         value = saved[f.name]
+        if not stored_type_ok(f.default, value):
+            raise ConfigError(
+                f"--{f.name.replace('_', '-')} is stored as {value!r}, not a {type(f.default).__name__}"
+            )
         flag = "--" + f.name.replace("_", "-")
+        if value is None:
+            continue
         if isinstance(value, bool):
             argv.append(flag if value else "--no-" + f.name.replace("_", "-"))
         elif isinstance(value, (list, tuple)):
@@ -1023,6 +1047,7 @@ def args_from_checkpoint(saved: dict, training: bool = False) -> Args:
     try:
         args = parse_args(flags_as_argv(saved))
         check_args(args, training=training)
+        smac_a2c.check_args(args)  # the algorithm's own ranges, also for an evaluation
     except ConfigError as e:
         raise ConfigError(f"the checkpoint's stored flags are refused: {e}") from None
     return args

@@ -79,3 +79,59 @@ class OffsetActions(gym.Env):
             raise ValueError(f"action {action} outside {self.action_space}")
         self.t += 1
         return np.full(3, 0.1 * (action - 5)), float(action == 6), False, self.t >= 10, {}
+
+
+class SlowToBuild(gym.Env):
+    """CartPole-like dynamics do not matter here: building it takes 3 s (a simulator that loads assets)."""
+
+    def __init__(self):
+        import time
+
+        time.sleep(3.0)
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float64)
+        self.action_space = gym.spaces.Discrete(2)
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(2), 1.0, False, self.t >= 20, {}
+
+
+class BadValueAt(gym.Env):
+    """Episodes of 10 steps; on global step `at` (counted over episodes) the observation is `value` (inf, nan). With
+    terminal=True the bad value comes only as the final observation of a terminated episode, every episode."""
+
+    at, value, terminal = 155, float("inf"), False
+
+    def __init__(self):
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float64)
+        self.action_space = gym.spaces.Discrete(2)
+        self.t = 0
+        self.total = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2), {}
+
+    def step(self, action):
+        self.t += 1
+        self.total += 1
+        terminated = self.t >= 10
+        obs = np.full(2, 0.1 * self.t)
+        if (self.terminal and terminated) or (not self.terminal and self.total == self.at):
+            obs = np.full(2, self.value)
+        return obs, float(action), terminated, False, {}
+
+
+class InfObservationAt155(BadValueAt):
+    pass
+
+
+class NanFinalObservation(BadValueAt):
+    value, terminal = float("nan"), True

@@ -1537,7 +1537,9 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
                 # read again under the lock: another trainer may have continued the run since the first read
                 resume = load_checkpoint(resume["path"])
                 check_resume_fits(args, resume, obs_space, act_space)
-            if resume is not None and resume["global_step"] >= args.total_timesteps:
+            # the budget as the loop trains it: whole rollouts
+            budget = args.total_timesteps - args.total_timesteps % (args.num_steps * args.num_envs)
+            if resume is not None and resume["global_step"] >= budget:
                 return run_dir, finish_at_budget(run_dir, resume, args)
             if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):
                 # a kill during a save; checkpoint.pt is intact

@@ -240,3 +240,16 @@ def test_resume_at_the_budget_keeps_a_diverged_status(tmp_path, capsys):
     runlayer.write_json(os.path.join(run, "summary.json"), diverged)
     assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 3
     assert summary(run)["status"] == "diverged"
+
+
+# 1 (the trainer's half). a budget that is not a whole number of rollouts ------------------------------------------
+def test_resume_at_the_rounded_budget_has_nothing_to_do(tmp_path):
+    """--total-timesteps 250 with --num-steps 100 trains 200 steps; resuming that run with the same budget used to
+    start a 0-step run that overwrote summary.json (sps 0, no mean return)."""
+    runs = tmp_path / "runs"
+    assert trainer.main([*FAST, "--runs-dir", str(runs), "--total-timesteps", "250"]) == 0
+    run = only_run(runs)
+    before = open(os.path.join(run, "summary.json")).read()
+    assert json.loads(before)["global_step"] == 200
+    assert trainer.main(["--resume", run, "--total-timesteps", "250"]) == 0
+    assert open(os.path.join(run, "summary.json")).read() == before

@@ -64,6 +64,9 @@ class Args:
     step of size eta per transition, so about B = T x num_envs times further per rollout at one eta)"""
     learning_rate: float = 1e-2
     """actor step size eta"""
+    target_kl: float = 0.0
+    """ours, not the paper's: > 0 sets each batch-mean SMAC step's length so that the policy moves by about
+    this KL on the batch (TRPO: 0.01; kl_step_), instead of eta; 0: the paper's fixed step eta"""
     damping: float = 1.0
     """smac damping lambda > 0 in F = lambda I + l l^T"""
     critic_learning_rate: float = 1e-4
@@ -102,6 +105,10 @@ def check_args(args: Args) -> None:
     if not 0 <= args.gamma <= 1 or not 0 <= args.gae_lambda <= 1:
         raise ConfigError(
             f"--gamma and --gae-lambda must be in [0, 1], got {args.gamma!r}, {args.gae_lambda!r}"
+        )
+    if not 0 <= args.target_kl < float("inf"):
+        raise ConfigError(
+            f"--target-kl must be a finite number >= 0 (0: the paper's step), got {args.target_kl!r}"
         )
     if not 0 <= args.seed < 2**32:
         raise ConfigError(f"--seed must be in [0, 2**32), got {args.seed!r}")
@@ -260,9 +267,10 @@ def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, device
 
 
 # ==== The SMAC math ====================================================================================
-# Copy block: to use SMAC in your own loop, copy these five functions (they need `import torch`,
-# `import torch.nn as nn`): sherman_morrison_direction, trainable_parameters, mean_score_and_gradient,
-# smac_direction, apply_step_. Then: apply_step_(policy, smac_direction(policy, log_probs, adv, damping), lr)
+# Copy block: to use SMAC in your own loop, copy these six functions (they need `import torch`, under that
+# name): sherman_morrison_direction, trainable_parameters, mean_score_and_gradient, smac_direction,
+# apply_step_, kl_step_. Then: apply_step_(policy, smac_direction(policy, log_probs, adv, damping), lr), the
+# paper's fixed step; or kl_step_(...) for a step whose length is set by the change it makes to the policy.
 def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: float) -> torch.Tensor:
     """(lambda I + l l^T)^-1 g for flat 1-D tensors g and l: two dot products and one axpy, O(d)."""
     # eq. (4): (lambda I + l l^T)^-1 = I / lambda - l l^T / (lambda^2 + lambda l^T l). Applied to g it is
@@ -271,16 +279,26 @@ def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: floa
 
 
 def trainable_parameters(params) -> list:
-    """An nn.Module's (or an iterable's) parameters with requires_grad; their order fixes the flat layout."""
-    if isinstance(params, nn.Module):
+    """A module's (or a list's) parameters with requires_grad; their order fixes the flat layout."""
+    if isinstance(params, torch.nn.Module):
         params = params.parameters()
-    return [p for p in params if p.requires_grad]
+    params = [p for p in params if p.requires_grad]
+    if not params:
+        raise ValueError(
+            "no trainable parameters: pass the module or a list (a generator such as model.parameters() "
+            "is empty after its first use)"
+        )
+    return params
 
 
-def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages: torch.Tensor):
+def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages, retain_graph: bool = False):
     """Flat (l_bar, g) of the Practical Method: l_bar = grad (1/B) sum_i log pi(a_i|s_i) and
-    g = grad (1/B) sum_i log pi(a_i|s_i) A_i, from two backward passes through the same graph."""
+    g = grad (1/B) sum_i log pi(a_i|s_i) A_i, from two backward passes through the same graph. retain_graph:
+    keep the graph for a later backward through it (a critic sharing the trunk), at the memory it holds."""
     params = trainable_parameters(params)
+    if not log_probs.requires_grad:
+        raise ValueError("log_probs carry no graph: compute them outside torch.no_grad()")
+    advantages = torch.as_tensor(advantages, dtype=log_probs.dtype, device=log_probs.device)
     if log_probs.dim() != 1 or advantages.shape != log_probs.shape:
         raise ValueError(f"log_probs, advantages need shape (B,), got {log_probs.shape}, {advantages.shape}")
     batch_size = len(log_probs)
@@ -289,7 +307,9 @@ def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages: torch.T
     ell_parts = torch.autograd.grad(
         log_probs, params, grad_outputs=score_weights, retain_graph=True, allow_unused=True
     )
-    g_parts = torch.autograd.grad(log_probs, params, grad_outputs=gradient_weights, allow_unused=True)
+    g_parts = torch.autograd.grad(
+        log_probs, params, grad_outputs=gradient_weights, retain_graph=retain_graph, allow_unused=True
+    )
     # flat vectors; a parameter the log-probabilities do not depend on has a zero gradient
     ell = torch.cat(
         [(torch.zeros_like(p) if d is None else d).reshape(-1) for p, d in zip(params, ell_parts)]
@@ -298,22 +318,55 @@ def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages: torch.T
     return ell, g
 
 
-def smac_direction(params, log_probs: torch.Tensor, advantages: torch.Tensor, damping: float) -> torch.Tensor:
-    """F~^-1 g with F~ = damping I + l_bar l_bar^T, for any policy. params: an nn.Module or parameters;
-    log_probs (B,) WITH their graph; advantages (B,). Flat (d,), laid out as the parameters (apply_step_)."""
-    ell, g = mean_score_and_gradient(params, log_probs, advantages)
+def smac_direction(params, log_probs, advantages, damping: float, retain_graph: bool = False) -> torch.Tensor:
+    """F~^-1 g with F~ = damping I + l_bar l_bar^T, for any policy. params: a module or a list of parameters;
+    log_probs (B,) WITH their graph; advantages (B,), a tensor or an array. Flat (d,), laid out as the
+    parameters (apply_step_)."""
+    if not damping > 0:
+        raise ValueError(f"damping must be > 0 (the paper's rows: 0.01 to 1), got {damping}")
+    ell, g = mean_score_and_gradient(params, log_probs, advantages, retain_graph)
     return sherman_morrison_direction(g, ell, damping)
 
 
 @torch.no_grad()
 def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
-    """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout."""
+    """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout. A parameter the step
+    does not move is left untouched (not even a zero added): a critic in the same module keeps its graph."""
     params = trainable_parameters(params)
     sizes = [p.numel() for p in params]
     if direction.numel() != sum(sizes):
         raise ValueError(f"direction has {direction.numel()} entries, the trainable parameters {sum(sizes)}")
     for p, d in zip(params, direction.split(sizes)):
-        p.add_(d.view_as(p), alpha=lr)
+        if d.any():
+            p.add_(d.view_as(p), alpha=lr)
+
+
+@torch.no_grad()
+def kl_step_(params, direction: torch.Tensor, log_prob_fn, target_kl: float = 0.01) -> float:
+    """Ours, not the paper's: theta <- theta + eta * direction, eta set so that the policy moves by about
+    target_kl (TRPO's 0.01), measured on the batch as PPO's approx_kl = mean((r - 1) - log r), r the new over
+    the old probability of each taken action. log_prob_fn() returns the batch's log pi(a|s) (B,) at the
+    current parameters. Costs typically 3 to 5 forward passes, at most 21. Returns eta (0: no step kept)."""
+    params = trainable_parameters(params)
+    start = [p.detach().clone() for p in params]
+    parts = direction.split([p.numel() for p in params])
+    old = log_prob_fn()
+    eta = 1e-3 / (direction.abs().max().item() + 1e-30)  # a probe: no parameter moves by more than 1e-3
+    kl = 0.0
+    for _ in range(20):
+        for p, p0, d in zip(params, start, parts):
+            p.copy_(p0 + eta * d.view_as(p))
+        log_ratio = log_prob_fn() - old
+        kl = (torch.expm1(log_ratio) - log_ratio).mean().item()
+        if target_kl / 2 <= kl <= 1.5 * target_kl:
+            return eta
+        # the KL grows like eta^2 for small steps: rescale by that model, at most 10x either way
+        eta = eta * min(max((target_kl / max(kl, 1e-30)) ** 0.5, 0.1), 10.0)
+    if not kl <= 1.5 * target_kl:  # never settled below the target (a non-finite KL too): no step
+        for p, p0 in zip(params, start):
+            p.copy_(p0)
+        return 0.0
+    return eta
 
 
 # ==== SMAC's diagnostics: how far the step departs from SGD with step eta / lambda ======================
@@ -362,8 +415,16 @@ def smac_batch_mean_step(actor: Actor, batch: dict, args: Args) -> dict:
     # theta <- theta + eta F~^-1 g: ascent on J, as in eq. (5) and Algorithm 1, line 8. The Practical Method's
     # formula is printed with a minus sign, theta - eta [g / lambda - ...], while g is the gradient of J:
     # taken literally, that step would descend J. The code follows eq. (5) and Algorithm 1.
-    apply_step_(actor, step, args.learning_rate)
-    return {"g": g, "step": step, "ell": ell}
+    if args.target_kl == 0:
+        apply_step_(actor, step, args.learning_rate)
+        return {"g": g, "step": step, "ell": ell}
+
+    def batch_log_probs():
+        return actor.log_prob(batch["obs"], batch["actions"])
+
+    # ours, not the paper's: eta from the KL the step causes; the logged step is theta's change over eta
+    eta = kl_step_(actor, step, batch_log_probs, args.target_kl)
+    return {"g": g, "step": step * eta / args.learning_rate, "ell": ell}
 
 
 def smac_per_sample_step(actor: Actor, batch: dict, args: Args) -> dict:

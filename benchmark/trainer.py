@@ -63,6 +63,7 @@ from smac_a2c import (  # noqa: E402
     ConfigError,
     apply_step_,
     compute_gae,
+    kl_step_,
     layer_init,
     mean_score_and_gradient,
     sherman_morrison_direction,
@@ -577,6 +578,13 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
         step = sherman_morrison_direction(g, ell, args.damping)  # F~^-1 g, Practical Method
     if args.step_normalization:
         step = normalize_step(step, g)
+    if args.target_kl > 0:  # ours, not the paper's: eta from the KL the step causes (smac_a2c.kl_step_)
+
+        def batch_log_probs():
+            return actor.log_prob(obs, actions)
+
+        eta = kl_step_(params, step, batch_log_probs, args.target_kl)
+        return {"g": g, "step": step * eta / args.learning_rate, "ell": ell, "kl_eta": eta}
     apply_step_(params, step, args.learning_rate)  # theta <- theta + eta F~^-1 g
     return {"g": g, "step": step, "ell": ell}
 

@@ -47,9 +47,10 @@ def only_run(tmp_path):
 
 # Issue 43's budgets (a steer, never met by packing): <= 550 lines as formatted, train(args) <= 120 lines with no
 # keyword beyond args, <= 24 flags, <= 15 imported modules. Written plainly with everything on the issue's keep
-# list the file measures 652 lines (the closing note of issue 43 says what the lines cost); this ceiling keeps it
-# from growing without a decision.
-FILE_LINES, TRAIN_LINES, FLAGS, IMPORTS = 660, 120, 24, 15
+# list the file measured 655 lines (the closing note of issue 43 says what the lines cost); issue 46's input
+# checks, retain_graph, kl_step_ and --target-kl add 61, on top of that budget by the issue's terms. This
+# ceiling keeps it from growing without a decision.
+FILE_LINES, TRAIN_LINES, FLAGS, IMPORTS = 720, 120, 24, 15
 
 
 def test_budgets_and_plain_style():
@@ -137,12 +138,12 @@ def copy_block(source: str) -> list:
 
 def test_the_copy_block_alone_runs_the_readme_snippet(monkeypatch):
     """Issue 35: the banner said "copy these four functions", but smac_direction calls one above it. Copy exactly
-    the functions the banner names (with torch, math and torch.nn imported) into an empty module, and run README's
+    the functions the banner names (with `import torch` alone, issue 46) into an empty module, and run README's
     snippet against it; its direction is the explicit solve."""
     source = open(REFERENCE).read()
     tree = ast.parse(source)
     lines = source.splitlines()
-    copied = ["import math", "import torch", "import torch.nn as nn"]
+    copied = ["import torch"]  # all the block needs (issue 46)
     for name in copy_block(source):
         (node,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
         first = min([node.lineno] + [d.lineno for d in node.decorator_list])

@@ -135,3 +135,27 @@ class InfObservationAt155(BadValueAt):
 
 class NanFinalObservation(BadValueAt):
     value, terminal = float("nan"), True
+
+
+def load_copy_block():
+    """The functions smac_a2c.py's copy-block banner names, copied alone (with `import torch`, all they need)
+    into a fresh module: what a user pastes into their own loop."""
+    import ast
+    import os
+    import re
+    import types
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "smac_a2c.py")
+    source = open(path).read()
+    lines = source.splitlines()
+    banner = " ".join(line.lstrip("# ") for line in lines if line.startswith("# "))
+    names = re.search(r"copy these \w+ functions \(.*?\): (.*?)\. Then", banner).group(1)
+    tree = ast.parse(source)
+    copied = ["import torch"]
+    for name in [n.strip() for n in names.split(",")]:
+        (node,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        copied.append("\n".join(lines[first - 1 : node.end_lineno]))
+    module = types.ModuleType("copied_smac_block")
+    exec(compile("\n\n".join(copied), "copy_block", "exec"), module.__dict__)
+    return module

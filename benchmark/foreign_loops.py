@@ -1,0 +1,263 @@
+"""The SMAC copy block in three training loops written the way other people write them (issue 46), on CartPole-v1:
+REINFORCE (2000-step batches, returns-to-go), A2C with one module holding a shared trunk, an actor head and a
+critic head (one forward, SMAC on trunk + actor head, the value loss backpropagated after it), and a PPO-style loop
+(four minibatch steps per 1000-step rollout). The loops touch SMAC only through the functions a user copies (the
+`block` argument: a module holding them), and measure what "Choosing eta and lambda" in README states:
+
+    python -m benchmark.foreign_loops [--seeds 1 2] [--budget 100000]
+
+prints, per loop and step rule (the paper's fixed step eta = 1e-2 with lambda = 1, the README snippet's values, on
+normalized or raw advantages; kl_step_ at its default target 0.01), the mean return of the last 20 episodes, the
+steps to reach 195, and per update the median KL the step caused (PPO's approx_kl on the batch), |l_bar|^2 / lambda
+and cos(g, step). tests/test_drop_in.py runs the kl_step_ rule with the copied block alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+DAMPING = 1.0  # README's setting for kl_step_; lambda then shapes the direction only
+FIXED_LR = 1e-2  # the README snippet's eta (the paper's Hopper row)
+SOLVED = 195.0  # CartPole-v1's old "solved" level, over the last 20 episodes
+
+
+class ActorCritic(torch.nn.Module):
+    """One module holding a shared trunk, an actor head and a critic head (SB3's and CleanRL's Atari shape)."""
+
+    def __init__(self, obs_dim=4, act_dim=2, width=64):
+        super().__init__()
+        self.trunk = torch.nn.Sequential(
+            torch.nn.Linear(obs_dim, width), torch.nn.Tanh(), torch.nn.Linear(width, width), torch.nn.Tanh()
+        )
+        self.actor = torch.nn.Linear(width, act_dim)
+        self.critic = torch.nn.Linear(width, 1)
+
+    def forward(self, obs):
+        h = self.trunk(obs)
+        return self.actor(h), self.critic(h).squeeze(-1)
+
+    def actor_parameters(self):
+        return list(self.trunk.parameters()) + list(self.actor.parameters())
+
+
+def mlp(out: int) -> torch.nn.Module:
+    return torch.nn.Sequential(
+        torch.nn.Linear(4, 64),
+        torch.nn.Tanh(),
+        torch.nn.Linear(64, 64),
+        torch.nn.Tanh(),
+        torch.nn.Linear(64, out),
+    )
+
+
+class Run:
+    """One loop's run: the episodes' returns, and per SMAC step its diagnostics."""
+
+    def __init__(self, rule: str):
+        self.rule = rule  # "kl", "fixed" (normalized advantages) or "fixed-raw"
+        self.returns = []
+        self.steps = 0
+        self.solved_at = None
+        self.kl = []
+        self.ell_over_lambda = []
+        self.cos = []
+        self.episode = 0.0
+
+    def solved(self) -> bool:
+        if len(self.returns) >= 20 and np.mean(self.returns[-20:]) >= SOLVED and self.solved_at is None:
+            self.solved_at = self.steps
+        return self.solved_at is not None
+
+    def advantages(self, x: np.ndarray) -> np.ndarray:
+        if self.rule == "fixed-raw":
+            return x
+        return (x - x.mean()) / (x.std() + 1e-8)
+
+    def smac_step(self, block, params, log_probs_fn, advantages=None, scores=None, before=None) -> None:
+        """One SMAC step with the copied functions, the paper's fixed eta or kl_step_, and its diagnostics.
+        scores: (l_bar, g) computed already (a shared trunk: before the critic's backward), with `before` the
+        batch's log-probabilities they came from."""
+        if scores is None:
+            log_probs = log_probs_fn()
+            scores = block.mean_score_and_gradient(params, log_probs, advantages)
+            before = log_probs.detach()
+        ell, g = scores
+        direction = block.sherman_morrison_direction(g, ell, DAMPING)
+        if self.rule == "kl":
+            block.kl_step_(params, direction, log_probs_fn)
+        else:
+            block.apply_step_(params, direction, FIXED_LR)
+        with torch.no_grad():
+            log_ratio = log_probs_fn() - before
+            self.kl.append((torch.expm1(log_ratio) - log_ratio).mean().item())
+        self.ell_over_lambda.append(torch.dot(ell, ell).item() / DAMPING)
+        self.cos.append((torch.dot(g, direction) / (g.norm() * direction.norm() + 1e-30)).item())
+
+
+def rollout(env, obs, policy, steps: int, run: Run):
+    """`steps` transitions with the current policy: (next obs, arrays obs/actions/rewards/terminated/done/next_obs)."""
+    out = {k: [] for k in ("obs", "actions", "rewards", "terminated", "done", "next_obs")}
+    for _ in range(steps):
+        with torch.no_grad():
+            logits = policy(torch.as_tensor(obs, dtype=torch.float32))
+        action = torch.distributions.Categorical(logits=logits).sample().item()
+        next_obs, reward, terminated, truncated, _ = env.step(action)
+        for key, value in zip(out, (obs, action, reward, terminated, terminated or truncated, next_obs)):
+            out[key].append(value)
+        run.episode = run.episode + reward
+        if terminated or truncated:
+            run.returns.append(run.episode)
+            run.episode = 0.0
+            next_obs, _ = env.reset()
+        obs = next_obs
+    run.steps = run.steps + steps
+    return obs, {k: np.array(v) for k, v in out.items()}
+
+
+def gae(data: dict, values, next_values, gamma=0.99, lam=0.95) -> np.ndarray:
+    advantages = np.zeros(len(values))
+    last = 0.0
+    for t in reversed(range(len(values))):
+        bootstrap = 0.0 if data["terminated"][t] else next_values[t]
+        last = data["rewards"][t] + gamma * bootstrap - values[t] + gamma * lam * (1 - data["done"][t]) * last
+        advantages[t] = last
+    return advantages
+
+
+def reinforce(block, env, obs, run: Run, budget: int, stop_when_solved=True) -> None:
+    policy = mlp(2)
+    while run.steps < budget:
+        obs, data = rollout(env, obs, policy, 2000, run)
+        if run.solved() and stop_when_solved:
+            return
+        to_go = np.zeros(2000)
+        g = 0.0
+        for t in reversed(range(2000)):  # returns-to-go, cut where an episode ends
+            g = data["rewards"][t] + 0.99 * g * (1 - data["done"][t])
+            to_go[t] = g
+        o = torch.as_tensor(data["obs"], dtype=torch.float32)
+        a = torch.as_tensor(data["actions"])
+
+        def log_probs(o=o, a=a):
+            return torch.distributions.Categorical(logits=policy(o)).log_prob(a)
+
+        run.smac_step(block, policy, log_probs, run.advantages(to_go))
+
+
+def a2c_shared_trunk(block, env, obs, run: Run, budget: int, stop_when_solved=True) -> None:
+    net = ActorCritic()
+    critic_opt = torch.optim.Adam(list(net.trunk.parameters()) + list(net.critic.parameters()), lr=1e-3)
+
+    def act(o):
+        return net(o)[0]
+
+    while run.steps < budget:
+        obs, data = rollout(env, obs, act, 1000, run)
+        if run.solved() and stop_when_solved:
+            return
+        o = torch.as_tensor(data["obs"], dtype=torch.float32)
+        a = torch.as_tensor(data["actions"])
+        logits, values = net(o)  # one forward for both heads
+        with torch.no_grad():
+            next_values = net(torch.as_tensor(data["next_obs"], dtype=torch.float32))[1].numpy()
+        advantages = gae(data, values.detach().numpy(), next_values)
+        targets = torch.as_tensor(advantages + values.detach().numpy(), dtype=torch.float32)
+        log_probs = torch.distributions.Categorical(logits=logits).log_prob(a)
+
+        def new_log_probs(o=o, a=a):
+            return torch.distributions.Categorical(logits=net(o)[0]).log_prob(a)
+
+        # the SMAC direction keeps the graph (retain_graph) for the value loss's backward through the trunk; the
+        # actor's step is applied after that backward, the critic's Adam step last
+        params = net.actor_parameters()
+        scores = block.mean_score_and_gradient(params, log_probs, run.advantages(advantages), True)
+        critic_opt.zero_grad()
+        (targets - values).pow(2).mean().backward()
+        run.smac_step(block, params, new_log_probs, scores=scores, before=log_probs.detach())
+        critic_opt.step()
+
+
+def ppo_style(block, env, obs, run: Run, budget: int, stop_when_solved=True, minibatches=4) -> None:
+    actor = mlp(2)
+    critic = mlp(1)
+    critic_opt = torch.optim.Adam(critic.parameters(), lr=1e-3)
+    while run.steps < budget:
+        obs, data = rollout(env, obs, actor, 1000, run)
+        if run.solved() and stop_when_solved:
+            return
+        o = torch.as_tensor(data["obs"], dtype=torch.float32)
+        a = torch.as_tensor(data["actions"])
+        with torch.no_grad():
+            values = critic(o).squeeze(-1).numpy()
+            next_values = critic(torch.as_tensor(data["next_obs"], dtype=torch.float32)).squeeze(-1).numpy()
+        advantages = gae(data, values, next_values)
+        targets = torch.as_tensor(advantages + values, dtype=torch.float32)
+        for idx in torch.randperm(1000).chunk(minibatches):  # several SMAC steps per rollout
+
+            def log_probs(o=o[idx], a=a[idx]):
+                return torch.distributions.Categorical(logits=actor(o)).log_prob(a)
+
+            run.smac_step(block, actor, log_probs, run.advantages(advantages[idx.numpy()]))
+            critic_opt.zero_grad()
+            (targets[idx] - critic(o[idx]).squeeze(-1)).pow(2).mean().backward()
+            critic_opt.step()
+
+
+LOOPS = {"reinforce": reinforce, "a2c-shared-trunk": a2c_shared_trunk, "ppo-style": ppo_style}
+
+
+def run_loop(block, loop: str, rule: str, seed: int, budget: int, stop_when_solved=True) -> Run:
+    torch.manual_seed(seed)
+    env = gym.make("CartPole-v1")
+    obs, _ = env.reset(seed=seed)
+    run = Run(rule)
+    LOOPS[loop](block, env, obs, run, budget, stop_when_solved)
+    run.solved()
+    env.close()
+    return run
+
+
+def main(argv=None) -> None:
+    import smac_a2c
+
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmark.foreign_loops", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--budget", type=int, default=100_000)
+    opts = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    print(f"CartPole-v1, {opts.budget} steps per run, seeds {opts.seeds}, lambda = {DAMPING}")
+    print(
+        "| loop | step | last-20 return per seed | steps to 195 | KL per update | |l_bar|^2/lambda | cos(g, step) |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for loop in LOOPS:
+        for rule in ("fixed", "fixed-raw", "kl"):
+            runs = [
+                run_loop(smac_a2c, loop, rule, seed, opts.budget, stop_when_solved=False)
+                for seed in opts.seeds
+            ]
+            last = ", ".join(f"{np.mean(r.returns[-20:]):.0f}" for r in runs)
+            solved = ", ".join(str(r.solved_at) if r.solved_at else "never" for r in runs)
+            kl = np.median(np.concatenate([r.kl for r in runs]))
+            ell = np.median(np.concatenate([r.ell_over_lambda for r in runs]))
+            cos = np.median(np.concatenate([r.cos for r in runs]))
+            name = {"fixed": "eta 1e-2, normalized A", "fixed-raw": "eta 1e-2, raw A", "kl": "kl_step_ 0.01"}[
+                rule
+            ]
+            print(f"| {loop} | {name} | {last} | {solved} | {kl:.2e} | {ell:.3f} | {cos:.4f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

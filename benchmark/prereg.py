@@ -387,6 +387,28 @@ def last_tenth_length(runs, budget: int) -> float:
     return float(np.median(per_run))
 
 
+def first_episode(run: dict) -> tuple:
+    return float(run["episodes"]["episodic_return"][0]), int(run["episodes"]["episodic_length"][0])
+
+
+def halfcheetah_pairing(sc: dict, reruns: dict, seeds: list) -> dict:
+    """Amendment 1 of preregistration_5M.toml: the seeds whose SMAC run and sgd-matched rerun log the same first
+    episode; block C uses the reruns on HalfCheetah only when all five are in and paired."""
+    smac_runs = sc.get(("HalfCheetah", "smac", "runs"), {})
+    rerun_runs = reruns.get(("HalfCheetah", "sgd-matched", "runs"), {})
+    same = [
+        s
+        for s in seeds
+        if s in smac_runs and s in rerun_runs and first_episode(smac_runs[s]) == first_episode(rerun_runs[s])
+    ]
+    return {
+        "runs_in": sorted(rerun_runs),
+        "paired_seeds": same,
+        "paired": same == list(seeds),
+        "scores": reruns.get(("HalfCheetah", "sgd-matched"), {}),
+    }
+
+
 def analyze_5M(reg: dict, root: str = REPO) -> dict:
     """Every block of preregistration_5M.toml on the committed logs; a cell is judged only once its five seeds are
     in (finished or diverged), and the report says how many runs are in."""
@@ -458,7 +480,18 @@ def analyze_5M(reg: dict, root: str = REPO) -> dict:
     # Block C: SMAC vs sgd-matched, paired TOST at 0.1 (Holm over the tasks for "different")
     eq = reg["blocks"]["equivalence"]
     ready = [t for t in eq["tasks"] if (t, "smac") in complete and (t, "sgd-matched") in complete]
-    rows = [{"task": t, **paired(sc[(t, "smac")], sc[(t, "sgd-matched")], seeds, margin)} for t in ready]
+    block_c = dict(sc)
+    amendment = reg.get("amendments", {}).get("halfcheetah_pairing")
+    if amendment is not None:  # amendment 1: HalfCheetah's sgd-matched arm rerun on the SMAC arm's machine
+        pairing = halfcheetah_pairing(sc, _scores([os.path.join(root, amendment["logs"])], budget), seeds)
+        out["halfcheetah_pairing"] = pairing
+        ready = [t for t in ready if t != "HalfCheetah"]
+        if pairing["paired"]:
+            block_c[("HalfCheetah", "sgd-matched")] = pairing["scores"]
+            ready = [t for t in eq["tasks"] if t in ready or t == "HalfCheetah"]
+    rows = [
+        {"task": t, **paired(block_c[(t, "smac")], block_c[(t, "sgd-matched")], seeds, margin)} for t in ready
+    ]
     # the 1M result of the same seeds, printed beside (exploratory)
     stage1 = _scores([os.path.join(root, os.path.relpath(aggregate.stage1_logs(), REPO))])
     for r in rows:
@@ -561,6 +594,17 @@ def markdown_5M(reg: dict, res: dict) -> list:
             )
     else:
         lines.append("No task has both cells complete yet.")
+    pairing = res.get("halfcheetah_pairing")
+    if pairing is not None:
+        state = "used" if pairing["paired"] else "not used yet (block C waits for five paired seeds)"
+        lines += [
+            "",
+            f"HalfCheetah (amendment 1, `preregistration_5M.toml`): its sgd-matched arm is the rerun of 2026-11-26 on "
+            f"the SMAC arm's machine; reruns in: seeds {', '.join(map(str, pairing['runs_in'])) or 'none'}; the same "
+            f"first episode as the SMAC run (paired): seeds {', '.join(map(str, pairing['paired_seeds'])) or 'none'}; "
+            f"{state}. The 2026-11-25 sgd-matched runs did not start as the SMAC runs did (another machine's "
+            "floating-point path) and are no longer used by block C.",
+        ]
     lines += [
         "",
         "### Block D: ‖ℓ̄‖²/λ and cos(g, step), first vs last fifth of the 5M runs (SMAC)\n",

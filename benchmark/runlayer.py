@@ -18,6 +18,7 @@ import random
 import shutil
 import signal
 import sys
+import threading
 import time
 import traceback
 from dataclasses import asdict
@@ -117,17 +118,41 @@ def with_hash(state: dict) -> dict:
     return {**state, "sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
+def remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.remove(path)
+
+
 def save_checkpoint(run_dir: str, state: dict) -> None:
-    """RUN/checkpoint.pt via a .tmp file; torch.load(weights_only=True) loads it without running code."""
+    """RUN/checkpoint.pt via a .tmp file; torch.load(weights_only=True) loads it without running code. A save
+    that fails (a full disk) leaves the previous checkpoint.pt and no .tmp."""
     path = os.path.join(run_dir, "checkpoint.pt")
-    torch.save(with_hash(state), path + ".tmp")
-    os.replace(path + ".tmp", path)
+    try:
+        torch.save(with_hash(state), path + ".tmp")
+        os.replace(path + ".tmp", path)
+    except BaseException:
+        remove_quietly(path + ".tmp")
+        raise
 
 
 def write_json(path: str, obj: dict) -> None:
-    with open(path + ".tmp", "w") as f:
-        json.dump(obj, f, indent=2, allow_nan=False)
-    os.replace(path + ".tmp", path)
+    """path via a .tmp file: the previous file, or the new one, never a half-written one or a .tmp left behind."""
+    try:
+        with open(path + ".tmp", "w") as f:
+            json.dump(obj, f, indent=2, allow_nan=False)
+        os.replace(path + ".tmp", path)
+    except BaseException:
+        remove_quietly(path + ".tmp")
+        raise
+
+
+def quiet_tensorboard_thread(hook_args) -> None:
+    """threading.excepthook while a run logs to TensorBoard: the writer thread's error (a full disk) is raised
+    again in the run's own thread at its next write, where the crash path reports it in one line; the thread's
+    own traceback on stderr would only repeat it."""
+    if type(hook_args.thread).__name__ == "_AsyncWriterThread":
+        return
+    threading.__excepthook__(hook_args)
 
 
 def is_terminal(stream) -> bool:
@@ -173,6 +198,8 @@ class RunLog:
 
             # a resumed run hides the events that a killed process logged after its checkpoint
             self.writer = SummaryWriter(run_dir, purge_step=global_step + 1 if global_step else None)
+            self.previous_excepthook = threading.excepthook
+            threading.excepthook = quiet_tensorboard_thread
         self.wandb_run = None
         if args.track:
             import wandb
@@ -267,6 +294,7 @@ class RunLog:
             self.bar.close()
         if self.writer is not None:
             self.writer.close()
+            threading.excepthook = self.previous_excepthook
         if self.wandb_run is not None:
             self.wandb_run.finish()
         wall = time.time() - self.start_time

@@ -253,3 +253,34 @@ def test_resume_at_the_rounded_budget_has_nothing_to_do(tmp_path):
     assert json.loads(before)["global_step"] == 200
     assert trainer.main(["--resume", run, "--total-timesteps", "250"]) == 0
     assert open(os.path.join(run, "summary.json")).read() == before
+
+
+# 13. a full disk: one line, no temporary file ---------------------------------------------------------------------
+def test_a_full_disk_with_tensorboard_is_one_line_and_leaves_no_temporary_file(tmp_path):
+    """Files above 30 kB fail (RLIMIT_FSIZE, as a full disk would): TensorBoard's writer thread used to print its
+    own traceback (about 15 lines) beside the crash path's one line."""
+    import resource
+
+    def full_disk():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, 30_000))
+
+    argv = ["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "20000"]
+    proc = lab(tmp_path, *argv, preexec_fn=full_disk)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1 and len(err.strip().splitlines()) == 1, err
+    run = only_run(tmp_path / "runs")
+    assert summary(run)["status"] == "crashed"
+    assert not [f for f in os.listdir(run) if f.endswith(".tmp")]
+
+
+def test_a_json_that_cannot_be_written_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
+    path = str(tmp_path / "summary.json")
+    runlayer.write_json(path, {"status": "finished"})
+
+    def no_space(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runlayer.json, "dump", no_space)
+    with pytest.raises(OSError):
+        runlayer.write_json(path, {"status": "crashed"})
+    assert json.load(open(path)) == {"status": "finished"} and os.listdir(tmp_path) == ["summary.json"]

@@ -1,0 +1,145 @@
+"""Issue 46's lab measurement: SMAC with kl_step_ (ours: each step's length set by the KL it causes on the batch)
+against the paper's fixed step eta, by the rule of benchmark/preregistration_kl_step.toml, fixed before the runs.
+
+    python -m benchmark.kl_step          # committed logs -> benchmark/results/kl_step.json, benchmark/report/kl_step.md
+
+analyze() returns the numbers; markdown() only formats them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import tomllib
+
+import numpy as np
+import scipy.stats as sps
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from benchmark import hparams, prereg  # noqa: E402
+
+PREREG = os.path.join(REPO, "benchmark", "preregistration_kl_step.toml")
+RESULTS = os.path.join(REPO, "benchmark", "results", "kl_step.json")
+PAGE = os.path.join(REPO, "benchmark", "report", "kl_step.md")
+
+
+def first_episode(run: dict) -> tuple:
+    return float(run["episodes"]["episodic_return"][0]), int(run["episodes"]["episodic_length"][0])
+
+
+def median_step_norm(runs: dict) -> float:
+    """The median over runs of each run's median |theta change| / eta_paper (updates.csv's step_norm)."""
+    return float(np.median([np.nanmedian(r["updates"]["step_norm"]) for r in runs.values()]))
+
+
+def compare(kl: dict, fixed: dict, seeds: list, paired_test: bool) -> dict:
+    """d = kl - fixed over the seeds: the mean, its 95 % t-interval and the two-sided p of the rule's test."""
+    if paired_test:
+        d = np.array([kl[s] - fixed[s] for s in seeds])
+        p = float(sps.ttest_rel([kl[s] for s in seeds], [fixed[s] for s in seeds]).pvalue)
+        sem = float(d.std(ddof=1) / math.sqrt(len(d)))
+        dof = len(d) - 1
+    else:
+        a = np.array([kl[s] for s in seeds if s in kl])
+        b = np.array([fixed[s] for s in seeds if s in fixed])
+        d = np.array([a.mean() - b.mean()])
+        p = float(sps.ttest_ind(a, b, equal_var=False).pvalue)
+        va = a.var(ddof=1) / len(a)
+        vb = b.var(ddof=1) / len(b)
+        sem = math.sqrt(va + vb)
+        dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))  # Welch-Satterthwaite
+    half = float(sps.t.ppf(0.975, dof) * sem)
+    mean = float(d.mean())
+    return {"mean": mean, "ci": [mean - half, mean + half], "p": p}
+
+
+def analyze(root: str = REPO) -> dict:
+    reg = tomllib.load(open(PREREG, "rb"))
+    common = reg["common"]
+    seeds = hparams.parse_seeds(common["seeds"])
+    alpha = common["alpha"]
+    rows = []
+    for task in common["tasks"]:
+        budget = common["budgets"][task]
+        kl = prereg._scores([os.path.join(root, common["logs"])], budget)
+        fixed = prereg._scores([os.path.join(root, common["baseline_logs"])], budget)
+        kl_runs = kl.get((task, "smac", "runs"), {})
+        fixed_runs = fixed.get((task, "smac", "runs"), {})
+        row = {"task": task, "budget": budget, "runs_in": sorted(kl_runs)}
+        if sorted(kl_runs) != seeds:
+            rows.append({**row, "complete": False})
+            continue
+        same = [
+            s for s in seeds if s in fixed_runs and first_episode(kl_runs[s]) == first_episode(fixed_runs[s])
+        ]
+        paired_test = same == seeds
+        kl_scores = kl[(task, "smac")]
+        fixed_scores = fixed[(task, "smac")]
+        row.update(
+            complete=True,
+            paired=paired_test,
+            paired_seeds=same,
+            kl_finals=[kl_scores[s] for s in seeds],
+            fixed_finals=[fixed_scores[s] for s in seeds],
+            kl_raw=[kl[(task, "smac", "raw")][s] for s in seeds],
+            fixed_raw=[fixed[(task, "smac", "raw")][s] for s in seeds],
+            step_ratio=median_step_norm(kl_runs) / median_step_norm(fixed_runs),
+            **compare(kl_scores, fixed_scores, seeds, paired_test),
+        )
+        rows.append(row)
+    done = [r for r in rows if r["complete"]]
+    if len(done) == len(rows):  # Holm over the four tasks once every task is in
+        for r, p_holm in zip(done, prereg.holm([r["p"] for r in done])):
+            higher = p_holm < alpha and r["mean"] > 0
+            lower = p_holm < alpha and r["mean"] < 0
+            r["p_holm"] = p_holm
+            r["verdict"] = "KL step higher" if higher else "KL step lower" if lower else "not shown to differ"
+    return {"target_kl": common["target_kl"], "seeds": seeds, "tasks": rows}
+
+
+def markdown(res: dict) -> str:
+    lines = [
+        "# SMAC's step length from the KL it causes (ours) against the paper's fixed η\n",
+        f"`kl_step_` sets each SMAC step so that the policy moves by about KL {res['target_kl']} on the batch (PPO's "
+        "approx_kl of the taken actions); the paper's runs take η F̃⁻¹g with the table's η. Rule fixed before the "
+        "runs: `benchmark/preregistration_kl_step.toml` (exploratory; the paper makes no claim about this option). "
+        "Both arms: the `norm` reading, the stage-1 budgets and rows, seeds "
+        f"{res['seeds'][0]}–{res['seeds'][-1]}; the fixed-η arm is the stage-1 grid's SMAC runs. Scores: normalized "
+        "finals (random policy 0, the paper's best 1). Regenerate: `python -m benchmark.kl_step`.\n",
+        "| Task | budget | KL step, normalized finals | fixed η | mean d [95 % CI] | test | Holm p | verdict | "
+        "step length, KL / fixed (median) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in res["tasks"]:
+        if not r["complete"]:
+            lines.append(
+                f"| {r['task']} | {r['budget']:,} | {len(r['runs_in'])} of 5 runs in | | | | | waiting | |"
+            )
+            continue
+        test = "paired t" if r["paired"] else f"Welch (paired seeds: {len(r['paired_seeds'])})"
+        p_holm = f"{r['p_holm']:.3g}" if "p_holm" in r else "waits for every task"
+        lines.append(
+            f"| {r['task']} | {r['budget']:,} | {', '.join(f'{x:.2f}' for x in r['kl_finals'])} | "
+            f"{', '.join(f'{x:.2f}' for x in r['fixed_finals'])} | {r['mean']:+.3f} [{r['ci'][0]:+.3f}, "
+            f"{r['ci'][1]:+.3f}] | {test} | {p_holm} | {r.get('verdict', 'waiting')} | {r['step_ratio']:.2g}× |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    res = analyze()
+    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    with open(RESULTS, "w") as f:
+        json.dump(res, f, indent=1)
+    with open(PAGE, "w") as f:
+        f.write(markdown(res))
+    print(f"wrote {RESULTS} and {PAGE}")
+
+
+if __name__ == "__main__":
+    main()

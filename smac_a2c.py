@@ -12,7 +12,7 @@ The defaults are the paper's Hopper row for SMAC; its baselines on Hopper are
 and every task's rows are in benchmark/hyperparams.toml. Logs go to runs/<run>/ (`tensorboard --logdir runs`).
 
 Read top to bottom: Args -> environments -> networks -> the SMAC math (the copy block) -> its diagnostics ->
-actor steps -> GAE and critic -> train(). To use SMAC in your own loop, copy the five functions the copy block
+actor steps -> GAE and critic -> train(). To use SMAC in your own loop, copy the six functions the copy block
 names. AC-CG, AC-KFAC, SMAC's ablations, resume, evaluation and crash-safe logs are the lab's:
 `python -m benchmark.trainer --help`.
 """

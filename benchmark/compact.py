@@ -23,6 +23,7 @@ import math
 import os
 import shutil
 import sys
+import zlib
 from typing import Optional
 
 import numpy as np
@@ -56,6 +57,10 @@ DEFAULT_RUNS = os.path.join(REPO, "benchmark", "runs")  # the literal reading's 
 # ------------------------------------------------------------------------------------------
 # Raw run directories (a sweep's {runs}/{task}/{algo}/seed{n}/RUN) and their CSVs: the harness's leaf I/O
 # ------------------------------------------------------------------------------------------
+class RunDirConflict(RuntimeError):
+    """A seed directory holding more than one live or checkpointed run directory (find_run_dir)."""
+
+
 def find_run_dir(seed_dir: str) -> Optional[str]:
     """The trainer's run directory inside seed_dir (the only subdirectory), or None. Extra directories
     that never reached a checkpoint and hold no live trainer (left by a sweep killed while its trainers
@@ -80,7 +85,7 @@ def find_run_dir(seed_dir: str) -> Optional[str]:
                 if len(dirs) == 1:
                     break
     if len(dirs) > 1:
-        raise RuntimeError(
+        raise RunDirConflict(
             f"{seed_dir} holds {len(dirs)} run directories {dirs}; expected one. "
             f"Keep the one you want and delete the others."
         )
@@ -214,54 +219,108 @@ def pack(run_dir: str, out_path: str, task: str, algo: str, seed: int, budget: O
     return out_path
 
 
+class DamagedLog(ValueError):
+    """A compact log that cannot be read: a damaged gzip stream (a flipped byte), not JSON, or not a log's record."""
+
+
+def read_record(path: str) -> dict:
+    """A compact log's record; DamagedLog (one line naming the file) for anything but a readable one, and
+    FileNotFoundError for a missing one."""
+    try:
+        with gzip.open(path, "rt") as f:
+            rec = json.load(f)
+    except FileNotFoundError:
+        raise
+    # a flipped byte: zlib.error, or a failed CRC (BadGzipFile, an OSError); bad UTF-8 or JSON: a ValueError
+    except (OSError, EOFError, ValueError, zlib.error) as e:
+        kind = "zlib.error" if isinstance(e, zlib.error) else type(e).__name__
+        raise DamagedLog(f"{path}: damaged compact log ({kind}: {e})") from None
+    if not isinstance(rec, dict):
+        raise DamagedLog(f"{path}: damaged compact log (a JSON {type(rec).__name__}, not a record)")
+    return rec
+
+
 def load(path: str) -> dict:
-    """A compact log as the dict aggregate.discover() gives for a run directory (arrays as numpy)."""
-    with gzip.open(path, "rt") as f:
-        rec = json.load(f)
+    """A compact log as the dict aggregate.discover() gives for a run directory (arrays as numpy); DamagedLog if it
+    cannot be read."""
+    rec = read_record(path)
 
     def arr(v):
         return np.asarray([np.nan if x is None else x for x in v], dtype=np.float64)
 
-    args = rec.get("args", {})
-    return {
-        "task": rec["task"],
-        "algo": rec["algo"],
-        "seed": int(rec["seed"]),
-        "seed_dir": None,
-        "run_dir": path,
-        "job_budget": rec.get("budget"),
-        "status": rec.get("status") or "running?",
-        "last_step": int(rec.get("global_step") or 0),
-        "damping": args.get("damping"),
-        "num_steps": args.get("num_steps"),
-        "cfg": args,
-        "wall_time_s": rec.get("wall_time_s"),
-        "resumed_from_step": int(rec.get("resumed_from_step") or 0),
-        "episodes": {c: arr(v) for c, v in rec["episodes"].items()},
-        "updates": {c: arr(v) for c, v in rec["updates"].items()},
-    }
-
-
-def header(path: str) -> Optional[dict]:
-    """(status, global_step, budget, wall_time_s, resumed_from_step) of a compact log, or None if it is missing or
-    unreadable."""
     try:
-        with gzip.open(path, "rt") as f:
-            rec = json.load(f)
+        args = rec.get("args") or {}
+        return {
+            "task": rec["task"],
+            "algo": rec["algo"],
+            "seed": int(rec["seed"]),
+            "seed_dir": None,
+            "run_dir": path,
+            "job_budget": rec.get("budget"),
+            "status": rec.get("status") or "running?",
+            "last_step": int(rec.get("global_step") or 0),
+            "damping": args.get("damping"),
+            "num_steps": args.get("num_steps"),
+            "cfg": args,
+            "wall_time_s": rec.get("wall_time_s"),
+            "resumed_from_step": int(rec.get("resumed_from_step") or 0),
+            "episodes": {c: arr(v) for c, v in rec["episodes"].items()},
+            "updates": {c: arr(v) for c, v in rec["updates"].items()},
+        }
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise DamagedLog(f"{path}: damaged compact log ({type(e).__name__}: {e})") from None
+
+
+def read_header(path: str) -> dict:
+    """(status, global_step, budget, wall_time_s, resumed_from_step, num_steps, num_envs) of a compact log;
+    DamagedLog if it cannot be read, FileNotFoundError if it is missing."""
+    rec = read_record(path)
+    args = rec.get("args")
+    args = args if isinstance(args, dict) else {}
+    try:
         return {
             "status": rec.get("status"),
             "global_step": int(rec.get("global_step") or 0),
             "budget": rec.get("budget"),
             "wall_time_s": rec.get("wall_time_s"),
             "resumed_from_step": int(rec.get("resumed_from_step") or 0),
+            "num_steps": args.get("num_steps"),
+            "num_envs": args.get("num_envs"),
         }
-    except (OSError, ValueError, EOFError):
+    except (TypeError, ValueError) as e:
+        raise DamagedLog(f"{path}: damaged compact log ({type(e).__name__}: {e})") from None
+
+
+def header(path: str) -> Optional[dict]:
+    """read_header's, or None if the log is missing or unreadable."""
+    try:
+        return read_header(path)
+    except (OSError, DamagedLog):
         return None
 
 
+def damage(path: Optional[str]) -> Optional[str]:
+    """Why the compact log at path cannot be read (one line naming it), or None: it reads, or there is none."""
+    if not path or not os.path.isfile(path):
+        return None
+    try:
+        read_header(path)
+    except FileNotFoundError:
+        return None
+    except DamagedLog as e:
+        return str(e)
+    return None
+
+
 def discover_logs(logs_dir: str) -> list[dict]:
-    """Every {task}/{algo}/seed{n}.json.gz under logs_dir, loaded."""
-    return [load(p) for p in sorted(glob.glob(os.path.join(logs_dir, "*", "*", "seed*.json.gz")))]
+    """Every {task}/{algo}/seed{n}.json.gz under logs_dir, loaded; a damaged one is left out with one line on stderr."""
+    runs = []
+    for path in sorted(glob.glob(os.path.join(logs_dir, "*", "*", "seed*.json.gz"))):
+        try:
+            runs.append(load(path))
+        except DamagedLog as e:
+            print(f"warning: {e}; left out", file=sys.stderr)
+    return runs
 
 
 def main(argv=None) -> int:

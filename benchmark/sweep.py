@@ -7,6 +7,10 @@
 is done (finished the budget) or diverged: skipped; resume (a checkpoint.pt exists): logs cut back to it, then
 `--resume`; fresh: started over (a run dir without a checkpoint is deleted), or with --extend-from a copy of a
 finished smaller-budget run of the same job is resumed. Runs checkpoint every K updates and at their end.
+Done means the budget as the trainer trains it: whole rollouts (budget - budget % (T x num_envs)).
+A job is claimed (flock on {seed}/.sweep.lock) while this sweep prepares and runs it: a second sweep of the same
+study skips it ("running"). A job that cannot start (a damaged checkpoint or updates.csv, two run directories) fails
+with one line and the others run; a compact log that cannot be read is renamed <name>.damaged and the job is not done.
 Ctrl-C / SIGTERM: each trainer gets one SIGINT (PR_SET_PDEATHSIG if the sweep is killed), saves and exits 130;
 the sweep waits and exits 130. Run the same command again to resume.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import collections
 import csv
+import fcntl
 import functools
 import glob
 import itertools
@@ -376,6 +381,25 @@ def committed_log(job: Job) -> Optional[str]:
     return compact.log_path(job.logs_dir, job.task, job.algo, job.seed) if job.logs_dir else None
 
 
+def set_aside_damaged_log(job: Job) -> Optional[str]:
+    """Rename a committed log that cannot be read (compact.damage) to <name>.damaged (-2, -3, ... if taken; never
+    deleted), with one line: the job is no longer done by it. Returns the new path, or None (nothing to do)."""
+    log = committed_log(job)
+    why = compact.damage(log)
+    if why is None:
+        return None
+    aside, n = log + ".damaged", 1
+    while os.path.exists(aside):
+        n += 1
+        aside = f"{log}.damaged-{n}"
+    try:
+        os.rename(log, aside)
+    except FileNotFoundError:  # another sweep set it aside first
+        return None
+    print(f"[sweep] {why}; set aside as {os.path.basename(aside)}, the job is not done by it", flush=True)
+    return aside
+
+
 def save_compact_log(job: Job) -> Optional[str]:
     """Pack a finished or diverged run into job.logs_dir (then `git add` it)."""
     path = committed_log(job)
@@ -388,8 +412,30 @@ def save_compact_log(job: Job) -> Optional[str]:
     return None
 
 
+def trained_budget(budget: int, args: Optional[dict]) -> int:
+    """The steps a run of `budget` trains: whole rollouts of num_steps x num_envs steps (the trainer rounds the budget
+    down to them; --budget 2500 at T = 1000 trains 2000), by the run's own flags (its config.json's args, or its
+    compact log's header); without them (an SB3 run, an older log), the budget itself."""
+    args = args or {}
+    try:
+        rollout = int(args.get("num_steps") or 1) * int(args.get("num_envs") or 1)
+    except (TypeError, ValueError):
+        return budget
+    if rollout < 1 or rollout > budget:
+        return budget
+    return budget - budget % rollout
+
+
+def run_args(run_dir: Optional[str]) -> dict:
+    """The trainer's flags of a run directory (config.json's args), or {}."""
+    cfg = compact.read_json(os.path.join(run_dir, "config.json")) if run_dir else None
+    args = cfg.get("args") if isinstance(cfg, dict) else None
+    return args if isinstance(args, dict) else {}
+
+
 def _settled(summary: Optional[dict], budget: int) -> Optional[str]:
-    """done (finished at least `budget` steps) / diverged / None, from a summary.json or a compact log's header."""
+    """done (finished at least `budget` steps: trained_budget's) / diverged / None, from a summary.json or a compact
+    log's header."""
     status = (summary or {}).get("status")
     if status == "finished" and summary.get("global_step", 0) >= budget:
         return "done"
@@ -400,14 +446,15 @@ def inspect_job(job: Job) -> tuple[str, Optional[str]]:
     """(state, run_dir), state done / diverged / resume / fresh (module docstring); a committed compact log that
     finished the budget or diverged decides first (the raw run directory may be gone)."""
     log = committed_log(job)
+    # a damaged log's header is None too: not done by it (prepare sets it aside)
     head = compact.header(log) if log and os.path.isfile(log) else None
-    state = _settled(head, job.budget)
+    state = _settled(head, trained_budget(job.budget, head))
     if state:
         return state, None
-    run_dir = find_run_dir(job.seed_dir)
+    run_dir = find_run_dir(job.seed_dir)  # compact.RunDirConflict for two run directories
     if run_dir is None:
         return "fresh", None
-    state = _settled(read_summary(run_dir), job.budget)
+    state = _settled(read_summary(run_dir), trained_budget(job.budget, run_args(run_dir)))
     if state:
         return state, run_dir
     return ("resume" if os.path.isfile(os.path.join(run_dir, "checkpoint.pt")) else "fresh"), run_dir
@@ -477,8 +524,96 @@ def command(job: Job, state: str, run_dir: Optional[str]) -> list[str]:
     ]
 
 
+CLAIMS = {}  # seed_dir -> the open .sweep.lock of a job this process has claimed
+
+
+def claim(job: Job) -> bool:
+    """Claim the job for this process: an exclusive flock on {seed_dir}/.sweep.lock (holding the pid), taken without
+    waiting and held until release(job); False when another sweep holds it. The kernel drops it when the process
+    ends, however it ends, so a claim is never stale."""
+    os.makedirs(job.seed_dir, exist_ok=True)
+    f = open(os.path.join(job.seed_dir, ".sweep.lock"), "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        return False
+    f.seek(0)
+    f.truncate()
+    f.write(str(os.getpid()))
+    f.flush()
+    CLAIMS[job.seed_dir] = f
+    return True
+
+
+def release(job: Job) -> None:
+    """Let go of claim(job)'s lock (no-op if this process holds none)."""
+    f = CLAIMS.pop(job.seed_dir, None)
+    if f is not None:
+        f.close()  # closing releases the flock
+
+
+def claimed_elsewhere(job: Job) -> bool:
+    """Whether another sweep holds the job's claim (for --dry-run: a shared flock tried and dropped at once)."""
+    path = os.path.join(job.seed_dir, ".sweep.lock")
+    if job.seed_dir in CLAIMS or not os.path.isfile(path):
+        return False
+    try:
+        with open(path) as f:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def claim_owner(job: Job) -> str:
+    """The pid written in the job's .sweep.lock by the sweep that claimed it, or '?'."""
+    try:
+        with open(os.path.join(job.seed_dir, ".sweep.lock")) as f:
+            return f.read().strip() or "?"
+    except OSError:
+        return "?"
+
+
+def bad_job(e: Exception) -> bool:
+    """Whether e is one job's fault, not the sweep's: a damaged checkpoint or updates.csv (ConfigError), two run
+    directories (compact.RunDirConflict), a file that cannot be read or written (OSError), bad contents (ValueError).
+    Such a job fails with one line and the sweep goes on."""
+    from benchmark import trainer  # (imports torch; only on this path)
+
+    return isinstance(e, (trainer.ConfigError, compact.RunDirConflict, OSError, ValueError))
+
+
 def prepare(job: Job) -> tuple[str, Optional[list[str]]]:
-    """Decide and set up one job: returns (state, command or None when nothing is to run)."""
+    """Decide and set up one job: returns (state, command or None when nothing is to run). A job with something to
+    run is claimed first and decided again under the claim (another sweep may have moved it on); the claim is held
+    when a command is returned (release(job) after its trainer ends), dropped otherwise. A job another sweep has
+    claimed is "running"."""
+    aside = set_aside_damaged_log(job)
+    state, _, _ = plan(job)
+    if state in ("done", "diverged"):
+        if aside:
+            save_compact_log(job)  # the raw run's log again, in place of the damaged one
+        return state, None
+    if not claim(job):
+        print(
+            f"[sweep] {job.name}: another sweep (pid {claim_owner(job)}) is running it; skipped", flush=True
+        )
+        return "running", None
+    try:
+        state, cmd = _prepare_claimed(job)
+    except BaseException:
+        release(job)
+        raise
+    if cmd is None:
+        release(job)
+    return state, cmd
+
+
+def _prepare_claimed(job: Job) -> tuple[str, Optional[list[str]]]:
+    """prepare's work on a claimed job."""
     state, run_dir, src = plan(job)
     if state in ("done", "diverged"):
         return state, None
@@ -546,9 +681,14 @@ def launch(job: Job, cmd: list[str]) -> subprocess.Popen:
 
 def outcome(job: Job, returncode: Optional[int]) -> str:
     """finished / interrupted / diverged / failed, from summary.json (written by the trainer)."""
-    summary = read_summary(find_run_dir(job.seed_dir)) or {}
+    try:
+        run_dir = find_run_dir(job.seed_dir)
+    except compact.RunDirConflict:
+        return "failed"
+    summary = read_summary(run_dir) or {}
     if summary.get("status") == "finished":
-        return "finished" if summary.get("global_step", 0) >= job.budget else "failed"
+        done = summary.get("global_step", 0) >= trained_budget(job.budget, run_args(run_dir))
+        return "finished" if done else "failed"
     if summary.get("status") in ("interrupted", "diverged"):
         return summary["status"]
     return "interrupted" if returncode in (130, -signal.SIGINT) else "failed"
@@ -557,16 +697,31 @@ def outcome(job: Job, returncode: Optional[int]) -> str:
 def run_job_blocking(job_dict: dict) -> dict:
     """Prepare, run and wait for one job (a Ray task); on ray.cancel the trainer gets one SIGINT and is waited for."""
     job = Job(**job_dict)
-    state, cmd = prepare(job)
+    try:
+        state, cmd = prepare(job)
+    except Exception as e:
+        if not bad_job(e):
+            raise
+        return {
+            "name": job.name,
+            "state": "failed",
+            "outcome": "failed",
+            "rc": None,
+            "ran": False,
+            "error": str(e),
+        }
     if cmd is None:
         return {"name": job.name, "state": state, "outcome": state, "rc": 0, "ran": False}
-    proc = launch(job, cmd)
     try:
-        rc = proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait()
-    save_compact_log(job)
+        proc = launch(job, cmd)
+        try:
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+            rc = proc.wait()
+        save_compact_log(job)
+    finally:
+        release(job)
     return {"name": job.name, "state": state, "outcome": outcome(job, rc), "rc": rc}
 
 
@@ -634,7 +789,8 @@ def measured_speed(job: Job) -> Optional[float]:
 
 def past_time_limit(job: Job, deadline: float) -> Optional[str]:
     """Why the job, started now, would end after `deadline` (epoch seconds), or None: at measured_speed its steps
-    left end in time, it has nothing to run, or no run of the study has finished yet (no speed to go by)."""
+    left end in time, it has nothing to run, or no run of the study has finished yet (no speed to go by). Raises
+    compact.RunDirConflict as inspect_job does."""
     state, _ = inspect_job(job)
     if state in ("done", "diverged"):
         return None
@@ -694,6 +850,14 @@ class Progress:
         print(("\r" + msg + " " * 4) if inline else msg, end="" if inline else "\n", flush=True)
 
 
+def settled_now(job: Job) -> bool:
+    """Whether inspect_job finds the job done or diverged (False when it cannot tell: the job fails in its turn)."""
+    try:
+        return inspect_job(job)[0] in ("done", "diverged")
+    except compact.RunDirConflict:
+        return False
+
+
 def run_local(
     jobs: list[Job], workers: int, progress_interval: float, deadline: Optional[float] = None
 ) -> dict:
@@ -703,7 +867,7 @@ def run_local(
     results, running, interrupted = {}, {}, False  # running: name -> (job, proc, state)
     # the jobs with nothing to run first (same order otherwise): the first progress line counts every one of them as
     # done, where the queue's order left some among "left" until the workers reached them
-    settled = [j for j in jobs if inspect_job(j)[0] in ("done", "diverged")]
+    settled = [j for j in jobs if settled_now(j)]
     queue = settled + [j for j in jobs if j not in settled]
     prog = Progress(jobs, progress_interval)
 
@@ -713,7 +877,13 @@ def run_local(
             if rc is not None:
                 result = {"name": name, "state": state, "outcome": outcome(job, rc), "rc": rc}
                 results[name] = result
-                save_compact_log(job)
+                try:
+                    save_compact_log(job)
+                except Exception as e:
+                    if not bad_job(e):
+                        raise
+                    print(f"[sweep] {name}: its compact log was not written: {e}", flush=True)
+                release(job)
                 prog.stopped(job)
                 del running[name]
                 if not interrupted:
@@ -726,7 +896,18 @@ def run_local(
         while queue or running:
             while queue and len(running) < workers:
                 job = queue.pop(0)
-                reason = past_time_limit(job, deadline) if deadline is not None else None
+                try:
+                    reason = past_time_limit(job, deadline) if deadline is not None else None
+                    state, cmd = (None, None) if reason is not None else prepare(job)
+                    proc = None if cmd is None else launch(job, cmd)
+                except Exception as e:
+                    release(job)
+                    if not bad_job(e):
+                        raise
+                    results[job.name] = {"name": job.name, "state": "failed", "outcome": "failed", "rc": None}
+                    prog.skip(job.name)
+                    print(("\n" if prog.tty else "") + f"[sweep] {job.name}: failed: {e}", flush=True)
+                    continue
                 if reason is not None:
                     results[job.name] = {
                         "name": job.name,
@@ -737,12 +918,11 @@ def run_local(
                     prog.skip(job.name)
                     print(f"[sweep] {job.name}: not started: {reason}", flush=True)
                     continue
-                state, cmd = prepare(job)
                 if cmd is None:
                     results[job.name] = {"name": job.name, "state": state, "outcome": state, "rc": 0}
                     prog.skip(job.name)
                 else:
-                    running[job.name] = (job, launch(job, cmd), state)
+                    running[job.name] = (job, proc, state)
             reap(block=False)
             timed_out = sum(1 for r in results.values() if r["outcome"] == "not started (time limit)")
             prog.show(
@@ -804,7 +984,8 @@ def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: floa
                     prog.stopped(job)
                 else:
                     prog.skip(job.name)
-                print(f"[sweep] {job.name}: {result['outcome']} (exit {result['rc']})", flush=True)
+                why = f"({result['error']})" if "error" in result else f"(exit {result['rc']})"
+                print(f"[sweep] {job.name}: {result['outcome']} {why}", flush=True)
             running = [refs[r] for r in pending if last_global_step(refs[r].seed_dir) > 0]
             prog.show(len(results), running, len(pending) - len(running))
     except KeyboardInterrupt:
@@ -1052,8 +1233,20 @@ def _main(argv=None) -> int:
     )
     if args.dry_run:
         for job in jobs:
-            state, run_dir, src = plan(job)
+            why = compact.damage(committed_log(job))
+            if why is not None:
+                print(f"[sweep] {why}; a run sets it aside, the job is not done by it")
+            try:
+                state, run_dir, src = plan(job)
+            except compact.RunDirConflict as e:
+                print(f"{job.name:32s} {'failed':8s} {e}")
+                continue
             run_dir = os.path.join(job.seed_dir, os.path.basename(src)) if src is not None else run_dir
+            if state not in ("done", "diverged") and claimed_elsewhere(job):
+                print(
+                    f"{job.name:32s} {'running':8s} (skip: another sweep, pid {claim_owner(job)}, is running it)"
+                )
+                continue
             cmd = None if state in ("done", "diverged") else command(job, "resume" if src else state, run_dir)
             print(
                 f"{job.name:32s} {state:8s} "

@@ -107,8 +107,10 @@ def check_args(args: Args) -> None:
             f"--gamma and --gae-lambda must be in [0, 1], got {args.gamma!r}, {args.gae_lambda!r}"
         )
     if not 0 <= args.target_kl < float("inf"):
+        raise ConfigError(f"--target-kl must be a finite number >= 0, got {args.target_kl!r}")
+    if args.target_kl > 0 and (args.optimizer != "smac" or args.fisher != "batch-mean"):
         raise ConfigError(
-            f"--target-kl must be a finite number >= 0 (0: the paper's step), got {args.target_kl!r}"
+            "--target-kl sets batch-mean SMAC's step: it needs --optimizer smac --fisher batch-mean"
         )
     if not 0 <= args.seed < 2**32:
         raise ConfigError(f"--seed must be in [0, 2**32), got {args.seed!r}")

@@ -316,6 +316,7 @@ def test_a_real_divergence_exits_3_without_a_traceback(tmp_path):
         (["--env-id", "NoSuchEnv-v0"], "--env-id"),
         (["--hidden-sizes", "0"], "--hidden-sizes"),
         (["--total-timesteps", "999"], "--total-timesteps"),
+        (["--optimizer", "sgd", "--target-kl", "0.01"], "--target-kl"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, argv, needle):

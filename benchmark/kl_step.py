@@ -28,10 +28,6 @@ RESULTS = os.path.join(REPO, "benchmark", "results", "kl_step.json")
 PAGE = os.path.join(REPO, "benchmark", "report", "kl_step.md")
 
 
-def first_episode(run: dict) -> tuple:
-    return float(run["episodes"]["episodic_return"][0]), int(run["episodes"]["episodic_length"][0])
-
-
 def median_step_norm(runs: dict) -> float:
     """The median over runs of each run's median |theta change| / eta_paper (updates.csv's step_norm)."""
     return float(np.median([np.nanmedian(r["updates"]["step_norm"]) for r in runs.values()]))
@@ -75,7 +71,9 @@ def analyze(root: str = REPO) -> dict:
             rows.append({**row, "complete": False})
             continue
         same = [
-            s for s in seeds if s in fixed_runs and first_episode(kl_runs[s]) == first_episode(fixed_runs[s])
+            s
+            for s in seeds
+            if s in fixed_runs and prereg.first_episode(kl_runs[s]) == prereg.first_episode(fixed_runs[s])
         ]
         paired_test = same == seeds
         kl_scores = kl[(task, "smac")]

@@ -409,6 +409,36 @@ def halfcheetah_pairing(sc: dict, reruns: dict, seeds: list) -> dict:
     }
 
 
+def below_random(sc: dict, task: str, algos: list, budget: int) -> list:
+    """The cells of `task` whose mean normalized final is below 0 (the random policy): per cell the raw and
+    normalized mean final, and the peak of its seed-mean curve (100 bins over the budget) with the bin's end step."""
+    rand, best = (
+        compact.read_random_scores()[task],
+        max(hparams.paper_result(task, a)[0] for a in hparams.PAPER_ALGOS),
+    )
+    out = []
+    for algo in algos:
+        score = _mean(list(sc.get((task, algo), {}).values()))
+        if not score < 0:
+            continue
+        span, curves, _ = aggregate.cell_curves(list(sc[(task, algo, "runs")].values()), {task: budget})[
+            (task, algo)
+        ]
+        mean = aggregate.across_seeds(curves)[0]
+        top = int(np.nanargmax(mean))
+        out.append(
+            {
+                "algo": algo,
+                "mean": _mean([v for v in sc[(task, algo, "raw")].values() if v is not None]),
+                "normalized": score,
+                "peak": float(mean[top]),
+                "peak_normalized": stats.normalize(float(mean[top]), rand, best),
+                "peak_step": int(round((top + 1) * span / len(mean))),
+            }
+        )
+    return out
+
+
 def analyze_5M(reg: dict, root: str = REPO) -> dict:
     """Every block of preregistration_5M.toml on the committed logs; a cell is judged only once its five seeds are
     in (finished or diverged), and the report says how many runs are in."""
@@ -423,10 +453,15 @@ def analyze_5M(reg: dict, root: str = REPO) -> dict:
     sc = _scores([logs], budget)
     done = {cell: sorted(sc.get(cell, {})) for cell in expected_5M(reg)}
     complete = {cell for cell, got in done.items() if got == seeds}
+    planned = {(task, algo) for algo, tasks in reg["runs"].items() for task in tasks}
+    earlier = [
+        cell for cell in done if cell not in planned
+    ]  # HalfCheetah's headline block, run before the rules
     out = {
         "runs_in": sum(len(v) for v in done.values()),
         "runs_expected": len(done) * len(seeds),
         "done": done,
+        "before_rules": {"cells": earlier, "runs": sum(len(done[cell]) for cell in earlier)},
     }
     # Block A: the six claims, on the 5M runs of the cells each needs (100 bins over 5M = the paper's bin width)
     wanted = set(reg["blocks"]["claims"]["claims"])
@@ -477,6 +512,17 @@ def analyze_5M(reg: dict, root: str = REPO) -> dict:
             }
         )
     out["table"] = table
+    # tasks where every complete cell ends below the random policy (normalized < 0), with each cell's peak
+    algos_of = {}
+    for task, algo in sorted(complete):
+        algos_of.setdefault(task, []).append(algo)
+    out["below_random"] = []
+    for task, algos in algos_of.items():
+        cells = below_random(sc, task, algos, budget)
+        if len(cells) == len(algos):
+            out["below_random"].append(
+                {"task": task, "random": compact.read_random_scores()[task], "cells": cells}
+            )
     # Block C: SMAC vs sgd-matched, paired TOST at 0.1 (Holm over the tasks for "different")
     eq = reg["blocks"]["equivalence"]
     ready = [t for t in eq["tasks"] if (t, "smac") in complete and (t, "sgd-matched") in complete]
@@ -503,7 +549,12 @@ def analyze_5M(reg: dict, root: str = REPO) -> dict:
     ):
         reach = eq["reachable_margin_at_5"][r["task"]]
         r.update(
-            reach_margin=reach, equivalent_reach=r["ci"][0] > -reach and r["ci"][1] < reach, p_holm=p_adj
+            reach_margin=reach,
+            equivalent_reach=r["ci"][0] > -reach and r["ci"][1] < reach,
+            p_holm=p_adj,
+            below_random=all(
+                _mean(list(block_c[(r["task"], a)].values())) < 0 for a in ("smac", "sgd-matched")
+            ),
         )
         if r["equivalent"]:
             r["verdict"] = f"equivalent at ±{margin:g}"
@@ -541,12 +592,15 @@ def analyze_5M(reg: dict, root: str = REPO) -> dict:
 
 def markdown_5M(reg: dict, res: dict) -> list:
     """report/mujoco_5M.md: what the 5M runs show so far, by the pre-registered rules."""
-    common = reg["common"]
+    common, before = reg["common"], res["before_rules"]
     lines = [
         f"Issue 37's runs at the paper's budget: {res['runs_in']} of {res['runs_expected']} runs in "
-        f"(`{common['logs']}/`, the `{common['reading']}` reading, seeds {common['seeds']}; the rules were "
-        f"committed before the first run: `benchmark/preregistration_5M.toml`). A cell is judged only once its five "
-        "seeds are in; the others say how many are.\n",
+        f"(`{common['logs']}/`, the `{common['reading']}` reading, seeds {common['seeds']}). The rules "
+        f"(`benchmark/preregistration_5M.toml`) were committed before the first of the other "
+        f"{res['runs_expected'] - before['runs']} runs; the {before['runs']} runs of "
+        + " and ".join(f"{t} {hparams.algo_label(a)}" for t, a in before["cells"])
+        + " (issue 12's headline block, 2026-11-23) predate them. A cell is judged only once its five seeds are "
+        "in; the others say how many are.\n",
         "**Runs in, per cell:** "
         + ", ".join(f"{t} {hparams.algo_label(a)} {len(v)}/5" for (t, a), v in sorted(res["done"].items()))
         + ".\n",
@@ -571,6 +625,17 @@ def markdown_5M(reg: dict, res: dict) -> list:
                 f"[{fmt(r['ci'][0])}, {fmt(r['ci'][1])}] | {fmt(r['paper'][0])} ± {fmt(r['paper'][1])} | "
                 f"{r['p']:.3g} | {'differs' if r['differs'] else 'not shown to differ'} | {r['length']:.0f} |"
             )
+        for b in res["below_random"]:
+            lines.append(
+                f"\n{b['task']}: every algorithm run at 5M ends below the random policy ({fmt(b['random'])}): "
+                + "; ".join(
+                    f"{hparams.algo_label(c['algo'])} {fmt(c['mean'])} (normalized {c['normalized']:+.2f}; "
+                    f"seed-mean peak {fmt(c['peak'])}, {c['peak_normalized']:+.2f}, at "
+                    f"{aggregate.fmt_step(c['peak_step'])})"
+                    for c in b["cells"]
+                )
+                + "."
+            )
     else:
         lines.append("No cell complete yet.")
     lines += ["", "### Block C: SMAC vs SGD with step η/λ at 5M (paired, normalized, TOST ±0.1)\n"]
@@ -592,6 +657,12 @@ def markdown_5M(reg: dict, res: dict) -> list:
                 f"{r['verdict']}{'' if r['equivalent'] else holm_note} | {one['mean']:+.3f} "
                 f"[{one['ci'][0]:+.3f}, {one['ci'][1]:+.3f}] |"
             )
+        for r in res["equivalence"]:
+            if r["below_random"]:
+                lines.append(
+                    f"\n{r['task']}: both arms end below the random policy; block C there compares two collapsed "
+                    "runs."
+                )
     else:
         lines.append("No task has both cells complete yet.")
     pairing = res.get("halfcheetah_pairing")

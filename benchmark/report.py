@@ -50,6 +50,9 @@ FIGURES = os.path.join(REPO, "docs", "figures")
 NOT_RUN = "not run yet"
 N_HEADLINE = 2 * 5  # the 5M block: HalfCheetah SMAC and AC-CG x 5 seeds
 EQUIV_MARGIN = 0.1  # normalized score, the margin of the pre-registration (benchmark/preregistration.toml)
+ARM = {
+    "sgd-matched": "SGD with step η/λ"
+}  # the verdict's name for an algorithm where it differs from algo_label
 
 
 @dataclass
@@ -625,39 +628,74 @@ def rival_caveat(c: dict, claim: dict, d: Data) -> Optional[str]:
     )
 
 
-def held_caveat(c: dict, d: Data) -> Optional[str]:
-    """Why a held claim does not show SMAC ahead, or None: another algorithm's milestone (SMAC's own final beside
-    it), SMAC reaching a rival's paper final that our rival reaches sooner, or a slower algorithm's crossing that only
-    its seed mean makes (seeds that never cross, at either span)."""
+def seed_span(steps: list) -> str:
+    """'170k–210k' (a seed that never crosses: '…–never'), the seeds' crossing steps from first to last."""
+    reached = [t for t in steps if t is not None]
+    last = None if None in steps or not reached else max(reached)
+    return f"{aggregate.fmt_step(min(reached) if reached else None)}–{aggregate.fmt_step(last)}"
+
+
+def held_reading(c: dict, d: Data) -> dict:
+    """Whether a held claim shows SMAC ahead, and why (or why not): {"ahead": bool, "why": text or None}.
+    reach_by: another algorithm's milestone (SMAC's own final beside it) is not SMAC ahead, nor is SMAC reaching a
+    rival's paper final that our rival reaches sooner. slower / faster: SMAC ahead where it is the faster algorithm
+    and every one of its seeds crosses before every seed of the slower one at each bin width read; a slower
+    algorithm's crossing that only its seed mean makes (seeds that never cross) is said beside it, since it weakens
+    the ratio, not the order."""
     label = hparams.algo_label
+    claim = next((x for x in aggregate.CLAIMS if x["id"] == c.get("id")), {})
     if c["kind"] == "reach_by":
-        claim = next(x for x in aggregate.CLAIMS if x["id"] == c["id"])
         if c["algo"] != "smac":
             smac = by_cell(d.cells).get((c["task"], "smac"))
-            return (
-                f"{c['task']}'s is {label(c['algo'])} reaching {claim['threshold']:g} at "
-                f"{aggregate.fmt_step(c['steps'][0])}, while our SMAC ends at {fmt(smac['mean'] if smac else None)}"
-            )
-        return rival_caveat(c, claim, d) if claim.get("rival") else None
+            return {
+                "ahead": False,
+                "why": f"{c['task']}'s is {label(c['algo'])} reaching {claim['threshold']:g} at "
+                f"{aggregate.fmt_step(c['steps'][0])}, while our SMAC ends at {fmt(smac['mean'] if smac else None)}",
+            }
+        why = rival_caveat(c, claim, d) if claim.get("rival") else None
+        return {"ahead": why is None, "why": why}
     if c["kind"] not in ("slower", "faster"):
-        return None
-    worst = None
-    for row, where in ((c, "at our bins"), (c.get("other"), "at the paper's bin width")):
-        if not row or "per_seed" not in row:
-            continue
-        slow = row["per_seed"][0 if c["kind"] == "slower" else 1]
-        never = sum(t is None for t in slow)
-        if never and (worst is None or never > worst[0]):
-            worst = (never, len(slow), row["steps"][0 if c["kind"] == "slower" else 1], where, row["reach"])
-    if worst is None:
-        return None
-    never, n, t, where, reach = worst
+        return {"ahead": False, "why": None}
+    slow_i = 0 if c["kind"] == "slower" else 1
     slow_algo = c["algo"] if c["kind"] == "slower" else c.get("ref", "smac")
-    end = " (the end of its run)" if t is not None and t >= reach else ""
-    return (
-        f"{c['task']}'s rests, {where}, on {label(slow_algo)}'s seed-mean crossing at {aggregate.fmt_step(t)}{end}; "
-        f"{never} of {n} {label(slow_algo)} seeds never cross"
-    )
+    fast_algo = c.get("ref", "smac") if c["kind"] == "slower" else c["algo"]
+    readings = [(c, "our bins"), (c.get("other"), "the paper's bin width")]
+    readings = [(row, where) for row, where in readings if row and "per_seed" in row]
+
+    def last(steps):  # a seed that never crosses comes after every seed that does
+        return max(math.inf if t is None else t for t in steps)
+
+    def first(steps):
+        return min(math.inf if t is None else t for t in steps)
+
+    separated = [
+        row for row, _ in readings if last(row["per_seed"][1 - slow_i]) < first(row["per_seed"][slow_i])
+    ]
+    ahead = fast_algo == "smac" and bool(readings) and len(separated) == len(readings)
+    worst = None
+    for row, where in readings:
+        never = sum(t is None for t in row["per_seed"][slow_i])
+        if never and (worst is None or never > worst[0]):
+            worst = (never, len(row["per_seed"][slow_i]), row["steps"][slow_i], where, row["reach"])
+    never_text = None
+    if worst is not None:
+        never, n, t, where, reach = worst
+        end = " (the end of its run)" if t is not None and t >= reach else ""
+        never_text = (
+            f"at {where} the ratio rests on {label(slow_algo)}'s seed-mean crossing at {aggregate.fmt_step(t)}{end}; "
+            f"{never} of {n} {label(slow_algo)} seeds never cross"
+        )
+    if ahead:
+        seeds = readings[0][0]["per_seed"]
+        why = (
+            f"{c['task']}'s, every SMAC seed reaching {claim.get('threshold', c.get('threshold')):g} before every "
+            f"{label(slow_algo)} seed at {' and at '.join(where for _, where in readings)} ({readings[0][1]}: "
+            f"{seed_span(seeds[1 - slow_i])} vs {seed_span(seeds[slow_i])})"
+        )
+        if never_text:
+            why += f"; {never_text}, which weakens the ratio, not the order"
+        return {"ahead": True, "why": why}
+    return {"ahead": False, "why": f"{c['task']}'s: {never_text}" if never_text else None}
 
 
 def rank1_figures(runs: list[dict]) -> list[dict]:
@@ -701,17 +739,15 @@ def verdict_section(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: l
     final = [aggregate.combined(c) for c in d.claims]
     five = [aggregate.combined(c) for c in d.claims if c.get("at_5M")]
     held = [c for c in d.claims if aggregate.combined(c) == "held"]
-    caveats = [held_caveat(c, d) for c in held]
-    ahead = [c["task"] for c, x in zip(held, caveats) if x is None]
-    held_text = ""
-    if held and not ahead:
-        none = "neither" if len(held) == 2 else "none"
-        held_text = f" Of the {len(held)} held, {none} shows SMAC ahead: " + "; ".join(caveats) + "."
-    elif held:
-        others = [x for x in caveats if x]
-        verb = "shows" if len(ahead) == 1 else "show"
-        held_text = f" Of the {len(held)} held, {len(ahead)} {verb} SMAC ahead ({', '.join(ahead)})"
-        held_text += (": the others do not: " + "; ".join(others) if others else "") + "."
+    readings = [held_reading(c, d) for c in held]
+    ahead = [r["why"] or c["task"] for c, r in zip(held, readings) if r["ahead"]]
+    behind = [r["why"] or c["task"] for c, r in zip(held, readings) if not r["ahead"]]
+    held_text = f" SMAC ahead in {len(ahead)} of the {len(held)} held" + "".join(
+        f"{sep}{'; '.join(texts)}"
+        for sep, texts in ((": ", ahead), (f". Not in {len(behind)}: ", behind))
+        if texts
+    )
+    held_text = held_text + "." if held else ""
     # 2. the table at matched budgets (classic control at ours, MuJoCo at 5M), the headline
     matched = [r for r in d.cells if r["comparable"] and num(r["p_vs_paper"]) is not None]
     table5 = res5["table"]
@@ -730,6 +766,16 @@ def verdict_section(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: l
             listed = ", ".join(vs_paper(r, with_p=not r["differs"]) for r in rows)
             parts.append(f"{side} the paper's on {len(rows)}: {listed}")
     smac_text = f"SMAC at 5M on the {len(smac5)} MuJoCo tasks{so_far}, Welch p < 0.05: " + "; ".join(parts)
+    # tasks where every algorithm ends below the random policy: "below the paper's" understates them
+    collapsed = "".join(
+        f". On {b['task']} every algorithm run at 5M ends below the random policy ({fmt(b['random'])}); normalized final (seed-mean peak): "
+        + ", ".join(
+            f"{ARM.get(c['algo'], hparams.algo_label(c['algo']))} {c['normalized']:+.2f} "
+            f"({c['peak_normalized']:+.2f} at {aggregate.fmt_step(c['peak_step'])})"
+            for c in b["cells"]
+        )
+        for b in res5["below_random"]
+    )
     cells5 = aggregate.load_cells(d.headline, budgets={"HalfCheetah": 5_000_000}) if d.headline else {}
     f5 = {
         a: [f for _, f, _ in cells5.get(("HalfCheetah", a), {"finished": []})["finished"]]
@@ -748,21 +794,27 @@ def verdict_section(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: l
     one_eq = [t for t, r in one.items() if r["equivalent"]]
     one_not = [t for t in hparams.tasks() if t not in one_eq]
     eq5 = res5["equivalence"]
-    at5 = "no task complete yet"
+    at5, same5 = "no task complete yet", []
     if eq5:
-        same = [r["task"] for r in eq5 if r["equivalent"]]
+        same = same5 = [r["task"] for r in eq5 if r["equivalent"]]
         differ5 = [r["task"] for r in eq5 if r["verdict"].startswith("different")]
-        wide = [r for r in eq5 if r["equivalent_reach"] and not r["equivalent"]]
-        reach = [f"{r['task']} (±{r['reach_margin']:.2f})" for r in wide]
+        secondary = {
+            ok: [f"{r['task']} (±{r['reach_margin']:.3f})" for r in eq5 if r["equivalent_reach"] == ok]
+            for ok in (True, False)
+        }
         lost = [r["task"] for r in eq5 if r["task"] in one_eq and not r["equivalent"]]
         count = f"equivalent at ±{EQUIV_MARGIN} on {len(same)} of {len(eq5)} ({', '.join(same) or 'none'})"
         count += f", different (Holm-adjusted) on {', '.join(differ5) or 'none'}"
-        if reach:
-            count += f"; equivalent only at the wider pre-registered reachable margins on {', '.join(reach)}"
+        count += (
+            f"; the secondary test, TOST at the pre-registered reachable margins: equivalent on "
+            f"{', '.join(secondary[True]) or 'none'}, not shown on {', '.join(secondary[False]) or 'none'}"
+        )
         if lost:
             count += f"; equivalent at 1M, not shown either way at 5M: {', '.join(lost)}"
         per_task = [
-            f"{r['task']} {r['mean']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] {r['verdict']}" for r in eq5
+            f"{r['task']} {r['mean']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] {r['verdict']}"
+            + (", both arms below the random policy" if r["below_random"] else "")
+            for r in eq5
         ]
         at5 = count + ". Per task: " + "; ".join(per_task)
     fig = "; ".join(
@@ -770,6 +822,11 @@ def verdict_section(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: l
         f"[{100 * r['removed'][1]:.1f}, {100 * r['removed'][2]:.1f}], cos {r['cos'][0]:.3f} "
         f"[{r['cos'][1]:.3f}, {r['cos'][2]:.3f}], single updates down to {r['min_cos']:.2f}"
         for r in rank1
+    )
+    low = [r for r in res5["diagnostics"] if r["damping"] <= 0.01]  # block D, the same tasks at 5M
+    fig5 = ", ".join(f"{min(x['min_cos'] for x in r['runs']):.2f} ({r['task']})" for r in low)
+    late5 = ", ".join(
+        f"{fmt(np.median([x['last']['ell_over_lambda'] for x in r['runs']]))} ({r['task']})" for r in low
     )
     # 4. where the rank-1 term is largest: the pre-registered 20 paired seeds, the lambda dose-response, late in 5M runs
     lam = pre["lambda"]
@@ -801,7 +858,7 @@ def verdict_section(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: l
         f"2. **The paper's table, at matched budgets only:** our finals differ from it (Welch p < 0.05) in {differ} "
         f"of {len(matched) + len(table5)} cells ({len(matched)} classic-control cells at our budgets, the paper "
         f"states none; {len(table5)} MuJoCo cells at 5M); the stage-1 MuJoCo cells (1M) are not compared "
-        f"([grid](report/grid.md)). {smac_text} ([5M](report/mujoco_5M.md)). The headline {headline}: "
+        f"([grid](report/grid.md)). {smac_text} ([5M](report/mujoco_5M.md)){collapsed}. The headline {headline}: "
         f"HalfCheetah at 5M, SMAC {fmt(np.mean(f5['smac']) if f5['smac'] else None)} vs AC-CG "
         f"{fmt(np.mean(f5['cg']) if f5['cg'] else None)}, {significance} (Welch p "
         f"{w5['p'] if w5 else math.nan:.2g}; the paper: {fmt(paper_smac)} vs {fmt(paper_cg)}); paper-literal, SMAC "
@@ -810,8 +867,9 @@ def verdict_section(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: l
         f"3. **SMAC and SGD with step η/λ:** at the stage-1 budget equivalent (paired TOST, ±{EQUIV_MARGIN} "
         f"normalized score, 5 seeds) on {len(one_eq)} of {len(one)} tasks ({', '.join(one_eq)}), exploratory "
         f"(not pre-registered); not shown either way on {', '.join(one_not)}. At 5M, pre-registered (5 paired "
-        f"seeds): {at5}. Where λ ≤ 0.01 the rank-1 term removes most of the step's ℓ̄-component, but that "
-        f"component is small (medians over updates, median [range] over seeds): {fig}.",
+        f"seeds): {at5}. Where λ ≤ 0.01 the rank-1 term removes most of the step's ℓ̄-component; in the 1M runs "
+        f"that component is small (medians over updates, median [range] over seeds): {fig}; in the 5M runs "
+        f"single updates go down to cos {fig5 or 'n/a'}.",
         f"4. **Where the rank-1 term is largest, a difference is not shown:** λ = 0.01, pre-registered: {blocks}; "
         f"inconclusive at ±{EQUIV_MARGIN}, "
         + (
@@ -823,10 +881,13 @@ def verdict_section(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: l
         f"([pre-registered study](report/prereg.md)). Over 5M steps ‖ℓ̄‖²/λ, first → last fifth: "
         + (late or "no SMAC cell complete yet")
         + ".",
-        f"5. **Step size, not curvature:** SMAC's η/λ is {min(ratios):.2g}–{max(ratios):.3g}× the paper's AC-SGD "
-        f"step, so P(SMAC > AC-SGD) = {imp['sgd'][0]:.2f} compares step sizes; P(SMAC > SGD with step η/λ) = "
-        f"{imp['sgd-matched'][0]:.2f}, IQM SMAC {iqm.get('smac', math.nan):.2f} vs "
-        f"{iqm.get('sgd-matched', math.nan):.2f}."
+        f"5. **A step-size effect; a curvature effect not shown, not ruled out:** SMAC's η/λ is "
+        f"{min(ratios):.2g}–{max(ratios):.3g}× the paper's AC-SGD step, so P(SMAC > AC-SGD) = {imp['sgd'][0]:.2f} "
+        f"compares step sizes; P(SMAC > SGD with step η/λ) = {imp['sgd-matched'][0]:.2f}, IQM SMAC "
+        f"{iqm.get('smac', math.nan):.2f} vs {iqm.get('sgd-matched', math.nan):.2f}. The data fail to show an "
+        f"effect of the rank-1 term; they do not rule one out: equivalence is shown on {len(one_eq)} of {len(one)} "
+        f"tasks at the stage-1 budget and {len(same5)} of {len(eq5)} at 5M, and where λ ≤ 0.01 ‖ℓ̄‖²/λ reaches "
+        f"last-fifth medians of {late5 or 'n/a'} in the 5M runs."
         if "sgd-matched" in imp and "sgd" in imp
         else "5. (aggregates need every cell)",
         "",

@@ -110,8 +110,9 @@ def test_the_5M_study_judges_a_cell_only_with_its_five_seeds():
         assert (row["verdict"] == "waiting") == incomplete, row
 
 
-def write_5M_log(root, task, algo, seed, value, updates=None):
-    """A finished 5M compact log whose episodes return value(step) (a number: the same at every step)."""
+def write_5M_log(root, task, algo, seed, value, updates=None, logs=None):
+    """A finished 5M compact log whose episodes return value(step) (a number: the same at every step), under logs
+    (default: the 5M study's)."""
     import gzip
     import json
     import os
@@ -138,7 +139,7 @@ def write_5M_log(root, task, algo, seed, value, updates=None):
         },
         "updates": updates or {c: [] for c in compact.UPDATE_COLS},
     }
-    path = compact.log_path(os.path.join(root, prereg.load_5M()["common"]["logs"]), task, algo, seed)
+    path = compact.log_path(os.path.join(root, logs or prereg.load_5M()["common"]["logs"]), task, algo, seed)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with gzip.open(path, "wt") as f:
         json.dump(rec, f)
@@ -179,6 +180,10 @@ def test_the_5M_study_applies_its_rules_to_complete_cells_by_hand(tmp_path):
             elif algo == "sgd-matched":
                 shift = (0.5 if task == "Pusher" else 0.0) + offsets[seed - 1]
                 value = smac + (seed - 3) - shift * (best - rand[task])
+                if task == "HalfCheetah":  # amendment 1: the rerun block C pairs, its first episode SMAC's
+                    rerun = lambda s, v=value, first=smac + (seed - 3): first if s <= 5e6 / 400 else v  # noqa: E731
+                    logs = reg["amendments"]["halfcheetah_pairing"]["logs"]
+                    write_5M_log(str(tmp_path), task, algo, seed, rerun, logs=logs)
             elif task == "Pusher" and algo == "sgd":
                 value = pusher_sgd_ramp
             else:
@@ -209,6 +214,7 @@ def test_the_5M_study_applies_its_rules_to_complete_cells_by_hand(tmp_path):
     assert hopper["length"] == 500.0
     # Block C: d = offsets (mean 0, sd sqrt(2.5e-4)): equivalent at 0.1; Pusher d = 0.5 + offsets: different after Holm
     eq = {r["task"]: r for r in res["equivalence"]}
+    assert res["halfcheetah_pairing"]["paired_seeds"] == [1, 2, 3, 4, 5]
     assert set(eq) == set(reg["blocks"]["equivalence"]["tasks"])
     half = 2.131846786326649 * math.sqrt(2.5e-4) / math.sqrt(5)
     assert eq["Hopper"]["mean"] == pytest.approx(0.0, abs=1e-9)

@@ -411,3 +411,39 @@ def test_argument_errors_are_tyros_message_and_exit_2(tmp_path, argv, needle):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and needle in err and "Traceback" not in err, err
     assert not os.path.exists(tmp_path / "runs")
+
+
+def test_capture_video_and_track_offline_in_the_copy_alone(tmp_path):
+    """--capture-video records non-blank MuJoCo frames (headless: EGL; the deterministic-algorithms switch comes
+    before any render, which keeps it working with CUDA builds of torch), and --track with WANDB_MODE=offline
+    syncs the TensorBoard scalars into an offline W&B run, never a prompt."""
+    import imageio.v3 as iio
+
+    shutil.copy(REFERENCE, tmp_path / "smac_a2c.py")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MUJOCO_GL", "DISPLAY")}
+    env.update(WANDB_MODE="offline", HOME=str(tmp_path))
+    argv = [
+        "--env-id",
+        "Hopper-v4",
+        "--num-steps",
+        "100",
+        "--total-timesteps",
+        "200",
+        "--capture-video",
+        "--track",
+    ]
+    proc = subprocess.run(
+        [sys.executable, "smac_a2c.py", *argv],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr
+    run = only_run(tmp_path)
+    frames = iio.imread(os.path.join(run, "videos", "rl-video-episode-0.mp4"))
+    assert frames.shape[1:] == (480, 480, 3) and frames.shape[0] > 1 and frames.std() > 5.0
+    offline = [d for d in os.listdir(tmp_path / "wandb") if d.startswith("offline-run-")]
+    assert len(offline) == 1

@@ -31,6 +31,7 @@ if REPO not in sys.path:
 
 from benchmark import ablations, aggregate, algorithms, compact, hparams, stats  # noqa: E402
 from benchmark.stats import (
+    MISSING,
     estimate,
     fmt,
     interval,
@@ -584,83 +585,137 @@ def main_table(d: Data, equiv: dict, res5: dict) -> list[str]:
     return markdown_table(headers, [cells(r) for r in rows])
 
 
-SAY = {  # a claim's final verdict as the verdict's counts print it
+# ---------------------------------------------------------------------------------------------
+# The verdict as data (verdict_data) and its rendering (benchmark/templates/verdict.md.j2)
+# ---------------------------------------------------------------------------------------------
+ALPHA = 0.05
+TEMPLATES = os.path.join(REPO, "benchmark", "templates")
+VERDICT_JSON = os.path.join(REPO, "benchmark", "results", "verdict.json")
+README = os.path.join(REPO, "README.md")
+README_MARKERS = ("<!-- results:begin -->", "<!-- results:end -->")
+CLAIM_WORD = {  # a claim's verdict (aggregate.evaluate, aggregate.combined) as the verdict says it
     "held": "held",
     "direction only": "on direction only",
-    "baseline never reaches it": "only because the baseline never reaches the threshold",
-    "not held": "did not hold",
-    "waiting": "not yet judged (runs not all in)",
+    "baseline never reaches it": "baseline never reaches it",
+    "not held": "not held",
+    "waiting": "not yet judged",
+    "beyond budget": "beyond budget",
+    "no runs": "no runs",
 }
+EQUIVALENT = f"equivalent at ±{EQUIV_MARGIN:g}"
+DIFFERENT = "different (Holm)"
+NOT_SHOWN = "not shown either way"
+LITERAL_WORD = {  # prereg.analyze's literal_5M verdict
+    "pending (runs not all in)": "not yet judged",
+    "headline reproduced under the literal reading": "reproduced",
+    "normalization caused the failure": "normalization caused the failure",
+    "the literal reading does not rescue the headline": "not rescued",
+}
+DIAG_WORD = {"grows late in training": "grows", "shrinks": "shrinks", "no change shown": "no change shown"}
+VOCAB = (  # every word an answer may use, in the order counts are listed
+    *CLAIM_WORD.values(),
+    EQUIVALENT,
+    DIFFERENT,
+    NOT_SHOWN,
+    "secondary passes",
+    "secondary fails",
+    "different (Welch)",
+    "below the paper's",
+    "above the paper's",
+    "not shown to differ",
+    "reproduced",
+    "not reproduced",
+    *LITERAL_WORD.values(),
+    "dose-response",
+    "no dose-response detected",
+    *DIAG_WORD.values(),
+    # the notes a row's task may carry
+    "both arms below the random policy",
+    "SGD arm rerun to pair the seeds (amendment 1)",
+    f"{EQUIVALENT} at the stage-1 budget",
+)
 
 
-def counts(verdicts: list[str]) -> str:
-    """'11 held, 5 did not hold': the verdicts' counts in SAY's order, zeros left out."""
-    by = Counter(verdicts)
-    return ", ".join(
-        f"{by[v]} {SAY.get(v, v)}" for v in sorted(by, key=lambda v: list(SAY).index(v) if v in SAY else 9)
-    )
+def tally(words: list[str]) -> list[list]:
+    """[[word, count], ...] in VOCAB's order, zeros left out."""
+    by = Counter(words)
+    return [[w, by[w]] for w in dict.fromkeys(VOCAB) if by[w]]
 
 
-def rival_caveat(c: dict, claim: dict, d: Data) -> Optional[str]:
-    """For a held "SMAC matches the paper's final of <rival>" claim: None if our rival's stage-1 runs do not reach
-    that final before SMAC did, else the rival's crossing (seed mean, the stage-1 bins) and SMAC's at those bins."""
-    label = hparams.algo_label
-    runs = [r for r in d.runs if r["task"] == c["task"] and r["algo"] in ("smac", claim["rival"])]
-    cells = aggregate.cell_curves(runs)
-    if (c["task"], claim["rival"]) not in cells or (c["task"], "smac") not in cells:
-        return None
-    crossing = {}
-    for algo in ("smac", claim["rival"]):
-        crossing[algo] = aggregate.seed_mean_crossing(cells[(c["task"], algo)], claim["threshold"])
-    rival_at = crossing[claim["rival"]]
-    if rival_at is None or rival_at >= c["steps"][0]:
-        return None
-    budget = aggregate.stage1_budget(c["task"])
-    smac_then = (
-        f"our SMAC reaches it at {aggregate.fmt_step(crossing['smac'])} there"
-        if crossing["smac"] is not None
-        else f"our SMAC does not by {aggregate.fmt_step(budget)}"
-    )
-    return (
-        f"{c['task']}'s is SMAC reaching the paper's {label(claim['rival'])} final ({claim['threshold']:g}) at "
-        f"{aggregate.fmt_step(c['steps'][0])}, while our {label(claim['rival'])} reaches it at "
-        f"{aggregate.fmt_step(rival_at)} in its {aggregate.fmt_step(budget)} runs ({smac_then})"
-    )
+def block_c_word(r: dict) -> str:
+    """A paired TOST row (prereg.paired plus p_holm): equivalent at the margin, different after Holm, or neither."""
+    if r["equivalent"]:
+        return EQUIVALENT
+    return DIFFERENT if num(r.get("p_holm")) is not None and r["p_holm"] < ALPHA else NOT_SHOWN
 
 
-def seed_span(steps: list) -> str:
-    """'170k–210k' (a seed that never crosses: '…–never'), the seeds' crossing steps from first to last."""
-    reached = [t for t in steps if t is not None]
-    last = None if None in steps or not reached else max(reached)
-    return f"{aggregate.fmt_step(min(reached) if reached else None)}–{aggregate.fmt_step(last)}"
+def crossing_pair(
+    task: str, algos: tuple, threshold: float, runs: list, windows: Optional[dict] = None
+) -> dict:
+    """{algo: the seed-mean crossing of `threshold` (None: never)} over `runs`, at windows[task] / 100 bins."""
+    cells = aggregate.cell_curves([r for r in runs if r["task"] == task and r["algo"] in algos], windows)
+    return {a: aggregate.seed_mean_crossing(cells[(task, a)], threshold) for a in algos if (task, a) in cells}
+
+
+def bin_width(c: dict, other: bool) -> int:
+    """The bin width of a claim's reading: its runs' budget / 100, the other reading's span / 100."""
+    if other:
+        return other_bin_widths()[c["task"]] // aggregate.N_BINS
+    budget = aggregate.PAPER_BUDGET if c.get("at_5M") else aggregate.stage1_budget(c["task"])
+    return budget // aggregate.N_BINS
 
 
 def held_reading(c: dict, d: Data) -> dict:
-    """Whether a held claim shows SMAC ahead, and why (or why not): {"ahead": bool, "why": text or None}.
-    reach_by: another algorithm's milestone (SMAC's own final beside it) is not SMAC ahead, nor is SMAC reaching a
-    rival's paper final that our rival reaches sooner. slower / faster: SMAC ahead where it is the faster algorithm
-    and every one of its seeds crosses before every seed of the slower one at each bin width read; a slower
-    algorithm's crossing that only its seed mean makes (seeds that never cross) is said beside it, since it weakens
-    the ratio, not the order."""
-    label = hparams.algo_label
+    """Whether a held claim shows SMAC ahead, and the reason (a word the template knows) with its numbers.
+    reach_by: another algorithm's milestone (SMAC's own final beside it) is not SMAC ahead ("another algorithm's
+    milestone"), nor is SMAC reaching a rival's paper final that our rival reaches sooner in its stage-1 runs
+    ("our rival first"; both crossings also at the paper's bin width). slower / faster: SMAC ahead where it is the
+    faster algorithm and every one of its seeds crosses before every seed of the slower one at each bin width read
+    ("every SMAC seed first"); a slower algorithm's crossing that only its seed mean makes (seeds that never cross)
+    is given as `never`, since it weakens the ratio, not the order."""
     claim = next((x for x in aggregate.CLAIMS if x["id"] == c.get("id")), {})
+    out = {
+        "task": c["task"],
+        "threshold": claim.get("threshold", c.get("threshold")),
+        "ahead": False,
+        "reason": None,
+        "never": None,
+    }
     if c["kind"] == "reach_by":
         if c["algo"] != "smac":
             smac = by_cell(d.cells).get((c["task"], "smac"))
             return {
-                "ahead": False,
-                "why": f"{c['task']}'s is {label(c['algo'])} reaching {claim['threshold']:g} at "
-                f"{aggregate.fmt_step(c['steps'][0])}, while our SMAC ends at {fmt(smac['mean'] if smac else None)}",
+                **out,
+                "reason": "another algorithm's milestone",
+                "algo": hparams.algo_label(c["algo"]),
+                "step": c["steps"][0],
+                "smac_final": smac["mean"] if smac else None,
             }
-        why = rival_caveat(c, claim, d) if claim.get("rival") else None
-        return {"ahead": why is None, "why": why}
+        rival = claim.get("rival")
+        budget = aggregate.stage1_budget(c["task"])
+        ours = crossing_pair(c["task"], ("smac", rival), claim["threshold"], d.runs) if rival else {}
+        if ours.get(rival) is None or ours[rival] >= c["steps"][0]:
+            return {**out, "ahead": True}
+        paper = crossing_pair(
+            c["task"], ("smac", rival), claim["threshold"], d.runs, {c["task"]: aggregate.PAPER_BUDGET}
+        )
+        return {
+            **out,
+            "reason": "our rival first",
+            "rival": hparams.algo_label(rival),
+            "step": c["steps"][0],
+            "budget": budget,
+            "bins": [budget // aggregate.N_BINS, aggregate.PAPER_BUDGET // aggregate.N_BINS],
+            "rival_steps": [ours[rival], paper.get(rival)],
+            "smac_steps": [ours.get("smac"), paper.get("smac")],
+        }
     if c["kind"] not in ("slower", "faster"):
-        return {"ahead": False, "why": None}
+        return out
     slow_i = 0 if c["kind"] == "slower" else 1
     slow_algo = c["algo"] if c["kind"] == "slower" else c.get("ref", "smac")
     fast_algo = c.get("ref", "smac") if c["kind"] == "slower" else c["algo"]
-    readings = [(c, "our bins"), (c.get("other"), "the paper's bin width")]
-    readings = [(row, where) for row, where in readings if row and "per_seed" in row]
+    readings = [(row, bin_width(c, other)) for row, other in ((c, False), (c.get("other"), True))]
+    readings = [(row, width) for row, width in readings if row and "per_seed" in row]
 
     def last(steps):  # a seed that never crosses comes after every seed that does
         return max(math.inf if t is None else t for t in steps)
@@ -671,31 +726,34 @@ def held_reading(c: dict, d: Data) -> dict:
     separated = [
         row for row, _ in readings if last(row["per_seed"][1 - slow_i]) < first(row["per_seed"][slow_i])
     ]
-    ahead = fast_algo == "smac" and bool(readings) and len(separated) == len(readings)
-    worst = None
-    for row, where in readings:
-        never = sum(t is None for t in row["per_seed"][slow_i])
-        if never and (worst is None or never > worst[0]):
-            worst = (never, len(row["per_seed"][slow_i]), row["steps"][slow_i], where, row["reach"])
-    never_text = None
-    if worst is not None:
-        never, n, t, where, reach = worst
-        end = " (the end of its run)" if t is not None and t >= reach else ""
-        never_text = (
-            f"at {where} the ratio rests on {label(slow_algo)}'s seed-mean crossing at {aggregate.fmt_step(t)}{end}; "
-            f"{never} of {n} {label(slow_algo)} seeds never cross"
-        )
-    if ahead:
+    never = None
+    for row, width in readings:
+        n = sum(t is None for t in row["per_seed"][slow_i])
+        if n and (never is None or n > never["n"]):
+            t = row["steps"][slow_i]
+            never = {
+                "n": n,
+                "of": len(row["per_seed"][slow_i]),
+                "bin": width,
+                "step": t,
+                "end": t >= row["reach"],
+            }
+    out.update(slow=hparams.algo_label(slow_algo), never=never)
+    if fast_algo == "smac" and readings and len(separated) == len(readings):
         seeds = readings[0][0]["per_seed"]
-        why = (
-            f"{c['task']}'s, every SMAC seed reaching {claim.get('threshold', c.get('threshold')):g} before every "
-            f"{label(slow_algo)} seed at {' and at '.join(where for _, where in readings)} ({readings[0][1]}: "
-            f"{seed_span(seeds[1 - slow_i])} vs {seed_span(seeds[slow_i])})"
-        )
-        if never_text:
-            why += f"; {never_text}, which weakens the ratio, not the order"
-        return {"ahead": True, "why": why}
-    return {"ahead": False, "why": f"{c['task']}'s: {never_text}" if never_text else None}
+        span = {
+            k: [min((t for t in s if t is not None), default=None), None if None in s else max(s)]
+            for k, s in (("fast", seeds[1 - slow_i]), ("slow", seeds[slow_i]))
+        }
+        return {
+            **out,
+            "ahead": True,
+            "reason": "every SMAC seed first",
+            "bins": [w for _, w in readings],
+            "smac_seeds": span["fast"],
+            "slow_seeds": span["slow"],
+        }
+    return {**out, "reason": "seeds never cross" if never else None}
 
 
 def rank1_figures(runs: list[dict]) -> list[dict]:
@@ -724,174 +782,347 @@ def rank1_figures(runs: list[dict]) -> list[dict]:
     return out
 
 
-def vs_paper(r: dict, with_p: bool) -> str:
-    """'Hopper (729.4 vs 331.2, p 0.13)': a 5M cell's mean beside the paper's, with Welch's p if asked."""
-    text = f"{r['task']} ({fmt(r['mean'])} vs {fmt(r['paper'][0])}"
-    if with_p:
-        text += f", p {r['p']:.2g}"
-    return text + ")"
+def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list[dict]) -> dict:
+    """The verdict as data: {"rows": one per question (id, question, test, numbers, answer, links), "points": the
+    numbers of at most five prose points}. Every answer is a word of VOCAB, or [[word, count], ...] (tally).
+    stage1_equiv: {task: SMAC - sgd-matched paired over the stage-1 seeds 1-5}; pre: prereg.analyze; res5:
+    prereg.analyze_5M; rank1: rank1_figures."""
+    from benchmark import prereg
 
-
-def verdict_section(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list[dict]) -> list[str]:
-    """Five points a researcher can quote, each with the numbers behind it and the page that has the rest.
-    stage1_equiv: {task: SMAC - sgd-matched paired over the stage-1 seeds 1-5}; pre: prereg.analyze."""
-    # 1. the claims: under the rules fixed before the runs, then the stricter ones; the caveats of the held ones
-    final = [aggregate.combined(c) for c in d.claims]
-    five = [aggregate.combined(c) for c in d.claims if c.get("at_5M")]
-    held = [c for c in d.claims if aggregate.combined(c) == "held"]
-    readings = [held_reading(c, d) for c in held]
-    ahead = [r["why"] or c["task"] for c, r in zip(held, readings) if r["ahead"]]
-    behind = [r["why"] or c["task"] for c, r in zip(held, readings) if not r["ahead"]]
-    held_text = f" SMAC ahead in {len(ahead)} of the {len(held)} held" + "".join(
-        f"{sep}{'; '.join(texts)}"
-        for sep, texts in ((": ", ahead), (f". Not in {len(behind)}: ", behind))
-        if texts
+    rows = []
+    # the paper's claims: under the rules fixed before the runs, then the stricter ones
+    strict = [CLAIM_WORD[aggregate.combined(c)] for c in d.claims]
+    five = [c for c in d.claims if c.get("at_5M")]
+    rows.append(
+        {
+            "id": "claims",
+            "question": f"The paper's {len(d.claims)} timestep claims",
+            "test": "seed-mean crossing steps at our bins and at the paper's; the stricter names and the "
+            "less-favourable-span rule added after the stage-1 runs",
+            "numbers": {
+                "n": len(d.claims),
+                "pre_run": tally([CLAIM_WORD[pre_run_verdict(c)] for c in d.claims]),
+                "at_5M": tally([CLAIM_WORD[aggregate.combined(c)] for c in five]),
+                "n_5M": len(five),
+                "at_5M_tasks": {
+                    w: list(dict.fromkeys(c["task"] for c in five if CLAIM_WORD[aggregate.combined(c)] == w))
+                    for w, _ in tally([CLAIM_WORD[aggregate.combined(c)] for c in five])
+                },
+                # the 5M claims no algorithm's seed mean reaches within 5M
+                "at_5M_never": sum(bool(c.get("steps")) and all(t is None for t in c["steps"]) for c in five),
+            },
+            "answer": tally(strict),
+            "links": ["report/claims.md"],
+        }
     )
-    held_text = held_text + "." if held else ""
-    # 2. the table at matched budgets (classic control at ours, MuJoCo at 5M), the headline
+    # the table at matched budgets: classic control at ours (the paper states none), MuJoCo at 5M
     matched = [r for r in d.cells if r["comparable"] and num(r["p_vs_paper"]) is not None]
     table5 = res5["table"]
-    differ = sum(r["p_vs_paper"] < 0.05 for r in matched) + sum(r["differs"] for r in table5)
-    smac5 = [r for r in table5 if r["algo"] == "smac"]
-    mujoco = hparams.tasks("mujoco")
-    so_far = "" if len(smac5) == len(mujoco) else f" complete so far (of {len(mujoco)})"
-    sides = {
-        "below": [r for r in smac5 if r["differs"] and r["mean"] < r["paper"][0]],
-        "above": [r for r in smac5 if r["differs"] and r["mean"] > r["paper"][0]],
-        "not shown to differ from": [r for r in smac5 if not r["differs"]],
-    }
-    parts = []
-    for side, rows in sides.items():
-        if rows:
-            listed = ", ".join(vs_paper(r, with_p=not r["differs"]) for r in rows)
-            parts.append(f"{side} the paper's on {len(rows)}: {listed}")
-    smac_text = f"SMAC at 5M on the {len(smac5)} MuJoCo tasks{so_far}, Welch p < 0.05: " + "; ".join(parts)
-    # tasks where every algorithm ends below the random policy: "below the paper's" understates them
-    collapsed = "".join(
-        f". On {b['task']} every algorithm run at 5M ends below the random policy ({fmt(b['random'])}); normalized final (seed-mean peak): "
-        + ", ".join(
-            f"{ARM.get(c['algo'], hparams.algo_label(c['algo']))} {c['normalized']:+.2f} "
-            f"({c['peak_normalized']:+.2f} at {aggregate.fmt_step(c['peak_step'])})"
-            for c in b["cells"]
-        )
-        for b in res5["below_random"]
+    smac5 = []
+    for r in table5:
+        if r["algo"] == "smac":
+            side = "above the paper's" if r["mean"] > r["paper"][0] else "below the paper's"
+            smac5.append(
+                {
+                    "task": r["task"],
+                    "mean": r["mean"],
+                    "paper": r["paper"][0],
+                    "p": r["p"],
+                    "answer": side if r["differs"] else "not shown to differ",
+                }
+            )
+    order = {w: i for i, w in enumerate(VOCAB)}
+    smac5.sort(key=lambda r: order[r["answer"]])
+    classic_differ = sum(r["p_vs_paper"] < ALPHA for r in matched)
+    mujoco_differ = sum(bool(r["differs"]) for r in table5)
+    rows.append(
+        {
+            "id": "table",
+            "question": "The paper's table, at matched budgets",
+            "test": "Welch p < 0.05 against the paper's mean ± std (5 seeds); the 1M MuJoCo cells not compared",
+            "numbers": {
+                "cells": len(matched) + len(table5),
+                "classic": {"cells": len(matched), "differ": classic_differ},
+                "mujoco_5M": {"cells": len(table5), "differ": mujoco_differ},
+                "smac_5M": smac5,
+            },
+            "answer": [["different (Welch)", classic_differ + mujoco_differ]],
+            "links": ["report/grid.md", "report/mujoco_5M.md"],
+        }
     )
+    # the headline: HalfCheetah at 5M, SMAC vs AC-CG, and under the paper-literal reading
     cells5 = aggregate.load_cells(d.headline, budgets={"HalfCheetah": 5_000_000}) if d.headline else {}
     f5 = {
         a: [f for _, f, _ in cells5.get(("HalfCheetah", a), {"finished": []})["finished"]]
         for a in ("smac", "cg")
     }
     w5 = stats.welch_test(f5["smac"], f5["cg"])
-    significance = "significant" if w5 and w5["p"] < 0.05 else "not significant"
-    ahead = w5 is not None and w5["diff"] > 0 and w5["p"] < 0.05
-    headline = "reproduced (SMAC ahead)" if ahead else "did not reproduce"
-    paper_smac = hparams.paper_result("HalfCheetah", "smac")[0]
-    paper_cg = hparams.paper_result("HalfCheetah", "cg")[0]
     lit = pre["literal_5M"]
     wl = lit["smac_vs_cg"]
-    # 3. SMAC vs SGD with step eta/lambda: 1M (exploratory), 5M (pre-registered), the rank-1 term's size
-    one = {t: r for t, r in stage1_equiv.items() if r.get("n")}
-    one_eq = [t for t, r in one.items() if r["equivalent"]]
-    one_not = [t for t in hparams.tasks() if t not in one_eq]
-    eq5 = res5["equivalence"]
-    at5, same5 = "no task complete yet", []
-    if eq5:
-        same = same5 = [r["task"] for r in eq5 if r["equivalent"]]
-        differ5 = [r["task"] for r in eq5 if r["verdict"].startswith("different")]
-        secondary = {
-            ok: [f"{r['task']} (±{r['reach_margin']:.3f})" for r in eq5 if r["equivalent_reach"] == ok]
-            for ok in (True, False)
+    rows.append(
+        {
+            "id": "headline",
+            "question": "The headline: SMAC ahead of AC-CG on HalfCheetah at 5M",
+            "test": "Welch, 5 seeds each; the paper-literal reading by the pre-registered rule",
+            "numbers": {
+                "smac": float(np.mean(f5["smac"])) if f5["smac"] else None,
+                "cg": float(np.mean(f5["cg"])) if f5["cg"] else None,
+                "p": w5["p"] if w5 else None,
+                "paper": [hparams.paper_result("HalfCheetah", a)[0] for a in ("smac", "cg")],
+                "literal": {
+                    "smac": lit["smac"]["mean"],
+                    "cg": lit["cg"]["mean"],
+                    "p": wl["p"] if wl else None,
+                    "answer": LITERAL_WORD[lit["verdict"]],
+                },
+            },
+            "answer": "reproduced" if w5 and w5["diff"] > 0 and w5["p"] < ALPHA else "not reproduced",
+            "links": ["report/mujoco_5M.md", "report/prereg.md"],
         }
-        lost = [r["task"] for r in eq5 if r["task"] in one_eq and not r["equivalent"]]
-        count = f"equivalent at ±{EQUIV_MARGIN} on {len(same)} of {len(eq5)} ({', '.join(same) or 'none'})"
-        count += f", different (Holm-adjusted) on {', '.join(differ5) or 'none'}"
-        count += (
-            f"; the secondary test, TOST at the pre-registered reachable margins: equivalent on "
-            f"{', '.join(secondary[True]) or 'none'}, not shown on {', '.join(secondary[False]) or 'none'}"
+    )
+    # SMAC vs SGD with step eta/lambda at the stage-1 budget (exploratory), Holm over the tasks
+    one = {t: r for t, r in stage1_equiv.items() if r.get("n")}
+    p_holm = dict(zip(one, prereg.holm([r["p"] for r in one.values()])))
+    stage1 = [{"task": t, "answer": block_c_word({**r, "p_holm": p_holm[t]})} for t, r in one.items()]
+    budgets = aggregate.stage1_budgets()
+    rows.append(
+        {
+            "id": "sgd_stage1",
+            "question": "SMAC vs SGD with step η/λ at the stage-1 budget",
+            "test": f"paired TOST ±{EQUIV_MARGIN:g} normalized, 5 seeds, Holm; exploratory",
+            "numbers": {
+                "budgets": [min(budgets.values()), max(budgets.values())],
+                "tasks": {
+                    w: [r["task"] for r in stage1 if r["answer"] == w]
+                    for w, _ in tally([r["answer"] for r in stage1])
+                },
+            },
+            "answer": tally([r["answer"] for r in stage1]),
+            "of": len(stage1),
+            "links": ["report/grid.md"],
+        }
+    )
+    # ... at 5M (pre-registered, block C)
+    eq5 = []
+    one_eq = {r["task"] for r in stage1 if r["answer"] == EQUIVALENT}
+    for r in res5["equivalence"]:
+        word = block_c_word(r)
+        notes = []
+        if r["task"] == "HalfCheetah" and res5.get("halfcheetah_pairing", {}).get("paired"):
+            notes.append("SGD arm rerun to pair the seeds (amendment 1)")
+        if r["below_random"]:
+            notes.append("both arms below the random policy")
+        if r["task"] in one_eq and word != EQUIVALENT:
+            notes.append(f"{EQUIVALENT} at the stage-1 budget")
+        eq5.append(
+            {
+                "task": r["task"],
+                "mean": r["mean"],
+                "ci": list(r["ci"]),
+                "answer": word,
+                "reach_margin": r["reach_margin"],
+                "reach_answer": "secondary passes" if r["equivalent_reach"] else "secondary fails",
+                "notes": notes,
+            }
         )
-        if lost:
-            count += f"; equivalent at 1M, not shown either way at 5M: {', '.join(lost)}"
-        per_task = [
-            f"{r['task']} {r['mean']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] {r['verdict']}"
-            + (", both arms below the random policy" if r["below_random"] else "")
-            for r in eq5
-        ]
-        at5 = count + ". Per task: " + "; ".join(per_task)
-    fig = "; ".join(
-        f"{r['task']} (λ = {r['damping']:g}, {r['n']} seeds) removes {100 * r['removed'][0]:.1f} % "
-        f"[{100 * r['removed'][1]:.1f}, {100 * r['removed'][2]:.1f}], cos {r['cos'][0]:.3f} "
-        f"[{r['cos'][1]:.3f}, {r['cos'][2]:.3f}], single updates down to {r['min_cos']:.2f}"
-        for r in rank1
+    eq5.sort(key=lambda r: order[r["answer"]])
+    rows.append(
+        {
+            "id": "sgd_5M",
+            "question": "SMAC vs SGD with step η/λ at 5M",
+            "test": f"pre-registered: paired TOST ±{EQUIV_MARGIN:g} normalized, 5 paired seeds, Holm; secondary: TOST "
+            "at the margin five seeds reach",
+            "numbers": {"tasks": eq5},
+            "answer": tally([r["answer"] for r in eq5]),
+            "of": len(eq5),
+            "links": ["report/mujoco_5M.md"],
+        }
     )
-    low = [r for r in res5["diagnostics"] if r["damping"] <= 0.01]  # block D, the same tasks at 5M
-    fig5 = ", ".join(f"{min(x['min_cos'] for x in r['runs']):.2f} ({r['task']})" for r in low)
-    late5 = ", ".join(
-        f"{fmt(np.median([x['last']['ell_over_lambda'] for x in r['runs']]))} ({r['task']})" for r in low
-    )
-    # 4. where the rank-1 term is largest: the pre-registered 20 paired seeds, the lambda dose-response, late in 5M runs
-    lam = pre["lambda"]
-    blocks = "; ".join(
-        f"{r['task']} {r['mean']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] ({r['n']} paired seeds)"
+    # where the rank-1 term is largest: lambda = 0.01, 20 paired seeds; the lambda dose-response
+    sl = pre["lambda"]["slope"]
+    lams = list(pre["lambda"]["per_lambda"])
+    decades = math.log10(max(lams) / min(lams)) if lams else math.nan
+    largest = [
+        {
+            "task": r["task"],
+            "n": r["n"],
+            "mean": r["mean"],
+            "ci": list(r["ci"]),
+            "answer": block_c_word(r),
+            "reach_margin": r["reach_margin"],
+            "reach_answer": "secondary passes" if r["equivalent_reach"] else "secondary fails",
+        }
         for r in pre["equivalence"]
-    )
-    secondary = [r for r in pre["equivalence"] if r["equivalent_reach"]]
-    margins = ", ".join(f"±{r['reach_margin']:.2f}" for r in secondary)
-    late = "; ".join(
-        f"{r['task']} median {fmt(np.median([x['first']['ell_over_lambda'] for x in r['runs']]))} → "
-        f"{fmt(np.median([x['last']['ell_over_lambda'] for x in r['runs']]))} ({r['verdict']}, p {r['p']:.2g}), "
-        f"cos(g, step) {np.median([x['first']['cos'] for x in r['runs']]):.3f} → "
-        f"{np.median([x['last']['cos'] for x in r['runs']]):.3f}"
-        for r in res5["diagnostics"]
-    )
-    # 5. the step-size confound
-    g = d.grid or {"agg": {}, "imp": {}}
-    iqm = {a: v["IQM"][0] for a, v in g["agg"].items()}
-    imp = g["imp"]
-    ratios = [step_ratio(t) for t in hparams.tasks()]
-    return [
-        "## Verdict\n",
-        f"1. **The paper's claims:** of its {len(d.claims)} timestep claims, under the rules fixed before their "
-        f"runs {counts([pre_run_verdict(c) for c in d.claims])}; with the stricter names and the "
-        f"less-favourable-span rule, both added after the stage-1 runs were in, {counts(final)}; the "
-        f"{len(five)} that need 5M (rules pre-registered before their runs): {counts(five)} "
-        f"([claims](report/claims.md)).{held_text}",
-        f"2. **The paper's table, at matched budgets only:** our finals differ from it (Welch p < 0.05) in {differ} "
-        f"of {len(matched) + len(table5)} cells ({len(matched)} classic-control cells at our budgets, the paper "
-        f"states none; {len(table5)} MuJoCo cells at 5M); the stage-1 MuJoCo cells (1M) are not compared "
-        f"([grid](report/grid.md)). {smac_text} ([5M](report/mujoco_5M.md)){collapsed}. The headline {headline}: "
-        f"HalfCheetah at 5M, SMAC {fmt(np.mean(f5['smac']) if f5['smac'] else None)} vs AC-CG "
-        f"{fmt(np.mean(f5['cg']) if f5['cg'] else None)}, {significance} (Welch p "
-        f"{w5['p'] if w5 else math.nan:.2g}; the paper: {fmt(paper_smac)} vs {fmt(paper_cg)}); paper-literal, SMAC "
-        f"{fmt(lit['smac']['mean'])} vs AC-CG {fmt(lit['cg']['mean'])} (p {wl['p'] if wl else math.nan:.2g}): "
-        f"{lit['verdict']}, by the pre-registered rule.",
-        f"3. **SMAC and SGD with step η/λ:** at the stage-1 budget equivalent (paired TOST, ±{EQUIV_MARGIN} "
-        f"normalized score, 5 seeds) on {len(one_eq)} of {len(one)} tasks ({', '.join(one_eq)}), exploratory "
-        f"(not pre-registered); not shown either way on {', '.join(one_not)}. At 5M, pre-registered (5 paired "
-        f"seeds): {at5}. Where λ ≤ 0.01 the rank-1 term removes most of the step's ℓ̄-component; in the 1M runs "
-        f"that component is small (medians over updates, median [range] over seeds): {fig}; in the 5M runs "
-        f"single updates go down to cos {fig5 or 'n/a'}.",
-        f"4. **Where the rank-1 term is largest, a difference is not shown:** λ = 0.01, pre-registered: {blocks}; "
-        f"inconclusive at ±{EQUIV_MARGIN}, "
-        + (
-            f"equivalent at the pre-registered secondary margins ({margins})"
-            if len(secondary) == len(pre["equivalence"])
-            else f"{len(secondary)} of {len(pre['equivalence'])} equivalent at the secondary margins"
-        )
-        + f"; across λ = 0.001…1 on HalfCheetah, {lam['slope'].get('verdict', 'too few seeds')} "
-        f"([pre-registered study](report/prereg.md)). Over 5M steps ‖ℓ̄‖²/λ, first → last fifth: "
-        + (late or "no SMAC cell complete yet")
-        + ".",
-        f"5. **A step-size effect; a curvature effect not shown, not ruled out:** SMAC's η/λ is "
-        f"{min(ratios):.2g}–{max(ratios):.3g}× the paper's AC-SGD step, so P(SMAC > AC-SGD) = {imp['sgd'][0]:.2f} "
-        f"compares step sizes; P(SMAC > SGD with step η/λ) = {imp['sgd-matched'][0]:.2f}, IQM SMAC "
-        f"{iqm.get('smac', math.nan):.2f} vs {iqm.get('sgd-matched', math.nan):.2f}. The data fail to show an "
-        f"effect of the rank-1 term; they do not rule one out: equivalence is shown on {len(one_eq)} of {len(one)} "
-        f"tasks at the stage-1 budget and {len(same5)} of {len(eq5)} at 5M, and where λ ≤ 0.01 ‖ℓ̄‖²/λ reaches "
-        f"last-fifth medians of {late5 or 'n/a'} in the 5M runs."
-        if "sgd-matched" in imp and "sgd" in imp
-        else "5. (aggregates need every cell)",
-        "",
     ]
+    rows.append(
+        {
+            "id": "rank1",
+            "question": "Where the rank-1 term is largest (λ = 0.01)",
+            "test": f"pre-registered: paired TOST ±{EQUIV_MARGIN:g}, 20 paired seeds at 1M; secondary margins; "
+            "slope over log10 λ (t-test)",
+            "numbers": {
+                "tasks": largest,
+                "slope": {
+                    "task": "HalfCheetah",  # block 2 of benchmark/preregistration.toml
+                    "mean": sl.get("mean"),
+                    "ci": list(sl.get("ci", (None, None))),
+                    "p": sl.get("p"),
+                    "lambdas": [min(lams), max(lams)] if lams else [],
+                    "decades": decades,
+                    "span": [decades * x for x in sl["ci"]] if "ci" in sl else [None, None],
+                    "answer": "dose-response" if sl.get("p", 1.0) < ALPHA else "no dose-response detected",
+                },
+            },
+            "answer": tally([r["answer"] for r in largest]),
+            "of": len(largest),
+            "links": ["report/prereg.md"],
+        }
+    )
+    # ||l||^2 / lambda over the 5M runs (block D): first vs last fifth, medians over seeds
+    diag = [
+        {
+            "task": r["task"],
+            "damping": r["damping"],
+            "first": float(np.median([x["first"]["ell_over_lambda"] for x in r["runs"]])),
+            "last": float(np.median([x["last"]["ell_over_lambda"] for x in r["runs"]])),
+            "last_max": max(x["last"]["ell_over_lambda"] for x in r["runs"]),
+            "p": r["p"],
+            "answer": DIAG_WORD[r["verdict"]],
+        }
+        for r in res5["diagnostics"]
+    ]
+    diag.sort(key=lambda r: r["damping"])
+    rows.append(
+        {
+            "id": "ell",
+            "question": "‖ℓ̄‖²/λ over training (block D)",
+            "test": "median over updates, first vs last fifth of the 5M runs; t-test on the log ratio",
+            "numbers": {"tasks": diag},
+            "answer": tally([r["answer"] for r in diag]),
+            "of": len(diag),
+            "links": ["report/mujoco_5M.md"],
+        }
+    )
+    # the points: the held claims' readings; collapsed tasks; the step-size confound; the curvature effect
+    held = [c for c in d.claims if aggregate.combined(c) == "held"]
+    readings = [held_reading(c, d) for c in held]
+    g = d.grid or {"agg": {}, "imp": {}}
+    imp, iqm = g["imp"], {a: v["IQM"][0] for a, v in g["agg"].items()}
+    ratios = [step_ratio(t) for t in hparams.tasks()]
+    low = [r for r in res5["diagnostics"] if r["damping"] <= 0.01]
+    points = {
+        "held": {
+            "n": len(held),
+            "ahead": [r for r in readings if r["ahead"]],
+            "not_ahead": [r for r in readings if not r["ahead"]],
+        },
+        "below_random": [
+            {
+                "task": b["task"],
+                "random": b["random"],
+                "cells": [
+                    {
+                        "algo": ARM.get(c["algo"], hparams.algo_label(c["algo"])),
+                        "mean": c["mean"],
+                        "normalized": c["normalized"],
+                        "peak_normalized": c["peak_normalized"],
+                        "peak_step": c["peak_step"],
+                    }
+                    for c in b["cells"]
+                ],
+            }
+            for b in res5["below_random"]
+        ],
+        "step_size": {
+            "ratio": [min(ratios), max(ratios)],
+            "p_vs_sgd": imp["sgd"][0] if "sgd" in imp else None,
+            "p_vs_matched": imp["sgd-matched"][0] if "sgd-matched" in imp else None,
+            "iqm": [iqm.get("smac"), iqm.get("sgd-matched")],
+        },
+        "curvature": {
+            "equivalent": {
+                "stage1": [len(one_eq), len(stage1)],
+                "5M": [sum(r["answer"] == EQUIVALENT for r in eq5), len(eq5)],
+            },
+            "rank1": [
+                {
+                    "task": r["task"],
+                    "damping": r["damping"],
+                    "n": r["n"],
+                    "removed": list(r["removed"]),
+                    "cos": list(r["cos"]),
+                    "min_cos": r["min_cos"],
+                    "min_cos_5M": next(
+                        (min(x["min_cos"] for x in b["runs"]) for b in low if b["task"] == r["task"]), None
+                    ),
+                }
+                for r in rank1
+            ],
+            "late": [
+                {
+                    "task": r["task"],
+                    "last": float(np.median([x["last"]["ell_over_lambda"] for x in r["runs"]])),
+                }
+                for r in low
+            ],
+        },
+    }
+    return {"rows": rows, "points": points}
+
+
+def plain(x):
+    """verdict_data as JSON: tuples as lists, non-finite floats as null, floats to 6 significant digits (the
+    report prints 4 at most, so the text does not move with the last bits of a platform's arithmetic)."""
+    if isinstance(x, dict):
+        return {str(k): plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [plain(v) for v in x]
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(f"{float(x):.6g}") if math.isfinite(x) else None
+    return x
+
+
+def render_verdict(data: dict, base: str = "") -> str:
+    """The verdict table and points (benchmark/templates/verdict.md.j2) from verdict_data's JSON; `base`: the
+    links' prefix (README: "benchmark/")."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(
+        num=fmt,
+        step=aggregate.fmt_step,
+        signed=lambda x, digits=3: MISSING if num(x) is None else f"{x:+.{digits}f}",
+        fixed=lambda x, digits=2: MISSING if num(x) is None else f"{x:.{digits}f}",
+        p=lambda x: MISSING if num(x) is None else f"{x:.2g}",
+        ci=lambda c: f"[{c[0]:+.3f}, {c[1]:+.3f}]" if None not in c else MISSING,
+    )
+    return env.get_template("verdict.md.j2").render(**data, base=base)
+
+
+def write_readme(data: dict, path: str = README) -> bool:
+    """README's Results block, between README_MARKERS, rendered from `data`; False where the markers are absent."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    begin, end = README_MARKERS
+    if begin not in text or end not in text:
+        return False
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    new = f"{head}{begin}\n{render_verdict(data, base='benchmark/')}{end}{tail}"
+    if new != text:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(new)
+    return True
 
 
 def fidelity_section(
@@ -1035,8 +1266,10 @@ def write_report(
     figures_dir: str = FIGURES,
     reps: int = 2000,
     write_fidelity: bool = False,
+    verdict_json: Optional[str] = None,
 ) -> str:
-    """REPORT.md and benchmark/report/*.md; write_fidelity: also the fidelity study's CSVs (the report command)."""
+    """REPORT.md and benchmark/report/*.md; write_fidelity: also the fidelity study's CSVs (the report command);
+    verdict_json: where verdict_data's JSON goes (the report command: VERDICT_JSON)."""
     from benchmark import prereg
 
     logs_dir = logs_dir or aggregate.stage1_logs()
@@ -1122,7 +1355,11 @@ def write_report(
     # the rank-1 term's size where lambda <= 0.01: every SMAC run at the paper's row, stage 1 and block 1's seeds
     block1 = os.path.join(REPO, reg["blocks"]["equivalence"]["logs"])
     rank1 = rank1_figures(d.runs + (compact.discover_logs(block1) if os.path.isdir(block1) else []))
-    L += verdict_section(d, pre, stage1_equiv, res5, rank1)
+    data = plain(verdict_data(d, pre, stage1_equiv, res5, rank1))
+    if verdict_json:
+        with open(verdict_json, "w", encoding="utf-8") as f:
+            f.write(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    L += ["## Verdict\n", render_verdict(data)]
     L += (
         [
             "## Per task\n",
@@ -1601,8 +1838,11 @@ def main(argv=None) -> int:
     except hparams.TableError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    write_report(args.out, write_fidelity=True)
-    print(f"wrote {args.out} (and the fidelity study's CSVs)")
+    write_report(args.out, write_fidelity=True, verdict_json=VERDICT_JSON)
+    print(f"wrote {args.out} and {VERDICT_JSON} (and the fidelity study's CSVs)")
+    with open(VERDICT_JSON, encoding="utf-8") as f:
+        if write_readme(json.load(f)):
+            print(f"wrote {README}'s Results block")
     abl = ablations.write_all()
     print(f"wrote {abl}" if abl else "no ablation compact logs: ABLATIONS.md left as it is")
     dfl = aggregate.write_defaults_csv()

@@ -305,17 +305,17 @@ def test_a_held_claim_resting_on_seeds_that_never_cross_says_so():
     }
     none = report.Data(runs=[], headline=[], final={}, diag={})
     reading = report.held_reading(claim, none)
-    assert reading["ahead"]
-    assert (
-        "3 of 5 AC-CG seeds never cross" in reading["why"]
-        and "at 1.00M (the end of its run)" in reading["why"]
-    )
+    assert reading["ahead"] and reading["reason"] == "every SMAC seed first" and reading["slow"] == "AC-CG"
+    assert reading["bins"] == [10_000] and reading["smac_seeds"] == [170_000, 210_000]
+    assert reading["slow_seeds"] == [900_000, None]  # the last AC-CG seed never crosses
+    assert reading["never"] == {"n": 3, "of": 5, "bin": 10_000, "step": 1_000_000, "end": True}
     every_seed = {**claim, "per_seed": ([800_000] * 5, claim["per_seed"][1])}
     assert report.held_reading(every_seed, none)["ahead"]
-    assert "never cross" not in report.held_reading(every_seed, none)["why"]
+    assert report.held_reading(every_seed, none)["never"] is None
     # one AC-CG seed crossing before a SMAC seed: the order is not every seed's, SMAC is not shown ahead
     overlap = {**claim, "per_seed": ([None, None, None, 900_000, 200_000], claim["per_seed"][1])}
     assert not report.held_reading(overlap, none)["ahead"]
+    assert report.held_reading(overlap, none)["reason"] == "seeds never cross"
 
 
 def test_a_held_claim_that_our_rival_reaches_first_does_not_show_smac_ahead(tmp_path):
@@ -333,20 +333,17 @@ def test_a_held_claim_that_our_rival_reaches_first_does_not_show_smac_ahead(tmp_
         "steps": (1_800_000,),
     }
     reading = report.held_reading(claim, d)
-    text = reading["why"]
-    assert not reading["ahead"] and text.startswith(
-        "Hopper's is SMAC reaching the paper's AC-Adam final (303.8) at 1.80M, while our AC-Adam"
-    )
-    assert text.endswith("in its 1.00M runs (our SMAC does not by 1.00M)")
-    rival_at = float(text.split("reaches it at ")[1].split("k in its")[0]) * 1000
-    assert 506_000 < rival_at < 650_000
+    assert not reading["ahead"] and reading["reason"] == "our rival first" and reading["rival"] == "AC-Adam"
+    assert reading["threshold"] == 303.8 and reading["step"] == 1_800_000 and reading["budget"] == 1_000_000
+    assert reading["bins"] == [10_000, 50_000] and reading["smac_steps"] == [None, None]
+    assert 506_000 < reading["rival_steps"][0] < 650_000
     # SMAC reaching the threshold before our rival does shows SMAC ahead: no caveat
-    assert report.held_reading({**claim, "steps": (400_000,)}, d) == {"ahead": True, "why": None}
+    assert report.held_reading({**claim, "steps": (400_000,)}, d)["ahead"]
     # a rival that never reaches it in our runs: no caveat either
     for seed in (1, 2, 3):
         write_log(tmp_path, "Hopper", "adam", seed, 250.0)
     flat = report.Data(runs=compact.discover_logs(str(tmp_path)), headline=[], final={}, diag={})
-    assert report.held_reading(claim, flat) == {"ahead": True, "why": None}
+    assert report.held_reading(claim, flat)["ahead"] and report.held_reading(claim, flat)["reason"] is None
 
 
 def test_the_committed_claims_table_has_no_claim_beyond_budget():
@@ -357,52 +354,105 @@ def test_the_committed_claims_table_has_no_claim_beyond_budget():
     assert len(finals) == 22 and "**beyond budget**" not in finals, finals
 
 
-def test_the_committed_verdict_is_five_points_within_15_kb():
-    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmark", "REPORT.md")
-    text = open(path, encoding="utf-8").read()
-    verdict = text.split("## Verdict\n", 1)[1].split("\n## ", 1)[0]
-    points = [line for line in verdict.splitlines() if line[:3] in {f"{k}. " for k in range(1, 10)}]
-    assert [p[:2] for p in points] == ["1.", "2.", "3.", "4.", "5."], points
-    assert len(text.encode("utf-8")) <= 15_000
+def committed_verdict() -> dict:
+    with open(report.VERDICT_JSON, encoding="utf-8") as f:
+        return json.load(f)
 
 
-def test_the_committed_verdict_lists_each_5M_smac_cell_on_its_side_of_the_paper():
-    # point 2 once listed all six 5M SMAC cells after "below the paper's SMAC on 3", Swimmer's 34.49 vs 28.5 among them
-    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmark", "REPORT.md")
-    point = open(path, encoding="utf-8").read().split("\n2. ", 1)[1].split("\n3. ", 1)[0]
-    sentence = point.split("SMAC at 5M on the ", 1)[1].split(" ([5M]", 1)[0]
-    seen = 0
-    for part in sentence.split(": ", 1)[1].split("; "):
-        side, listed = part.split(" the paper's on ")
-        count, cells = listed.split(": ", 1)
-        pairs = [c.split(" (", 1)[1].split(")")[0].split(", p ")[0].split(" vs ") for c in cells.split("), ")]
-        assert len(pairs) == int(count), part
-        for ours, paper in pairs:
-            if side == "below":
-                assert float(ours) < float(paper), part
-            elif side == "above":
-                assert float(ours) > float(paper), part
+def test_readme_results_block_is_the_rendering_of_the_committed_verdict():
+    text = open(report.README, encoding="utf-8").read()
+    begin, end = report.README_MARKERS
+    block = text.split(begin, 1)[1].split(end, 1)[0]
+    assert block == "\n" + report.render_verdict(committed_verdict(), base="benchmark/")
+    path = os.path.join(os.path.dirname(report.README), "benchmark", "REPORT.md")
+    assert report.render_verdict(committed_verdict()) in open(path, encoding="utf-8").read()
+    assert os.path.getsize(path) <= 15_000
+
+
+def answers(data: dict) -> list[str]:
+    """Every answer word of a verdict: the rows' answers, their tasks' answers and notes, the readings' reasons."""
+    out = []
+
+    def walk(x, key=None):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                walk(v, k)
+        elif isinstance(x, list):
+            if key in ("answer", "pre_run", "at_5M") and x and isinstance(x[0], list):
+                out.extend(w for w, _ in x)
+            elif key == "notes":
+                out.extend(x)
             else:
-                assert side == "not shown to differ from" and ", p " in part, part
-        seen += len(pairs)
-    assert seen == int(sentence.split(" MuJoCo tasks", 1)[0]), sentence
+                for v in x:
+                    walk(v)
+        elif key in ("answer", "reach_answer") and isinstance(x, str):
+            out.append(x)
+
+    walk(data)
+    return out
 
 
-def test_the_committed_verdict_counts_the_5M_equivalence_as_block_c_judges_it():
-    # point 3 listed the 5M block C cells one by one with no count; its count must match the table's verdicts
+def test_the_committed_verdict_speaks_only_the_vocabulary_and_counts_what_it_lists():
+    data = committed_verdict()
+    words = answers(data)
+    assert words and set(words) <= set(report.VOCAB), set(words) - set(report.VOCAB)
+    rows = {r["id"]: r for r in data["rows"]}
+    assert list(rows) == ["claims", "table", "headline", "sgd_stage1", "sgd_5M", "rank1", "ell"]
+    claims = rows["claims"]
+    assert sum(n for _, n in claims["answer"]) == sum(n for _, n in claims["numbers"]["pre_run"]) == 22
+    assert sum(n for _, n in claims["numbers"]["at_5M"]) == claims["numbers"]["n_5M"] == 6
+    table = rows["table"]["numbers"]
+    assert table["cells"] == table["classic"]["cells"] + table["mujoco_5M"]["cells"] == 25
+    assert rows["table"]["answer"] == [
+        ["different (Welch)", table["classic"]["differ"] + table["mujoco_5M"]["differ"]]
+    ]
+    for s in table["smac_5M"]:  # each 5M SMAC cell on its side of the paper's
+        side = {"below the paper's": s["mean"] < s["paper"], "above the paper's": s["mean"] > s["paper"]}
+        assert side.get(s["answer"], s["p"] >= 0.05), s
+    for key in ("sgd_stage1", "sgd_5M", "rank1", "ell"):  # each count is its tasks' answers counted
+        r = rows[key]
+        tasks = r["numbers"]["tasks"]
+        listed = (
+            [w for w, ts in tasks.items() for _ in ts]
+            if isinstance(tasks, dict)
+            else [t["answer"] for t in tasks]
+        )
+        assert r["answer"] == report.tally(listed) and r["of"] == len(listed), key
+    for t in rows["sgd_5M"]["numbers"]["tasks"] + rows["rank1"]["numbers"]["tasks"]:
+        inside = -t["reach_margin"] < t["ci"][0] and t["ci"][1] < t["reach_margin"]
+        assert t["reach_answer"] == ("secondary passes" if inside else "secondary fails"), t
+        inside = -report.EQUIV_MARGIN < t["ci"][0] and t["ci"][1] < report.EQUIV_MARGIN
+        assert (t["answer"] == report.EQUIVALENT) == inside, t
+    slope = rows["rank1"]["numbers"]["slope"]
+    assert slope["span"] == pytest.approx([slope["decades"] * x for x in slope["ci"]], rel=1e-4)
+    held = data["points"]["held"]
+    assert len(held["ahead"]) + len(held["not_ahead"]) == held["n"] == dict(claims["answer"])["held"]
+
+
+def test_the_committed_block_c_verdicts_are_mujoco_5M_pages():
     root = os.path.dirname(os.path.dirname(__file__))
-    report = open(os.path.join(root, "benchmark", "REPORT.md"), encoding="utf-8").read()
-    point = report.split("\n3. ", 1)[1].split("\n4. ", 1)[0]
-    summary = point.split("At 5M, pre-registered (5 paired seeds): ", 1)[1].split(". Per task: ", 1)[0]
     block = open(os.path.join(root, "benchmark", "report", "mujoco_5M.md"), encoding="utf-8").read()
-    rows = block.split("### Block C", 1)[1].split("### Block D", 1)[0].splitlines()
-    cells = [r.split(" | ") for r in rows if r.startswith("| ") and r.split(" | ")[1].strip() == "5"]
-    equivalent = [c[0].strip("| ") for c in cells if c[5].startswith("equivalent at ±0.1")]
-    assert summary.startswith(
-        f"equivalent at ±0.1 on {len(equivalent)} of {len(cells)} ({', '.join(equivalent)})"
-    )
-    different = [c[0].strip("| ") for c in cells if c[5].startswith("different")]
-    assert f"different (Holm-adjusted) on {', '.join(different) or 'none'}" in summary, summary
-    secondary = summary.split("reachable margins: equivalent on ", 1)[1].split(", not shown on ")
-    for c in cells:  # the secondary test, where it passes and where it fails
-        assert f"{c[0].strip('| ')} (±" in secondary[0 if "(inside)" in c[4] else 1], summary
+    lines = block.split("### Block C", 1)[1].split("### Block D", 1)[0].splitlines()
+    cells = [r.split(" | ") for r in lines if r.startswith("| ") and r.split(" | ")[1].strip() == "5"]
+    page = {c[0].strip("| "): c[5].startswith("equivalent at ±0.1") for c in cells}
+    rows = {r["id"]: r for r in committed_verdict()["rows"]}
+    ours = {t["task"]: t["answer"] == report.EQUIVALENT for t in rows["sgd_5M"]["numbers"]["tasks"]}
+    assert ours == page
+
+
+def test_verdict_words_by_hand():
+    assert report.tally(["not held", "held", "not held", report.NOT_SHOWN]) == [
+        ["held", 1],
+        ["not held", 2],
+        [report.NOT_SHOWN, 1],
+    ]
+    r = {"equivalent": False, "p_holm": 0.01}
+    assert report.block_c_word(r) == report.DIFFERENT
+    assert report.block_c_word({**r, "p_holm": 0.2}) == report.NOT_SHOWN
+    assert report.block_c_word({**r, "p_holm": float("nan")}) == report.NOT_SHOWN
+    assert report.block_c_word({**r, "equivalent": True}) == report.EQUIVALENT == "equivalent at ±0.1"
+    assert report.plain({"a": (1.23456789, float("nan")), "b": np.float64(2.0), "c": np.bool_(True)}) == {
+        "a": [1.23457, None],
+        "b": 2.0,
+        "c": True,
+    }

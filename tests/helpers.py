@@ -1,10 +1,79 @@
-"""Small float64 actors and batches shared by the tests."""
+"""What the tests share: small float64 actors and batches, toy environments, and the lab's trainer run in this
+process or in a subprocess, with readers for the one run it leaves."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
 
 import gymnasium as gym
 import numpy as np
 import torch
 
-from benchmark import trainer
+from benchmark import compact, trainer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+CARTPOLE = ["--env-id", "CartPole-v1", "--num-steps", "100", "--no-tensorboard"]
+
+
+def run_main(runs, *argv, tensorboard=False):
+    """The lab's trainer in this process, its runs in `runs` (without TensorBoard unless asked); its exit code."""
+    return trainer.main(["--runs-dir", str(runs), *([] if tensorboard else ["--no-tensorboard"]), *argv])
+
+
+def lab_process(cwd, *argv, env=None, **kw):
+    """`python -m benchmark.trainer *argv` in a subprocess run in `cwd` (its runs in cwd/runs unless --runs-dir),
+    with this tests directory importable for its environments; stdout and stderr piped unless given."""
+    env = {**(os.environ if env is None else env), "PYTHONPATH": os.pathsep.join([HERE, ROOT])}
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    return subprocess.Popen([sys.executable, "-m", "benchmark.trainer", *argv], cwd=cwd, env=env, **kw)
+
+
+def lab_run(cwd, *argv, timeout=300, **kw):
+    """lab_process to its end: a CompletedProcess with its stdout and stderr as text."""
+    proc = lab_process(cwd, *argv, text=True, **kw)
+    out, err = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def only_run(runs):
+    """The one run directory in `runs`."""
+    (run,) = os.listdir(runs)
+    return os.path.join(runs, run)
+
+
+def summary(run):
+    return json.load(open(os.path.join(run, "summary.json")))
+
+
+def checkpoint(run):
+    return torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
+
+
+def seed_summary(seed_dir):
+    """The summary of the one run in a sweep job's seed directory."""
+    return compact.read_summary(compact.find_run_dir(seed_dir))
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def wait_for_updates(runs, n, timeout=120):
+    """Wait until the one run in `runs` has logged more than n updates; its run directory."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        dirs = os.listdir(runs) if os.path.isdir(runs) else []
+        path = os.path.join(runs, dirs[0], "updates.csv") if dirs else None
+        if path and os.path.exists(path) and len(open(path).read().splitlines()) > n:
+            return os.path.join(runs, dirs[0])
+        time.sleep(0.05)
+    raise AssertionError("the run did not log its updates in time")
 
 
 def tiny_actor(discrete, obs_dim=5, act_dim=3, seed=0):
@@ -141,11 +210,10 @@ def load_copy_block():
     """The functions smac_a2c.py's copy-block banner names, copied alone (with `import torch`, all they need)
     into a fresh module: what a user pastes into their own loop."""
     import ast
-    import os
     import re
     import types
 
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "smac_a2c.py")
+    path = os.path.join(ROOT, "smac_a2c.py")
     source = open(path).read()
     lines = source.splitlines()
     banner = " ".join(line.lstrip("# ") for line in lines if line.startswith("# "))

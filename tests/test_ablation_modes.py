@@ -9,7 +9,7 @@ import helpers
 import numpy as np
 import pytest
 import torch
-from helpers import per_sample_grads, tiny_actor
+from helpers import only_run, per_sample_grads, run_main, tiny_actor
 
 from benchmark import compact, trainer
 
@@ -240,10 +240,6 @@ def test_step_normalization_with_per_sample_parallel_moves_theta_by_eta_times_su
 # ------------------------------------------------------------------------------------
 # the trainer: bad flag combinations, smoke runs for every mode
 # ------------------------------------------------------------------------------------
-def run_main(tmp_path, *argv):
-    return trainer.main(["--runs-dir", str(tmp_path), "--no-tensorboard", *argv])
-
-
 @pytest.mark.parametrize(
     "argv,needle",
     [
@@ -277,7 +273,7 @@ def test_smoke_ablation_modes(tmp_path, env_id, mode):
         run_main(tmp_path, "--env-id", env_id, "--num-steps", "64", "--total-timesteps", "128", *MODES[mode])
         == 0
     )
-    (run,) = [os.path.join(tmp_path, d) for d in os.listdir(tmp_path)]
+    run = only_run(tmp_path)
     summary = json.load(open(os.path.join(run, "summary.json")))
     assert summary["status"] == "finished" and summary["global_step"] == 128
     rows = open(os.path.join(run, "updates.csv")).read().splitlines()

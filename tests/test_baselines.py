@@ -18,6 +18,7 @@ import os
 import numpy as np
 import pytest
 import torch
+from helpers import only_run, run_main, summary
 
 from benchmark import trainer
 
@@ -352,11 +353,9 @@ def test_bad_baseline_flags_are_config_errors(flag, value, tmp_path, capsys):
 
 
 def run(tmp_path, *extra):
-    argv = ["--runs-dir", str(tmp_path), "--no-tensorboard", *extra]
-    code = trainer.main(argv)
-    (run_dir,) = [os.path.join(tmp_path, d) for d in os.listdir(tmp_path)]
-    with open(os.path.join(run_dir, "summary.json")) as f:
-        return code, json.load(f), run_dir
+    code = run_main(tmp_path, *extra)
+    run_dir = only_run(tmp_path)
+    return code, summary(run_dir), run_dir
 
 
 @pytest.mark.parametrize("optimizer", ["cg", "kfac"])

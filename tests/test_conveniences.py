@@ -2,32 +2,28 @@
 progress bar only on a terminal, --plot of one or several runs."""
 
 import os
-import subprocess
-import sys
 
 import matplotlib.image
 import numpy as np
 import pytest
+from helpers import ROOT, lab_run
 
 from benchmark import trainer
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run_trainer(*argv, **kw):
-    return subprocess.run(
-        [sys.executable, "-m", "benchmark.trainer", "--no-tensorboard", *argv],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        **kw,
-    )
 
 
 @pytest.mark.parametrize("env_id,notes", [("Hopper-v4", 1), ("Hopper-v5", 0)])
 def test_v4_deprecation_is_explained_once(tmp_path, env_id, notes):
-    p = run_trainer(
-        "--env-id", env_id, "--num-steps", "200", "--total-timesteps", "400", "--runs-dir", str(tmp_path)
+    p = lab_run(
+        ROOT,
+        "--no-tensorboard",
+        "--env-id",
+        env_id,
+        "--num-steps",
+        "200",
+        "--total-timesteps",
+        "400",
+        "--runs-dir",
+        str(tmp_path),
     )
     assert p.returncode == 0, p.stderr
     assert p.stderr.count("out of date") == notes
@@ -36,7 +32,9 @@ def test_v4_deprecation_is_explained_once(tmp_path, env_id, notes):
 
 
 def test_no_progress_output_when_stdout_is_not_a_terminal(tmp_path):
-    p = run_trainer(
+    p = lab_run(
+        ROOT,
+        "--no-tensorboard",
         "--env-id",
         "CartPole-v1",
         "--num-steps",
@@ -108,7 +106,9 @@ def test_capture_video_training_and_evaluation(tmp_path, env_id, size):
     import imageio.v3 as iio
 
     env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY")}
-    p = run_trainer(
+    p = lab_run(
+        ROOT,
+        "--no-tensorboard",
         "--env-id",
         env_id,
         "--num-steps",
@@ -126,7 +126,9 @@ def test_capture_video_training_and_evaluation(tmp_path, env_id, size):
     frames = iio.imread(os.path.join(run, "videos", "rl-video-episode-0.mp4"))
     assert frames.shape == (int(first["episodic_length"]) + 1, *size, 3)  # the reset frame, then one per step
     assert frames.std() > 5.0  # not blank
-    p = run_trainer("--eval-checkpoint", run, "--eval-episodes", "1", "--capture-video", env=env)
+    p = lab_run(
+        ROOT, "--no-tensorboard", "--eval-checkpoint", run, "--eval-episodes", "1", "--capture-video", env=env
+    )
     assert p.returncode == 0, p.stderr
     ev = iio.imread(os.path.join(run, "videos", "eval", "rl-video-episode-0.mp4"))
     assert ev.shape[1:] == (*size, 3) and ev.shape[0] > 1 and ev.std() > 5.0
@@ -139,7 +141,9 @@ def test_track_offline_holds_the_logged_keys(tmp_path):
     import glob
 
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
-    p = run_trainer(
+    p = lab_run(
+        ROOT,
+        "--no-tensorboard",
         "--env-id",
         "CartPole-v1",
         "--num-steps",
@@ -328,9 +332,7 @@ def test_plot_of_damaged_runs_is_one_line_or_still_a_figure(tmp_path, capsys):
 )
 def test_lab_argument_errors_are_one_line_exit_2(argv, needle):
     """Issue 26 #12 (the lab's half): tyro's 5-9 line error box became one line naming the flag."""
-    p = subprocess.run(
-        [sys.executable, "-m", "benchmark.trainer", *argv], capture_output=True, text=True, cwd=ROOT
-    )
+    p = lab_run(ROOT, *argv)
     lines = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], (
         p.stderr

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 import torch
-from helpers import per_sample_grads, tiny_actor, tiny_batch
+from helpers import only_run, per_sample_grads, run_main, tiny_actor, tiny_batch
 
 from benchmark import trainer
 
@@ -152,10 +152,6 @@ def test_relu_actor_one_backward_path_equals_autograd_and_numpy_copy(discrete):
     assert any((z < 0).any() for z in trainer.actor_layer_io(actor, batch["obs"])[1][:-1])  # ReLU is active
 
 
-def run_main(tmp_path, *argv):
-    return trainer.main(["--runs-dir", str(tmp_path), "--no-tensorboard", *argv])
-
-
 @pytest.mark.parametrize("opt", ["smac", "sgd", "adam", "cg", "kfac"])
 def test_trainer_runs_with_minibatches_sum_and_relu(tmp_path, opt):
     assert (
@@ -183,7 +179,7 @@ def test_trainer_runs_with_minibatches_sum_and_relu(tmp_path, opt):
         )
         == 0
     )
-    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    run = only_run(tmp_path)
     assert json.load(open(os.path.join(run, "summary.json")))["status"] == "finished"
     rows = list(csv.DictReader(open(os.path.join(run, "updates.csv"))))
     assert len(rows) == 2 and all(

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import pytest
+from helpers import seed_summary
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
@@ -149,10 +150,6 @@ def test_budget_and_seed_parsing():
 # ------------------------------------------------------------------------------------------
 # Sweep: resume after Ctrl-C, after a hard kill, and the Ray backend
 # ------------------------------------------------------------------------------------------
-def _summary(seed_dir):
-    return sweep.read_summary(sweep.find_run_dir(seed_dir))
-
-
 def _update_ids(seed_dir):
     with open(os.path.join(sweep.find_run_dir(seed_dir), "updates.csv")) as f:
         return [int(r["update"]) for r in csv.DictReader(f)]
@@ -193,7 +190,7 @@ def test_sweep_ctrl_c_then_resume_skips_finished_runs(tmp_path):
         if (
             rd
             and os.path.isfile(os.path.join(rd, "checkpoint.pt"))
-            and (_summary(cart) or {}).get("status") == "finished"
+            and (seed_summary(cart) or {}).get("status") == "finished"
         ):
             break
         assert proc.poll() is None, proc.stdout.read()
@@ -201,8 +198,8 @@ def test_sweep_ctrl_c_then_resume_skips_finished_runs(tmp_path):
     proc.send_signal(signal.SIGINT)  # Ctrl-C on the sweep
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, out
-    assert _summary(cart)["status"] == "finished"
-    s = _summary(pend)
+    assert seed_summary(cart)["status"] == "finished"
+    s = seed_summary(pend)
     assert s["status"] == "interrupted" and 0 < s["global_step"] < 60000, out
     cart_mtime = os.path.getmtime(os.path.join(sweep.find_run_dir(cart), "summary.json"))
 
@@ -211,7 +208,7 @@ def test_sweep_ctrl_c_then_resume_skips_finished_runs(tmp_path):
     assert (
         os.path.getmtime(os.path.join(sweep.find_run_dir(cart), "summary.json")) == cart_mtime
     )  # not redone
-    s = _summary(pend)
+    s = seed_summary(pend)
     assert s["status"] == "finished" and s["global_step"] == 60000
     with open(os.path.join(sweep.find_run_dir(pend), "config.json")) as f:
         assert json.load(f)["resumed_from_step"] > 0
@@ -258,7 +255,7 @@ def test_hard_kill_logs_are_cut_back_to_the_checkpoint_and_budget_extends(tmp_pa
     job = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 2400}, runs, num_steps=200)[0]
     assert sweep.inspect_job(job)[0] == "resume"
     assert sweep.main(base + ["--budget", "2400"]) == 0
-    assert _summary(seed_dir)["global_step"] == 2400
+    assert seed_summary(seed_dir)["global_step"] == 2400
     assert _update_ids(seed_dir) == list(range(1, 13))
     with open(os.path.join(rd, "episodes.csv")) as f:
         steps = [int(r["global_step"]) for r in csv.DictReader(f)]
@@ -301,7 +298,7 @@ def test_ray_backend_two_runs(tmp_path):
         ray.shutdown()
     assert rc == 0
     for algo in ("smac", "sgd"):
-        s = _summary(os.path.join(runs, "CartPole", algo, "seed1"))
+        s = seed_summary(os.path.join(runs, "CartPole", algo, "seed1"))
         assert s["status"] == "finished" and s["global_step"] == 1000
     out = aggregate.aggregate(runs, str(tmp_path / "results"))
     assert out["cells"] == 2
@@ -363,7 +360,7 @@ def test_extend_from_continues_a_copy_of_the_smaller_grids_finished_run(tmp_path
     rd = sweep.find_run_dir(dst_seed)
     assert os.path.basename(rd) == os.path.basename(sweep.find_run_dir(src_seed))
     assert (
-        _summary(dst_seed)["global_step"] == 2000 and _summary(src_seed)["global_step"] == 1000
+        seed_summary(dst_seed)["global_step"] == 2000 and seed_summary(src_seed)["global_step"] == 1000
     )  # source kept
     with open(os.path.join(rd, "config.json")) as f:
         assert json.load(f)["resumed_from_step"] == 1000

@@ -11,16 +11,9 @@ import helpers
 import numpy as np
 import pytest
 import torch
+from helpers import CARTPOLE, only_run, run_main
 
 from benchmark import runlayer, trainer
-
-CARTPOLE = ["--env-id", "CartPole-v1", "--num-steps", "100", "--no-tensorboard"]
-
-
-def train(tmp_path, *argv):
-    assert trainer.main([*argv, "--runs-dir", str(tmp_path)]) == 0
-    (run,) = [os.path.join(tmp_path, d) for d in os.listdir(tmp_path)]
-    return run
 
 
 def one_line_error(capsys, code, needle):
@@ -45,7 +38,9 @@ gym.register("RaisesOSError-v0", entry_point=RaisesOSError)
 
 def test_evaluation_sends_the_environment_the_actions_training_did(tmp_path, capsys):
     """1. Discrete(n, start): training shifts the policy's index by start; the evaluation did not."""
-    run = train(tmp_path, "--env-id", "OffsetActionsLab-v0", "--num-steps", "50", "--total-timesteps", "200")
+    argv = ["--env-id", "OffsetActionsLab-v0", "--num-steps", "50", "--total-timesteps", "200"]
+    assert run_main(tmp_path, *argv, tensorboard=True) == 0
+    run = only_run(tmp_path)
     capsys.readouterr()
     code = trainer.main(["--eval-checkpoint", run, "--eval-episodes", "3"])
     out = capsys.readouterr().out
@@ -56,7 +51,8 @@ def test_evaluation_sends_the_environment_the_actions_training_did(tmp_path, cap
 
 def test_evaluation_refuses_non_finite_weights(tmp_path, capsys):
     """2. A checkpoint whose actor went NaN scored a believable number (CartPole "9.50 +- 0.50")."""
-    run = train(tmp_path, *CARTPOLE, "--total-timesteps", "200")
+    assert run_main(tmp_path, *CARTPOLE, "--total-timesteps", "200") == 0
+    run = only_run(tmp_path)
     path = os.path.join(run, "checkpoint.pt")
     ckpt = torch.load(path, weights_only=True)
     first = next(k for k in ckpt["actor"] if k.endswith("weight"))
@@ -68,7 +64,8 @@ def test_evaluation_refuses_non_finite_weights(tmp_path, capsys):
 
 def test_a_resumed_run_keeps_its_earlier_videos(tmp_path):
     """3. RecordVideo's episode counter restarts at 0 on --resume: the same names overwrote the first videos."""
-    run = train(tmp_path, *CARTPOLE, "--total-timesteps", "200", "--capture-video")
+    assert run_main(tmp_path, *CARTPOLE, "--total-timesteps", "200", "--capture-video") == 0
+    run = only_run(tmp_path)
     videos = os.path.join(run, "videos")
     before = {name: open(os.path.join(videos, name), "rb").read() for name in os.listdir(videos)}
     assert before
@@ -113,7 +110,8 @@ def test_a_run_directory_that_cannot_be_written_is_one_line(tmp_path, capsys):
     """6. A read-only run directory: --resume and --eval-checkpoint --capture-video ended in an OSError
     traceback. (Here the lock file and the video folder are made impossible to create: tests run as root,
     for whom a directory's mode is no obstacle.)"""
-    run = train(tmp_path, *CARTPOLE, "--total-timesteps", "100")
+    assert run_main(tmp_path, *CARTPOLE, "--total-timesteps", "100") == 0
+    run = only_run(tmp_path)
     os.remove(os.path.join(run, ".lock"))
     os.mkdir(os.path.join(run, ".lock"))
     code = trainer.main(["--resume", run, "--total-timesteps", "200"])
@@ -126,7 +124,8 @@ def test_a_run_directory_that_cannot_be_written_is_one_line(tmp_path, capsys):
 def test_plot_of_damaged_inputs_and_its_output_paths(tmp_path, capsys):
     """7. --plot: a binary CSV, a torn non-numeric global_step, a non-numeric damping, an unknown extension,
     `--plot-out out` (wrote out.png, said "wrote out") and `--plot-out DIR/` (wrote a hidden DIR/.png)."""
-    run = train(tmp_path / "runs", *CARTPOLE, "--total-timesteps", "1000")
+    assert run_main(tmp_path / "runs", *CARTPOLE, "--total-timesteps", "1000") == 0
+    run = only_run(tmp_path / "runs")
     with open(os.path.join(run, "episodes.csv"), "a") as f:
         f.write("garbled,1.0,2\n")  # a torn tail
     config = json.load(open(os.path.join(run, "config.json")))
@@ -172,7 +171,7 @@ def test_a_resumed_crash_leaves_no_stale_traceback(tmp_path):
         + ["--runs-dir", str(tmp_path)]
     )
     assert code == 1
-    (run,) = [os.path.join(tmp_path, d) for d in os.listdir(tmp_path)]
+    run = only_run(tmp_path)
     assert os.path.isfile(os.path.join(run, "traceback.txt"))
     gym.register("LabRaisesAt250-v0", entry_point=Repaired)  # the environment mended, the run resumed
     assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 0
@@ -186,7 +185,20 @@ def test_after_a_hard_kill_tensorboard_holds_each_step_once(tmp_path):
     checkpoint, but TensorBoard kept the killed segment's points, so the curves held every step twice."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    run = train(tmp_path, "--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "200")
+    assert (
+        run_main(
+            tmp_path,
+            "--env-id",
+            "CartPole-v1",
+            "--num-steps",
+            "100",
+            "--total-timesteps",
+            "200",
+            tensorboard=True,
+        )
+        == 0
+    )
+    run = only_run(tmp_path)
     kept = os.path.join(tmp_path, "checkpoint-at-200.pt")
     shutil.copy(os.path.join(run, "checkpoint.pt"), kept)
     assert trainer.main(["--resume", run, "--total-timesteps", "500"]) == 0

@@ -19,6 +19,7 @@ import helpers
 import numpy as np
 import pytest
 import torch
+from helpers import checkpoint, only_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFERENCE = os.path.join(ROOT, "smac_a2c.py")
@@ -38,11 +39,6 @@ def standalone(tmp_path, *argv, **kw):
         text=True,
         **kw,
     )
-
-
-def only_run(tmp_path):
-    (run,) = [os.path.join(tmp_path, "runs", d) for d in os.listdir(tmp_path / "runs")]
-    return run
 
 
 # Issue 43's budgets (a steer, never met by packing): <= 550 lines as formatted, train(args) <= 120 lines with no
@@ -190,7 +186,7 @@ def test_copied_alone_it_trains_writes_tensorboard_and_leaves_a_checkpoint(tmp_p
     proc = standalone(tmp_path, "smac_a2c.py", *argv, "--damping", "0.1")
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
-    run = only_run(tmp_path)
+    run = only_run(tmp_path / "runs")
     ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)  # by default, loads no code
     assert ckpt["global_step"] == 3000 and ckpt["update"] == 6 and ckpt["args"]["env_id"] == "CartPole-v1"
     actor = smac_a2c.Actor(4, 2, True)
@@ -231,7 +227,7 @@ def test_a_signal_finishes_the_update_checkpoints_and_exits(tmp_path, sig, code)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code and "Traceback" not in err, err
-    ckpt = torch.load(os.path.join(only_run(tmp_path), "checkpoint.pt"), weights_only=True)
+    ckpt = checkpoint(only_run(tmp_path / "runs"))
     # the state after a whole update: no partial rollout counted
     assert ckpt["update"] >= 10 and ckpt["global_step"] == 100 * ckpt["update"]
 
@@ -264,7 +260,7 @@ def _train_in_process(tmp_path, monkeypatch, total, sigterm_at=None, nan_at=None
     finally:
         for s, handler in handlers.items():
             signal.signal(s, handler)
-    ckpt = torch.load(os.path.join(only_run(tmp_path), "checkpoint.pt"), weights_only=True)
+    ckpt = checkpoint(only_run(tmp_path / "runs"))
     return code, before, ckpt
 
 
@@ -302,7 +298,7 @@ def test_a_real_divergence_exits_3_without_a_traceback(tmp_path):
     proc = standalone(tmp_path, "smac_a2c.py", *argv, "--learning-rate", "1e30")
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 3 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    ckpt = torch.load(os.path.join(only_run(tmp_path), "checkpoint.pt"), weights_only=True)
+    ckpt = checkpoint(only_run(tmp_path / "runs"))
     assert all(torch.isfinite(v).all() for v in ckpt["actor"].values())
 
 
@@ -442,7 +438,7 @@ def test_capture_video_and_track_offline_in_the_copy_alone(tmp_path):
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, proc.stderr
-    run = only_run(tmp_path)
+    run = only_run(tmp_path / "runs")
     frames = iio.imread(os.path.join(run, "videos", "rl-video-episode-0.mp4"))
     assert frames.shape[1:] == (480, 480, 3) and frames.shape[0] > 1 and frames.std() > 5.0
     offline = [d for d in os.listdir(tmp_path / "wandb") if d.startswith("offline-run-")]

@@ -1,36 +1,16 @@
 """Runs that survive a shared cluster (issue 14): each defect found, as a test that fails on the old code."""
 
-import csv
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import helpers
 import pytest
 import torch
+from helpers import CARTPOLE, lab_process, only_run, rows, run_main, wait_for_updates
 
 from benchmark import runlayer, sweep, trainer
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FAST = ["--env-id", "CartPole-v1", "--num-steps", "100", "--no-tensorboard"]
-
-
-def run_main(runs, *argv):
-    return trainer.main(["--runs-dir", str(runs), *FAST, *argv])
-
-
-def only_run_dir(runs):
-    dirs = [os.path.join(runs, d) for d in os.listdir(runs)]
-    assert len(dirs) == 1, dirs
-    return dirs[0]
-
-
-def rows(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def save_edited(ckpt, path):
@@ -39,53 +19,16 @@ def save_edited(ckpt, path):
     torch.save(runlayer.with_hash(ckpt), path)
 
 
-def start_trainer(runs, *argv):
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "benchmark.trainer",
-            "--runs-dir",
-            str(runs),
-            *FAST,
-            "--total-timesteps",
-            "100000000",
-            *argv,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-
-
-def wait_for_updates(runs, n, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        dirs = os.listdir(runs) if os.path.isdir(runs) else []
-        path = os.path.join(runs, dirs[0], "updates.csv") if dirs else None
-        if path and os.path.exists(path) and len(open(path).read().splitlines()) > n:
-            return os.path.join(runs, dirs[0])
-        time.sleep(0.05)
-    raise AssertionError("trainer produced no updates")
-
-
-# 1. two runs started in the same second ------------------------------------------------------------
-def test_runs_started_in_the_same_second_get_their_own_directories(tmp_path, monkeypatch):
-    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
-    args = trainer.Args(env_id="CartPole-v1", runs_dir=str(tmp_path))
-    a, b, c = trainer.create_run_dir(args), trainer.create_run_dir(args), trainer.create_run_dir(args)
-    assert len({a, b, c}) == 3 and all(os.path.isdir(p) for p in (a, b, c))
-    assert b == a + "-2" and c == a + "-3"
-
-
-# 2. SIGTERM ---------------------------------------------------------------------------------------------
-def test_sigterm_is_a_clean_interruption(tmp_path):
-    proc = start_trainer(tmp_path)
+# 2. SIGTERM and Ctrl-C ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_is_a_clean_interruption(tmp_path, sig, code):
+    proc = lab_process(tmp_path, "--runs-dir", str(tmp_path), *CARTPOLE, "--total-timesteps", "100000000")
     run = wait_for_updates(tmp_path, 2)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 143, err
-    summary = json.load(open(os.path.join(run, "summary.json")))
-    assert summary["status"] == "interrupted" and summary["signal"] == "SIGTERM"
+    assert proc.returncode == code, err
+    summary = helpers.summary(run)
+    assert summary["status"] == "interrupted" and summary["signal"] == sig.name
     ckpt = trainer.load_checkpoint(run)
     assert ckpt["update"] == summary["updates"] and b"Traceback" not in err
 
@@ -93,10 +36,19 @@ def test_sigterm_is_a_clean_interruption(tmp_path):
 # 3. --resume continues the run as it was started ---------------------------------------------------------
 def test_bare_resume_keeps_budget_and_checkpointing_and_refuses_other_changes(tmp_path, capsys):
     assert (
-        run_main(tmp_path, "--total-timesteps", "300", "--checkpoint-every", "1", "--learning-rate", "0.02")
+        run_main(
+            tmp_path,
+            *CARTPOLE,
+            "--total-timesteps",
+            "300",
+            "--checkpoint-every",
+            "1",
+            "--learning-rate",
+            "0.02",
+        )
         == 0
     )
-    run = only_run_dir(tmp_path)
+    run = only_run(tmp_path)
     # interrupted at 300 of a 600-step budget: pretend the run was started with 600
     ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
     ckpt["args"]["total_timesteps"] = 600
@@ -120,7 +72,18 @@ def test_bare_resume_keeps_budget_and_checkpointing_and_refuses_other_changes(tm
 
 # 4. logs after a hard kill ----------------------------------------------------------------------------
 def test_resume_after_sigkill_leaves_strictly_increasing_logs(tmp_path):
-    proc = start_trainer(tmp_path, "--checkpoint-every", "3", "--num-steps", "1000")  # ~0.1-0.3 s per update
+    proc = lab_process(
+        tmp_path,
+        "--runs-dir",
+        str(tmp_path),
+        *CARTPOLE,
+        "--total-timesteps",
+        "100000000",
+        "--checkpoint-every",
+        "3",
+        "--num-steps",
+        "1000",
+    )  # ~0.1-0.3 s per update
     run = wait_for_updates(tmp_path, 4)
     while len(rows(os.path.join(run, "updates.csv"))) % 3 != 2:  # kill between two periodic checkpoints
         time.sleep(0.01)
@@ -141,8 +104,8 @@ def test_resume_after_sigkill_leaves_strictly_increasing_logs(tmp_path):
 
 # 5. concurrent writers -----------------------------------------------------------------------------------
 def test_second_trainer_on_a_live_run_directory_is_refused(tmp_path, capsys):
-    assert run_main(tmp_path, "--total-timesteps", "200") == 0
-    run = only_run_dir(tmp_path)
+    assert run_main(tmp_path, *CARTPOLE, "--total-timesteps", "200") == 0
+    run = only_run(tmp_path)
     before = open(os.path.join(run, "updates.csv")).read()
     capsys.readouterr()
     with trainer.RunLock(run):  # a live owner
@@ -186,11 +149,18 @@ def test_divergence_rolls_back_reward_normalization(tmp_path, monkeypatch):
     monkeypatch.setattr(trainer, "critic_step", critic_step)
     assert (
         run_main(
-            tmp_path, "--total-timesteps", "1000", "--norm-reward", "--norm-obs", "--checkpoint-every", "1"
+            tmp_path,
+            *CARTPOLE,
+            "--total-timesteps",
+            "1000",
+            "--norm-reward",
+            "--norm-obs",
+            "--checkpoint-every",
+            "1",
         )
         == 3
     )
-    ckpt = trainer.load_checkpoint(only_run_dir(tmp_path))
+    ckpt = trainer.load_checkpoint(only_run(tmp_path))
     assert ckpt["update"] == 2
     assert ckpt["normalizer"]["ret_rms"]["count"] == pytest.approx(1e-4 + 200)  # 2 rollouts, not 3
     assert ckpt["normalizer"]["obs_rms"]["count"] == pytest.approx(1e-4 + 200)
@@ -210,7 +180,7 @@ def test_divergence_rolls_back_reward_normalization(tmp_path, monkeypatch):
     ],
 )
 def test_bad_flags_one_line_exit_2_and_no_run_directory(tmp_path, capsys, argv, needle):
-    assert run_main(tmp_path / "runs", *argv) == 2
+    assert run_main(tmp_path / "runs", *CARTPOLE, *argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and needle in err
     assert not (tmp_path / "runs").exists() or not os.listdir(tmp_path / "runs")
@@ -219,14 +189,14 @@ def test_bad_flags_one_line_exit_2_and_no_run_directory(tmp_path, capsys, argv, 
 def test_runs_dir_that_is_a_file_is_bad_input(tmp_path, capsys):
     f = tmp_path / "file"
     f.write_text("x")
-    assert run_main(f, "--total-timesteps", "100") == 2
+    assert run_main(f, *CARTPOLE, "--total-timesteps", "100") == 2
     assert "--runs-dir" in capsys.readouterr().err
 
 
 # 8. finished runs --------------------------------------------------------------------------------------
 def test_final_checkpoint_is_the_final_state_and_a_finished_resume_changes_nothing(tmp_path):
-    assert run_main(tmp_path, "--total-timesteps", "500", "--checkpoint-every", "2") == 0
-    run = only_run_dir(tmp_path)
+    assert run_main(tmp_path, *CARTPOLE, "--total-timesteps", "500", "--checkpoint-every", "2") == 0
+    run = only_run(tmp_path)
     assert trainer.load_checkpoint(run)["update"] == 5  # not 4, the last periodic one
     summary = open(os.path.join(run, "summary.json")).read()
     open(os.path.join(run, "checkpoint.pt.tmp"), "w").write("half-written")
@@ -239,8 +209,8 @@ def test_final_checkpoint_is_the_final_state_and_a_finished_resume_changes_nothi
 # 9. the sweep --------------------------------------------------------------------------------------------
 def test_sweep_recovers_from_a_stale_extra_directory_and_spares_a_live_one(tmp_path, capsys):
     seed_dir = tmp_path / "CartPole" / "sgd" / "seed1"
-    assert run_main(seed_dir, "--total-timesteps", "200") == 0
-    good = only_run_dir(seed_dir)
+    assert run_main(seed_dir, *CARTPOLE, "--total-timesteps", "200") == 0
+    good = only_run(seed_dir)
     stale = seed_dir / "CartPole-v1__sgd__1__1"
     stale.mkdir()
     assert sweep.find_run_dir(str(seed_dir)) == good and not stale.exists()
@@ -255,8 +225,8 @@ def test_sweep_recovers_from_a_stale_extra_directory_and_spares_a_live_one(tmp_p
 
 # 10. files: missing keys, another env's networks, valid JSON summary ---------------------------------------
 def test_incomplete_or_mismatched_checkpoints_are_bad_input(tmp_path, capsys):
-    assert run_main(tmp_path / "runs", "--total-timesteps", "100") == 0
-    run = only_run_dir(tmp_path / "runs")
+    assert run_main(tmp_path / "runs", *CARTPOLE, "--total-timesteps", "100") == 0
+    run = only_run(tmp_path / "runs")
     ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
     partial = tmp_path / "partial.pt"
     torch.save({"args": ckpt["args"], "actor": ckpt["actor"]}, partial)
@@ -271,42 +241,40 @@ def test_incomplete_or_mismatched_checkpoints_are_bad_input(tmp_path, capsys):
             assert len(err.splitlines()) == 1 and needle in err, err
 
 
-def test_summary_is_strict_json_after_divergence(tmp_path):
+def test_divergence_stops_with_status_and_keeps_last_good_checkpoint(tmp_path):
+    argv = [
+        "--env-id",
+        "Pendulum-v1",
+        "--total-timesteps",
+        "2000",
+        "--optimizer",
+        "sgd",
+        "--learning-rate",
+        "1e30",
+    ]
+    assert run_main(tmp_path, *CARTPOLE, *argv) == 3
+    run = only_run(tmp_path)
+    text = open(os.path.join(run, "summary.json")).read()
     assert (
-        run_main(
-            tmp_path,
-            "--env-id",
-            "Pendulum-v1",
-            "--total-timesteps",
-            "2000",
-            "--optimizer",
-            "sgd",
-            "--learning-rate",
-            "1e30",
-        )
-        == 3
+        json.loads(text, parse_constant=lambda c: pytest.fail(f"summary.json holds {c}"))["status"]
+        == "diverged"
     )
-    text = open(os.path.join(only_run_dir(tmp_path), "summary.json")).read()
-    json.loads(text, parse_constant=lambda c: pytest.fail(f"summary.json holds {c}"))
+    ckpt = trainer.load_checkpoint(run)
+    assert all(torch.isfinite(v).all() for v in ckpt["actor"].values())
+    assert os.path.exists(os.path.join(run, "episodes.csv"))
 
 
 def test_trainer_of_a_dead_sweep_does_not_start(tmp_path):
     """A sweep killed while its trainers start: the child finds its parent gone and exits before training."""
     import functools
 
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "benchmark.trainer",
-            "--runs-dir",
-            str(tmp_path),
-            *FAST,
-            "--total-timesteps",
-            "1000",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    proc = lab_process(
+        tmp_path,
+        "--runs-dir",
+        str(tmp_path),
+        *CARTPOLE,
+        "--total-timesteps",
+        "1000",
         preexec_fn=functools.partial(sweep._child_preexec, os.getpid() + 10**6),
     )  # not our pid
     proc.communicate(timeout=60)
@@ -315,8 +283,8 @@ def test_trainer_of_a_dead_sweep_does_not_start(tmp_path):
 
 def test_sweep_skips_a_job_whose_run_directory_is_live(tmp_path):
     job = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 400}, str(tmp_path), num_steps=100)[0]
-    assert run_main(job.seed_dir, "--total-timesteps", "200") == 0  # resumable
-    run = only_run_dir(job.seed_dir)
+    assert run_main(job.seed_dir, *CARTPOLE, "--total-timesteps", "200") == 0  # resumable
+    run = only_run(job.seed_dir)
     with trainer.RunLock(run):
         assert sweep.prepare(job) == ("busy", None)
     assert sweep.prepare(job)[0] == "resume"
@@ -343,7 +311,7 @@ def test_a_pre_split_checkpoint_resumes(tmp_path):
         )
         == 0
     )
-    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    run = only_run(tmp_path)
     path = os.path.join(run, "checkpoint.pt")
     ckpt = torch.load(path, weights_only=True)
     ckpt["critic"] = {f"net.{k}": v for k, v in ckpt["critic"].items()}
@@ -375,7 +343,7 @@ def test_a_checkpoint_naming_the_old_horizon_module_resumes(tmp_path):
         )
         == 0
     )
-    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    run = only_run(tmp_path)
     path = os.path.join(run, "checkpoint.pt")
     ckpt = torch.load(path, weights_only=True)
     ckpt["args"]["env_id"] = "benchmark.envs:CartPole_T1000-v1"
@@ -404,7 +372,7 @@ def test_resume_after_the_logs_were_deleted_or_emptied_writes_their_headers(tmp_
         )
         == 0
     )
-    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    run = only_run(tmp_path)
     os.remove(os.path.join(run, "episodes.csv"))
     open(os.path.join(run, "updates.csv"), "w").close()
     assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 0
@@ -434,7 +402,7 @@ def test_resuming_a_run_at_its_budget_repairs_its_summary(tmp_path, damage):
         )
         == 0
     )
-    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    run = only_run(tmp_path)
     path = os.path.join(run, "summary.json")
     if damage == "missing":
         os.remove(path)
@@ -507,7 +475,7 @@ def test_checkpoints_with_bad_contents_are_one_line_exit_2(tmp_path, capsys, dam
         )
         == 0
     )
-    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    run = only_run(tmp_path)
     path = os.path.join(run, "checkpoint.pt")
     ckpt = torch.load(path, weights_only=True)
     if damage == "rng_torch":
@@ -555,7 +523,7 @@ def test_an_exception_mid_run_leaves_a_crashed_summary_and_a_traceback(tmp_path,
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1 and "the simulator fell over" in err[0] and "traceback" in err[0]
-    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    run = only_run(tmp_path)
     summary = json.load(open(os.path.join(run, "summary.json")))
     assert summary["status"] == "crashed" and "RuntimeError" in summary["error"]
     assert "the simulator fell over" in open(os.path.join(run, "traceback.txt")).read()
@@ -583,8 +551,8 @@ def test_a_flipped_byte_in_a_checkpoint_is_refused_as_corrupt(tmp_path, capsys, 
     """Issue 26 #9: a checkpoint damaged inside a tensor's data loaded silently (torch.load checks no CRC) and was
     trained on or evaluated. Checkpoints now carry the sha256 of their contents (runlayer.with_hash), checked on
     loading: one line naming the checkpoint, exit 2, nothing written."""
-    assert run_main(tmp_path / "runs", "--total-timesteps", "200") == 0
-    run = only_run_dir(tmp_path / "runs")
+    assert run_main(tmp_path / "runs", *CARTPOLE, "--total-timesteps", "200") == 0
+    run = only_run(tmp_path / "runs")
     path = os.path.join(run, "checkpoint.pt")
     weights = (
         torch.load(path, weights_only=True)["actor"]["linears.1.weight"].numpy().tobytes()
@@ -632,7 +600,7 @@ def test_checkpoint_contents_that_broke_the_run_later_are_one_line_exit_2(tmp_pa
         )
         == 0
     )
-    run = os.path.join(tmp_path, os.listdir(tmp_path)[0])
+    run = only_run(tmp_path)
     path = os.path.join(run, "checkpoint.pt")
     assert (
         trainer.load_checkpoint(run)["update"] == 2

@@ -13,7 +13,6 @@ import select
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import gymnasium as gym
@@ -21,90 +20,58 @@ import helpers
 import numpy as np
 import pytest
 import torch
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HERE = os.path.dirname(os.path.abspath(__file__))
-CARTPOLE = ["--env-id", "CartPole-v1", "--num-steps", "100", "--no-tensorboard"]
-
-
-def start(tmp_path, *argv, env=None, **kw):
-    """The lab's trainer run in tmp_path (runs in tmp_path/runs); this tests directory importable for its
-    environments."""
-    env = {**(os.environ if env is None else env), "PYTHONPATH": os.pathsep.join([HERE, ROOT])}
-    kw.setdefault("stdout", subprocess.PIPE)
-    kw.setdefault("stderr", subprocess.PIPE)
-    return subprocess.Popen([sys.executable, "-m", "benchmark.trainer", *argv], cwd=tmp_path, env=env, **kw)
-
-
-def only_run(tmp_path):
-    (run,) = os.listdir(tmp_path / "runs")
-    return os.path.join(tmp_path, "runs", run)
-
-
-def summary(tmp_path):
-    return json.load(open(os.path.join(only_run(tmp_path), "summary.json")))
-
-
-def checkpoint(tmp_path):
-    return torch.load(os.path.join(only_run(tmp_path), "checkpoint.pt"), weights_only=True)
-
-
-def wait_for_updates(tmp_path, n, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        runs = os.listdir(tmp_path / "runs") if os.path.isdir(tmp_path / "runs") else []
-        path = os.path.join(tmp_path, "runs", runs[0], "updates.csv") if runs else None
-        if path and os.path.exists(path) and len(open(path).read().splitlines()) > n:
-            return
-        time.sleep(0.1)
-    raise AssertionError("the run did not log its updates in time")
+from helpers import CARTPOLE, checkpoint, lab_process, only_run, summary, wait_for_updates
 
 
 # ---- 1, 2: output that cannot be written never stops training -------------------------------------------
 def test_a_reader_that_leaves_does_not_stop_the_run(tmp_path):
     """`smac_a2c.py ... | head -1`: the first progress line is read, then the pipe breaks."""
-    proc = start(tmp_path, *CARTPOLE, "--total-timesteps", "4000")
+    proc = lab_process(tmp_path, *CARTPOLE, "--total-timesteps", "4000")
     assert proc.stdout.readline().startswith(b"step 1,000/4,000 | update 10")
     proc.stdout.close()
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0 and b"Traceback" not in err, err
-    assert summary(tmp_path)["status"] == "finished" and checkpoint(tmp_path)["global_step"] == 4000
+    run = only_run(tmp_path / "runs")
+    assert summary(run)["status"] == "finished" and checkpoint(run)["global_step"] == 4000
 
 
 def test_a_closed_stdout_does_not_stop_the_run(tmp_path):
     """`smac_a2c.py ... >&-`: Python starts with sys.stdout None."""
-    proc = start(
+    proc = lab_process(
         tmp_path, *CARTPOLE, "--total-timesteps", "2000", stdout=None, preexec_fn=lambda: os.close(1)
     )
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0 and b"Traceback" not in err, err
-    assert summary(tmp_path)["status"] == "finished" and checkpoint(tmp_path)["global_step"] == 2000
+    run = only_run(tmp_path / "runs")
+    assert summary(run)["status"] == "finished" and checkpoint(run)["global_step"] == 2000
 
 
 def test_a_terminal_that_disappears_does_not_stop_the_run(tmp_path):
     """An SSH drop: stdout is a terminal (the progress bar draws), then its other end closes: writes give EIO."""
     master, slave = pty.openpty()
-    proc = start(tmp_path, *CARTPOLE, "--total-timesteps", "40000", stdout=slave)
+    proc = lab_process(tmp_path, *CARTPOLE, "--total-timesteps", "40000", stdout=slave)
     os.close(slave)
     ready, _, _ = select.select([master], [], [], 120)
     assert ready and os.read(master, 1000)  # the bar drew something
     os.close(master)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0 and b"Traceback" not in err, err
-    assert summary(tmp_path)["status"] == "finished" and checkpoint(tmp_path)["global_step"] == 40000
+    run = only_run(tmp_path / "runs")
+    assert summary(run)["status"] == "finished" and checkpoint(run)["global_step"] == 40000
 
 
 def test_sighup_with_a_broken_stdout_is_an_interruption(tmp_path):
     """A closing SSH session: SIGHUP, and the terminal gone. The closing line fails; the run is still
     `interrupted`, exit 129 (it was `crashed`, exit 1: the crash path overwrote the summary)."""
-    proc = start(tmp_path, *CARTPOLE, "--total-timesteps", "100000000", "--num-steps", "200")
-    wait_for_updates(tmp_path, 3)
+    proc = lab_process(tmp_path, *CARTPOLE, "--total-timesteps", "100000000", "--num-steps", "200")
+    wait_for_updates(tmp_path / "runs", 3)
     proc.stdout.close()
     proc.send_signal(signal.SIGHUP)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 129 and b"Traceback" not in err, err
-    assert summary(tmp_path)["status"] == "interrupted" and summary(tmp_path)["signal"] == "SIGHUP"
-    assert checkpoint(tmp_path)["update"] == summary(tmp_path)["updates"]
+    run = only_run(tmp_path / "runs")
+    assert summary(run)["status"] == "interrupted" and summary(run)["signal"] == "SIGHUP"
+    assert checkpoint(run)["update"] == summary(run)["updates"]
 
 
 # ---- 3, 4: crashes keep the last good state; the crash path itself never raises ----------------------
@@ -123,21 +90,22 @@ gym.register("RemovesItsRunThenRaises-v0", entry_point=RemovesItsRunThenRaises)
 
 def test_a_crash_at_default_flags_keeps_the_last_completed_update(tmp_path):
     """No --checkpoint-every: the crash in the third rollout keeps the state after update 2 as checkpoint.pt."""
-    proc = start(tmp_path, "--env-id", "test_run_layer:RaisesAt250-v0", "--num-steps", "100")
+    proc = lab_process(tmp_path, "--env-id", "test_run_layer:RaisesAt250-v0", "--num-steps", "100")
     _, err = proc.communicate(timeout=300)
     lines = err.decode().strip().splitlines()
     assert proc.returncode == 1 and len(lines) == 1 and lines[0].startswith("crashed: RuntimeError"), err
-    assert summary(tmp_path)["status"] == "crashed"
-    ckpt = checkpoint(tmp_path)
+    run = only_run(tmp_path / "runs")
+    assert summary(run)["status"] == "crashed"
+    ckpt = checkpoint(run)
     assert ckpt["update"] == 2 and ckpt["global_step"] == 200
-    assert len(open(os.path.join(only_run(tmp_path), "updates.csv")).read().splitlines()) == 1 + 2
-    assert "the simulator fell over" in open(os.path.join(only_run(tmp_path), "traceback.txt")).read()
+    assert len(open(os.path.join(run, "updates.csv")).read().splitlines()) == 1 + 2
+    assert "the simulator fell over" in open(os.path.join(run, "traceback.txt")).read()
 
 
 def test_a_crash_path_that_cannot_write_says_so_in_one_line(tmp_path):
     """The run directory removed before the crash: no chained tracebacks, one line naming what was lost."""
     env_id = "test_run_layer:RemovesItsRunThenRaises-v0"
-    proc = start(tmp_path, "--env-id", env_id, "--num-steps", "100", "--no-tensorboard")
+    proc = lab_process(tmp_path, "--env-id", env_id, "--num-steps", "100", "--no-tensorboard")
     _, err = proc.communicate(timeout=300)
     lines = err.decode().strip().splitlines()
     assert proc.returncode == 1 and len(lines) == 1 and "Traceback" not in err.decode(), err
@@ -151,17 +119,15 @@ def test_a_full_disk_during_the_crash_path_keeps_the_run_consistent(tmp_path):
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
 
-    proc = start(
+    proc = lab_process(
         tmp_path, "--env-id", "test_run_layer:RaisesAt250-v0", "--num-steps", "100", preexec_fn=small_files
     )
     _, err = proc.communicate(timeout=300)
     lines = err.decode().strip().splitlines()
     assert proc.returncode == 1 and len(lines) == 1, err
     assert "traceback in" in lines[0] and "could not write checkpoint.pt" in lines[0]
-    run = only_run(tmp_path)
-    assert summary(tmp_path)["status"] == "crashed" and not os.path.exists(
-        os.path.join(run, "checkpoint.pt.tmp")
-    )
+    run = only_run(tmp_path / "runs")
+    assert summary(run)["status"] == "crashed" and not os.path.exists(os.path.join(run, "checkpoint.pt.tmp"))
 
 
 # ---- 5: signals from the moment the run directory exists ---------------------------------------------
@@ -193,21 +159,25 @@ gym.register("SignalsOnItsSecondBuild-v0", entry_point=SignalsOnItsSecondBuild)
 @pytest.mark.parametrize("name,code", [("SIGTERM", 143), ("SIGINT", 130)])
 def test_a_signal_before_the_first_rollout_is_a_clean_interruption(tmp_path, name, code):
     env = {**os.environ, "SEND_SIGNAL": name}
-    proc = start(tmp_path, "--env-id", "test_run_layer:SignalsOnItsSecondBuild-v0", *CARTPOLE[2:], env=env)
+    proc = lab_process(
+        tmp_path, "--env-id", "test_run_layer:SignalsOnItsSecondBuild-v0", *CARTPOLE[2:], env=env
+    )
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == code and b"Traceback" not in err, err
-    assert summary(tmp_path)["status"] == "interrupted" and summary(tmp_path)["signal"] == name
-    assert checkpoint(tmp_path)["global_step"] == 0
+    run = only_run(tmp_path / "runs")
+    assert summary(run)["status"] == "interrupted" and summary(run)["signal"] == name
+    assert checkpoint(run)["global_step"] == 0
 
 
 # ---- 6, 7, 8: budgets, --norm-adv on one transition, learning rates float32 cannot hold ----------------
 def test_the_budget_is_rounded_down_to_whole_rollouts_and_one_rollout_is_the_least(tmp_path):
-    proc = start(tmp_path, *CARTPOLE, "--total-timesteps", "250")
+    proc = lab_process(tmp_path, *CARTPOLE, "--total-timesteps", "250")
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0 and b"trains 200 steps" in err, err
-    assert summary(tmp_path)["status"] == "finished" and summary(tmp_path)["global_step"] == 200
+    run = only_run(tmp_path / "runs")
+    assert summary(run)["status"] == "finished" and summary(run)["global_step"] == 200
     shutil.rmtree(tmp_path / "runs")
-    proc = start(tmp_path, *CARTPOLE, "--total-timesteps", "10")
+    proc = lab_process(tmp_path, *CARTPOLE, "--total-timesteps", "10")
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and len(err.strip().splitlines()) == 1 and b"--total-timesteps" in err
     assert not os.path.exists(tmp_path / "runs")
@@ -223,7 +193,7 @@ def test_the_budget_is_rounded_down_to_whole_rollouts_and_one_rollout_is_the_lea
     ],
 )
 def test_bad_input_of_the_probe_is_one_line_and_exit_2(tmp_path, argv, needle):
-    proc = start(tmp_path, "--env-id", "CartPole-v1", "--total-timesteps", "1000", *argv)
+    proc = lab_process(tmp_path, "--env-id", "CartPole-v1", "--total-timesteps", "1000", *argv)
     _, err = proc.communicate(timeout=120)
     lines = err.decode().strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and needle in lines[0], err
@@ -233,10 +203,11 @@ def test_bad_input_of_the_probe_is_one_line_and_exit_2(tmp_path, argv, needle):
 def test_a_critic_that_blows_up_is_a_divergence(tmp_path):
     """A critic rate that float32 holds but the critic does not survive: its parameters are checked with the
     actor's, so the run ends diverged (exit 3) with finite networks in the checkpoint."""
-    proc = start(tmp_path, *CARTPOLE, "--total-timesteps", "1000", "--critic-learning-rate", "1e37")
+    proc = lab_process(tmp_path, *CARTPOLE, "--total-timesteps", "1000", "--critic-learning-rate", "1e37")
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 3 and b"diverged at update" in err and b"Traceback" not in err, err
-    ckpt = checkpoint(tmp_path)
+    run = only_run(tmp_path / "runs")
+    ckpt = checkpoint(run)
     assert all(torch.isfinite(v).all() for v in ckpt["critic"].values())
     assert all(torch.isfinite(v).all() for v in ckpt["actor"].values())
 
@@ -281,7 +252,7 @@ gym.register("EmptyObservations-v0", entry_point=EmptyObservations)
 
 @pytest.mark.parametrize("env_id", ["test_run_layer:EmptyActions-v0", "test_run_layer:EmptyObservations-v0"])
 def test_spaces_of_shape_zero_are_refused(tmp_path, env_id):
-    proc = start(tmp_path, "--env-id", env_id, "--num-steps", "100", "--total-timesteps", "200")
+    proc = lab_process(tmp_path, "--env-id", env_id, "--num-steps", "100", "--total-timesteps", "200")
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and len(err.strip().splitlines()) == 1 and b"unsupported" in err, err
     assert not os.path.exists(tmp_path / "runs")
@@ -301,7 +272,7 @@ def test_runs_started_in_the_same_second_get_their_own_directories(tmp_path, mon
 def test_track_without_a_wandb_login_is_one_line_and_leaves_nothing(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB")}
     env.update(HOME=str(tmp_path), NETRC=str(tmp_path / "no-netrc"))
-    proc = start(
+    proc = lab_process(
         tmp_path, *CARTPOLE, "--total-timesteps", "200", "--track", env=env, stdin=subprocess.DEVNULL
     )
     _, err = proc.communicate(timeout=120)
@@ -348,41 +319,19 @@ def test_a_crash_keeps_the_runs_tail(tmp_path, failure):
     checkpoint save short) left a traceback on stderr, no status in summary.json and a checkpoint.pt.tmp. Now:
     summary.json status crashed with the error's line, RUN/traceback.txt, the last good checkpoint kept, no .tmp,
     one stderr line, exit 1."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([HERE, ROOT])}
     env_id = "test_run_layer:RaisesAfter-v0" if failure == "environment" else "CartPole-v1"
     limit = (
         (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000)))
         if failure == "full disk"
         else None
     )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmark.trainer",
-            "--env-id",
-            env_id,
-            "--num-steps",
-            "100",
-            "--total-timesteps",
-            "1000",
-            "--checkpoint-every",
-            "1",
-            "--no-tensorboard",
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        preexec_fn=limit,
-    )
-    err = proc.stderr.strip().splitlines()
-    run = only_run(tmp_path)
+    argv = ["--env-id", env_id, "--num-steps", "100", "--total-timesteps", "1000", "--checkpoint-every", "1"]
+    proc = lab_process(tmp_path, *argv, "--no-tensorboard", text=True, preexec_fn=limit)
+    _, stderr = proc.communicate(timeout=300)
+    err = stderr.strip().splitlines()
+    run = only_run(tmp_path / "runs")
     rel = os.path.relpath(run, tmp_path)  # as the run printed it: runs/...
-    assert proc.returncode == 1 and len(err) == 1 and os.path.join(rel, "traceback.txt") in err[0], (
-        proc.stderr
-    )
+    assert proc.returncode == 1 and len(err) == 1 and os.path.join(rel, "traceback.txt") in err[0], stderr
     summary = json.load(open(os.path.join(run, "summary.json")))
     assert summary["status"] == "crashed" and summary["run_dir"] == rel and summary["error"] in err[0]
     assert "Traceback" in open(os.path.join(run, "traceback.txt")).read()

@@ -13,6 +13,7 @@ import zlib
 
 import numpy as np
 import pytest
+from helpers import seed_summary
 
 from benchmark import compact, report, sweep, trainer
 
@@ -38,10 +39,6 @@ def sweep_argv(runs, seeds, budget, *extra):
 
 def seed_dir(runs, seed):
     return os.path.join(str(runs), "CartPole", "sgd", f"seed{seed}")
-
-
-def summary(runs, seed):
-    return compact.read_summary(compact.find_run_dir(seed_dir(runs, seed)))
 
 
 def train(runs, seed, steps):
@@ -115,7 +112,7 @@ def test_a_budget_of_no_whole_rollouts_is_done_at_its_last_whole_rollout(tmp_pat
     runs, logs = tmp_path / "runs", tmp_path / "logs"
     argv = sweep_argv(runs, "1", 250, "--logs-dir", str(logs))
     assert sweep.main(argv) == 0, capsys.readouterr().out
-    s = summary(runs, 1)
+    s = seed_summary(seed_dir(runs, 1))
     assert s["status"] == "finished" and s["global_step"] == 200
     path = os.path.join(compact.find_run_dir(seed_dir(runs, 1)), "summary.json")
     with open(path, "rb") as f:
@@ -215,8 +212,8 @@ def test_a_bad_job_fails_alone_and_the_jobs_after_it_run(tmp_path, capsys, damag
         if line.startswith("[sweep] CartPole/sgd/seed1") and "failed" in line
     ]
     assert len(failed) == 1 and path in failed[0], out
-    assert summary(runs, 1)["global_step"] == 200  # untouched
-    s = summary(runs, 2)
+    assert seed_summary(seed_dir(runs, 1))["global_step"] == 200  # untouched
+    s = seed_summary(seed_dir(runs, 2))
     assert s["status"] == "finished" and s["global_step"] == 400
     assert "failed: 1" in out and "finished: 1" in out, out
 
@@ -255,7 +252,7 @@ def test_a_second_sweep_skips_a_job_the_first_is_running(tmp_path, capsys):
     assert first.returncode == 0, first_out
     dirs = [d for d in os.listdir(seed_dir(runs, 1)) if os.path.isdir(os.path.join(seed_dir(runs, 1), d))]
     assert len(dirs) == 1, dirs
-    assert summary(runs, 1)["global_step"] == 5000
+    assert seed_summary(seed_dir(runs, 1))["global_step"] == 5000
     capsys.readouterr()
     assert sweep.main(argv) == 0  # and now it is done
     assert "done: 1" in capsys.readouterr().out
@@ -280,4 +277,4 @@ def test_an_existing_double_run_directory_is_one_line_and_a_failed_job(tmp_path,
     assert len(lines) == 1 and "failed" in lines[0], out
     assert "failed: 1" in out and "finished: 1" in out, out
     assert os.path.isdir(first) and os.path.isdir(second)  # both kept: the user chooses
-    assert summary(runs, 2)["global_step"] == 300
+    assert seed_summary(seed_dir(runs, 2))["global_step"] == 300

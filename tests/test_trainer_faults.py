@@ -6,8 +6,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 
 import gymnasium as gym
@@ -15,37 +13,14 @@ import helpers
 import numpy as np
 import pytest
 import torch
+from helpers import CARTPOLE, checkpoint, lab_process, only_run, run_main, summary
 
 import smac_a2c
 from benchmark import runlayer, trainer
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HERE = os.path.dirname(os.path.abspath(__file__))
-FAST = ["--env-id", "CartPole-v1", "--num-steps", "100", "--no-tensorboard"]
-
 gym.register("SlowToBuild-v0", entry_point=helpers.SlowToBuild)
 gym.register("InfObservationAt155-v0", entry_point=helpers.InfObservationAt155)
 gym.register("NanFinalObservation-v0", entry_point=helpers.NanFinalObservation)
-
-
-def only_run(runs):
-    (run,) = os.listdir(runs)
-    return os.path.join(runs, run)
-
-
-def summary(run):
-    return json.load(open(os.path.join(run, "summary.json")))
-
-
-def checkpoint(run):
-    return torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
-
-
-def lab(tmp_path, *argv, **kw):
-    """`python -m benchmark.trainer` in a subprocess (its runs in tmp_path/runs); this directory importable."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([HERE, ROOT])}
-    cmd = [sys.executable, "-m", "benchmark.trainer", "--runs-dir", str(tmp_path / "runs"), *argv]
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
 def wait_for(path, timeout=120):
@@ -60,9 +35,7 @@ def wait_for(path, timeout=120):
 # 5. an empty path is bad input, not "no path" ------------------------------------------------------------------
 @pytest.mark.parametrize("flag", ["--resume", "--eval-checkpoint"])
 def test_an_empty_path_is_bad_input(tmp_path, capsys, flag):
-    assert (
-        trainer.main([*FAST, "--runs-dir", str(tmp_path / "runs"), flag, "", "--total-timesteps", "200"]) == 2
-    )
+    assert run_main(tmp_path / "runs", *CARTPOLE, flag, "", "--total-timesteps", "200") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and flag in err[0]
     assert not os.path.exists(tmp_path / "runs")
@@ -73,7 +46,7 @@ def test_resume_continues_from_the_checkpoint_it_finds_under_the_lock(tmp_path, 
     """Trainer B loaded the 200-step checkpoint, then waited for the lock while trainer A continued the run to 400
     steps: B must continue from 400 (A's work kept), not cut the logs back to 200 and retrain."""
     runs = tmp_path / "runs"
-    assert trainer.main([*FAST, "--runs-dir", str(runs), "--total-timesteps", "200"]) == 0
+    assert run_main(runs, *CARTPOLE, "--total-timesteps", "200") == 0
     run = only_run(runs)
     shutil.copy(os.path.join(run, "checkpoint.pt"), tmp_path / "at200.pt")
     assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 0  # trainer A
@@ -111,7 +84,7 @@ STORED = [
 @pytest.mark.parametrize("field,value", STORED, ids=[f for f, _ in STORED])
 def test_stored_flags_are_validated_before_anything_is_touched(tmp_path, capsys, flag, field, value):
     runs = tmp_path / "runs"
-    assert trainer.main([*FAST, "--runs-dir", str(runs), "--total-timesteps", "200"]) == 0
+    assert run_main(runs, *CARTPOLE, "--total-timesteps", "200") == 0
     run = only_run(runs)
     before = open(os.path.join(run, "summary.json")).read()
     ckpt = checkpoint(run)
@@ -126,9 +99,8 @@ def test_stored_flags_are_validated_before_anything_is_touched(tmp_path, capsys,
 
 # 8. a signal at any moment after the run directory exists leaves an interrupted run -----------------------------
 def test_a_signal_while_the_environment_is_built_leaves_an_interrupted_run(tmp_path):
-    proc = lab(
-        tmp_path, "--env-id", "test_trainer_faults:SlowToBuild-v0", "--num-steps", "20", "--no-tensorboard"
-    )
+    argv = ["--env-id", "test_trainer_faults:SlowToBuild-v0", "--num-steps", "20", "--no-tensorboard"]
+    proc = lab_process(tmp_path, *argv, text=True)
     wait_for(tmp_path / "runs")
     time.sleep(1.0)  # the directory exists; the trainer builds the environment (3 s)
     proc.send_signal(signal.SIGTERM)
@@ -153,7 +125,7 @@ def test_a_signal_ends_a_long_rollout_and_keeps_the_last_completed_update(tmp_pa
         "10000000",
         "--no-tensorboard",
     ]
-    proc = lab(tmp_path, *argv)
+    proc = lab_process(tmp_path, *argv, text=True)
     wait_for(tmp_path / "runs")
     run = only_run(tmp_path / "runs")
     deadline = time.time() + 60
@@ -173,7 +145,7 @@ def test_a_signal_ends_a_long_rollout_and_keeps_the_last_completed_update(tmp_pa
 # 9. an infinite observation never reaches the saved normalization statistics ------------------------------------
 def test_an_infinite_observation_is_a_divergence_with_clean_statistics(tmp_path):
     argv = ["--env-id", "test_trainer_faults:InfObservationAt155-v0", "--num-steps", "100", "--norm-obs"]
-    proc = lab(tmp_path, *argv, "--total-timesteps", "1000", "--no-tensorboard")
+    proc = lab_process(tmp_path, *argv, "--total-timesteps", "1000", "--no-tensorboard", text=True)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err
     run = only_run(tmp_path / "runs")
@@ -186,7 +158,7 @@ def test_an_infinite_observation_is_a_divergence_with_clean_statistics(tmp_path)
 @pytest.mark.parametrize("flag", ["--resume", "--eval-checkpoint"])
 def test_non_finite_statistics_in_a_checkpoint_are_refused(tmp_path, capsys, flag):
     runs = tmp_path / "runs"
-    assert trainer.main([*FAST, "--runs-dir", str(runs), "--total-timesteps", "200", "--norm-obs"]) == 0
+    assert run_main(runs, *CARTPOLE, "--total-timesteps", "200", "--norm-obs") == 0
     run = only_run(runs)
     ckpt = checkpoint(run)
     ckpt["normalizer"]["obs_rms"]["mean"][0] = float("inf")
@@ -215,9 +187,8 @@ def test_gae_ignores_the_value_of_a_terminal_observation():
 
 def test_a_nan_terminal_observation_trains_in_both_trainers(tmp_path, monkeypatch):
     env_id = "test_trainer_faults:NanFinalObservation-v0"
-    proc = lab(
-        tmp_path, "--env-id", env_id, "--num-steps", "100", "--total-timesteps", "500", "--no-tensorboard"
-    )
+    argv = ["--env-id", env_id, "--num-steps", "100", "--total-timesteps", "500", "--no-tensorboard"]
+    proc = lab_process(tmp_path, *argv, text=True)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert summary(only_run(tmp_path / "runs"))["status"] == "finished"
@@ -234,7 +205,7 @@ def test_a_nan_terminal_observation_trains_in_both_trainers(tmp_path, monkeypatc
 # 12. a diverged run is not relabelled finished ------------------------------------------------------------------
 def test_resume_at_the_budget_keeps_a_diverged_status(tmp_path, capsys):
     runs = tmp_path / "runs"
-    assert trainer.main([*FAST, "--runs-dir", str(runs), "--total-timesteps", "400"]) == 0
+    assert run_main(runs, *CARTPOLE, "--total-timesteps", "400") == 0
     run = only_run(runs)
     diverged = {**summary(run), "status": "diverged"}  # as a run that diverged after its 4th update
     runlayer.write_json(os.path.join(run, "summary.json"), diverged)
@@ -247,7 +218,7 @@ def test_resume_at_the_rounded_budget_has_nothing_to_do(tmp_path):
     """--total-timesteps 250 with --num-steps 100 trains 200 steps; resuming that run with the same budget used to
     start a 0-step run that overwrote summary.json (sps 0, no mean return)."""
     runs = tmp_path / "runs"
-    assert trainer.main([*FAST, "--runs-dir", str(runs), "--total-timesteps", "250"]) == 0
+    assert run_main(runs, *CARTPOLE, "--total-timesteps", "250") == 0
     run = only_run(runs)
     before = open(os.path.join(run, "summary.json")).read()
     assert json.loads(before)["global_step"] == 200
@@ -265,7 +236,7 @@ def test_a_full_disk_with_tensorboard_is_one_line_and_leaves_no_temporary_file(t
         resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, 30_000))
 
     argv = ["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "20000"]
-    proc = lab(tmp_path, *argv, preexec_fn=full_disk)
+    proc = lab_process(tmp_path, *argv, text=True, preexec_fn=full_disk)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 1 and len(err.strip().splitlines()) == 1, err
     run = only_run(tmp_path / "runs")

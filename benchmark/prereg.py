@@ -590,122 +590,200 @@ def analyze_5M(reg: dict, root: str = REPO) -> dict:
     return out
 
 
-def markdown_5M(reg: dict, res: dict) -> list:
-    """report/mujoco_5M.md: what the 5M runs show so far, by the pre-registered rules."""
-    common, before = reg["common"], res["before_rules"]
-    lines = [
-        f"Issue 37's runs at the paper's budget: {res['runs_in']} of {res['runs_expected']} runs in "
-        f"(`{common['logs']}/`, the `{common['reading']}` reading, seeds {common['seeds']}). The rules "
-        f"(`benchmark/preregistration_5M.toml`) were committed before the first of the other "
-        f"{res['runs_expected'] - before['runs']} runs; the {before['runs']} runs of "
-        + " and ".join(f"{t} {hparams.algo_label(a)}" for t, a in before["cells"])
-        + " (issue 12's headline block, 2026-11-23) predate them. A cell is judged only once its five seeds are "
-        "in; the others say how many are.\n",
-        "**Runs in, per cell:** "
-        + ", ".join(f"{t} {hparams.algo_label(a)} {len(v)}/5" for (t, a), v in sorted(res["done"].items()))
-        + ".\n",
-        "### Block A: the six claims that needed 5M\n",
-        "| Claim | Task | Measured | Verdict |",
-        "|---|---|---|---|",
-    ]
-    for r in res["claims"]:
-        verdict = r.get("strict") or r["verdict"]
-        lines.append(f"| {r['id']} | {r['task']} | {r.get('measured', '')} | **{verdict}** |")
-    lines += ["", "### Block B: our 5M cells against the paper's table (Welch, our 95 % t-interval, n = 5)\n"]
-    if res["table"]:
-        lines += [
-            "Beside each cell, not pre-registered: the mean episode length over the last tenth of the runs "
-            "(median over seeds) — of the 1000-step horizon, how long our agents last.\n",
-            "| Task | Algorithm | Ours (mean ± std) | 95 % CI | Paper | Welch p | | episode length, last tenth |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for r in res["table"]:
-            lines.append(
-                f"| {r['task']} | {hparams.algo_label(r['algo'])} | {fmt(r['mean'])} ± {fmt(r['sd'])} | "
-                f"[{fmt(r['ci'][0])}, {fmt(r['ci'][1])}] | {fmt(r['paper'][0])} ± {fmt(r['paper'][1])} | "
-                f"{r['p']:.3g} | {'differs' if r['differs'] else 'not shown to differ'} | {r['length']:.0f} |"
-            )
-        for b in res["below_random"]:
-            lines.append(
-                f"\n{b['task']}: every algorithm run at 5M ends below the random policy ({fmt(b['random'])}): "
-                + "; ".join(
-                    f"{hparams.algo_label(c['algo'])} {fmt(c['mean'])} (normalized {c['normalized']:+.2f}; "
-                    f"seed-mean peak {fmt(c['peak'])}, {c['peak_normalized']:+.2f}, at "
-                    f"{aggregate.fmt_step(c['peak_step'])})"
-                    for c in b["cells"]
-                )
-                + "."
-            )
-    else:
-        lines.append("No cell complete yet.")
-    lines += ["", "### Block C: SMAC vs SGD with step η/λ at 5M (paired, normalized, TOST ±0.1)\n"]
-    if res["equivalence"]:
-        lines += [
-            "| Task | n | mean d | 90 % CI | reachable margin | Verdict | at 1M, same seeds (exploratory) |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        holm_note = (
-            ""
-            if len(res["equivalence"]) == len(reg["blocks"]["equivalence"]["tasks"])
-            else " (Holm: waits for every task)"
-        )
-        for r in res["equivalence"]:
-            one = r["at_1M"]
-            lines.append(
-                f"| {r['task']} | {r['n']} | {r['mean']:+.3f} | [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] | "
-                f"±{r['reach_margin']:.3f} ({'inside' if r['equivalent_reach'] else 'not inside'}) | "
-                f"{r['verdict']}{'' if r['equivalent'] else holm_note} | {one['mean']:+.3f} "
-                f"[{one['ci'][0]:+.3f}, {one['ci'][1]:+.3f}] |"
-            )
-        for r in res["equivalence"]:
-            if r["below_random"]:
-                lines.append(
-                    f"\n{r['task']}: both arms end below the random policy; block C there compares two collapsed "
-                    "runs."
-                )
-    else:
-        lines.append("No task has both cells complete yet.")
+# the words the 5M page may use: a claim's verdict (aggregate.evaluate), a Welch row, a block C row and its reachable
+# margin, amendment 1's state, a block D row (report.VOCAB's where the page shares them)
+VOCAB_5M = (
+    "held",
+    "direction only",
+    "baseline never reaches it",
+    "not held",
+    "waiting",
+    "differs",
+    "not shown to differ",
+    "equivalent",
+    "different (Holm)",
+    "inconclusive",
+    "inside",
+    "not inside",
+    "used",
+    "not used yet",
+    "grows late in training",
+    "shrinks",
+    "no change shown",
+)
+PAGE_5M_JSON = os.path.join(REPO, "benchmark", "results", "mujoco_5M.json")
+HEADLINE_DATE, FIRST_MATCHED_DATE = (
+    "2026-11-23",
+    "2026-11-25",
+)  # issue 12's block; the unpaired sgd-matched runs
+
+
+def _spread(values: list) -> list:
+    """[median, min, max] of `values`."""
+    return [float(np.median(values)), float(min(values)), float(max(values))]
+
+
+def page_5M(reg: dict, res: dict) -> dict:
+    """Every number and word of report/mujoco_5M.md, from analyze_5M's result: counts, lists and words of VOCAB_5M;
+    benchmark/templates/mujoco_5M.md.j2 only formats them."""
+    common, before, budget = reg["common"], res["before_rules"], reg["common"]["budget"]
+    seeds = hparams.parse_seeds(common["seeds"])
+    label = hparams.algo_label
+    out = {
+        "logs": common["logs"],
+        "reading": common["reading"],
+        "seeds": common["seeds"],
+        "n_seeds": len(seeds),
+        "budget": budget,
+        "fifths": [budget // 5, 4 * budget // 5],
+        "horizon": 1000,  # MuJoCo's episode limit
+        "margin": common["margin"],
+        "levels": {"table": 95, "block_c": 90},  # stats.t_mean_ci's and paired's intervals
+        "runs_in": res["runs_in"],
+        "runs_expected": res["runs_expected"],
+        "after_rules": res["runs_expected"] - before["runs"],
+        "before_rules": {
+            "runs": before["runs"],
+            "cells": [f"{t} {label(a)}" for t, a in before["cells"]],
+            "date": HEADLINE_DATE,
+        },
+        "done": [{"cell": f"{t} {label(a)}", "n": len(v)} for (t, a), v in sorted(res["done"].items())],
+        "claims": [
+            {
+                "id": r["id"],
+                "task": r["task"],
+                "measured": r.get("measured", ""),
+                "answer": r.get("strict") or r["verdict"],
+            }
+            for r in res["claims"]
+        ],
+        "table": [
+            {
+                "task": r["task"],
+                "algo": label(r["algo"]),
+                "mean": r["mean"],
+                "sd": r["sd"],
+                "ci": list(r["ci"]),
+                "paper": list(r["paper"]),
+                "p": r["p"],
+                "answer": "differs" if r["differs"] else "not shown to differ",
+                "length": r["length"],
+            }
+            for r in res["table"]
+        ],
+        "below_random": [
+            {
+                "task": b["task"],
+                "random": b["random"],
+                "cells": [{**c, "algo": label(c["algo"])} for c in b["cells"]],
+            }
+            for b in res["below_random"]
+        ],
+        "block_c": {
+            "holm_waits": len(res["equivalence"]) < len(reg["blocks"]["equivalence"]["tasks"]),
+            "rows": [
+                {
+                    "task": r["task"],
+                    "n": r["n"],
+                    "mean": r["mean"],
+                    "ci": list(r["ci"]),
+                    "reach_margin": r["reach_margin"],
+                    "reach_answer": "inside" if r["equivalent_reach"] else "not inside",
+                    "answer": "equivalent"
+                    if r["equivalent"]
+                    else "different (Holm)"
+                    if r["p_holm"] < common["alpha"]
+                    else "inconclusive",
+                    "p_holm": r["p_holm"],
+                    "reach": r["reach"],
+                    "at_1M": {"mean": r["at_1M"]["mean"], "ci": list(r["at_1M"]["ci"])},
+                }
+                for r in res["equivalence"]
+            ],
+            "collapsed": [r["task"] for r in res["equivalence"] if r["below_random"]],
+        },
+        "diagnostics": [
+            {
+                "task": r["task"],
+                "damping": r["damping"],
+                **{
+                    f"{part}_{key}": _spread([x[part][key] for x in r["runs"]])
+                    for part, key in (
+                        ("first", "ell_over_lambda"),
+                        ("last", "ell_over_lambda"),
+                        ("last", "removed"),
+                        ("first", "cos"),
+                        ("last", "cos"),
+                    )
+                },
+                "min_cos": min(x["min_cos"] for x in r["runs"]),
+                "answer": r["verdict"],
+                "p": r["p"],
+            }
+            for r in res["diagnostics"]
+        ],
+    }
     pairing = res.get("halfcheetah_pairing")
     if pairing is not None:
-        state = "used" if pairing["paired"] else "not used yet (block C waits for five paired seeds)"
-        lines += [
-            "",
-            f"HalfCheetah (amendment 1, `preregistration_5M.toml`): its sgd-matched arm is the rerun of 2026-11-26 on "
-            f"the SMAC arm's machine; reruns in: seeds {', '.join(map(str, pairing['runs_in'])) or 'none'}; the same "
-            f"first episode as the SMAC run (paired): seeds {', '.join(map(str, pairing['paired_seeds'])) or 'none'}; "
-            f"{state}. The 2026-11-25 sgd-matched runs did not start as the SMAC runs did (another machine's "
-            "floating-point path) and are no longer used by block C.",
-        ]
-    lines += [
-        "",
-        "### Block D: ‖ℓ̄‖²/λ and cos(g, step), first vs last fifth of the 5M runs (SMAC)\n",
-        "Per run the median over its updates in the first fifth (≤ 1M steps) and the last (> 4M); per task the "
-        "median over seeds [range]; min cos: the smallest single update of any seed. Test: paired t-test of "
-        "log10(last / first) of ‖ℓ̄‖²/λ over the seeds.\n",
-    ]
-    if res["diagnostics"]:
-        lines += [
-            "| Task | λ | ‖ℓ̄‖²/λ first fifth | last fifth | removed (last) | cos first | cos last | min cos | Verdict |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        three = "{:.3f}".format
-        four = "{:.4f}".format
-        for r in res["diagnostics"]:
+        out["pairing"] = {
+            "date": reg["amendments"]["halfcheetah_pairing"]["date"],
+            "unpaired_date": FIRST_MATCHED_DATE,
+            "runs_in": pairing["runs_in"],
+            "paired_seeds": pairing["paired_seeds"],
+            "answer": "used" if pairing["paired"] else "not used yet",
+        }
+    return out
 
-            def med(part, key, show, runs=r["runs"]):
-                """median [min, max] over the seeds, each printed by `show`"""
-                values = [x[part][key] for x in runs]
-                return f"{show(np.median(values))} [{show(min(values))}, {show(max(values))}]"
 
-            lines.append(
-                f"| {r['task']} | {r['damping']:g} | {med('first', 'ell_over_lambda', fmt)} | "
-                f"{med('last', 'ell_over_lambda', fmt)} | {med('last', 'removed', three)} | "
-                f"{med('first', 'cos', four)} | {med('last', 'cos', four)} | "
-                f"{min(x['min_cos'] for x in r['runs']):.3f} | {r['verdict']} (p {r['p']:.3g}) |"
-            )
-    else:
-        lines.append("No SMAC cell complete yet.")
-    return lines + [""]
+def render_5M(data: dict) -> str:
+    """report/mujoco_5M.md's body from page_5M's JSON (benchmark/templates/mujoco_5M.md.j2)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(os.path.join(REPO, "benchmark", "templates")),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(
+        num=fmt,
+        steps=stats.steps,
+        step=aggregate.fmt_step,
+        spelled=lambda n: (
+            ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")[n]
+            if 0 <= n < 10
+            else str(n)
+        ),
+        f=lambda x, spec: stats.MISSING if x is None else format(x, spec),
+    )
+    return env.get_template("mujoco_5M.md.j2").render(**data)
+
+
+def plain_5M(x):
+    """page_5M as JSON: tuples as lists, non-finite floats as null, floats to 7 significant digits (report.plain's
+    6 turn a last-fifth median of 125.5505 into 125.55, printed 125.5 at 4 digits)."""
+    if isinstance(x, dict):
+        return {str(k): plain_5M(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [plain_5M(v) for v in x]
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(f"{float(x):.7g}") if math.isfinite(x) else None
+    return x
+
+
+def markdown_5M(reg: dict, res: dict, json_path: str | None = None) -> list:
+    """report/mujoco_5M.md: what the 5M runs show so far, by the pre-registered rules, rendered from page_5M's data
+    as JSON (plain_5M), which goes to json_path where given."""
+    data = plain_5M(page_5M(reg, res))
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    return [render_5M(data)]
 
 
 def main(argv=None) -> int:

@@ -1269,7 +1269,7 @@ def write_report(
     verdict_json: Optional[str] = None,
 ) -> str:
     """REPORT.md and benchmark/report/*.md; write_fidelity: also the fidelity study's CSVs (the report command);
-    verdict_json: where verdict_data's JSON goes (the report command: VERDICT_JSON)."""
+    verdict_json: where verdict_data's JSON goes (the report command: VERDICT_JSON; then also prereg.PAGE_5M_JSON)."""
     from benchmark import prereg
 
     logs_dir = logs_dir or aggregate.stage1_logs()
@@ -1301,7 +1301,7 @@ def write_report(
         (
             "mujoco_5M.md",
             "The paper's budget: MuJoCo at 5M",
-            prereg.markdown_5M(reg5, res5),
+            prereg.markdown_5M(reg5, res5, prereg.PAGE_5M_JSON if verdict_json else None),
         ),
         (
             "grid.md",

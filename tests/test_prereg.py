@@ -2,6 +2,7 @@
 decision rules, against hand computation."""
 
 import math
+import os
 import statistics
 
 import numpy as np
@@ -230,5 +231,41 @@ def test_the_5M_study_applies_its_rules_to_complete_cells_by_hand(tmp_path):
     assert len(diag) == 6 and diag["Hopper"]["verdict"] == "grows late in training"
     assert diag["Hopper"]["log_ratio"] == pytest.approx(1.03)
     assert diag["Hopper"]["runs"][0]["min_cos"] == pytest.approx(0.95)
-    text = "\n".join(prereg.markdown_5M(reg, res))
-    assert "80 of 80 runs in" in text and "| Pusher | 5 | +0.500 |" in text
+    # the page's data: the same numbers, words of VOCAB_5M, medians [min, max] over the seeds by hand
+    page = prereg.page_5M(reg, res)
+    assert (page["runs_in"], page["runs_expected"], page["after_rules"], page["before_rules"]["runs"]) == (
+        80,
+        80,
+        70,
+        10,
+    )
+    assert page["before_rules"]["cells"] == ["HalfCheetah SMAC", "HalfCheetah AC-CG"]
+    assert [c["n"] for c in page["done"]] == [5] * 16
+    assert [r["answer"] for r in page["claims"]] == list(verdicts.values())
+    rows = {r["task"]: r for r in page["block_c"]["rows"]}
+    assert rows["Pusher"]["mean"] == pytest.approx(0.5) and rows["Pusher"]["n"] == 5
+    assert rows["Pusher"]["answer"] == "different (Holm)" and rows["Hopper"]["answer"] == "equivalent"
+    assert rows["Pusher"]["p_holm"] == eq["Pusher"]["p_holm"] and not page["block_c"]["holm_waits"]
+    assert page["pairing"]["answer"] == "used" and page["pairing"]["paired_seeds"] == [1, 2, 3, 4, 5]
+    hopper_d = next(r for r in page["diagnostics"] if r["task"] == "Hopper")
+    assert hopper_d["first_ell_over_lambda"] == pytest.approx([1.0, 1.0, 1.0])
+    assert hopper_d["last_ell_over_lambda"] == pytest.approx([10**1.03, 10**1.01, 10**1.05])
+    assert hopper_d["min_cos"] == pytest.approx(0.95) and hopper_d["answer"] == "grows late in training"
+    words = [r["answer"] for key in ("claims", "table", "diagnostics") for r in page[key]]
+    words += [w for r in page["block_c"]["rows"] for w in (r["answer"], r["reach_answer"])]
+    assert set(words) <= set(prereg.VOCAB_5M)
+    assert prereg.render_5M(prereg.plain_5M(page)) == prereg.markdown_5M(reg, res)[0]
+
+
+def test_the_committed_5M_page_is_its_template_on_the_committed_json():
+    import json
+
+    with open(prereg.PAGE_5M_JSON, encoding="utf-8") as f:
+        data = json.load(f)
+    with open(os.path.join(prereg.REPO, "benchmark", "report", "mujoco_5M.md"), encoding="utf-8") as f:
+        title, _, part, _, body = f.read().split("\n", 4)
+    assert title == "# The paper's budget: MuJoCo at 5M" and part.startswith(
+        "Part of [the reproduction report]"
+    )
+    assert body == prereg.render_5M(data)
+    assert data == prereg.plain_5M(prereg.page_5M(prereg.load_5M(), prereg.analyze_5M(prereg.load_5M())))

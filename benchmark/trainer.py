@@ -1032,7 +1032,7 @@ def flags_as_argv(saved: dict) -> list[str]:
         value = saved[f.name]
         if not stored_type_ok(f.default, value):
             raise ConfigError(
-                f"--{f.name.replace('_', '-')} is stored as {value!r}, not a {type(f.default).__name__}"
+                f"--{f.name.replace('_', '-')} is stored as {value!r}, not of its type ({type(f.default).__name__})"
             )
         flag = "--" + f.name.replace("_", "-")
         if value is None:

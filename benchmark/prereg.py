@@ -761,19 +761,9 @@ def render_5M(data: dict) -> str:
 
 
 def plain_5M(x):
-    """page_5M as JSON: tuples as lists, non-finite floats as null, floats to 7 significant digits (report.plain's
-    6 turn a last-fifth median of 125.5505 into 125.55, printed 125.5 at 4 digits)."""
-    if isinstance(x, dict):
-        return {str(k): plain_5M(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [plain_5M(v) for v in x]
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return float(f"{float(x):.7g}") if math.isfinite(x) else None
-    return x
+    """page_5M as JSON, floats to 7 significant digits (6 would turn a last-fifth median of 125.5505 into 125.55,
+    printed 125.5 at 4 digits)."""
+    return stats.json_plain(x, 7)
 
 
 def markdown_5M(reg: dict, res: dict, json_path: str | None = None) -> list:

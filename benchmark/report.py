@@ -1071,19 +1071,8 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
 
 
 def plain(x):
-    """verdict_data as JSON: tuples as lists, non-finite floats as null, floats to 6 significant digits (the
-    report prints 4 at most, so the text does not move with the last bits of a platform's arithmetic)."""
-    if isinstance(x, dict):
-        return {str(k): plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [plain(v) for v in x]
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return float(f"{float(x):.6g}") if math.isfinite(x) else None
-    return x
+    """verdict_data as JSON, floats to 6 significant digits (the report prints 4 at most)."""
+    return stats.json_plain(x, 6)
 
 
 def render_verdict(data: dict, base: str = "") -> str:

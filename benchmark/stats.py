@@ -279,3 +279,19 @@ def save(fig, path: str, title: Optional[str] = None, dpi: int = 110, rect=None,
     fig.tight_layout(**({"rect": rect} if rect else {}))
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
+
+
+def json_plain(x, digits: int):
+    """x as plain JSON: tuples as lists, numpy scalars as Python's, non-finite floats as null, floats to `digits`
+    significant digits (so a committed JSON does not move with the last bits of a platform's arithmetic)."""
+    if isinstance(x, dict):
+        return {str(k): json_plain(v, digits) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_plain(v, digits) for v in x]
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(f"{float(x):.{digits}g}") if math.isfinite(x) else None
+    return x

@@ -20,7 +20,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark import aggregate, compact, hparams, stats  # noqa: E402
+from benchmark import aggregate, compact, hparams, pages, stats  # noqa: E402
 from benchmark.stats import fmt, markdown_table  # noqa: E402
 
 load = hparams.load_prereg
@@ -737,27 +737,7 @@ def page_5M(reg: dict, res: dict) -> dict:
 
 def render_5M(data: dict) -> str:
     """report/mujoco_5M.md's body from page_5M's JSON (benchmark/templates/mujoco_5M.md.j2)."""
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(os.path.join(REPO, "benchmark", "templates")),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters.update(
-        num=fmt,
-        steps=stats.steps,
-        step=aggregate.fmt_step,
-        spelled=lambda n: (
-            ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")[n]
-            if 0 <= n < 10
-            else str(n)
-        ),
-        f=lambda x, spec: stats.MISSING if x is None else format(x, spec),
-    )
-    return env.get_template("mujoco_5M.md.j2").render(**data)
+    return pages.render("mujoco_5M.md.j2", data)
 
 
 def plain_5M(x):
@@ -770,9 +750,7 @@ def markdown_5M(reg: dict, res: dict, json_path: str | None = None) -> list:
     """report/mujoco_5M.md: what the 5M runs show so far, by the pre-registered rules, rendered from page_5M's data
     as JSON (plain_5M), which goes to json_path where given."""
     data = plain_5M(page_5M(reg, res))
-    if json_path:
-        with open(json_path, "w", encoding="utf-8") as f:
-            f.write(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    pages.write_json(json_path, data)
     return [render_5M(data)]
 
 

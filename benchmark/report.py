@@ -29,9 +29,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark import ablations, aggregate, algorithms, compact, hparams, stats  # noqa: E402
+from benchmark import ablations, aggregate, algorithms, compact, hparams, pages, stats  # noqa: E402
 from benchmark.stats import (
-    MISSING,
     estimate,
     fmt,
     interval,
@@ -1078,24 +1077,7 @@ def plain(x):
 def render_verdict(data: dict, base: str = "") -> str:
     """The verdict table and points (benchmark/templates/verdict.md.j2) from verdict_data's JSON; `base`: the
     links' prefix (README: "benchmark/")."""
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters.update(
-        num=fmt,
-        step=aggregate.fmt_step,
-        signed=lambda x, digits=3: MISSING if num(x) is None else f"{x:+.{digits}f}",
-        fixed=lambda x, digits=2: MISSING if num(x) is None else f"{x:.{digits}f}",
-        p=lambda x: MISSING if num(x) is None else f"{x:.2g}",
-        ci=lambda c: f"[{c[0]:+.3f}, {c[1]:+.3f}]" if None not in c else MISSING,
-    )
-    return env.get_template("verdict.md.j2").render(**data, base=base)
+    return pages.render("verdict.md.j2", data, base=base)
 
 
 def write_readme(data: dict, path: str = README) -> bool:
@@ -1285,7 +1267,7 @@ def write_report(
     equiv.update({r["task"]: {**r, "prereg": True} for r in pre["equivalence"]})
     # benchmark/report/ for REPORT.md
     details = os.path.join(os.path.dirname(os.path.abspath(path)), "report")
-    pages = [
+    detail_pages = [
         ("prereg.md", "The pre-registered study", prereg.markdown(reg, pre)[1:]),
         (
             "mujoco_5M.md",
@@ -1317,7 +1299,7 @@ def write_report(
         ("deviations.md", "Deviations from the paper", deviations_section(d)),
     ]
     os.makedirs(details, exist_ok=True)
-    for name, title, body in pages:  # section text written for REPORT.md, its links moved one directory down
+    for name, title, body in detail_pages:  # section text written for REPORT.md, its links moved one directory down
         body = [
             line.replace("](../docs/", "](../../docs/").replace("](REPORT.md", "](../REPORT.md")
             for line in body
@@ -1345,9 +1327,7 @@ def write_report(
     block1 = os.path.join(REPO, reg["blocks"]["equivalence"]["logs"])
     rank1 = rank1_figures(d.runs + (compact.discover_logs(block1) if os.path.isdir(block1) else []))
     data = plain(verdict_data(d, pre, stage1_equiv, res5, rank1))
-    if verdict_json:
-        with open(verdict_json, "w", encoding="utf-8") as f:
-            f.write(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    pages.write_json(verdict_json, data)
     L += ["## Verdict\n", render_verdict(data)]
     L += (
         [

@@ -1,0 +1,113 @@
+"""The report's pages: analysis data as committed JSON, rendered to markdown by Jinja2 templates.
+
+Every page of the report is written the same way: an analysis function returns a dict of numbers, lists and answer
+words; `write_json` commits it (benchmark/results/...json, floats rounded so the file does not move with the last bits
+of a platform's arithmetic); `render` formats it with a template in benchmark/templates/. Templates format numbers
+with the filters below and nothing else: no test, no count, no choice of words happens in them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Optional
+
+import jinja2
+
+from benchmark import stats
+from benchmark.stats import MISSING, num
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TEMPLATES = os.path.join(REPO, "benchmark", "templates")
+SPELLED = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def step(s) -> str:
+    """A step count in the claims' units: 1800000 -> '1.80M', 890000 -> '890k' (aggregate.fmt_step)."""
+    from benchmark import aggregate
+
+    return aggregate.fmt_step(s)
+
+
+def signed(x, digits: int = 3) -> str:
+    """+0.012 style, '–' where missing."""
+    return MISSING if num(x) is None else f"{x:+.{digits}f}"
+
+
+def fixed(x, digits: int = 2) -> str:
+    """A fixed number of decimals, '–' where missing."""
+    return MISSING if num(x) is None else f"{x:.{digits}f}"
+
+
+def pvalue(x) -> str:
+    """A p-value to 2 significant digits."""
+    return MISSING if num(x) is None else f"{x:.2g}"
+
+
+def ci(c) -> str:
+    """A signed interval [lo, hi] to 3 decimals."""
+    return MISSING if c is None or None in c else f"[{c[0]:+.3f}, {c[1]:+.3f}]"
+
+
+def spelled(n: int) -> str:
+    """Counts below ten in words."""
+    return SPELLED[n] if 0 <= n < 10 else str(n)
+
+
+def formatted(x, spec: str) -> str:
+    """format(x, spec), '–' where missing."""
+    return MISSING if x is None else format(x, spec)
+
+
+def cell(x) -> str:
+    """A value as a markdown table cell: '|' escaped."""
+    return str(x).replace("|", "\\|")
+
+
+FILTERS = {
+    "num": stats.fmt,
+    "steps": stats.steps,
+    "step": step,
+    "signed": signed,
+    "fixed": fixed,
+    "p": pvalue,
+    "ci": ci,
+    "spelled": spelled,
+    "f": formatted,
+    "pct": stats.pct,
+    "mean_std": stats.mean_std,
+    "interval": stats.interval,
+    "estimate": stats.estimate,
+    "cell": cell,
+}
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+def render(template: str, data: dict, **extra) -> str:
+    """benchmark/templates/<template> rendered with the keys of `data` (and `extra`) as its variables."""
+    return environment().get_template(template).render(**data, **extra)
+
+
+def plain(data, digits: int = 6):
+    """data as plain JSON values, floats to `digits` significant digits (stats.json_plain)."""
+    return stats.json_plain(data, digits)
+
+
+def write_json(path: Optional[str], data) -> None:
+    """data (already plain) to path as indented UTF-8 JSON; nothing where path is None."""
+    if path is None:
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps(data, indent=1, ensure_ascii=False) + "\n")

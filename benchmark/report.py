@@ -1299,7 +1299,7 @@ def write_report(
         ("deviations.md", "Deviations from the paper", deviations_section(d)),
     ]
     os.makedirs(details, exist_ok=True)
-    for name, title, body in detail_pages:  # section text written for REPORT.md, its links moved one directory down
+    for name, title, body in detail_pages:  # written for REPORT.md, links moved one directory down
         body = [
             line.replace("](../docs/", "](../../docs/").replace("](REPORT.md", "](../REPORT.md")
             for line in body

@@ -49,6 +49,11 @@ def ci(c) -> str:
     return MISSING if c is None or None in c else f"[{c[0]:+.3f}, {c[1]:+.3f}]"
 
 
+def percent(x) -> str:
+    """A fraction as a percentage to one decimal, without the sign: 0.9731 -> '97.3'."""
+    return MISSING if num(x) is None else f"{100 * x:.1f}"
+
+
 def spelled(n: int) -> str:
     """Counts below ten in words."""
     return SPELLED[n] if 0 <= n < 10 else str(n)
@@ -72,6 +77,7 @@ FILTERS = {
     "fixed": fixed,
     "p": pvalue,
     "ci": ci,
+    "percent": percent,
     "spelled": spelled,
     "f": formatted,
     "pct": stats.pct,

@@ -648,6 +648,7 @@ def page_5M(reg: dict, res: dict) -> dict:
             "date": HEADLINE_DATE,
         },
         "done": [{"cell": f"{t} {label(a)}", "n": len(v)} for (t, a), v in sorted(res["done"].items())],
+        "n_claims": len(res["claims"]),
         "claims": [
             {
                 "id": r["id"],

@@ -1014,6 +1014,8 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
             "n": len(held),
             "ahead": [r for r in readings if r["ahead"]],
             "not_ahead": [r for r in readings if not r["ahead"]],
+            "n_ahead": sum(r["ahead"] for r in readings),
+            "n_not_ahead": sum(not r["ahead"] for r in readings),
         },
         "below_random": [
             {

@@ -762,7 +762,10 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 2
-    print(f"wrote {args.results_dir}/*.csv, {args.figures_dir}/ablation_*.png, {args.report_path}")
+    print(
+        f"wrote {args.results_dir}/*.csv, {args.results_dir}/{JSON_NAME}, {args.figures_dir}/ablation_*.png, "
+        f"{args.report_path}"
+    )
     return 0
 
 

@@ -13,6 +13,9 @@ Sections (hparams.SECTIONS; every run: the paper's SMAC row of its task, 300,000
 A cell equal to the paper's row is run once per task, logged as `batch-mean`:
 benchmark/results/logs/ablations/{task}/{batch-mean | variant | sgd}/seed{n}.json.gz.
 
+ABLATIONS.md is benchmark/templates/ablations.md.j2 rendered on page_data's numbers and answer words (VOCAB),
+committed as benchmark/results/ablations/ablations.json beside the CSVs.
+
 Protocol of benchmark/protocol.py (100 bins, carry-forward, EWM 0.1, mean and ddof-1 std over seeds; final = last
 smoothed bin of runs that reached the budget). Actor-update share of a run = sum(actor_update_ms) / wall_time_s.
 """
@@ -34,10 +37,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark import compact, hparams  # noqa: E402
+from benchmark import compact, hparams, pages  # noqa: E402
 from benchmark.aggregate import classify  # noqa: E402
 from benchmark.hparams import SECTIONS, VARIANTS, Cell, all_cells  # noqa: E402
-from benchmark.protocol import N_BINS, across_seeds, smoothed_curve  # noqa: E402
+from benchmark.protocol import ALPHA, DDOF, N_BINS, across_seeds, smoothed_curve  # noqa: E402
 from benchmark.stats import save, welch_test, write_csv  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmark", "results", "ablations")
@@ -62,6 +65,47 @@ COLORS = {
     "T2000": "tab:purple",
     "sgd": "grey",
 }
+
+
+# the words ABLATIONS.md may use: compare's answers, then the sections' verdicts (fisher: time, returns vs Algorithm 1
+# and vs AC-SGD, the parallel mode's cost target; damping; prev-EF: the paper's claim per task, its parts, the
+# direction; batch size)
+VOCAB = (
+    "higher",
+    "lower",
+    "within noise",
+    "n/a",
+    "agree",
+    "disagree",
+    "disagree: larger saving",
+    "disagree: smaller saving",
+    "inconclusive",
+    "not reproducible with the paper's η",
+    "not shown here",
+    "met",
+    "missed",
+    "slower",
+    "not slower",
+    "faster early, less stable",
+    "slower, larger variance",
+    "faster",
+    "not faster",
+    "less stable",
+    "not less stable",
+    "larger",
+    "not larger",
+    "agrees",
+    "does not agree",
+    "the best",
+    "not the best",
+)
+JSON_DIGITS = 6
+JSON_NAME = "ablations.json"  # page_data, beside the CSVs
+PAPER_BUDGET = 5_000_000  # the paper's MuJoCo budget
+SAVING_RULE = (0.7, 0.9)  # the paper's "roughly 80%" holds when (a) is in this range
+PARALLEL_TARGET = 3.0  # per-sample-parallel should cost at most this many batch-mean updates
+CLEAR_T = 2.0  # compare's |t| for a clear difference
+MORE_REL = 0.1  # more's tolerance
 
 
 def load_run(task: str, variant: str, seed: int, logs_dir: str = LOGS) -> Optional[dict]:
@@ -207,7 +251,18 @@ def parse_costs(text: str) -> list[dict]:
     ]
 
 
-def more(a: float, b: float, rel: float = 0.1) -> bool:
+def read_costs(results_dir=RESULTS) -> tuple[list[dict], str]:
+    """The isolated update costs saved by run_costs (parse_costs) and their header line; ([], "") where there are
+    none."""
+    path = os.path.join(results_dir, "ablation_costs.txt")
+    if not os.path.isfile(path):
+        return [], ""
+    with open(path) as f:
+        text = f.read()
+    return parse_costs(text), (text.splitlines()[0] if text else "")
+
+
+def more(a: float, b: float, rel: float = MORE_REL) -> bool:
     """a exceeds b by more than rel * |b| (differences of a few percent count as equal)."""
     return bool(np.isfinite(a) and np.isfinite(b) and a > b + rel * abs(b))
 
@@ -218,34 +273,7 @@ def compare(a: dict, b: dict) -> str:
     w = welch_test(a["finals"], b["finals"])
     if w is None or math.isnan(w["t"]):
         return "n/a"
-    return "higher" if w["t"] > 2 else "lower" if w["t"] < -2 else "within noise"
-
-
-def _f(x, nd=1) -> str:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return ""
-    return f"{x:,.{nd}f}" if math.isfinite(x) else "–"
-
-
-def _g(x) -> str:
-    return f"{float(x):.3g}" if np.isfinite(x) else "–"
-
-
-def _pct(x) -> str:
-    return _f(100 * x) + "%"
-
-
-def _pm(m, s, nd=1) -> str:
-    if not np.isfinite(m):
-        return "–"
-    return f"{_f(m, nd)} ± {_f(s, nd)}" if np.isfinite(s) else _f(m, nd)
-
-
-def _final(s: dict, n=False) -> str:
-    """Final return, mean ± std over seeds (with n=True: and how many seeds count)."""
-    return _pm(s["final_mean"], s["final_std"]) + (f" (n={s['n']})" if n else "")
+    return "higher" if w["t"] > CLEAR_T else "lower" if w["t"] < -CLEAR_T else "within noise"
 
 
 def _label(variant):
@@ -265,26 +293,6 @@ def get(stats, section, task, variant):
 
 def _cells(stats, section, task) -> list[dict]:
     return [get(stats, section, task, v) for v in SECTIONS[section]["variants"]]
-
-
-def _table(header: str, align: str, rows) -> list[str]:
-    """Markdown table lines: '| header |', the alignment line (align: l or r per column), then one line per row."""
-    return [f"| {header} |", "|" + "".join("---|" if a == "l" else "---:|" for a in align)] + [
-        "| " + " | ".join(map(str, row)) + " |" for row in rows
-    ]
-
-
-def _section_table(stats, section, header, align, cells, refs=()) -> list[str]:
-    """A section's table: per task, one row [task, *cells(s)] per variant, then the task's reference rows."""
-    return _table(
-        header,
-        align,
-        [
-            [task, *cells(s)]
-            for task in SECTIONS[section]["tasks"]
-            for s in _cells(stats, section, task) + [r for r in refs if r["task"] == task]
-        ],
-    )
 
 
 def plot_section(section, stats, refs, path, budget=BUDGET):
@@ -421,414 +429,294 @@ def aggregate_all(seeds, logs_dir=LOGS, results_dir=RESULTS, budget=BUDGET):
     return stats, refs
 
 
-def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BUDGET):
-    verdicts_head = ["", "**Verdicts.**", ""]
-    L = [
-        "# SMAC ablations (issue 7)",
-        "",
-        "Generated by `python -m benchmark.report` (or `python -m benchmark.ablations`) from the committed compact "
-        "logs under `benchmark/results/logs/ablations/` (runs: `python -m benchmark.sweep --study ablations`); every "
-        "number below is read from those logs (CSVs in `benchmark/results/ablations/`). Do not edit by hand.",
-        "",
-        "**Setup.** Every run is the paper's SMAC row of its task (`benchmark/hyperparams.toml`) with one thing "
-        f"changed, {budget:,} environment steps (the paper: 5M for MuJoCo), seeds {', '.join(map(str, seeds))} (the "
-        "paper: 5), 1000-step episodes, the paper-literal reading (no normalization). Cells equal to the paper's "
-        "row are one run per task and seed (`batch-mean`), shared by the sections; AC-SGD at its own row ran beside "
-        "them for reference. Protocol of `benchmark/protocol.py`: 100 bins, EWM 0.1, mean ± std (ddof 1) over "
-        f"seeds; **final** = last smoothed bin; **early** = smoothed bin {EARLY_BIN + 1} "
-        f"({(EARLY_BIN + 1) * budget // N_BINS:,} steps); **AUC** = mean of the smoothed curve over all bins (speed "
-        "of learning); **drawdown** = best smoothed bin − final, mean over seeds (instability). A difference in "
-        "final return is called *clear* when Welch's |t| = |Δmean| / √(s₁²/n₁ + s₂²/n₂) > 2, else *within noise*; "
-        f"with {len(seeds)} seeds this is a rough screen, not a test. **‖Δθ‖ / update** = median over a run's "
-        "updates of the actor's parameter displacement (η·`step_norm`; η·B·`step_norm` for the per-sample modes, "
-        "which move θ by the sum of B per-sample steps), median over seeds.",
-        "",
-        "**Timing.** Runs went 2 at a time on a shared 2-core machine, all in one session (see Caveats). *Actor "
-        "share* = Σ `actor_update_ms` (updates.csv) / `wall_time_s` (summary.json), per run, mean over seeds.",
-        "",
-    ]
-
-    sec = "fisher"
-    L += [
-        f"## {SECTIONS[sec]['title']}",
-        "",
-        'Paper ("Practical Method"): *"Using B = 1000 reduces the overall optimization time by roughly 80% while '
-        "achieving returns that remain close to the single-sample baseline and clearly outperform the standard A2C "
-        'optimized with SGD."* Issue: per-sample-parallel should cost ≤ 3× batch-mean per update.',
-        "",
-        "Flags: `--fisher batch-mean` (the row) | `--fisher per-sample` | `--fisher per-sample-parallel`; "
-        "η, λ, T from the paper's SMAC row (HalfCheetah η = 8e-4, λ = 0.01; Hopper η = 0.01, λ = 1).",
-        "",
-    ]
-
-    def fisher_cells(s: dict) -> list:
-        return [
-            _label(s["variant"]),
-            _final(s, n=True),
-            _f(s["early_mean"]),
-            _f(s["auc_mean"]),
-            s["n_diverged"],
-            _f(s["wall_s"]),
-            _f(s["actor_s"]),
-            _pct(s["share"]),
-            _f(s["per_update_ms"], 2),
-            _g(s["dtheta"]),
-        ]
-
-    L += _section_table(
-        stats,
-        sec,
-        "task | mode | final | early | AUC | diverged | wall s | actor-update s | "
-        "actor share | ms / update | ‖Δθ‖ / update",
-        "llrrrrrrrrr",
-        fisher_cells,
-        refs,
+def _row(s: dict, label: str) -> dict:
+    """A cell's numbers as the sections' tables print them: final and early as [mean, std] over seeds."""
+    keys = (
+        "task",
+        "n",
+        "n_diverged",
+        "auc_mean",
+        "drawdown_mean",
+        "wall_s",
+        "actor_s",
+        "share",
+        "per_update_ms",
+        "dtheta",
+        "cos_g_step",
+        "ell_sq_over_lambda",
     )
-    L += [
-        "",
-        "Time saving of batch-mean over Algorithm 1 (wall and actor times per 300k steps, means over seeds; a "
-        "diverged run's times are scaled from the steps it ran). Three estimates, because the runs shared a machine "
-        "whose load varied (see Caveats):",
-        "",
-        "- **(a) within-run** = the per-sample runs' own actor share × (1 − r_bm/r_ps), r = ms per update: the time "
-        "Algorithm 1's run would save if its actor updates cost what batch-mean's do, everything else (rollout, "
-        "critic, logging, same load) unchanged. Load-independent to first order; the verdict uses it.",
-        "- **(b) vs per-sample-parallel** = 1 − W_pp/W_ps: the parallel runs ran beside the per-sample ones under "
-        "the same load and cost ≈ batch-mean per update, so W_pp is a same-conditions stand-in for W_bm (slightly "
-        "high).",
-        "- **(c) vs batch-mean** = 1 − W_bm/W_ps, with W_bm from the batch-mean runs.",
-        "",
+    return {
+        "label": label,
+        "final": [s["final_mean"], s["final_std"]],
+        "early": [s["early_mean"], s["early_std"]],
+        **{k: s[k] for k in keys},
+        "cv": s["final_std"] / abs(s["final_mean"]) if s["final_mean"] else math.nan,
+    }
+
+
+def _section_rows(stats, section, refs=(), t_label=False) -> list[dict]:
+    """A section's table: per task, one row per variant, then the task's reference rows."""
+    return [
+        _row(s, s["variant"][1:] if t_label else _label(s["variant"]))
+        for task in SECTIONS[section]["tasks"]
+        for s in _cells(stats, section, task) + [r for r in refs if r["task"] == task]
     ]
-    rows, verdicts = [], []
-    for task in SECTIONS[sec]["tasks"]:
-        bm, ps, pp = _cells(stats, sec, task)
+
+
+def _fisher(stats, refs) -> dict:
+    """Section 1-2: per task the time savings of batch-mean over Algorithm 1 and the verdicts on time and returns."""
+    tasks = []
+    for task in SECTIONS["fisher"]["tasks"]:
+        bm, ps, pp = _cells(stats, "fisher", task)
         sgd = next(r for r in refs if r["task"] == task)
         save_in = ps["share"] * (1 - bm["per_update_ms"] / ps["per_update_ms"])
-        save_pp, save_w = 1 - pp["wall_s"] / ps["wall_s"], 1 - bm["wall_s"] / ps["wall_s"]
-        save_a = 1 - bm["actor_s"] / ps["actor_s"]
-        r_ps, r_pp = ps["per_update_ms"] / bm["per_update_ms"], pp["per_update_ms"] / bm["per_update_ms"]
-        rows.append(
-            [
-                task,
-                _pct(save_in),
-                _pct(save_pp),
-                _pct(save_w),
-                _pct(save_a),
-                _f(r_ps) + "×",
-                _f(r_pp, 2) + "×",
-                "≈ 80% of overall time",
-            ]
-        )
-        if np.isfinite(save_in):
-            tv = (
-                "agree"
-                if 0.7 <= save_in <= 0.9
-                else "disagree: larger saving"
-                if save_in > 0.9
-                else "disagree: smaller saving"
-            )
-            verdicts.append(
-                f"- **{task}, time**: Algorithm 1 spends {_pct(ps['share'])} of its wall time in actor "
-                f"updates ({_f(ps['per_update_ms'])} ms per update), batch-mean {_pct(bm['share'])} "
-                f"({_f(bm['per_update_ms'], 2)} ms). Batch-mean saves {_pct(save_in)} of the overall time "
-                f"by (a), {_pct(save_pp)} by (b), {_pct(save_w)} by (c); {_pct(save_a)} of actor-update "
-                f"time. Paper ≈ 80% → **{tv}** (rule: (a) within 70–90%). The saving is the update-cost "
-                "ratio (~10²) diluted by rollout time, so it depends on the environment's step cost and "
-                "the machine, not only on the method."
-            )
+        r_pp = pp["per_update_ms"] / bm["per_update_ms"]
+        if save_in > SAVING_RULE[1]:
+            time_answer = "disagree: larger saving"
+        elif save_in >= SAVING_RULE[0]:
+            time_answer = "agree"
+        else:
+            time_answer = "disagree: smaller saving"
         c1, c2 = compare(bm, ps), compare(bm, sgd)
-        div_note = f" ({ps['n_diverged']} of its runs diverged)" if ps["n_diverged"] else ""
-        ret_v = (
-            "agree" if c1 == "within noise" else "disagree" if c1 in ("higher", "lower") else "inconclusive"
-        )
         if ps["n"] == 0 and ps["n_diverged"] > 0:
-            ret_v = (
-                "not reproducible with the paper's η: Algorithm 1 diverged in every run (the row's η was tuned "
-                "for batch-mean; Algorithm 1 moves θ by the sum of B per-sample steps)"
-            )
-        sgd_v = {"higher": "agree", "within noise": "not shown here", "lower": "disagree"}.get(
-            c2, "inconclusive"
+            returns_answer = "not reproducible with the paper's η"
+        elif c1 == "within noise":
+            returns_answer = "agree"
+        elif c1 in ("higher", "lower"):
+            returns_answer = "disagree"
+        else:
+            returns_answer = "inconclusive"
+        sgd_answers = {"higher": "agree", "within noise": "not shown here", "lower": "disagree"}
+        tasks.append(
+            {
+                "task": task,
+                "within_run": save_in,
+                "vs_parallel": 1 - pp["wall_s"] / ps["wall_s"],
+                "vs_batch_mean": 1 - bm["wall_s"] / ps["wall_s"],
+                "actor": 1 - bm["actor_s"] / ps["actor_s"],
+                "ratio_per_sample": ps["per_update_ms"] / bm["per_update_ms"],
+                "ratio_parallel": r_pp,
+                "time_shown": bool(np.isfinite(save_in)),
+                "time_answer": time_answer,
+                "per_sample_share": ps["share"],
+                "per_sample_ms": ps["per_update_ms"],
+                "batch_mean_share": bm["share"],
+                "batch_mean_ms": bm["per_update_ms"],
+                "batch_mean_final": [bm["final_mean"], bm["final_std"]],
+                "per_sample_final": [ps["final_mean"], ps["final_std"]],
+                "per_sample_diverged": ps["n_diverged"],
+                "diverged_shown": ps["n_diverged"] > 0,
+                "vs_per_sample": c1,
+                "returns_answer": returns_answer,
+                "sgd_final": [sgd["final_mean"], sgd["final_std"]],
+                "vs_sgd": c2,
+                "sgd_answer": sgd_answers.get(c2, "inconclusive"),
+                "parallel_final": [pp["final_mean"], pp["final_std"]],
+                "parallel_vs_batch_mean": compare(pp, bm),
+                "parallel_vs_per_sample": compare(pp, ps),
+                "parallel_ms": pp["per_update_ms"],
+                "parallel_answer": "met" if r_pp <= PARALLEL_TARGET else "missed",
+                "parallel_speedup": ps["per_update_ms"] / pp["per_update_ms"],
+            }
         )
-        verdicts.append(
-            f"- **{task}, returns**: batch-mean {_final(bm)} vs Algorithm 1 {_final(ps)}{div_note}: "
-            f'batch-mean is {c1} → "close to single-sample": **{ret_v}**. vs AC-SGD {_final(sgd)}: '
-            f'batch-mean is {c2} → "clearly outperforms AC-SGD": **{sgd_v}**.'
-        )
-        verdicts.append(
-            f"- **{task}, per-sample-parallel**: {_final(pp)}, {compare(pp, bm)} vs batch-mean and "
-            f"{compare(pp, ps)} vs Algorithm 1; {_f(pp['per_update_ms'], 2)} ms per update = "
-            f"{_f(r_pp, 2)}× batch-mean (target ≤ 3×: **{'met' if r_pp <= 3 else 'missed'}**) and "
-            f"{_f(ps['per_update_ms'] / pp['per_update_ms'])}× faster than Algorithm 1."
-        )
-    L += (
-        _table(
-            "task | (a) within-run | (b) vs per-sample-parallel | (c) vs batch-mean | actor-update-time saving "
-            "| per-update ratio per-sample / batch-mean | per-update ratio parallel / batch-mean | paper",
-            "lrrrrrrl",
-            rows,
-        )
-        + verdicts_head
-        + verdicts
-        + [""]
-    )
-    if costs:
-        L += [
-            f"Isolated update cost (`python -m benchmark.costs ablation-costs`, {costs_header.lstrip('# ')}):",
-            "",
-        ]
-        L += _table(
-            "mode | median ms | min ms | × batch-mean (median) | note",
-            "lrrrl",
-            [
-                [
-                    c["mode"],
-                    f"{c['median_ms']:.2f}",
-                    f"{c['min_ms']:.2f}",
-                    f"{c['x_batch_mean']:.2f}",
-                    c["note"],
-                ]
-                for c in costs
-            ],
-        ) + [""]
-    L += [
-        "![fisher](../docs/figures/ablation_fisher.png)",
-        "",
-        "![update time](../docs/figures/ablation_update_time.png)",
-        "",
-    ]
+    return {"rows": _section_rows(stats, "fisher", refs), "tasks": tasks}
 
-    sec = "damping"
-    L += [
-        f"## {SECTIONS[sec]['title']}",
-        "",
-        'Paper: *"too large λ slows learning, too small λ can make the update noisy, and a moderate λ gives the '
-        "best stability–speed tradeoff on average … use a small damping coefficient … then apply a normalization so "
-        "the update magnitude is preserved.\"* λ = 1 is the paper's row for all three tasks (→ the row). "
-        "`--step-normalization` rescales the SMAC direction to ‖g‖ (docs/ablation_modes.md §3), so with it η alone "
-        "sets the step length; it is run at λ = 0.1 with the row's η, untuned.",
-        "",
-    ]
 
-    def damping_cells(s: dict) -> list:
-        return [
-            _label(s["variant"]),
-            _final(s, n=True),
-            _f(s["early_mean"]),
-            _f(s["auc_mean"]),
-            _f(s["drawdown_mean"]),
-            _f(s["final_std"] / abs(s["final_mean"]) if s["final_mean"] else math.nan, 2),
-            s["n_diverged"],
-            _f(s["cos_g_step"], 3),
-            _g(s["dtheta"]),
-        ]
-
-    L += _section_table(
-        stats,
-        sec,
-        "task | λ | final | early | AUC | drawdown | seed std / \\|mean\\| | diverged | "
-        "median cos(g, step) | ‖Δθ‖ / update",
-        "llrrrrrrrr",
-        damping_cells,
-    )
-    slows, noisy, best, norm_lines, n_noisy = [], [], [], [], 0
-    for task in SECTIONS[sec]["tasks"]:
-        a, b, c, n = _cells(stats, sec, task)
-        slows.append(
-            f"{task}: AUC λ=10 {_f(c['auc_mean'])} vs λ=1 {_f(b['auc_mean'])} "
-            f"({'slower' if c['auc_mean'] < b['auc_mean'] else 'not slower'}; final {compare(c, b)})"
-        )
-        noisy.append(
-            f"{task}: seed std λ=0.1 {_f(a['final_std'])} vs λ=1 {_f(b['final_std'])}, drawdown "
-            f"{_f(a['drawdown_mean'])} vs {_f(b['drawdown_mean'])}"
-        )
-        n_noisy += a["final_std"] > b["final_std"] and a["drawdown_mean"] > b["drawdown_mean"]
+def _damping(stats) -> dict:
+    """Section 3: per task the three claims' numbers and how many tasks agree with each."""
+    tasks = []
+    for task in SECTIONS["damping"]["tasks"]:
+        a, b, c, n = _cells(stats, "damping", task)
         order = sorted(
             [(x["final_mean"], _label(x["variant"])) for x in (a, b, c) if np.isfinite(x["final_mean"])],
             reverse=True,
         )
-        best.append(f"{task}: " + " > ".join(f"{lab} ({_f(m)})" for m, lab in order))
-        norm_lines.append(
-            f"  - {task}: λ=0.1 + normalization {_final(n)} (AUC {_f(n['auc_mean'])}) vs λ=0.1 "
-            f"{_final(a)} ({compare(n, a)}) and vs λ=1 {_final(b)} ({compare(n, b)})."
+        tasks.append(
+            {
+                "task": task,
+                "auc_10": c["auc_mean"],
+                "auc_1": b["auc_mean"],
+                "slower": "slower" if c["auc_mean"] < b["auc_mean"] else "not slower",
+                "final_10_vs_1": compare(c, b),
+                "std_01": a["final_std"],
+                "std_1": b["final_std"],
+                "drawdown_01": a["drawdown_mean"],
+                "drawdown_1": b["drawdown_mean"],
+                "noisy": bool(a["final_std"] > b["final_std"] and a["drawdown_mean"] > b["drawdown_mean"]),
+                "order": [{"label": label, "final": m} for m, label in order],
+                "best_is_1": bool(order) and order[0][1] == _label("lambda1"),
+                "norm_final": [n["final_mean"], n["final_std"]],
+                "norm_auc": n["auc_mean"],
+                "final_01": [a["final_mean"], a["final_std"]],
+                "final_1": [b["final_mean"], b["final_std"]],
+                "norm_vs_01": compare(n, a),
+                "norm_vs_1": compare(n, b),
+            }
         )
-    n_slow = sum("(slower" in x for x in slows)
-    n_best = sum(b.split(":")[1].strip().startswith("λ = 1 ") for b in best)
-    L += (
-        verdicts_head
-        + [
-            f'- **"too large λ slows learning"** (AUC λ=10 < λ=1): {n_slow}/3 tasks. '
-            + "; ".join(slows)
-            + ".",
-            f'- **"too small λ is noisy"** (λ=0.1 has both the larger seed std and the larger drawdown): {n_noisy}/3 '
-            "tasks. " + "; ".join(noisy) + ".",
-            f'- **"moderate λ best on average"** (λ = 1 has the best mean final return): {n_best}/3 tasks. '
-            + "; ".join(best)
-            + ".",
-            "- **Step normalization** (paper's suggestion, our flag):",
-        ]
-        + norm_lines
-    )
-    L += ["", "![damping](../docs/figures/ablation_damping.png)", ""]
+    return {
+        "rows": _section_rows(stats, "damping"),
+        "tasks": tasks,
+        "n_tasks": len(tasks),
+        "n_slower": sum(t["slower"] == "slower" for t in tasks),
+        "n_noisy": sum(t["noisy"] for t in tasks),
+        "n_best": sum(t["best_is_1"] for t in tasks),
+    }
 
-    sec = "prev_ef"
-    L += [
-        f"## {SECTIONS[sec]['title']}",
-        "",
-        'Paper: *"on Swimmer it gives faster early improvement but remains less stable, while on Hopper and Walker '
-        'it learns more slowly with larger variance."* Ours: `--prev-ef-beta 0.5 --prev-ef-rank 8 --prev-ef-damping '
-        "fixed` (F_k = λI + Σ_j w_j ℓ̄_jℓ̄_jᵀ, the 8 newest terms, Woodbury, O(dr)) vs plain SMAC (the row). "
-        "*faster/slower, larger* below need a difference of more than 10% of the plain-SMAC value.",
-        "",
-    ]
 
-    def prev_ef_cells(s: dict) -> list:
-        return [
-            _label(s["variant"]),
-            _final(s, n=True),
-            _pm(s["early_mean"], s["early_std"]),
-            _f(s["auc_mean"]),
-            _f(s["drawdown_mean"]),
-            s["n_diverged"],
-            _f(s["per_update_ms"], 2),
-            _g(s["ell_sq_over_lambda"]),
-            _f(s["cos_g_step"], 4),
-        ]
-
-    L += _section_table(
-        stats,
-        sec,
-        "task | variant | final | early | AUC | drawdown | diverged | ms / update | "
-        "median ‖ℓ̄‖²/λ | median cos(g, step)",
-        "llrrrrrrrr",
-        prev_ef_cells,
-    )
-    L += verdicts_head
-    for task in SECTIONS[sec]["tasks"]:
-        b, p = _cells(stats, sec, task)
+def _prev_ef(stats, costs) -> dict:
+    """Section 4: the paper's claim per task against plain SMAC (more's 10% rule), ‖ℓ̄‖²/λ, update time vs r."""
+    verdicts = []
+    for task in SECTIONS["prev_ef"]["tasks"]:
+        b, p = _cells(stats, "prev_ef", task)
         faster = more(p["early_mean"], b["early_mean"])
         less_stable = more(p["drawdown_mean"], b["drawdown_mean"]) or more(p["final_std"], b["final_std"])
         slower = more(b["auc_mean"], p["auc_mean"])
-        larger_var = more(p["final_std"], b["final_std"])
+        larger = more(p["final_std"], b["final_std"])
         if task == "Swimmer":
             claim, ok = "faster early, less stable", faster and less_stable
-            part = (
-                f"early {_f(p['early_mean'])} vs {_f(b['early_mean'])} ({'faster' if faster else 'not faster'}); "
-                f"drawdown {_f(p['drawdown_mean'])} vs {_f(b['drawdown_mean'])}, seed std {_f(p['final_std'])} vs "
-                f"{_f(b['final_std'])} ({'less stable' if less_stable else 'not less stable'})"
-            )
         else:
-            claim, ok = "slower, larger variance", slower and larger_var
-            part = (
-                f"AUC {_f(p['auc_mean'])} vs {_f(b['auc_mean'])} ({'slower' if slower else 'not slower'}); seed "
-                f"std {_f(p['final_std'])} vs {_f(b['final_std'])} ({'larger' if larger_var else 'not larger'})"
-            )
-        c = compare(p, b)
-        noise = ", but the final-return difference is within seed noise" if c == "within noise" else ""
-        L.append(
-            f"- **{task}** (paper: {claim}): {part}; final {c} vs plain SMAC → direction "
-            f"**{'agrees' if ok else 'does not agree'}**{noise}."
+            claim, ok = "slower, larger variance", slower and larger
+        final = compare(p, b)
+        verdicts.append(
+            {
+                "task": task,
+                "claim": claim,
+                "early": [p["early_mean"], b["early_mean"]],
+                "drawdown": [p["drawdown_mean"], b["drawdown_mean"]],
+                "std": [p["final_std"], b["final_std"]],
+                "auc": [p["auc_mean"], b["auc_mean"]],
+                "faster": "faster" if faster else "not faster",
+                "less_stable": "less stable" if less_stable else "not less stable",
+                "slower": "slower" if slower else "not slower",
+                "larger": "larger" if larger else "not larger",
+                "final": final,
+                "answer": "agrees" if ok else "does not agree",
+                "noise_shown": final == "within noise",
+            }
         )
-    ratios = [get(stats, sec, t, "batch-mean")["ell_sq_over_lambda"] for t in SECTIONS[sec]["tasks"]]
-    if np.isfinite(ratios).any():
-        L.append(
-            "- **Why the effect is small here**: with batch-mean scores ‖ℓ̄‖²/λ is "
-            f"{_g(np.nanmin(ratios))}–{_g(np.nanmax(ratios))} (median over updates) at λ = 1, so λI dominates F̂ "
-            "and the rank-1 (or rank-8) EF term removes almost nothing from g/λ (cos(g, step) ≈ 1 in the table): "
-            "mixing older ℓ̄ terms into a term that barely acts cannot change much. The paper says it uses B = "
-            '1000 "in all subsequent experiments", so its ablation presumably ran in this same batch-mean '
-            "regime."
-        )
+    ratios = [
+        get(stats, "prev_ef", t, "batch-mean")["ell_sq_over_lambda"] for t in SECTIONS["prev_ef"]["tasks"]
+    ]
     prev = [c for c in costs if c["mode"].startswith("prev-EF")]
     base = next((c for c in costs if c["mode"] == "batch-mean"), None)
-    if prev and base:
-        L += [
-            "",
-            "Update time vs r (`python -m benchmark.costs ablation-costs`, Hopper-sized actor d = 5,126, T = "
-            "1000): "
-            + ", ".join(
-                f"r = {c['mode'].split('r=')[1]}: {c['median_ms']:.2f} ms ({c['x_batch_mean']:.2f}×)"
-                for c in prev
-            )
-            + f"; batch-mean {base['median_ms']:.2f} ms. The paper's O(d²) is not needed: "
-            "O(dr + r³) with r ≤ 16 costs about what batch-mean costs.",
-        ]
-    L += ["", "![prev-EF](../docs/figures/ablation_prev_ef.png)", ""]
+    ell_shown = bool(np.isfinite(ratios).any())
+    ell_range = [math.nan, math.nan]
+    if ell_shown:
+        ell_range = [float(np.nanmin(ratios)), float(np.nanmax(ratios))]
+    return {
+        "rows": _section_rows(stats, "prev_ef"),
+        "verdicts": verdicts,
+        "ell_shown": ell_shown,
+        "ell_range": ell_range,
+        "costs_shown": bool(prev and base),
+        "costs": [
+            {
+                "r": int(c["mode"].split("r=")[1]),
+                "median_ms": c["median_ms"],
+                "x_batch_mean": c["x_batch_mean"],
+            }
+            for c in prev
+        ],
+        "batch_mean_ms": base["median_ms"] if base else math.nan,
+    }
 
-    sec = "batch_size"
-    L += [
-        f"## {SECTIONS[sec]['title']}",
-        "",
-        'Paper: the figure captioned "Effect of Batch Size" (`fig:ablation`, image not in the LaTeX source) is the '
-        "one its text uses for single-sample vs B = 1000 (section 1 above); it names no other B and gives no "
-        'numbers, only the choice B = 1000 "to further balance computational resources and performance". Ours: '
-        "SMAC batch-mean with `--num-steps` T ∈ {250, 500, 1000 (the row), 2000}, the same 300k steps (so 1200, 600, "
-        "300, 150 actor updates), η and λ from the paper's row (untuned per T).",
-        "",
+
+def _final_mean(s: dict) -> float:
+    """A cell's mean final return (the key of the best cell)."""
+    return s["final_mean"]
+
+
+def _batch_size(stats, budget) -> dict:
+    """Section 5: the sizes and their updates per run; per task the best T by mean final return and each T against
+    T = 1000."""
+    tasks = SECTIONS["batch_size"]["tasks"]
+    sizes = [
+        {"T": int(c["variant"][1:]), "updates": budget // int(c["variant"][1:]), "row": c["source"] == "grid"}
+        for c in _cells(stats, "batch_size", tasks[0])
     ]
-
-    def batch_size_cells(s: dict) -> list:
-        return [
-            s["variant"][1:],
-            _final(s, n=True),
-            _f(s["early_mean"]),
-            _f(s["auc_mean"]),
-            s["n_diverged"],
-            _f(s["wall_s"]),
-            _f(s["per_update_ms"], 2),
-            _pct(s["share"]),
-        ]
-
-    L += _section_table(
-        stats,
-        sec,
-        "task | T | final | early | AUC | diverged | wall s | ms / update | actor share",
-        "llrrrrrrr",
-        batch_size_cells,
-    )
-    L += verdicts_head
-    for task in SECTIONS[sec]["tasks"]:
-        ss = _cells(stats, sec, task)
-        t1000 = get(stats, sec, task, "T1000")
-        best = max(
-            (s for s in ss if np.isfinite(s["final_mean"])), key=lambda s: s["final_mean"], default=None
+    verdicts = []
+    for task in tasks:
+        ss = _cells(stats, "batch_size", task)
+        t1000 = get(stats, "batch_size", task, "T1000")
+        finite = [s for s in ss if np.isfinite(s["final_mean"])]
+        best = max(finite, key=_final_mean, default=None)
+        verdicts.append(
+            {
+                "task": task,
+                "best": int(best["variant"][1:]) if best else None,
+                "vs_1000": [
+                    {"T": int(s["variant"][1:]), "answer": compare(s, t1000)}
+                    for s in ss
+                    if s["variant"] != "T1000"
+                ],
+                "answer": "the best" if best is t1000 else "not the best",
+            }
         )
-        comps = ", ".join(f"T={s['variant'][1:]} {compare(s, t1000)}" for s in ss if s["variant"] != "T1000")
-        L.append(
-            f"- **{task}**: best final at T = {best['variant'][1:] if best else '–'}; vs T = 1000: {comps}. T = "
-            f"1000 is {'the best' if best is t1000 else 'not the best'} of the four by mean final return (paper's "
-            "choice; its figure has no numbers to compare)."
-        )
-    L += ["", "![batch size](../docs/figures/ablation_batch_size.png)", ""]
+    return {
+        "rows": _section_rows(stats, "batch_size", t_label=True),
+        "sizes": sizes,
+        "n_sizes": len(sizes),
+        "verdicts": verdicts,
+    }
 
-    L += [
-        "## Caveats",
-        "",
-        f"- {budget:,} steps is 6% of the paper's 5M MuJoCo budget: these are early-training comparisons; rankings "
-        "at 5M may differ.",
-        f"- {len(seeds)} seeds: most differences in final return are within seed noise (see the *clear* rule above).",
-        "- Wall times come from a shared 2-core machine: the runs went 2 at a time, and tests and report builds ran "
-        "beside them part of the time, so a run's wall time carries that load; shares and per-run ratios are "
-        "comparable to first order, absolute seconds less so.",
-        "- Nothing was tuned: every variant uses the paper's η of the task's SMAC row. In particular Algorithm 1 and "
-        "per-sample-parallel move θ by up to B per-sample steps per update (sum, not mean), so the batch-mean-tuned "
-        "η is not comparable for them (docs/ablation_modes.md §1).",
-        "",
-    ]
-    with open(path, "w") as f:
-        f.write("\n".join(L))
+
+def page_data(stats, refs, costs, costs_header, seeds, budget=BUDGET) -> dict:
+    """Every number, list and answer word (VOCAB) of ABLATIONS.md; benchmark/templates/ablations.md.j2 only formats
+    them."""
+    return {
+        "budget": budget,
+        "budget_share": budget / PAPER_BUDGET,
+        "seeds": list(seeds),
+        "n_seeds": len(seeds),
+        "n_bins": N_BINS,
+        "ewm": ALPHA,
+        "ddof": DDOF,
+        "early_bin": EARLY_BIN + 1,
+        "early_step": (EARLY_BIN + 1) * budget // N_BINS,
+        "clear_t": CLEAR_T,
+        "more_rel": MORE_REL,
+        "saving_rule_pct": [round(100 * x) for x in SAVING_RULE],
+        "parallel_target": PARALLEL_TARGET,
+        "titles": {sec: SECTIONS[sec]["title"] for sec in SECTIONS},
+        "costs_header": costs_header.lstrip("# "),
+        "costs": costs,
+        "costs_shown": bool(costs),
+        "fisher": _fisher(stats, refs),
+        "damping": _damping(stats),
+        "prev_ef": _prev_ef(stats, costs),
+        "batch_size": _batch_size(stats, budget),
+    }
+
+
+def plain(data: dict) -> dict:
+    """page_data as JSON, floats to JSON_DIGITS significant digits."""
+    return pages.plain(data, JSON_DIGITS)
+
+
+def render(data: dict) -> str:
+    """ABLATIONS.md from page_data's JSON (benchmark/templates/ablations.md.j2)."""
+    return pages.render("ablations.md.j2", data)
+
+
+def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BUDGET, json_path=None) -> dict:
+    """ABLATIONS.md rendered from page_data's data as JSON, which goes to json_path where given."""
+    data = plain(page_data(stats, refs, costs, costs_header, seeds, budget))
+    pages.write_json(json_path, data)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(render(data))
+    return data
 
 
 def write_all(
     seeds=None, logs_dir=LOGS, results_dir=RESULTS, figures_dir=FIGURES, report_path=REPORT, budget=BUDGET
 ) -> Optional[str]:
-    """CSVs, the five figures and ABLATIONS.md from the compact logs; None (and nothing written) without logs."""
+    """CSVs, the five figures, ablations.json and ABLATIONS.md from the compact logs; None (and nothing written)
+    without logs."""
     seeds = hparams.parse_seeds(seeds or SEEDS)
     if not any(load_run(c.task, c.run_variant, s, logs_dir) for c in all_cells() for s in seeds):
         return None
     stats, refs = aggregate_all(seeds, logs_dir, results_dir, budget)
-    costs_path = os.path.join(results_dir, "ablation_costs.txt")
-    costs_text = open(costs_path).read() if os.path.isfile(costs_path) else ""
-    costs, header = parse_costs(costs_text), (costs_text.splitlines()[0] if costs_text else "")
+    costs, header = read_costs(results_dir)
     os.makedirs(figures_dir, exist_ok=True)
     for sec in SECTIONS:
         plot_section(
@@ -839,7 +727,7 @@ def write_all(
             budget,
         )
     plot_update_time(stats, costs, os.path.join(figures_dir, "ablation_update_time.png"))
-    write_report(stats, refs, costs, header, seeds, report_path, budget)
+    write_report(stats, refs, costs, header, seeds, report_path, budget, os.path.join(results_dir, JSON_NAME))
     return report_path
 
 
@@ -874,7 +762,10 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 2
-    print(f"wrote {args.results_dir}/*.csv, {args.figures_dir}/ablation_*.png, {args.report_path}")
+    print(
+        f"wrote {args.results_dir}/*.csv, {args.results_dir}/{JSON_NAME}, {args.figures_dir}/ablation_*.png, "
+        f"{args.report_path}"
+    )
     return 0
 
 

@@ -64,6 +64,16 @@ def formatted(x, spec: str) -> str:
     return MISSING if x is None else format(x, spec)
 
 
+def plus_minus(pair, spec: str = ",.1f") -> str:
+    """[mean, std] as 'mean ± std' in format spec; the mean alone where the std is missing, '–' where the mean is."""
+    mean, std = pair
+    if num(mean) is None:
+        return MISSING
+    if num(std) is None:
+        return format(mean, spec)
+    return f"{format(mean, spec)} ± {format(std, spec)}"
+
+
 def cell(x) -> str:
     """A value as a markdown table cell: '|' escaped."""
     return str(x).replace("|", "\\|")
@@ -85,6 +95,7 @@ FILTERS = {
     "interval": stats.interval,
     "estimate": stats.estimate,
     "cell": cell,
+    "pm": plus_minus,
 }
 
 

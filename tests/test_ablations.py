@@ -385,3 +385,242 @@ def test_report_without_logs_refuses_and_keeps_the_committed_report(tmp_path, ca
         and not (tmp_path / "res").exists()
         and not (tmp_path / "figs").exists()
     )
+
+
+# ------------------------------------------------------------------------------------------
+# ABLATIONS.md's data (ablations.page_data on hand-made cell stats) and the committed page
+# ------------------------------------------------------------------------------------------
+def _hand_cell(finals, **fields) -> dict:
+    """cell_stats' fields for a cell with these per-seed finals (mean and ddof-1 std by numpy), other fields fixed
+    unless given."""
+    f = np.asarray(finals, dtype=float)
+    out = {
+        "n": int(f.size),
+        "n_diverged": 0,
+        "finals": list(f),
+        "final_mean": float(f.mean()) if f.size else float("nan"),
+        "final_std": float(f.std(ddof=1)) if f.size > 1 else float("nan"),
+        "early_mean": 10.0,
+        "early_std": 1.0,
+        "auc_mean": 10.0,
+        "drawdown_mean": 1.0,
+        "wall_s": 10.0,
+        "actor_s": 1.0,
+        "share": 0.1,
+        "per_update_ms": 2.0,
+        "dtheta": 0.01,
+        "cos_g_step": 1.0,
+        "ell_sq_over_lambda": 0.05,
+    }
+    out.update(fields)
+    return out
+
+
+# (section, task, variant) -> (finals, other fields); every other cell: finals [10, 11, 12], _hand_cell's fields
+HAND = {
+    # HalfCheetah: Algorithm 1 diverged in every run; (a) = 0.8 * (1 - 2/200) = 0.792; parallel 1.5x batch-mean
+    ("fisher", "HalfCheetah", "batch-mean"): (
+        [100, 110, 120],
+        {"share": 0.04, "wall_s": 20.0, "actor_s": 0.8},
+    ),
+    ("fisher", "HalfCheetah", "per-sample"): (
+        [],
+        {"n_diverged": 3, "share": 0.8, "per_update_ms": 200.0, "wall_s": 100.0, "actor_s": 80.0},
+    ),
+    ("fisher", "HalfCheetah", "per-sample-parallel"): ([10, 12, 14], {"per_update_ms": 3.0, "wall_s": 19.0}),
+    ("ref", "HalfCheetah", "sgd"): ([50, 150, 250], {}),
+    # Hopper: (a) = 0.5 * (1 - 2/200) = 0.495; batch-mean clearly above Algorithm 1 and AC-SGD; parallel 4x
+    ("fisher", "Hopper", "batch-mean"): ([200, 210, 220], {"share": 0.02, "wall_s": 30.0, "actor_s": 0.6}),
+    ("fisher", "Hopper", "per-sample"): (
+        [100, 105, 110],
+        {"share": 0.5, "per_update_ms": 200.0, "wall_s": 60.0},
+    ),
+    ("fisher", "Hopper", "per-sample-parallel"): ([205, 215, 225], {"per_update_ms": 8.0}),
+    ("ref", "Hopper", "sgd"): ([0, 1, 2], {}),
+    # damping: Hopper has all three claims; Swimmer none (λ = 0.1 best); Walker2d: λ = 10 as fast as λ = 1
+    ("damping", "Hopper", "lambda0.1"): ([0, 10, 20], {"drawdown_mean": 5.0}),
+    ("damping", "Hopper", "lambda1"): ([20, 21, 22], {}),
+    ("damping", "Hopper", "lambda10"): ([5, 6, 7], {"auc_mean": 5.0}),
+    ("damping", "Swimmer", "lambda0.1"): ([30, 31, 32], {}),
+    ("damping", "Swimmer", "lambda10"): ([1, 2, 3], {"auc_mean": 12.0}),
+    ("damping", "Walker2d", "lambda0.1"): ([0, 10, 20], {"drawdown_mean": 0.5}),
+    ("damping", "Walker2d", "lambda1"): ([12, 13, 14], {}),
+    # prev-EF: Swimmer faster early (+20%) and larger drawdown: agrees; Hopper 5% slower only: does not agree;
+    # Walker2d 20% slower and a larger seed std: agrees
+    ("prev_ef", "Swimmer", "prev-ef0.5"): ([10, 11, 12], {"early_mean": 12.0, "drawdown_mean": 2.0}),
+    ("prev_ef", "Hopper", "prev-ef0.5"): ([10, 11, 12], {"auc_mean": 9.5}),
+    ("prev_ef", "Walker2d", "prev-ef0.5"): ([0, 11, 22], {"auc_mean": 8.0}),
+    ("prev_ef", "Walker2d", "batch-mean"): ([10, 11, 12], {"ell_sq_over_lambda": 0.4}),
+    ("prev_ef", "Swimmer", "batch-mean"): ([10, 11, 12], {"ell_sq_over_lambda": 0.02}),
+    # batch size: Hopper best at T = 1000; HalfCheetah at T = 2000, clearly above T = 1000
+    ("batch_size", "Hopper", "T1000"): ([20, 21, 22], {}),
+    ("batch_size", "HalfCheetah", "T2000"): ([40, 41, 42], {}),
+}
+COSTS = [
+    {"mode": "batch-mean", "median_ms": 1.5, "min_ms": 1.0, "x_batch_mean": 1.0, "note": ""},
+    {"mode": "prev-EF beta=0.5, r=2", "median_ms": 1.8, "min_ms": 1.2, "x_batch_mean": 1.2, "note": ""},
+    {"mode": "prev-EF beta=0.5, r=8", "median_ms": 3.0, "min_ms": 2.0, "x_batch_mean": 2.0, "note": ""},
+]
+
+
+def _hand_stats():
+    def one(section, task, variant, source):
+        finals, fields = HAND.get((section, task, variant), ([10, 11, 12], {}))
+        return {
+            "section": section,
+            "task": task,
+            "variant": variant,
+            "source": source,
+            **_hand_cell(finals, **fields),
+        }
+
+    stats = [one(c.section, c.task, c.variant, c.source) for c in ablations.all_cells()]
+    refs = [one("ref", t, "sgd", "ablation") for t in ("HalfCheetah", "Hopper")]
+    return stats, refs
+
+
+def _welch_word(a, b):
+    """compare's word recomputed with scipy: Welch's t of a's finals vs b's, clear beyond |t| = 2."""
+    import scipy.stats
+
+    t = scipy.stats.ttest_ind(a, b, equal_var=False).statistic
+    return "higher" if t > 2 else "lower" if t < -2 else "within noise"
+
+
+def _words(x):
+    """Every string of the data that is not a label, a task, a title or a costs field."""
+    if isinstance(x, dict):
+        skip = ("task", "label", "titles", "costs_header", "costs", "mode", "note")
+        return [w for k, v in x.items() if k not in skip for w in _words(v)]
+    if isinstance(x, list):
+        return [w for v in x for w in _words(v)]
+    return [x] if isinstance(x, str) else []
+
+
+@pytest.fixture
+def hand_page():
+    stats, refs = _hand_stats()
+    return ablations.page_data(stats, refs, COSTS, "# actor update time, test", [1, 2, 3], budget=300_000)
+
+
+def test_page_data_setup_and_fisher_section(hand_page):
+    d = hand_page
+    assert (d["budget_share"], d["n_seeds"], d["early_bin"], d["early_step"]) == (0.06, 3, 25, 75_000)
+    assert d["costs_header"] == "actor update time, test" and d["costs_shown"]
+    assert set(_words(d)) <= set(ablations.VOCAB)
+    hc, hop = d["fisher"]["tasks"]
+    # HalfCheetah: the three time savings and ratios by hand
+    assert hc["within_run"] == pytest.approx(0.8 * (1 - 2 / 200))
+    assert hc["vs_parallel"] == pytest.approx(1 - 19 / 100) and hc["vs_batch_mean"] == pytest.approx(0.8)
+    assert hc["actor"] == pytest.approx(1 - 0.8 / 80) and hc["ratio_per_sample"] == pytest.approx(100.0)
+    assert hc["ratio_parallel"] == pytest.approx(1.5) and hc["parallel_speedup"] == pytest.approx(200 / 3)
+    assert (hc["time_shown"], hc["time_answer"], hc["parallel_answer"]) == (True, "agree", "met")
+    assert hc["vs_per_sample"] == "n/a" and hc["returns_answer"] == "not reproducible with the paper's η"
+    assert hc["diverged_shown"] and hc["per_sample_diverged"] == 3
+    assert hc["vs_sgd"] == _welch_word([100, 110, 120], [50, 150, 250]) == "within noise"
+    assert hc["sgd_answer"] == "not shown here"
+    assert hc["batch_mean_final"] == pytest.approx([110.0, 10.0])
+    # Hopper: (a) below 70%; batch-mean clearly above Algorithm 1 (so not "close") and above AC-SGD; parallel 4x
+    assert hop["within_run"] == pytest.approx(0.495) and hop["time_answer"] == "disagree: smaller saving"
+    assert hop["vs_per_sample"] == _welch_word([200, 210, 220], [100, 105, 110]) == "higher"
+    assert (hop["returns_answer"], hop["sgd_answer"], hop["diverged_shown"]) == ("disagree", "agree", False)
+    assert hop["parallel_vs_batch_mean"] == _welch_word([205, 215, 225], [200, 210, 220])
+    assert (hop["ratio_parallel"], hop["parallel_answer"]) == (pytest.approx(4.0), "missed")
+    # the table: per task its three modes, then AC-SGD
+    rows = d["fisher"]["rows"]
+    assert [(r["task"], r["label"]) for r in rows][3:5] == [
+        ("HalfCheetah", "AC-SGD (its row)"),
+        ("Hopper", "batch-mean (paper's row)"),
+    ]
+    assert rows[1]["n"] == 0 and np.isnan(rows[1]["final"][0])
+
+
+def test_page_data_damping_prev_ef_and_batch_size(hand_page):
+    dm = hand_page["damping"]
+    hop, swim, walk = dm["tasks"]
+    assert [t["slower"] for t in dm["tasks"]] == ["slower", "not slower", "not slower"]
+    assert [t["noisy"] for t in dm["tasks"]] == [True, False, False]  # Walker2d: larger std, smaller drawdown
+    assert [o["label"] for o in hop["order"]] == ["λ = 1", "λ = 0.1", "λ = 10"]
+    assert swim["order"][0]["label"] == "λ = 0.1" and not swim["best_is_1"]
+    assert (dm["n_tasks"], dm["n_slower"], dm["n_noisy"], dm["n_best"]) == (3, 1, 1, 2)
+    assert hop["final_10_vs_1"] == _welch_word([5, 6, 7], [20, 21, 22]) == "lower"
+    assert hop["std_01"] == pytest.approx(10.0) and hop["drawdown_01"] == 5.0
+    assert walk["norm_vs_01"] == _welch_word([10, 11, 12], [0, 10, 20])
+    row = dm["rows"][0]  # Hopper λ = 0.1: seed std / |mean| = 10 / 10
+    assert row["label"] == "λ = 0.1" and row["cv"] == pytest.approx(1.0)
+    pe = hand_page["prev_ef"]
+    swim, hop, walk = pe["verdicts"]
+    assert (swim["claim"], swim["faster"], swim["less_stable"], swim["answer"]) == (
+        "faster early, less stable",
+        "faster",
+        "less stable",
+        "agrees",
+    )
+    assert (hop["claim"], hop["slower"], hop["answer"]) == (
+        "slower, larger variance",
+        "not slower",
+        "does not agree",
+    )
+    assert (walk["slower"], walk["larger"], walk["answer"]) == ("slower", "larger", "agrees")
+    assert hop["noise_shown"] and hop["final"] == "within noise"
+    assert pe["ell_shown"] and pe["ell_range"] == pytest.approx([0.02, 0.4])
+    assert pe["costs_shown"] and [c["r"] for c in pe["costs"]] == [2, 8] and pe["batch_mean_ms"] == 1.5
+    bs = hand_page["batch_size"]
+    assert bs["sizes"] == [
+        {"T": 250, "updates": 1200, "row": False},
+        {"T": 500, "updates": 600, "row": False},
+        {"T": 1000, "updates": 300, "row": True},
+        {"T": 2000, "updates": 150, "row": False},
+    ]
+    hop, hc = bs["verdicts"]
+    assert (hop["best"], hop["answer"]) == (1000, "the best")
+    assert (hc["best"], hc["answer"]) == (2000, "not the best")
+    assert hc["vs_1000"][-1] == {"T": 2000, "answer": _welch_word([40, 41, 42], [10, 11, 12])} and (
+        hc["vs_1000"][-1]["answer"] == "higher"
+    )
+    assert [r["label"] for r in bs["rows"][:4]] == ["250", "500", "1000", "2000"]
+
+
+def test_page_data_without_costs_or_finite_values():
+    stats, refs = _hand_stats()
+    for s in stats:
+        if s["section"] == "prev_ef":
+            s["ell_sq_over_lambda"] = float("nan")
+    d = ablations.plain(ablations.page_data(stats, refs, [], "", [1, 2, 3], budget=300_000))
+    assert not d["costs_shown"] and not d["prev_ef"]["costs_shown"] and not d["prev_ef"]["ell_shown"]
+    assert d["prev_ef"]["ell_range"] == [None, None] and d["prev_ef"]["batch_mean_ms"] is None
+    assert d["fisher"]["rows"][1]["final"] == [None, None]  # missing numbers are null in the JSON
+    ablations.render(d)  # the template takes them
+
+
+def test_write_report_writes_the_json_it_renders(tmp_path, hand_page):
+    stats, refs = _hand_stats()
+    path, json_path = tmp_path / "ABLATIONS.md", tmp_path / "ablations.json"
+    data = ablations.write_report(
+        stats, refs, COSTS, "# actor update time, test", [1, 2, 3], str(path), 300_000, str(json_path)
+    )
+    assert json.loads(json_path.read_text(encoding="utf-8")) == data == ablations.plain(hand_page)
+    assert path.read_text(encoding="utf-8") == ablations.render(data)
+
+
+def test_the_committed_page_is_its_template_on_the_committed_json(tmp_path):
+    with open(os.path.join(ablations.RESULTS, ablations.JSON_NAME), encoding="utf-8") as f:
+        data = json.load(f)
+    with open(ablations.REPORT, encoding="utf-8") as f:
+        assert f.read() == ablations.render(data)
+    seeds = hparams.parse_seeds(ablations.SEEDS)
+    stats, refs = ablations.aggregate_all(seeds, ablations.LOGS, str(tmp_path), ablations.BUDGET)
+    costs, header = ablations.read_costs()
+    assert data == ablations.plain(ablations.page_data(stats, refs, costs, header, seeds))
+    # a few numbers against the committed final.csv (the same logs, written by aggregate_all)
+    with open(os.path.join(ablations.RESULTS, "final.csv"), newline="") as f:
+        final = {(r["section"], r["task"], r["variant"]): r for r in csv.DictReader(f)}
+    bm, ps = final[("fisher", "Hopper", "batch-mean")], final[("fisher", "Hopper", "per-sample")]
+    within = float(ps["share"]) * (1 - float(bm["per_update_ms"]) / float(ps["per_update_ms"]))
+    assert data["fisher"]["tasks"][1]["within_run"] == pytest.approx(within, rel=1e-5)
+    n_best = 0
+    for t in ("Hopper", "Swimmer", "Walker2d"):
+        means = [float(final[("damping", t, v)]["final_mean"]) for v in ("lambda0.1", "lambda1", "lambda10")]
+        n_best += max(means) == means[1]
+    assert data["damping"]["n_best"] == n_best
+    assert set(_words(data)) <= set(ablations.VOCAB)

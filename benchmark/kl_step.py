@@ -3,12 +3,11 @@ against the paper's fixed step eta, by the rule of benchmark/preregistration_kl_
 
     python -m benchmark.kl_step          # committed logs -> benchmark/results/kl_step.json, benchmark/report/kl_step.md
 
-analyze() returns the numbers; markdown() only formats them.
+analyze() returns the numbers and the words (VOCAB); markdown() renders them with benchmark/templates/kl_step.md.j2.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -21,11 +20,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark import hparams, prereg  # noqa: E402
+from benchmark import hparams, pages, prereg  # noqa: E402
 
 PREREG = os.path.join(REPO, "benchmark", "preregistration_kl_step.toml")
 RESULTS = os.path.join(REPO, "benchmark", "results", "kl_step.json")
 PAGE = os.path.join(REPO, "benchmark", "report", "kl_step.md")
+VOCAB = ("KL step higher", "KL step lower", "not shown to differ", "waiting")  # a task's verdict
 
 
 def median_step_norm(runs: dict) -> float:
@@ -55,6 +55,8 @@ def compare(kl: dict, fixed: dict, seeds: list, paired_test: bool) -> dict:
 
 
 def analyze(root: str = REPO) -> dict:
+    """The rule of preregistration_kl_step.toml on the committed logs: per task the finals of both arms, the test
+    (paired when all seeds pair) and, once every task is in, Holm's p and the verdict (a word of VOCAB)."""
     reg = tomllib.load(open(PREREG, "rb"))
     common = reg["common"]
     seeds = hparams.parse_seeds(common["seeds"])
@@ -66,7 +68,14 @@ def analyze(root: str = REPO) -> dict:
         fixed = prereg._scores([os.path.join(root, common["baseline_logs"])], budget)
         kl_runs = kl.get((task, "smac", "runs"), {})
         fixed_runs = fixed.get((task, "smac", "runs"), {})
-        row = {"task": task, "budget": budget, "runs_in": sorted(kl_runs)}
+        row = {
+            "task": task,
+            "budget": budget,
+            "runs_in": sorted(kl_runs),
+            "n_runs_in": len(kl_runs),
+            "holm": False,
+            "verdict": "waiting",
+        }
         if sorted(kl_runs) != seeds:
             rows.append({**row, "complete": False})
             continue
@@ -82,6 +91,7 @@ def analyze(root: str = REPO) -> dict:
             complete=True,
             paired=paired_test,
             paired_seeds=same,
+            n_paired=len(same),
             kl_finals=[kl_scores[s] for s in seeds],
             fixed_finals=[fixed_scores[s] for s in seeds],
             kl_raw=[kl[(task, "smac", "raw")][s] for s in seeds],
@@ -96,44 +106,19 @@ def analyze(root: str = REPO) -> dict:
             higher = p_holm < alpha and r["mean"] > 0
             lower = p_holm < alpha and r["mean"] < 0
             r["p_holm"] = p_holm
+            r["holm"] = True
             r["verdict"] = "KL step higher" if higher else "KL step lower" if lower else "not shown to differ"
-    return {"target_kl": common["target_kl"], "seeds": seeds, "tasks": rows}
+    return {"target_kl": common["target_kl"], "seeds": seeds, "n_seeds": len(seeds), "tasks": rows}
 
 
 def markdown(res: dict) -> str:
-    lines = [
-        "# SMAC's step length from the KL it causes (ours) against the paper's fixed η\n",
-        f"`kl_step_` sets each SMAC step so that the policy moves by about KL {res['target_kl']} on the batch (PPO's "
-        "approx_kl of the taken actions); the paper's runs take η F̃⁻¹g with the table's η. Rule fixed before the "
-        "runs: `benchmark/preregistration_kl_step.toml` (exploratory; the paper makes no claim about this option). "
-        "Both arms: the `norm` reading, the stage-1 budgets and rows, seeds "
-        f"{res['seeds'][0]}–{res['seeds'][-1]}; the fixed-η arm is the stage-1 grid's SMAC runs. Scores: normalized "
-        "finals (random policy 0, the paper's best 1). Regenerate: `python -m benchmark.kl_step`.\n",
-        "| Task | budget | KL step, normalized finals | fixed η | mean d [95 % CI] | test | Holm p | verdict | "
-        "step length, KL / fixed (median) |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in res["tasks"]:
-        if not r["complete"]:
-            lines.append(
-                f"| {r['task']} | {r['budget']:,} | {len(r['runs_in'])} of 5 runs in | | | | | waiting | |"
-            )
-            continue
-        test = "paired t" if r["paired"] else f"Welch (paired seeds: {len(r['paired_seeds'])})"
-        p_holm = f"{r['p_holm']:.3g}" if "p_holm" in r else "waits for every task"
-        lines.append(
-            f"| {r['task']} | {r['budget']:,} | {', '.join(f'{x:.2f}' for x in r['kl_finals'])} | "
-            f"{', '.join(f'{x:.2f}' for x in r['fixed_finals'])} | {r['mean']:+.3f} [{r['ci'][0]:+.3f}, "
-            f"{r['ci'][1]:+.3f}] | {test} | {p_holm} | {r.get('verdict', 'waiting')} | {r['step_ratio']:.2g}× |"
-        )
-    return "\n".join(lines) + "\n"
+    """report/kl_step.md from analyze's data (as JSON): benchmark/templates/kl_step.md.j2."""
+    return pages.render("kl_step.md.j2", res)
 
 
 def main() -> None:
-    res = analyze()
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as f:
-        json.dump(res, f, indent=1)
+    res = pages.plain(analyze())
+    pages.write_json(RESULTS, res)
     with open(PAGE, "w") as f:
         f.write(markdown(res))
     print(f"wrote {RESULTS} and {PAGE}")

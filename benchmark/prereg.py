@@ -21,7 +21,6 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import aggregate, compact, hparams, pages, stats  # noqa: E402
-from benchmark.stats import fmt, markdown_table  # noqa: E402
 
 load = hparams.load_prereg
 
@@ -233,120 +232,137 @@ def analyze(reg: dict, root: str = REPO) -> dict:
     }
 
 
-def markdown(reg: dict, res: dict) -> list[str]:
-    """The pre-registered study in full (benchmark/report/prereg.md), rules applied as written."""
-    eq, lam, lit = res["equivalence"], res["lambda"], res["literal_5M"]
-    L = [
-        "# The pre-registered study (issue 27)\n",
-        "Rules, seeds and budgets: [`benchmark/preregistration.toml`](../preregistration.toml), committed before the "
-        "first of these runs; `python -m benchmark.prereg analyze` prints these numbers. Scores are normalized "
-        "(random policy 0, the best of the paper's table 1); d = SMAC − `sgd-matched` per seed; CI = paired 90 % "
-        "t-interval (TOST at margin m: the CI inside ±m).\n",
-        "## Block 1: SMAC vs SGD with step η/λ where the rank-1 term is largest (λ = 0.01, 1M steps, `norm`)\n",
-    ]
+# the words report/prereg.md may use: a block 1 row and its reachable margin, a block 2 row's TOST, the slope test,
+# block 3's verdict (prereg.analyze's literal_5M words)
+VOCAB_PREREG = (
+    "equivalent",
+    "different (Holm)",
+    "inconclusive",
+    "not shown",
+    "the rank-1 term matters (dose-response)",
+    "no dose-response detected",
+    "too few seeds",
+    "pending (runs not all in)",
+    "headline reproduced under the literal reading",
+    "normalization caused the failure",
+    "the literal reading does not rescue the headline",
+)
+PAGE_PREREG_JSON = os.path.join(REPO, "benchmark", "results", "prereg.json")
 
-    def mean_ci(r: dict) -> list:
-        return [f"{r['mean']:+.3f}", "[{:+.3f}, {:+.3f}]".format(*r["ci"])]
 
-    rows = []
-    for r in eq:
-        rows.append(
-            [r["task"], str(r["n"])]
-            + mean_ci(r)
-            + [
-                f"{r['p']:.3g} ({r['p_holm']:.3g})",
-                f"{r['p_welch']:.3g}",
-                f"±{r['reach_margin']:.2f}: " + ("equivalent" if r["equivalent_reach"] else "not shown"),
-                r["verdict"] + ("" if r["complete"] else " — runs not all in"),
-            ]
-        )
-    headers = [
-        "Task",
-        "paired seeds",
-        "mean d",
-        "90 % CI",
-        "paired t p (Holm)",
-        "Welch p",
-        "reachable margin (power 0.8)",
-        "verdict (margin ±0.1)",
-    ]
-    L += markdown_table(headers, rows)
-    L += [
-        "",
-        "## Block 2: dose-response in λ (HalfCheetah, η = 0.08 λ, 1M steps, `norm`, seeds 1-10)\n",
-        "Per λ: d against the one `sgd-matched` cell (step 0.08); the rank-1 term's share of the step, from every "
-        "update's ‖ℓ̄‖² (the fraction of the step's ℓ̄-component removed, ‖ℓ̄‖²/(λ + ‖ℓ̄‖²), median over updates, "
-        "mean [range] over seeds), and what that does to the whole step: cos(g, step) and the relative change "
-        "‖g/λ − step‖ / ‖g/λ‖ (medians over updates, means over seeds).\n",
-    ]
-    rows = []
-    for k, v in lam["per_lambda"].items():
-        r = {"lam": k, **v, **lam["fractions"][k]}
-        rows.append(
-            [f"{r['lam']:g}", str(r["n"])]
-            + mean_ci(r)
-            + [
-                "equivalent" if r["equivalent"] else "not shown",
-                f"{r['p']:.2g}",
-                "{:.3f} [{:.3f}, {:.3f}]".format(*r["removed"]),
-                f"{r['cos']:.4f}",
-                f"{r['change']:.3f}",
-            ]
-        )
-    headers = [
-        "λ",
-        "seeds",
-        "mean d",
-        "90 % CI",
-        "TOST ±0.1",
-        "paired t p",
-        "ℓ̄-component removed",
-        "cos(g, step)",
-        "step change",
-    ]
-    L += markdown_table(headers, rows)
-    sl = lam["slope"]
-    L += [
-        "",
-        f"Primary test (per-seed OLS slope of d on log10 λ, {sl['n']} seeds with all four λ): "
-        + (sl.get("verdict", "too few seeds") + (f" (p {sl['p']:.2g})" if "p" in sl else ""))
-        + ("" if sl["complete"] else " — runs not all in")
-        + ".\n",
-        "## Block 3: the headline under the paper-literal reading (HalfCheetah, 5M steps, no normalization)\n",
-    ]
-    rows = []
-    for a in ("smac", "cg"):
-        r = lit[a]
-        rows.append(
-            [
-                hparams.algo_label(a),
-                str(r["n"]),
-                f"{fmt(r['mean'])} ± {fmt(r['std'])}",
-                f"[{fmt(r['ci'][0])}, {fmt(r['ci'][1])}]",
-                f"{fmt(r['paper'][0])} ± {fmt(r['paper'][1])}",
-                "–" if r["vs_paper"] is None else f"{r['vs_paper']['p']:.2g}",
-                f"{fmt(r['norm_mean'])} (" + (f"{r['vs_norm']['p']:.2g}" if r["vs_norm"] else "–") + ")",
-            ]
-        )
-    headers = [
-        "Algorithm",
-        "seeds",
-        "final at 5M, mean ± std",
-        "95 % t-interval",
-        "paper",
-        "(c) vs the paper (Welch p)",
-        "same algorithm under `norm` (Welch p)",
-    ]
-    L += markdown_table(headers, rows)
+def page_prereg(reg: dict, res: dict) -> dict:
+    """Every number and word of report/prereg.md, from analyze's result: counts, lists and words of VOCAB_PREREG;
+    benchmark/templates/prereg.md.j2 only formats them."""
+    common, alpha = reg["common"], reg["common"]["alpha"]
+    b1, b2, b3 = (reg["blocks"][k] for k in ("equivalence", "lambda", "literal_5M"))
+    lam, lit, slope = res["lambda"], res["literal_5M"], res["lambda"]["slope"]
+    if "p" not in slope:
+        slope_answer = "too few seeds"
+    elif slope["p"] < alpha:
+        slope_answer = "the rank-1 term matters (dose-response)"
+    else:
+        slope_answer = "no dose-response detected"
     w = lit["smac_vs_cg"]
-    L += [
-        "",
-        (
-            "SMAC − AC-CG: " + (f"{fmt(w['diff'])} (Welch p {w['p']:.2g}); " if w else "–; ") + "the paper's "
-            f"table: {fmt(lit['smac']['paper'][0] - lit['cg']['paper'][0])}. Verdict: **{lit['verdict']}**.\n"
-        ),
-    ]
-    return L
+    return {
+        "margin": common["margin"],
+        # paired's interval (the toml's), the slope test's and stats.t_mean_ci's
+        "levels": {"tost": round(100 * common["ci_level_tost"]), "slope": 95, "table": 95},
+        "power": reg["power"]["target_power"],
+        "block1": {
+            "damping": sorted({hparams.settings(t, "smac")["damping"] for t in b1["tasks"]}),
+            "budget": b1["budget"],
+            "reading": b1["reading"],
+            "rows": [
+                {
+                    "task": r["task"],
+                    "n": r["n"],
+                    "mean": r["mean"],
+                    "ci": list(r["ci"]),
+                    "p": r["p"],
+                    "p_holm": r["p_holm"],
+                    "p_welch": r["p_welch"],
+                    "reach_margin": r["reach_margin"],
+                    "reach_answer": "equivalent" if r["equivalent_reach"] else "not shown",
+                    "answer": "equivalent"
+                    if r["equivalent"]
+                    else "different (Holm)"
+                    if r["p_holm"] < alpha
+                    else "inconclusive",
+                    "reach": r["reach"],
+                    "complete": r["complete"],
+                }
+                for r in res["equivalence"]
+            ],
+        },
+        "block2": {
+            "task": b2["task"],
+            "eta_over_lambda": b2["eta_over_lambda"],
+            "budget": b2["budget"],
+            "reading": b2["reading"],
+            "seeds": b2["seeds"],
+            "n_damping": len(b2["damping"]),
+            "rows": [
+                {
+                    "damping": k,
+                    "n": v["n"],
+                    "mean": v["mean"],
+                    "ci": list(v["ci"]),
+                    "answer": "equivalent" if v["equivalent"] else "not shown",
+                    "p": v["p"],
+                    "removed": list(lam["fractions"][k]["removed"]),
+                    "cos": lam["fractions"][k]["cos"],
+                    "change": lam["fractions"][k]["change"],
+                }
+                for k, v in lam["per_lambda"].items()
+            ],
+            "slope": {
+                "n": slope["n"],
+                "complete": slope["complete"],
+                "answer": slope_answer,
+                "mean": slope.get("mean"),
+                "p": slope.get("p"),
+                "ci": list(slope.get("ci", (None, None))),
+            },
+        },
+        "block3": {
+            "task": b3["task"],
+            "budget": b3["budget"],
+            "rows": [
+                {
+                    "algo": hparams.algo_label(a),
+                    "n": lit[a]["n"],
+                    "mean": lit[a]["mean"],
+                    "std": lit[a]["std"],
+                    "ci": list(lit[a]["ci"]),
+                    "paper": list(lit[a]["paper"]),
+                    "p_paper": None if lit[a]["vs_paper"] is None else lit[a]["vs_paper"]["p"],
+                    "norm_mean": lit[a]["norm_mean"],
+                    "p_norm": lit[a]["vs_norm"]["p"] if lit[a]["vs_norm"] else None,
+                }
+                for a in ("smac", "cg")
+            ],
+            "smac_vs_cg": {
+                "tested": bool(w),
+                "diff": w["diff"] if w else None,
+                "p": w["p"] if w else None,
+                "paper_diff": lit["smac"]["paper"][0] - lit["cg"]["paper"][0],
+            },
+            "answer": lit["verdict"],
+        },
+    }
+
+
+def render_prereg(data: dict) -> str:
+    """report/prereg.md's body from page_prereg's JSON (benchmark/templates/prereg.md.j2)."""
+    return pages.render("prereg.md.j2", data)
+
+
+def markdown(reg: dict, res: dict, json_path: str | None = None) -> list:
+    """report/prereg.md: the pre-registered study in full, rules applied as written, rendered from page_prereg's data as
+    JSON (6 significant digits), which goes to json_path where given."""
+    data = pages.plain(page_prereg(reg, res))
+    pages.write_json(json_path, data)
+    return [render_prereg(data)]
 
 
 # ---- Issue 37's pre-registered 5M runs (benchmark/preregistration_5M.toml): the same rules, applied per block

@@ -1270,7 +1270,11 @@ def write_report(
     # benchmark/report/ for REPORT.md
     details = os.path.join(os.path.dirname(os.path.abspath(path)), "report")
     detail_pages = [
-        ("prereg.md", "The pre-registered study", prereg.markdown(reg, pre)[1:]),
+        (
+            "prereg.md",
+            "The pre-registered study",
+            prereg.markdown(reg, pre, prereg.PAGE_PREREG_JSON if verdict_json else None),
+        ),
         (
             "mujoco_5M.md",
             "The paper's budget: MuJoCo at 5M",

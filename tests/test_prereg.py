@@ -2,6 +2,7 @@
 decision rules, against hand computation."""
 
 import math
+import operator
 import os
 import statistics
 
@@ -269,3 +270,216 @@ def test_the_committed_5M_page_is_its_template_on_the_committed_json():
     )
     assert body == prereg.render_5M(data)
     assert data == prereg.plain_5M(prereg.page_5M(prereg.load_5M(), prereg.analyze_5M(prereg.load_5M())))
+
+
+# ---- report/prereg.md: prereg.page_prereg's data, by scipy and by hand
+@pytest.fixture(scope="module")
+def committed():
+    """The pre-registered study on the committed logs: (reg, analyze's result)."""
+    reg = prereg.load()
+    return reg, prereg.analyze(reg)
+
+
+def test_the_committed_prereg_page_is_its_template_on_the_committed_json(committed):
+    import json
+
+    from benchmark import pages
+
+    with open(prereg.PAGE_PREREG_JSON, encoding="utf-8") as f:
+        data = json.load(f)
+    with open(os.path.join(prereg.REPO, "benchmark", "report", "prereg.md"), encoding="utf-8") as f:
+        title, _, part, _, body = f.read().split("\n", 4)
+    assert title == "# The pre-registered study" and part.startswith("Part of [the reproduction report]")
+    assert body == prereg.render_prereg(data)
+    assert data == pages.plain(prereg.page_prereg(*committed))
+
+
+def ttest_by_hand(d: np.ndarray, level: float) -> tuple:
+    """Mean, the two-sided one-sample t-test's p against 0 and the t-interval at `level`, written out."""
+    n, mean, sd = len(d), float(d.mean()), float(d.std(ddof=1))
+    t = mean / (sd / math.sqrt(n))
+    half = sps.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
+    return mean, 2 * sps.t.sf(abs(t), n - 1), [mean - half, mean + half]
+
+
+def test_the_prereg_page_numbers_on_the_committed_logs_by_scipy(committed):
+    reg, res = committed
+    page = prereg.page_prereg(reg, res)
+    logs = os.path.join(prereg.REPO, "benchmark", "results", "logs")
+    assert page["margin"] == 0.1 and page["levels"] == {"tost": 90, "slope": 95, "table": 95}
+    assert page["power"] == 0.8 and page["block1"]["damping"] == [0.01]
+    # block 1: seeds 1-20, d = SMAC - sgd-matched per seed; Holm over the two tasks by hand
+    sc = prereg._scores([os.path.join(logs, "norm"), os.path.join(logs, "prereg", "equivalence")], 1_000_000)
+    rows = {r["task"]: r for r in page["block1"]["rows"]}
+    assert list(rows) == ["HalfCheetah", "Pusher"]
+    for task, r in rows.items():
+        x = np.array([sc[(task, "smac")][s] for s in range(1, 21)])
+        y = np.array([sc[(task, "sgd-matched")][s] for s in range(1, 21)])
+        mean, p, ci = ttest_by_hand(x - y, 0.90)
+        assert r["n"] == 20 and r["complete"]
+        assert (
+            r["mean"] == pytest.approx(mean) and r["p"] == pytest.approx(p) and r["ci"] == pytest.approx(ci)
+        )
+        assert r["p_welch"] == pytest.approx(sps.ttest_ind(x, y, equal_var=False).pvalue)
+        assert r["reach"] == pytest.approx(max(abs(ci[0]), abs(ci[1])))
+        assert r["reach_margin"] == reg["power"]["reachable_margin_at_20"][task]
+        inside_reach = -r["reach_margin"] < ci[0] and ci[1] < r["reach_margin"]
+        assert r["reach_answer"] == ("equivalent" if inside_reach else "not shown")
+    lo, hi = sorted(rows.values(), key=operator.itemgetter("p"))
+    assert lo["p_holm"] == pytest.approx(min(1.0, 2 * lo["p"]))
+    assert hi["p_holm"] == pytest.approx(max(lo["p_holm"], hi["p"]))
+    for r in rows.values():  # the CI is not inside ±0.1 and no Holm p is below 0.05 on the committed logs
+        assert not (-0.1 < r["ci"][0] and r["ci"][1] < 0.1) and r["p_holm"] >= 0.05
+        assert r["answer"] == "inconclusive"
+    # block 2: per lambda d against the one sgd-matched cell; the per-seed OLS slope on log10 lambda
+    b2 = page["block2"]
+    assert (b2["task"], b2["eta_over_lambda"], b2["seeds"], b2["n_damping"]) == (
+        "HalfCheetah",
+        0.08,
+        "1-10",
+        4,
+    )
+    control = np.array([sc[("HalfCheetah", "sgd-matched")][s] for s in range(1, 11)])
+    lambdas = [1e-3, 1e-2, 1e-1, 1.0]
+    d_of = {}
+    for lam, r in zip(lambdas, b2["rows"]):
+        cell = sc if lam == 1e-2 else prereg._scores([os.path.join(logs, "prereg", "lambda", f"lam{lam:g}")])
+        smac = np.array([cell[("HalfCheetah", "smac")][s] for s in range(1, 11)])
+        d_of[lam] = smac - control
+        mean, p, ci = ttest_by_hand(d_of[lam], 0.90)
+        assert r["damping"] == lam and r["n"] == 10
+        assert (
+            r["mean"] == pytest.approx(mean) and r["p"] == pytest.approx(p) and r["ci"] == pytest.approx(ci)
+        )
+        assert r["answer"] == ("equivalent" if -0.1 < ci[0] and ci[1] < 0.1 else "not shown")
+        removed = []
+        for s in range(1, 11):
+            ell = cell[("HalfCheetah", "smac", "runs")][s]["updates"]["ell_sq"]
+            ell = ell[np.isfinite(ell)]
+            removed.append(np.median(ell / (lam + ell)))
+        assert r["removed"] == pytest.approx([np.mean(removed), min(removed), max(removed)])
+    slopes = np.array(
+        [sps.linregress(np.log10(lambdas), [d_of[lam][i] for lam in lambdas]).slope for i in range(10)]
+    )
+    mean, p, ci = ttest_by_hand(slopes, 0.95)
+    s = b2["slope"]
+    assert s["n"] == 10 and s["complete"]
+    assert s["mean"] == pytest.approx(mean) and s["p"] == pytest.approx(p) and s["ci"] == pytest.approx(ci)
+    assert p >= 0.05 and s["answer"] == "no dose-response detected"
+    # block 3: raw finals at 5M under the literal reading; the paper's difference 2936 - 1766 by hand
+    b3 = page["block3"]
+    lit = prereg._scores([os.path.join(logs, "prereg", "literal_5M")], 5_000_000)
+    norm = prereg._scores([os.path.join(logs, "norm_5M")], 5_000_000)
+    finals = {}
+    for algo, r in zip(("smac", "cg"), b3["rows"]):
+        x = np.array([v for v in lit[("HalfCheetah", algo, "raw")].values() if v is not None])
+        y = np.array([v for v in norm[("HalfCheetah", algo, "raw")].values() if v is not None])
+        finals[algo] = x
+        paper = hparams.paper_result("HalfCheetah", algo)
+        half = sps.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
+        assert r["algo"] == hparams.algo_label(algo) and r["n"] == 5
+        assert r["mean"] == pytest.approx(x.mean()) and r["std"] == pytest.approx(x.std(ddof=1))
+        assert r["ci"] == pytest.approx([x.mean() - half, x.mean() + half]) and r["paper"] == list(paper)
+        assert r["norm_mean"] == pytest.approx(y.mean())
+        assert r["p_norm"] == pytest.approx(sps.ttest_ind(x, y, equal_var=False).pvalue)
+        welch = sps.ttest_ind_from_stats(
+            x.mean(), x.std(ddof=1), len(x), paper[0], paper[1], 5, equal_var=False
+        )
+        assert r["p_paper"] == pytest.approx(welch.pvalue)
+    w = b3["smac_vs_cg"]
+    assert w["tested"] and w["paper_diff"] == 2936 - 1766
+    assert w["diff"] == pytest.approx(finals["smac"].mean() - finals["cg"].mean())
+    assert w["p"] == pytest.approx(sps.ttest_ind(finals["smac"], finals["cg"], equal_var=False).pvalue)
+    # SMAC below AC-CG and below its own norm run: neither rule of the toml fires
+    assert w["diff"] < 0 and b3["rows"][0]["mean"] < b3["rows"][0]["norm_mean"]
+    assert b3["answer"] == "the literal reading does not rescue the headline"
+    words = [r[k] for r in page["block1"]["rows"] for k in ("answer", "reach_answer")]
+    words += [r["answer"] for r in b2["rows"]] + [b2["slope"]["answer"], b3["answer"]]
+    assert set(words) <= set(prereg.VOCAB_PREREG)
+
+
+def made_up_result(p_holm: list, slope: dict, w) -> dict:
+    """analyze's result in the shape page_prereg reads: block 1 rows with the given Holm p (the first inside ±0.1),
+    one lambda, block 3 with the given SMAC - AC-CG test."""
+    eq = [
+        {
+            "task": f"T{i}",
+            "n": 20,
+            "mean": 0.0,
+            "ci": (-0.05, 0.05) if i == 0 else (-0.3, 0.4),
+            "p": p / 2,
+            "p_holm": p,
+            "p_welch": p,
+            "reach_margin": 0.2,
+            "equivalent_reach": i == 0,
+            "equivalent": i == 0,
+            "reach": 0.05 if i == 0 else 0.4,
+            "complete": i != 1,
+        }
+        for i, p in enumerate(p_holm)
+    ]
+    cell = {
+        "n": 9,
+        "mean": 0.01,
+        "ci": (-0.2, 0.2),
+        "p": 0.5,
+        "equivalent": False,
+        "removed": (0.5, 0.4, 0.6),
+        "cos": 0.99,
+        "change": 0.1,
+    }
+    algo = {
+        "n": 5,
+        "mean": 1.0,
+        "std": 1.0,
+        "ci": (0.0, 2.0),
+        "paper": (3000.0, 1000.0),
+        "vs_paper": None,
+        "norm_mean": 2.0,
+        "vs_norm": {"p": 0.3},
+    }
+    return {
+        "equivalence": eq,
+        "lambda": {"per_lambda": {0.5: cell}, "fractions": {0.5: cell}, "slope": slope},
+        "literal_5M": {
+            "smac": algo,
+            "cg": {**algo, "paper": (1000.0, 10.0)},
+            "smac_vs_cg": w,
+            "verdict": "pending (runs not all in)",
+        },
+    }
+
+
+def test_the_prereg_page_chooses_its_words_by_the_toml_rules():
+    reg = prereg.load()
+    res = made_up_result([0.001, 0.01, 0.2], {"n": 1, "complete": False}, None)
+    page = prereg.page_prereg(reg, res)
+    rows = page["block1"]["rows"]
+    assert [r["answer"] for r in rows] == ["equivalent", "different (Holm)", "inconclusive"]
+    assert [r["reach_answer"] for r in rows] == ["equivalent", "not shown", "not shown"]
+    assert [r["complete"] for r in rows] == [True, False, True]
+    assert page["block2"]["rows"][0]["damping"] == 0.5 and page["block2"]["rows"][0]["answer"] == "not shown"
+    assert page["block2"]["slope"] == {
+        "n": 1,
+        "complete": False,
+        "answer": "too few seeds",
+        "mean": None,
+        "p": None,
+        "ci": [None, None],
+    }
+    b3 = page["block3"]
+    assert [r["p_paper"] for r in b3["rows"]] == [None, None] and [r["p_norm"] for r in b3["rows"]] == [
+        0.3,
+        0.3,
+    ]
+    assert b3["smac_vs_cg"] == {"tested": False, "diff": None, "p": None, "paper_diff": 2000.0}
+    assert b3["answer"] == "pending (runs not all in)"
+    prereg.render_prereg(page)  # every field the template prints is there
+    slope = {"n": 10, "complete": True, "mean": -0.2, "p": 0.01, "ci": (-0.3, -0.1)}
+    res = made_up_result([0.001], slope, {"diff": 5.0, "p": 0.04})
+    page = prereg.page_prereg(reg, res)
+    assert page["block2"]["slope"]["answer"] == "the rank-1 term matters (dose-response)"
+    assert page["block3"]["smac_vs_cg"] == {"tested": True, "diff": 5.0, "p": 0.04, "paper_diff": 2000.0}
+    prereg.render_prereg(page)
+    res["lambda"]["slope"]["p"] = 0.05  # the toml: p < 0.05
+    assert prereg.page_prereg(reg, res)["block2"]["slope"]["answer"] == "no dose-response detected"

@@ -129,6 +129,7 @@ def _mean(xs: list) -> float:
 
 def analyze(reg: dict, root: str = REPO) -> dict:
     margin, alpha = reg["common"]["margin"], reg["common"]["alpha"]
+    level = reg["common"]["ci_level_tost"]  # the TOST interval's level, as the page states it
     # block 1
     b = reg["blocks"]["equivalence"]
     sc = _scores(
@@ -136,7 +137,7 @@ def analyze(reg: dict, root: str = REPO) -> dict:
     )
     seeds = hparams.parse_seeds(b["seeds"])
     rows = [
-        {"task": t, **paired(sc.get((t, "smac"), {}), sc.get((t, "sgd-matched"), {}), seeds, margin)}
+        {"task": t, **paired(sc.get((t, "smac"), {}), sc.get((t, "sgd-matched"), {}), seeds, margin, level)}
         for t in b["tasks"]
     ]
     for r, p_adj in zip(rows, holm([r["p"] for r in rows])):
@@ -162,7 +163,7 @@ def analyze(reg: dict, root: str = REPO) -> dict:
     for lam in b2["damping"]:
         s2 = sc if lam == 1e-2 else _scores([os.path.join(root, b2["logs"], f"lam{lam:g}")], b2["budget"])
         smac, runs = s2.get(("HalfCheetah", "smac"), {}), s2.get(("HalfCheetah", "smac", "runs"), {})
-        per_lam[lam] = {"smac": smac, **paired(smac, control, seeds2, margin)}
+        per_lam[lam] = {"smac": smac, **paired(smac, control, seeds2, margin, level)}
         fr = [step_fraction_removed(runs[s], lam) for s in seeds2 if s in runs]
         ch = [step_change(runs[s], lam) for s in seeds2 if s in runs]
         fractions[lam] = {

@@ -483,3 +483,14 @@ def test_the_prereg_page_chooses_its_words_by_the_toml_rules():
     prereg.render_prereg(page)
     res["lambda"]["slope"]["p"] = 0.05  # the toml: p < 0.05
     assert prereg.page_prereg(reg, res)["block2"]["slope"]["answer"] == "no dose-response detected"
+
+
+def test_block_1_uses_the_interval_level_the_toml_states(committed):
+    reg, _ = committed
+    reg = {**reg, "common": {**reg["common"], "ci_level_tost": 0.95}}
+    logs = os.path.join(prereg.REPO, "benchmark", "results", "logs")
+    sc = prereg._scores([os.path.join(logs, "norm"), os.path.join(logs, "prereg", "equivalence")], 1_000_000)
+    for r in prereg.analyze(reg)["equivalence"]:
+        x = np.array([sc[(r["task"], "smac")][s] for s in range(1, 21)])
+        y = np.array([sc[(r["task"], "sgd-matched")][s] for s in range(1, 21)])
+        assert r["ci"] == pytest.approx(ttest_by_hand(x - y, 0.95)[2])

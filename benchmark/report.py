@@ -301,6 +301,22 @@ def diagnostics_section(d: Data) -> list[str]:
     )
 
 
+READING_WORDS = ("ahead", "behind", "not distinguishable")  # norm vs literal on one cell (reading_verdict)
+EQUIV_WORDS = ("equivalent", "different", "not shown")  # the per-task table's paired TOST column
+AT_5M_KINDS = ("same as stage 1", "runs in", "final")  # the per-task table's SMAC-at-5M column
+READINGS_JSON = os.path.join(REPO, "benchmark", "results", "readings.json")
+DEVIATIONS_JSON = os.path.join(REPO, "benchmark", "results", "deviations.json")
+REPORT_JSON = os.path.join(REPO, "benchmark", "results", "report.json")
+
+
+def page_json(data: dict, path: Optional[str]) -> dict:
+    """A page's data as plain JSON (floats to 6 significant digits; the pages print 4 at most), written to `path`
+    (nothing where None)."""
+    out = pages.plain(data, 6)
+    pages.write_json(path, out)
+    return out
+
+
 def final_data(r: Optional[dict]) -> Optional[dict]:
     """A final.csv row as a cell's numbers: mean, std, n seeds, diverged seeds (None where none); None: no row."""
     if r is None:
@@ -435,19 +451,6 @@ def grid_300k_data(d: Data) -> Optional[dict]:
     ]
     if sb3:
         out["sb3"] = sb3
-    return out
-
-
-READINGS_JSON = os.path.join(REPO, "benchmark", "results", "readings.json")
-DEVIATIONS_JSON = os.path.join(REPO, "benchmark", "results", "deviations.json")
-REPORT_JSON = os.path.join(REPO, "benchmark", "results", "report.json")
-
-
-def page_json(data: dict, path: Optional[str]) -> dict:
-    """A page's data as plain JSON (floats to 6 significant digits; the pages print 4 at most), written to `path`
-    (nothing where None)."""
-    out = pages.plain(data, 6)
-    pages.write_json(path, out)
     return out
 
 

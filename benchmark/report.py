@@ -1696,9 +1696,37 @@ def section(
     return lines(compute(source, min_seeds, results_dir, figures_dir, reps))
 
 
+def logs_report_data(logs_dir: str, n_runs: int, final: list[dict], pictures: list[str]) -> dict:
+    """A report of any compact logs as data: the runs, the algorithms (the registry's order, then any other by
+    name) and per task its budget and each algorithm's final {mean, std, n} (None: not run), the figures."""
+    algos = [a for a in hparams.algos() if any(r["algo"] == a for r in final)]
+    algos += sorted({r["algo"] for r in final} - set(algos))
+    cells = {(r["task"], r["algo"]): r for r in final}
+    rows = []
+    for task in dict.fromkeys(r["task"] for r in final):
+        row = []
+        for a in algos:
+            r = cells.get((task, a))
+            row.append(
+                None
+                if r is None
+                else {"mean": num(r["final_mean"]), "std": num(r["final_std"]), "n": int(r["n_seeds"])}
+            )
+        budget = next(r["budget"] for r in final if r["task"] == task)
+        rows.append({"task": task, "budget": int(budget), "cells": row})
+    return {
+        "logs": logs_dir,
+        "runs": n_runs,
+        "algos": [hparams.algo_label(a) if a in algorithms.REGISTRY else a for a in algos],
+        "rows": rows,
+        "figures": pictures,
+    }
+
+
 def logs_report(logs_dir: str, out_dir: str) -> str:
     """A report of any compact logs (a sweep of your own: any tasks, algorithms, readings, budgets) into out_dir:
-    results/*.csv (aggregate.py's), the curve figures, and REPORT.md with the finals per task and algorithm."""
+    results/*.csv (aggregate.py's), the curve figures, results/report.json (logs_report_data) and REPORT.md
+    (benchmark/templates/logs_report.md.j2) with the finals per task and algorithm."""
     runs = compact.discover_logs(logs_dir)
     if not runs:
         raise ValueError(
@@ -1708,37 +1736,13 @@ def logs_report(logs_dir: str, out_dir: str) -> str:
     aggregate.aggregate(results_dir=results, runs=runs)
     figures(results, out_dir, runs)
     final = read_csv(os.path.join(results, "final.csv"))
-    algos = [a for a in hparams.algos() if any(r["algo"] == a for r in final)]
-    algos += sorted({r["algo"] for r in final} - set(algos))
-    cells = {(r["task"], r["algo"]): r for r in final}
-
-    def cell(task: str, algo: str) -> str:
-        r = cells.get((task, algo))
-        if r is None:
-            return "–"
-        return f"{mean_std(r['final_mean'], r['final_std'])} (n={r['n_seeds']})"
-
-    def name(algo: str) -> str:
-        return hparams.algo_label(algo) if algo in algorithms.REGISTRY else algo
-
-    tasks = list(dict.fromkeys(r["task"] for r in final))
-    lines_out = [
-        f"# Report of `{logs_dir}`",
-        "",
-        f"{len(runs)} runs. Final = the last of 100 bins over each task's budget, EWM 0.1 (benchmark/protocol.py); "
-        "mean ± std over seeds (ddof 1). Written by `python -m benchmark.report --logs ... --out-dir ...`.",
-        "",
-        "| Task | Budget | " + " | ".join(name(a) for a in algos) + " |",
-        "|---|---|" + "---|" * len(algos),
-    ]
-    for task in tasks:
-        budget = next(r["budget"] for r in final if r["task"] == task)
-        lines_out.append(f"| {task} | {budget} | " + " | ".join(cell(task, a) for a in algos) + " |")
     pictures = [f for f in sorted(os.listdir(out_dir)) if f.endswith(".png")]
-    lines_out += ["", "Figures: " + ", ".join(f"[{f}]({f})" for f in pictures), ""]
+    data = page_json(
+        logs_report_data(logs_dir, len(runs), final, pictures), os.path.join(results, "report.json")
+    )
     path = os.path.join(out_dir, "REPORT.md")
     with open(path, "w") as f:
-        f.write("\n".join(lines_out))
+        f.write(pages.render("logs_report.md.j2", data))
     return path
 
 

@@ -311,3 +311,36 @@ def test_the_per_task_rows_recomputed():
             )
         else:
             assert r["at_5M"] == {"kind": "same as stage 1"}
+
+
+# ---------------------------------------------------------------------------------------------
+# the report of a user's own logs (python -m benchmark.report --logs ... --out-dir ...)
+# ---------------------------------------------------------------------------------------------
+def test_a_report_of_ones_own_logs_is_its_template_on_its_json(tmp_path):
+    """Constant returns: each final is that constant; mean ± std (ddof 1) and n over the seeds by hand; a cell not
+    run is None; the algorithms in the registry's order; the page is the template on results/report.json."""
+    from test_grid_report import write_log
+
+    logs, out = tmp_path / "logs", tmp_path / "out"
+    for seed, value in ((1, 400.0), (2, 410.0), (3, 430.0)):
+        write_log(logs, "CartPole", "smac", seed, value)
+    write_log(logs, "CartPole", "cg", 1, 300.0)
+    write_log(logs, "Hopper", "sgd", 1, 50.0)
+    write_log(logs, "Hopper", "sgd", 2, 0.0, status="diverged")
+    path = report.logs_report(str(logs), str(out))
+    data = committed_json(os.path.join(out, "results", "report.json"))
+    assert data["runs"] == 6 and data["algos"] == ["SMAC", "AC-SGD", "AC-CG"]
+    cart, hopper = data["rows"]
+    assert (cart["task"], cart["budget"]) == ("CartPole", aggregate.stage1_budget("CartPole"))
+    smac = cart["cells"][0]
+    assert smac["n"] == 3 and smac["mean"] == pytest.approx(np.mean([400, 410, 430]), rel=1e-5)
+    assert smac["std"] == pytest.approx(np.std([400, 410, 430], ddof=1), rel=1e-5)
+    assert cart["cells"][1] is None and cart["cells"][2] == {
+        "mean": pytest.approx(300.0),
+        "std": None,
+        "n": 1,
+    }
+    assert hopper["cells"][0] is None and hopper["cells"][1]["n"] == 1 and hopper["cells"][2] is None
+    assert data["figures"] == sorted(f for f in os.listdir(out) if f.endswith(".png")) and data["figures"]
+    with open(path, encoding="utf-8") as f:
+        assert f.read() == pages.render("logs_report.md.j2", data)

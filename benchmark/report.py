@@ -507,10 +507,8 @@ def headline_section(d: Data) -> list[str]:
     return L
 
 
-GROUP_NAMES = {
-    "mujoco": "MuJoCo",
-    "classic": "classic control",
-}  # a task group's name where all its tasks share a budget
+# a task group's name where all its tasks share a budget
+GROUP_NAMES = {"mujoco": "MuJoCo", "classic": "classic control"}
 
 
 def budget_groups() -> list[dict]:
@@ -1150,6 +1148,7 @@ def fidelity_data(
     chosen = aggregate.fidelity_choose(rows)
     stage1 = aggregate.stage1_budgets()[hparams.FIDELITY_TASKS[0]]
     whole_run = sorted(c["id"] for c in claims if c["kind"] == "never_above")
+    ranked = sorted(rows, key=lambda r: -r["held"])  # best score first; ties in the study's order
     out.update(
         {
             "has_runs": True,
@@ -1166,7 +1165,7 @@ def fidelity_data(
                     "runs": r["runs"],
                     "diverged": r["diverged"],
                 }
-                for r in sorted(rows, key=lambda r: -r["held"])
+                for r in ranked
             ],
             "names": names,
             "claims": [
@@ -1198,10 +1197,11 @@ def fidelity_data(
         }
     if whole_run:
         rest = aggregate.rescored(rows, verdicts, set(whole_run))
+        rest_ranked = sorted(rest, key=lambda r: -r["held"])
         out["rescored"] = {
             "without": whole_run,
             "chosen": aggregate.fidelity_choose(rest),
-            "scores": [[r["reading"], r["held"]] for r in sorted(rest, key=lambda r: -r["held"])],
+            "scores": [[r["reading"], r["held"]] for r in rest_ranked],
         }
     for r in dict.fromkeys([chosen, "literal"]):
         grid_logs = os.path.join(REPO, "benchmark", "results", "logs", r)

@@ -301,11 +301,32 @@ def diagnostics_section(d: Data) -> list[str]:
     )
 
 
-def final_cell(r: Optional[dict]) -> str:
-    if r is None or num(r["final_mean"]) is None:
-        return NOT_RUN + (f" ({r['n_diverged']} diverged)" if r and int(r["n_diverged"] or 0) else "")
-    txt = f"{mean_std(r['final_mean'], r['final_std'])} (n={r['n_seeds']})"
-    return txt + (f" [{r['n_diverged']} diverged]" if int(r["n_diverged"] or 0) else "")
+READING_WORDS = ("ahead", "behind", "not distinguishable")  # norm vs literal on one cell (reading_verdict)
+EQUIV_WORDS = ("equivalent", "different", "not shown")  # the per-task table's paired TOST column
+AT_5M_KINDS = ("same as stage 1", "runs in", "final")  # the per-task table's SMAC-at-5M column
+READINGS_JSON = os.path.join(REPO, "benchmark", "results", "readings.json")
+DEVIATIONS_JSON = os.path.join(REPO, "benchmark", "results", "deviations.json")
+REPORT_JSON = os.path.join(REPO, "benchmark", "results", "report.json")
+
+
+def page_json(data: dict, path: Optional[str]) -> dict:
+    """A page's data as plain JSON (floats to 6 significant digits; the pages print 4 at most), written to `path`
+    (nothing where None)."""
+    out = pages.plain(data, 6)
+    pages.write_json(path, out)
+    return out
+
+
+def final_data(r: Optional[dict]) -> Optional[dict]:
+    """A final.csv row as a cell's numbers: mean, std, n seeds, diverged seeds (None where none); None: no row."""
+    if r is None:
+        return None
+    return {
+        "mean": num(r["final_mean"]),
+        "std": num(r["final_std"]),
+        "n": int(r["n_seeds"] or 0),
+        "diverged": int(r["n_diverged"] or 0) or None,
+    }
 
 
 def first_steps_finals(runs: list[dict], span: int) -> tuple[dict, Counter]:
@@ -354,7 +375,8 @@ def reading_pairs(final: dict, runs: list[dict]) -> tuple[int, dict]:
 
 
 def reading_verdict(row: dict) -> str:
-    """norm vs literal on one cell: 'ahead' / 'behind' (Welch p < 0.05) or 'not distinguishable'."""
+    """norm vs literal on one cell: a word of READING_WORDS, 'ahead' / 'behind' (Welch p < 0.05) or
+    'not distinguishable'."""
     if row["p"] is None or row["p"] >= 0.05:
         return "not distinguishable"
     return "ahead" if row["norm"].mean() > row["literal"].mean() else "behind"
@@ -369,74 +391,77 @@ def reading_by_verdict(pairs: dict, algo: str) -> dict:
     return out
 
 
-def reading_cell(row: Optional[dict]) -> str:
+def pair_data(row: Optional[dict]) -> Optional[dict]:
+    """One cell of the two readings' table: the seed means and counts, Welch's p, and the notes on seeds left out
+    ([count, side]: the literal grid's diverged seeds, the stage-1 runs that stopped before the span)."""
     if row is None:
-        return "–"
-    notes = [f"{row[k]} {side} diverged" for k, side in (("n_div", "literal"), ("dropped", "norm")) if row[k]]
-    p = "" if row["p"] is None else f", p {row['p']:.2g}"
-    return (
-        f"{fmt(row['literal'].mean())} / {fmt(row['norm'].mean())} (n {row['literal'].size} / "
-        f"{row['norm'].size}{p})" + (f" [{', '.join(notes)}]" if notes else "")
-    )
+        return None
+    return {
+        "literal": float(row["literal"].mean()),
+        "norm": float(row["norm"].mean()),
+        "n_literal": int(row["literal"].size),
+        "n_norm": int(row["norm"].size),
+        "p": row["p"],
+        "notes": [[row[k], side] for k, side in (("n_div", "literal"), ("dropped", "norm")) if row[k]]
+        or None,
+    }
 
 
-def grid_300k_section(d: Data) -> list[str]:
-    """The earlier literal grid (3 seeds x 300k steps, results/grid_300k/), the stage-1 runs' first 300k beside it."""
+def grid_300k_data(d: Data) -> Optional[dict]:
+    """The earlier literal grid (3 seeds x 300k steps, results/grid_300k/) and the stage-1 runs over its first steps
+    beside it (`pairs`: None without them); `sb3`: the SB3 A2C reference rows (None without them). None: no grid."""
     final = by_cell(read_csv(os.path.join(GRID_300K, "final.csv")))
     if not final:
-        return []
-    L = [
-        "## Earlier grid: paper-literal reading, 3 seeds × 300k steps\n",
-        "Before the fidelity study (`hyperparams.toml` `[meta] grid_readings.grid_300k = literal`), no observation, "
-        "reward or advantage normalization; kept for comparison, from `benchmark/results/grid_300k/*.csv` (the raw "
-        "runs were not kept). Final mean ± std (n seeds); the paper's values are in the stage-1 table above.\n",
-    ]
-    headers = ["Task"] + [hparams.algo_label(a) for a in hparams.algos()]
-    rows = []
-    for t in hparams.tasks():
-        rows.append([t] + [final_cell(final.get((t, a))) for a in hparams.algos()])
-    L += markdown_table(headers, rows) + [""]
+        return None
+    out = {
+        "algos": [hparams.algo_label(a) for a in hparams.algos()],
+        "rows": [
+            {"task": t, "cells": [final_data(final.get((t, a))) for a in hparams.algos()]}
+            for t in hparams.tasks()
+        ],
+        "pairs": None,
+        "sb3": None,
+    }
     span, pairs = literal_vs_norm(d)
     if pairs:  # the stage-1 `norm` runs over the literal grid's first steps (same protocol)
         algos = ("smac",) + tuple(a for a in hparams.algos() if a != "smac")
-        L.append(
-            f"**The two readings at the same budget.** Seed-mean final at {span // 1000}k steps, `literal` (this "
-            f"grid) / `norm` (the stage-1 runs judged over their first {span // 1000}k steps: 100 bins over that "
-            "span, the same protocol; no learning-rate schedule, so a run's first steps do not depend on its "
-            "budget), the seeds on each side, and Welch's p (`scipy.stats.ttest_ind(equal_var=False)`) where both "
-            "sides have 2 seeds or more.\n"
-        )
-        headers = ["Task"] + [hparams.algo_label(a) for a in algos]
-        rows = []
-        for t in hparams.tasks():
-            rows.append([t] + [reading_cell(pairs.get((t, a))) for a in algos])
-        L += markdown_table(headers, rows) + [""]
-        L.append(
-            f"`norm` against `literal` at {span // 1000}k (p < 0.05) — "
-            + ". ".join(
-                f"{hparams.algo_label(a)}: "
-                + "; ".join(
-                    f"{v} on {', '.join(ts)}" for v, ts in sorted(reading_by_verdict(pairs, a).items())
-                )
+        out["pairs"] = {
+            "span": span,
+            "algos": [hparams.algo_label(a) for a in algos],
+            "rows": [
+                {"task": t, "cells": [pair_data(pairs.get((t, a))) for a in algos]} for t in hparams.tasks()
+            ],
+            "verdicts": [
+                {
+                    "algo": hparams.algo_label(a),
+                    "groups": [list(g) for g in sorted(reading_by_verdict(pairs, a).items())],
+                }
                 for a in algos
-            )
-            + ".\n"
-        )
-    sb3 = [(t, final[(t, "sb3-a2c")]) for t in hparams.tasks() if (t, "sb3-a2c") in final]
+            ],
+        }
+    sb3 = [
+        {
+            "task": t,
+            "sb3": final_data(final[(t, "sb3-a2c")]),
+            "smac": final_data(final.get((t, "smac"))),
+            "sgd": final_data(final.get((t, "sgd"))),
+        }
+        for t in hparams.tasks()
+        if (t, "sb3-a2c") in final
+    ]
     if sb3:
-        L.append(
-            "**Outside reference:** Stable-Baselines3 A2C with its own defaults (`python -m benchmark.sweep "
-            "--study sb3`: n_steps = 5, RMSprop 7e-4, 64-64 tanh, gae_lambda = 1), same environments, 300k "
-            "steps, not tuned to the paper's rows:\n"
-        )
-        headers = ["Task", "SB3 A2C", "SMAC (literal, 300k)", "AC-SGD (literal, 300k)"]
-        rows = []
-        for t, r in sb3:
-            rows.append(
-                [t, final_cell(r), final_cell(final.get((t, "smac"))), final_cell(final.get((t, "sgd")))]
-            )
-        L += markdown_table(headers, rows) + [""]
-    return L
+        out["sb3"] = sb3
+    return out
+
+
+def readings_data(d: Data, write: bool = False) -> dict:
+    """readings.md's data: the fidelity study (fidelity_data; write: its CSVs) and the earlier literal grid."""
+    return {"fidelity": fidelity_data(write=write), "grid_300k": grid_300k_data(d)}
+
+
+def render_readings(data: dict) -> str:
+    """readings.md's body from readings_data's JSON (benchmark/templates/readings.md.j2)."""
+    return pages.render("readings.md.j2", data)
 
 
 def headline_section(d: Data) -> list[str]:
@@ -482,39 +507,40 @@ def headline_section(d: Data) -> list[str]:
     return L
 
 
-def deviations_section(d: Data) -> list[str]:
+# a task group's name where all its tasks share a budget
+GROUP_NAMES = {"mujoco": "MuJoCo", "classic": "classic control"}
+
+
+def budget_groups() -> list[dict]:
+    """The stage-1 budgets as [{names, budget}], tasks grouped by budget, a whole task group by its name
+    (budgets_text's groups: Acrobot, CartPole 500k; Pendulum 2M; MuJoCo 1M)."""
+    by, groups = {}, {}
+    for t in hparams.tasks():
+        by.setdefault(aggregate.stage1_budget(t), []).append(t)
+        groups.setdefault(hparams.group(t), []).append(t)
+    names = {tuple(ts): GROUP_NAMES.get(g, g) for g, ts in groups.items()}
+    out = []
+    for b, ts in by.items():
+        out.append({"names": [names[tuple(ts)]] if tuple(ts) in names else ts, "budget": b})
+    return out
+
+
+def deviations_data(d: Data) -> dict:
+    """deviations.md's data: the stage-1 budgets, the paper's budget note, the filling rules of `[meta]`, the
+    diverged stage-1 runs (None: none)."""
     meta = hparams.load()["meta"]
-    div = [
-        f"{r['task']}/{r['algo']}/seed{r['seed']} (at {r['last_step']:,} steps)"
+    diverged = [
+        {"task": r["task"], "algo": r["algo"], "seed": r["seed"], "step": r["last_step"]}
         for r in d.runs
         if r["status"] == "diverged"
     ]
-    L = [
-        "## Where we could not follow the paper\n",
-        f"- **Budget.** Stage 1: {budgets_text()} steps, 5 seeds (paper: 5 seeds, MuJoCo 5M, "
-        f"{aggregate.PAPER_BUDGET_NOTE}; the classic-control budget is not stated, Pendulum > 1.5M). MuJoCo also "
-        "at the paper's 5M: HalfCheetah SMAC and AC-CG (the headline block), and issue 37's pre-registered runs "
-        "(SMAC and `sgd-matched` on every MuJoCo task, the claims' baselines: [the 5M study](mujoco_5M.md)). "
-        "Final values at our 1M MuJoCo budget are not compared with the paper's 5M table.",
-        "- **Reading of paper-silent choices:** stage 1 runs with observation, reward and advantage normalization "
-        "(`norm`, chosen by the fidelity study's rule, below); `smac_a2c.py`'s defaults stay paper-literal.",
-        "- **Empty AC-KFAC rows** (Pendulum, Hopper, Humanoid): filled by our rule — "
-        + meta["kfac_fill_rule"],
-        "- **sgd-matched** is not in the paper (issue 8): " + meta["sgd_matched_rule"],
-        "- **Environment versions**: the paper names none. We run Acrobot-v1, CartPole-v1, Pendulum-v1, "
-        "HalfCheetah-v4, Hopper-v4, Swimmer-v4, Walker2d-v4, Humanoid-v4 and Pusher-v5 (Pusher-v4 needs mujoco "
-        "< 3), all with the paper's 1000-step horizon (registered by `benchmark/hparams.py`).",
-        "- **AC-KFAC KL clip**: the paper says the trust region is omitted yet tunes a KL clip; we keep the clip "
-        "active (docs/baselines.md).",
-        "- **The paper's ±**: its Results text prints different ± than its table for the same cells (e.g. Acrobot "
-        "SMAC ±6.3 vs ±17.0); we compare with the table.",
-    ]
-    if div:
-        L.append(
-            "- **Diverged runs** (NaN/Inf; curve kept up to the divergence, no final value): "
-            + "; ".join(div)
-        )
-    return L + [""]
+    return {
+        "budgets": budget_groups(),
+        "paper_budget_note": aggregate.PAPER_BUDGET_NOTE,
+        "kfac_fill_rule": meta["kfac_fill_rule"],
+        "sgd_matched_rule": meta["sgd_matched_rule"],
+        "diverged": diverged or None,
+    }
 
 
 def step_ratio(task: str) -> float:
@@ -523,65 +549,57 @@ def step_ratio(task: str) -> float:
     return smac["learning_rate"] / smac["damping"] / sgd["learning_rate"]
 
 
-def fmt_interval(ci) -> str:
-    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
-
-
-def main_table(d: Data, equiv: dict, res5: dict) -> list[str]:
-    """Per task: SMAC, the best baseline, sgd-matched at the stage-1 budget; SMAC - sgd-matched (normalized, paired);
-    SMAC at 5M (MuJoCo) beside the paper's SMAC, the one pair of columns at the same budget."""
+def per_task_data(d: Data, equiv: dict, res5: dict) -> list[dict]:
+    """REPORT.md's per-task rows: SMAC, the best baseline, sgd-matched at the stage-1 budget ({mean, std}); SMAC -
+    sgd-matched (normalized, paired; `answer` a word of EQUIV_WORDS); the step ratio; SMAC at 5M (MuJoCo, `kind`
+    "same as stage 1" / "runs in" / "final") beside the paper's SMAC, the one pair of columns at the same budget."""
     by = by_cell(d.cells)
     at5 = {r["task"]: r for r in res5["table"] if r["algo"] == "smac"}
-    done = res5["done"]
+
+    def cell(r: Optional[dict]) -> Optional[dict]:
+        return None if r is None else {"mean": r["mean"], "std": r["std"]}
+
+    def equivalence(r: dict) -> Optional[dict]:
+        if not r.get("n"):
+            return None
+        word = "equivalent" if r["equivalent"] else "different" if r["p"] < 0.05 else "not shown"
+        return {"mean": r["mean"], "ci": list(r["ci"]), "answer": word, "n": r["n"]}
+
+    def smac_5M(task: str) -> dict:
+        if hparams.group(task) != "mujoco":
+            return {"kind": "same as stage 1"}
+        r = at5.get(task)
+        if r is None:
+            return {"kind": "runs in", "n": len(res5["done"].get((task, "smac"), [])), "of": 5}
+        return {"kind": "final", "mean": r["mean"], "std": r["sd"], "p": r["p"]}
+
     rows = []
     for t in hparams.tasks():
         base = [by[(t, a)] for a in hparams.PAPER_ALGOS if a != "smac" and (t, a) in by]
         best = max(base, key=lambda r: r["mean"]) if base else None
         rows.append(
-            {"task": t, "smac": by.get((t, "smac")), "best": best, "matched": by.get((t, "sgd-matched"))}
+            {
+                "task": t,
+                "smac": cell(by.get((t, "smac"))),
+                "best": None if best is None else {"algo": hparams.algo_label(best["algo"]), **cell(best)},
+                "matched": cell(by.get((t, "sgd-matched"))),
+                "equivalence": equivalence(equiv[t]),
+                "step_ratio": step_ratio(t),
+                "at_5M": smac_5M(t),
+                "paper": list(hparams.paper_result(t, "smac")),
+            }
         )
+    return rows
 
-    def cell(r: Optional[dict]) -> str:
-        return "–" if r is None else mean_std(r["mean"], r["std"])
 
-    def equivalence(r: dict) -> str:
-        if not r.get("n"):
-            return "–"
-        word = "equivalent" if r["equivalent"] else "different" if r["p"] < 0.05 else "not shown"
-        return f"{r['mean']:+.3f} {fmt_interval(r['ci'])} {word} ({r['n']} seeds)"
-
-    def smac_5M(task: str) -> str:
-        if hparams.group(task) != "mujoco":
-            return "– (same as stage 1)"
-        r = at5.get(task)
-        if r is None:
-            return f"{len(done.get((task, 'smac'), []))}/5 runs in"
-        return f"{mean_std(r['mean'], r['sd'])} (Welch p {r['p']:.2g})"
-
-    def cells(r: dict) -> list:
-        best = "–" if r["best"] is None else f"{hparams.algo_label(r['best']['algo'])} {cell(r['best'])}"
-        return [
-            r["task"],
-            cell(r["smac"]),
-            best,
-            cell(r["matched"]),
-            equivalence(equiv[r["task"]]),
-            f"{step_ratio(r['task']):.3g}×",
-            smac_5M(r["task"]),
-            mean_std(*hparams.paper_result(r["task"], "smac")),
-        ]
-
-    headers = [
-        "Task",
-        "SMAC",
-        "best baseline",
-        "SGD, step η/λ",
-        "SMAC − SGD η/λ, normalized: mean [paired 90 % CI], TOST ±0.1",
-        "η/λ ÷ AC-SGD's η",
-        "SMAC at 5M (vs the paper)",
-        "paper SMAC",
-    ]
-    return markdown_table(headers, [cells(r) for r in rows])
+def report_data(d: Data, equiv: dict, res5: dict) -> dict:
+    """REPORT.md's own numbers (its verdict is verdict_data's): the stage-1 budgets, the paper's budget note, the
+    per-task rows. The generation date is not data: write_report passes it to the template."""
+    return {
+        "budgets": budget_groups(),
+        "paper_budget_note": aggregate.PAPER_BUDGET_NOTE,
+        "per_task": per_task_data(d, equiv, res5),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1098,137 +1116,112 @@ def write_readme(data: dict, path: str = README) -> bool:
     return True
 
 
-def fidelity_section(
+def fidelity_data(
     logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELITY_RESULTS, write: bool = False
-) -> list[str]:
-    """REPORT.md's fidelity section: the rule, every reading's score and per-claim verdicts, the choice."""
+) -> dict:
+    """The fidelity study for readings.md: the rule, the Adam check, every reading's score and per-claim verdicts
+    (words of aggregate.evaluate), the finals, the choice, the Walker2d check; write: the study's CSVs first,
+    before they are read. `has_runs` False: no fidelity runs (then only the rule and the Adam check)."""
     fid = hparams.FIDELITY_BUDGET
-    L = [
-        "## Fidelity study: which reading of the paper reproduces its own claims?\n",
-        "`python -m benchmark.sweep --study fidelity && python -m benchmark.aggregate fidelity score` (issue 11). "
-        "Every reading keeps the paper's hyper-parameter rows and changes one paper-silent choice; 3 seeds x "
-        f"{fid // 1000}k steps on Acrobot and CartPole, the paper's five algorithms. The rule, written before the "
-        "runs (now `FIDELITY_RULE` in `benchmark/aggregate.py`):\n",
-    ]
-    L += ["> " + line for line in aggregate.FIDELITY_RULE.splitlines()] + [""]
+    out = {"budget": fid, "rule": aggregate.FIDELITY_RULE.splitlines(), "adam_check": None, "has_runs": False}
     check = os.path.join(results_dir, "adam_check.json")
     if os.path.isfile(check):
-        c = json.load(open(check))
-        L.append(
-            "**The Adam argument, measured** (`python -m benchmark.aggregate fidelity adam-check`): the paper's "
-            f"CartPole AC-Adam row under the literal reading makes {c['adam_steps']} Adam steps by 111k env "
-            f"steps; the largest change of any actor parameter is {c['max_param_change']:.4f} (bound 3.2·η·steps "
-            f"= {c['bound']:.4f}) and the last 10 episodes return {c['mean_return_last10']:.1f} (a random policy "
-            f"≈ 22), against the paper's claim of 750 at ≈ 111k (one seed, seed {c.get('seed', 1)}). No parameter "
-            "can move further than that bound, so it is very unlikely that the paper ran AC-Adam this way.\n"
-        )
-    # write: its CSVs, before they are read
+        with open(check) as f:
+            c = json.load(f)
+        out["adam_check"] = {
+            "steps": c["adam_steps"],
+            "max_change": c["max_param_change"],
+            "bound": c["bound"],
+            "last10": c["mean_return_last10"],
+            "seed": c.get("seed", 1),
+        }
     rows = aggregate.fidelity_score(logs_dir, results_dir, write=write)
     if not rows:
-        return L + ["No fidelity runs yet.\n"]
+        return out
     verdicts = {}
     for r in sorted(os.listdir(logs_dir)):
         runs = compact.discover_logs(os.path.join(logs_dir, r))
         if runs:
             verdicts[r] = {v["id"]: v for v in aggregate.evaluate(runs, tasks=hparams.FIDELITY_TASKS)}
     names = [r["reading"] for r in rows]
-
-    def desc(r):
-        return (
-            hparams.READINGS[r["reading"]][2]
-            if r["reading"] in hparams.READINGS
-            else "union of " + r["reading"].replace("+", " and ")
-        )
-
-    table_rows = []
-    for r in sorted(rows, key=lambda r: -r["held"]):
-        table_rows.append(
-            [
-                f"`{r['reading']}` — {desc(r)}",
-                f"`{r['flags'] or '(none)'}`",
-                f"{r['held']}/{r['evaluable']}",
-                f"{r['runs']} ({r['diverged']})",
-            ]
-        )
-    L += markdown_table(["Reading", "Flags", "Claims held", "Runs (diverged)"], table_rows) + [""]
-    L.append(
-        "Per claim (✓ held, ✗ not held; the crossing steps are in `benchmark/results/fidelity/claims.csv`):\n"
-    )
     claims = [c for c in aggregate.CLAIMS if c["task"] in hparams.FIDELITY_TASKS]
-    mark = {"held": "✓", "not held": "✗"}
-    table_rows = []
-    for claim in claims:
-        cid = claim["id"]
-        table_rows.append(
-            [cid] + [mark.get(verdicts[n][cid]["verdict"], verdicts[n][cid]["verdict"]) for n in names]
-        )
-    L += markdown_table(["Claim"] + [f"`{n}`" for n in names], table_rows) + [""]
     fin = {(r["reading"], r["task"], r["algo"]): r for r in read_csv(os.path.join(results_dir, "finals.csv"))}
-    if fin:
-        cols = [(t, a) for t in hparams.FIDELITY_TASKS for a in hparams.PAPER_ALGOS]
-        L.append(
-            f"Final return (seed mean of the last smoothed bin at {fid // 1000}k steps; paper: its table's "
-            "final at its own, larger budget, for scale):\n"
-        )
-        body = [("*paper (final)*", {(t, a): f"*{hparams.paper_result(t, a)[0]:g}*" for t, a in cols})] + [
-            (f"`{n}`", {(t, a): fmt(fin[(n, t, a)]["final"]) if (n, t, a) in fin else "–" for t, a in cols})
-            for n in names
-        ]
-        headers = ["Reading"] + [f"{t} {hparams.algo_label(a)}" for t, a in cols]
-        table_rows = []
-        for name, by_col in body:
-            table_rows.append([name] + [by_col[k] for k in cols])
-        L += markdown_table(headers, table_rows) + [""]
-    if any("envs-8" in n for n in names):
-        L.append(
-            "**Caveat: parallel environments and the protocol.** The protocol bins each episode at the global "
-            "step where it *ended*. With 8 environments the first bins hold only the episodes that ended early, "
-            "and in Acrobot those are the successful ones (return = -length), so the seed-mean curve of every "
-            "algorithm starts above -400 within a few thousand steps without any learning (see the 3k crossings "
-            "of the `envs-8` readings in `benchmark/results/fidelity/claims.csv`). Acrobot claims held under "
-            "`envs-8` therefore say little; with 1 environment, as the paper's T = 1000 rollouts suggest, the "
-            "bias does not arise. The rule was applied as written.\n"
-        )
+    cols = [(t, a) for t in hparams.FIDELITY_TASKS for a in hparams.PAPER_ALGOS]
     chosen = aggregate.fidelity_choose(rows)
     stage1 = aggregate.stage1_budgets()[hparams.FIDELITY_TASKS[0]]
-    L.append(f"**Chosen by the rule: `{chosen}`.**\n")
-    L.append(
-        '**Caveat: run length and bin width.** A "never above" claim covers the whole run, so '
-        f"`cartpole-kfac-40pct` is judged here on {fid // 1000}k steps only; and these runs' bins are "
-        f"{fid // 100:,} steps wide, against {stage1 // 100:,} in the {stage1 // 1000}k stage-1 runs, so their "
-        "crossings come earlier (the EWM lags about 10 bins). The claims table above judges the stage-1 runs "
-        "both ways (last column: over this study's first steps).\n"
+    whole_run = sorted(c["id"] for c in claims if c["kind"] == "never_above")
+    ranked = sorted(rows, key=lambda r: -r["held"])  # best score first; ties in the study's order
+    out.update(
+        {
+            "has_runs": True,
+            "readings": [
+                {
+                    "reading": r["reading"],
+                    "description": hparams.READINGS[r["reading"]][2]
+                    if r["reading"] in hparams.READINGS
+                    else None,
+                    "union": None if r["reading"] in hparams.READINGS else r["reading"].split("+"),
+                    "flags": r["flags"] or None,
+                    "held": r["held"],
+                    "evaluable": r["evaluable"],
+                    "runs": r["runs"],
+                    "diverged": r["diverged"],
+                }
+                for r in ranked
+            ],
+            "names": names,
+            "claims": [
+                {"id": c["id"], "verdicts": [verdicts[n][c["id"]]["verdict"] for n in names]} for c in claims
+            ],
+            "finals": None,
+            "envs_caveat": any("envs-8" in n for n in names),
+            "chosen": chosen,
+            "stage1_budget": stage1,
+            "bins": [fid // aggregate.N_BINS, stage1 // aggregate.N_BINS],
+            "rescored": None,
+            "walker2d_budget": aggregate.stage1_budgets()["Walker2d"],
+            "walker2d": [],
+        }
     )
-    whole_run = {c["id"] for c in claims if c["kind"] == "never_above"}
+    if fin:
+        out["finals"] = {
+            "columns": [
+                {"task": t, "algo": hparams.algo_label(a), "paper": hparams.paper_result(t, a)[0]}
+                for t, a in cols
+            ],
+            "rows": [
+                {
+                    "reading": n,
+                    "finals": [num(fin[(n, t, a)]["final"]) if (n, t, a) in fin else None for t, a in cols],
+                }
+                for n in names
+            ],
+        }
     if whole_run:
-        rest = aggregate.rescored(rows, verdicts, whole_run)
-        L.append(
-            f"Scored without the claims that depend on the run length ({', '.join(sorted(whole_run))}), the "
-            f"rule chooses `{aggregate.fidelity_choose(rest)}`: "
-            + ", ".join(f"`{r['reading']}` {r['held']}" for r in sorted(rest, key=lambda r: -r["held"]))
-            + ".\n"
-        )
-    L.append(
-        f"**The check on a MuJoCo task (Walker2d, {steps(aggregate.stage1_budgets()['Walker2d'])} steps, the "
-        "grid's runs; `python -m benchmark.aggregate claims benchmark/results/logs/<reading>`):**\n"
-    )
+        rest = aggregate.rescored(rows, verdicts, set(whole_run))
+        rest_ranked = sorted(rest, key=lambda r: -r["held"])
+        out["rescored"] = {
+            "without": whole_run,
+            "chosen": aggregate.fidelity_choose(rest),
+            "scores": [[r["reading"], r["held"]] for r in rest_ranked],
+        }
     for r in dict.fromkeys([chosen, "literal"]):
         grid_logs = os.path.join(REPO, "benchmark", "results", "logs", r)
         runs = compact.discover_logs(grid_logs) if os.path.isdir(grid_logs) else []
         runs = [x for x in runs if x["task"] == "Walker2d"]
         n = Counter(x["algo"] for x in runs)
         for v in aggregate.evaluate(runs, tasks=("Walker2d",)):
-            L.append(
-                f"- `{r}`, {v['claim']}: {v['measured'] or '–'} (per seed: {v['seeds'] or '–'}; runs: "
-                + ", ".join(f"{a} {n[a]}" for a in ("smac", "cg"))
-                + f") — **{v['verdict']}**"
+            out["walker2d"].append(
+                {
+                    "reading": r,
+                    "claim": v["claim"],
+                    "measured": v["measured"] or None,
+                    "seeds": v["seeds"] or None,
+                    "runs": [n["smac"], n["cg"]],
+                    "verdict": v["verdict"],
+                }
             )
-    return L + [
-        "",
-        "The reading was chosen on classic control only; on MuJoCo, SMAC under `literal` at 300k steps "
-        "is compared with `norm` over the same first 300k steps in the earlier-grid section below.",
-        "",
-    ]
+    return out
 
 
 def write_report(
@@ -1242,7 +1235,8 @@ def write_report(
     verdict_json: Optional[str] = None,
 ) -> str:
     """REPORT.md and benchmark/report/*.md; write_fidelity: also the fidelity study's CSVs (the report command);
-    verdict_json: where verdict_data's JSON goes (the report command: VERDICT_JSON; then also prereg.PAGE_5M_JSON)."""
+    verdict_json: where verdict_data's JSON goes (the report command: VERDICT_JSON; then also prereg.PAGE_5M_JSON,
+    READINGS_JSON, DEVIATIONS_JSON and REPORT_JSON)."""
     from benchmark import prereg
 
     logs_dir = logs_dir or aggregate.stage1_logs()
@@ -1300,9 +1294,22 @@ def write_report(
         (
             "readings.md",
             "Which reading of the paper: the fidelity study and the earlier literal grid",
-            fidelity_section(write=write_fidelity) + grid_300k_section(d),
+            [
+                render_readings(
+                    page_json(readings_data(d, write_fidelity), READINGS_JSON if verdict_json else None)
+                )
+            ],
         ),
-        ("deviations.md", "Deviations from the paper", deviations_section(d)),
+        (
+            "deviations.md",
+            "Deviations from the paper",
+            [
+                pages.render(
+                    "deviations.md.j2",
+                    page_json(deviations_data(d), DEVIATIONS_JSON if verdict_json else None),
+                )
+            ],
+        ),
     ]
     os.makedirs(details, exist_ok=True)
     for name, title, body in detail_pages:  # written for REPORT.md, links moved one directory down
@@ -1311,58 +1318,15 @@ def write_report(
             for line in body
         ]
         with open(os.path.join(details, name), "w") as f:
-            f.write(
-                "\n".join(
-                    [
-                        f"# {title}\n",
-                        "Part of [the reproduction report](../REPORT.md); generated by "
-                        "`python -m benchmark.report` from the committed logs.\n",
-                    ]
-                    + body
-                )
-            )
-    L = [
-        "# Reproduction report: SMAC\n",
-        f"Generated by `python -m benchmark.report` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from "
-        "the committed compact logs (`benchmark/results/logs/`). Protocol (the paper's): final = last of 100 "
-        "EWM(0.1)-smoothed bins of episodic return, mean ± std over seeds. Stage-1 grid: 9 tasks × 6 algorithms × 5 "
-        f"seeds ({budgets_text()}), the `norm` reading; the paper: 5 seeds, MuJoCo at 5M "
-        f"({aggregate.PAPER_BUDGET_NOTE}). Normalized score: random policy 0, the best of the paper's table 1.\n",
-    ]
+            f.write(pages.render("page.md.j2", {"title": title, "body": "\n".join(body)}))
     # the rank-1 term's size where lambda <= 0.01: every SMAC run at the paper's row, stage 1 and block 1's seeds
     block1 = os.path.join(REPO, reg["blocks"]["equivalence"]["logs"])
     rank1 = rank1_figures(d.runs + (compact.discover_logs(block1) if os.path.isdir(block1) else []))
     data = plain(verdict_data(d, pre, stage1_equiv, res5, rank1))
     pages.write_json(verdict_json, data)
-    L += ["## Verdict\n", render_verdict(data)]
-    L += (
-        [
-            "## Per task\n",
-            f"Finals at the stage-1 budget ({budgets_text()}; mean ± std, 5 seeds; HalfCheetah and Pusher's "
-            "SMAC − SGD η/λ column: the pre-registered 20 paired seeds). SGD with step η/λ is `sgd-matched`: "
-            "AC-SGD at SMAC's η/λ, everything else SMAC's row. The paper's SMAC (MuJoCo at 5M) is compared "
-            "with our SMAC at 5M only ([the 5M study](report/mujoco_5M.md)).\n",
-        ]
-        + main_table(d, equiv, res5)
-        + [""]
-    )
-    L += [
-        "## Figures\n",
-        "Across tasks, 95 % stratified-bootstrap CIs (rliable), SGD with step η/λ included:\n",
-        "![aggregates](../docs/figures/grid_aggregate.png)\n",
-        "![sample efficiency](../docs/figures/grid_sample_efficiency.png)\n",
-        "## Details\n",
-        "- [The pre-registered study](report/prereg.md): SMAC vs SGD with step η/λ at 20 paired seeds, the λ "
-        "dose-response, the headline under the paper-literal reading.",
-        "- [The stage-1 grid](report/grid.md): every cell with its CI beside the paper's, IQM / optimality gap / "
-        "probability of improvement, orderings, SMAC vs `sgd-matched` per task, ‖ℓ̄‖²/λ diagnostics.",
-        "- [Claim by claim](report/claims.md), and the HalfCheetah 5M block per seed.",
-        "- [MuJoCo at the paper's 5M](report/mujoco_5M.md): issue 37's runs, judged by the rules pre-registered before them.",
-        "- [Which reading of the paper](report/readings.md): the fidelity study and the earlier 3-seed literal grid.",
-        "- [Deviations from the paper](report/deviations.md).",
-        "",
-    ]
-    text = "\n".join(L)
+    own = page_json(report_data(d, equiv, res5), REPORT_JSON if verdict_json else None)
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    text = pages.render("report.md.j2", own, date=date, verdict=render_verdict(data))
     with open(path, "w") as f:
         f.write(text)
     return text
@@ -1738,9 +1702,37 @@ def section(
     return lines(compute(source, min_seeds, results_dir, figures_dir, reps))
 
 
+def logs_report_data(logs_dir: str, n_runs: int, final: list[dict], pictures: list[str]) -> dict:
+    """A report of any compact logs as data: the runs, the algorithms (the registry's order, then any other by
+    name) and per task its budget and each algorithm's final {mean, std, n} (None: not run), the figures."""
+    algos = [a for a in hparams.algos() if any(r["algo"] == a for r in final)]
+    algos += sorted({r["algo"] for r in final} - set(algos))
+    cells = {(r["task"], r["algo"]): r for r in final}
+    rows = []
+    for task in dict.fromkeys(r["task"] for r in final):
+        row = []
+        for a in algos:
+            r = cells.get((task, a))
+            row.append(
+                None
+                if r is None
+                else {"mean": num(r["final_mean"]), "std": num(r["final_std"]), "n": int(r["n_seeds"])}
+            )
+        budget = next(r["budget"] for r in final if r["task"] == task)
+        rows.append({"task": task, "budget": int(budget), "cells": row})
+    return {
+        "logs": logs_dir,
+        "runs": n_runs,
+        "algos": [hparams.algo_label(a) if a in algorithms.REGISTRY else a for a in algos],
+        "rows": rows,
+        "figures": pictures,
+    }
+
+
 def logs_report(logs_dir: str, out_dir: str) -> str:
     """A report of any compact logs (a sweep of your own: any tasks, algorithms, readings, budgets) into out_dir:
-    results/*.csv (aggregate.py's), the curve figures, and REPORT.md with the finals per task and algorithm."""
+    results/*.csv (aggregate.py's), the curve figures, results/report.json (logs_report_data) and REPORT.md
+    (benchmark/templates/logs_report.md.j2) with the finals per task and algorithm."""
     runs = compact.discover_logs(logs_dir)
     if not runs:
         raise ValueError(
@@ -1750,37 +1742,13 @@ def logs_report(logs_dir: str, out_dir: str) -> str:
     aggregate.aggregate(results_dir=results, runs=runs)
     figures(results, out_dir, runs)
     final = read_csv(os.path.join(results, "final.csv"))
-    algos = [a for a in hparams.algos() if any(r["algo"] == a for r in final)]
-    algos += sorted({r["algo"] for r in final} - set(algos))
-    cells = {(r["task"], r["algo"]): r for r in final}
-
-    def cell(task: str, algo: str) -> str:
-        r = cells.get((task, algo))
-        if r is None:
-            return "–"
-        return f"{mean_std(r['final_mean'], r['final_std'])} (n={r['n_seeds']})"
-
-    def name(algo: str) -> str:
-        return hparams.algo_label(algo) if algo in algorithms.REGISTRY else algo
-
-    tasks = list(dict.fromkeys(r["task"] for r in final))
-    lines_out = [
-        f"# Report of `{logs_dir}`",
-        "",
-        f"{len(runs)} runs. Final = the last of 100 bins over each task's budget, EWM 0.1 (benchmark/protocol.py); "
-        "mean ± std over seeds (ddof 1). Written by `python -m benchmark.report --logs ... --out-dir ...`.",
-        "",
-        "| Task | Budget | " + " | ".join(name(a) for a in algos) + " |",
-        "|---|---|" + "---|" * len(algos),
-    ]
-    for task in tasks:
-        budget = next(r["budget"] for r in final if r["task"] == task)
-        lines_out.append(f"| {task} | {budget} | " + " | ".join(cell(task, a) for a in algos) + " |")
     pictures = [f for f in sorted(os.listdir(out_dir)) if f.endswith(".png")]
-    lines_out += ["", "Figures: " + ", ".join(f"[{f}]({f})" for f in pictures), ""]
+    data = page_json(
+        logs_report_data(logs_dir, len(runs), final, pictures), os.path.join(results, "report.json")
+    )
     path = os.path.join(out_dir, "REPORT.md")
     with open(path, "w") as f:
-        f.write("\n".join(lines_out))
+        f.write(pages.render("logs_report.md.j2", data))
     return path
 
 

@@ -328,9 +328,18 @@ def test_the_committed_fidelity_csvs_are_what_the_committed_logs_give(tmp_path):
 
 
 def test_the_fidelity_section_reads_the_csvs_it_has_just_written(tmp_path):
-    """report.py's fidelity section writes the study's CSVs before its finals table reads them (it used to read
-    the previous run's finals.csv)."""
-    from benchmark import report
+    """report.py's fidelity data writes the study's CSVs before its finals table reads them (it used to read
+    the previous run's finals.csv): its finals are those of the file it has just written."""
+    from benchmark import report, stats
 
-    text = "\n".join(report.fidelity_section(results_dir=str(tmp_path), write=True))
-    assert "Final return (seed mean of the last smoothed bin" in text and (tmp_path / "finals.csv").is_file()
+    data = report.fidelity_data(results_dir=str(tmp_path), write=True)
+    written = stats.read_csv(str(tmp_path / "finals.csv"))
+    assert written and data["finals"] is not None
+    by = {(r["reading"], r["task"], r["algo"]): float(r["final"]) for r in written}
+    cols = [(t, a) for t in hparams.FIDELITY_TASKS for a in hparams.PAPER_ALGOS]
+    assert [(c["task"], c["algo"]) for c in data["finals"]["columns"]] == [
+        (t, hparams.algo_label(a)) for t, a in cols
+    ]
+    assert [r["reading"] for r in data["finals"]["rows"]] == data["names"]
+    for row in data["finals"]["rows"]:
+        assert row["finals"] == [by.get((row["reading"], t, a)) for t, a in cols]

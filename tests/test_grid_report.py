@@ -192,43 +192,6 @@ def test_aggregates_prefer_more_tasks_over_more_seeds(tmp_path):
     assert out["use"] == 5 and out["tasks"] == ["Acrobot"]
 
 
-def test_norm_runs_over_their_first_steps_beside_the_literal_grid():
-    """Each run judged over its first 300k steps of a 1M budget: constant returns give that constant; a run that
-    diverged before 300k is left out and counted; the literal grid's seeds are compared by Welch's test."""
-    from scipy import stats as sps
-
-    from benchmark import report
-
-    runs = []
-    for seed, value, last in ((1, 100.0, 1_000_000), (2, 200.0, 1_000_000), (3, 300.0, 250_000)):
-        steps = np.arange(1000, last + 1, 1000)
-        returns = np.where(steps <= 300_000, value, 5000.0)  # what happens after 300k must not count
-        runs.append(
-            {
-                "task": "Hopper",
-                "algo": "smac",
-                "seed": seed,
-                "job_budget": 1_000_000,
-                "last_step": last,
-                "status": "finished" if last == 1_000_000 else "diverged",
-                "episodes": {"global_step": steps, "episodic_return": returns},
-            }
-        )
-    finals, dropped = report.first_steps_finals(runs, 300_000)
-    assert sorted(finals[("Hopper", "smac")]) == pytest.approx([100.0, 200.0])
-    assert dropped[("Hopper", "smac")] == 1
-    final = {("Hopper", "smac"): {"budget": "300000", "finals": "175.24;172.047;279.989", "n_diverged": "0"}}
-    steps, pairs = report.reading_pairs(final, runs)
-    row = pairs[("Hopper", "smac")]
-    p = sps.ttest_ind([100.0, 200.0], [175.24, 172.047, 279.989], equal_var=False).pvalue
-    assert steps == 300_000 and row["p"] == pytest.approx(p) and row["dropped"] == 1
-    assert report.reading_verdict(row) == "not distinguishable"  # p = 0.44
-    assert report.reading_verdict({**row, "p": 0.01}) == "behind"  # norm mean 150 < literal 209
-    assert "209.1 / 150 (n 3 / 2, p 0.44)" in report.reading_cell(
-        row
-    ) and "1 norm diverged" in report.reading_cell(row)
-
-
 def test_plots_save_titles_lays_out_writes_and_closes(tmp_path):
     import matplotlib.image
     import matplotlib.pyplot as plt

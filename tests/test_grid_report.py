@@ -649,3 +649,30 @@ def test_verdict_words_by_hand():
         "b": 2.0,
         "c": True,
     }
+
+
+def test_the_orderings_by_hand():
+    """Acrobot with three of the five paper algorithms run: the paper orders AC-SGD (-86.2) > AC-Adam (-88.4) >
+    SMAC (-94.1); ours AC-SGD -70 > SMAC -80 > AC-Adam -85: the same best, 2 of the 3 pairs in the paper's order."""
+    final = {("Acrobot", a): {"final_mean": str(m)} for a, m in (("smac", -80), ("sgd", -70), ("adam", -85))}
+    d = report.Data(runs=[], headline=[], final=final, diag={})
+    rows = {r["task"]: r for r in report.ordering_data(d)}
+    acrobot = rows["Acrobot"]
+    assert acrobot["ours"] == ["AC-SGD", "SMAC", "AC-Adam"]
+    assert acrobot["paper"] == ["AC-SGD", "AC-Adam", "AC-CG", "SMAC", "AC-KFAC"]
+    assert acrobot["same_best"] == "yes" and acrobot["only"] == 3 and acrobot["of"] == 5
+    assert acrobot["pairs"] == [2, 3]
+    cartpole = rows["CartPole"]  # nothing run: no best, no pair
+    assert cartpole["ours"] == [] and cartpole["same_best"] is None and cartpole["only"] is None
+    assert cartpole["pairs"] is None
+
+
+def test_the_committed_grid_speaks_only_its_vocabulary():
+    grid, claims = committed("grid.json"), committed("claims.json")
+    cells = [c for r in grid["rows"] for c in r["cells"]] + [r["cell"] for r in claims["headline"]["rows"]]
+    words = [c[k] for c in cells for k in ("compare", "inside")] + [r["same_best"] for r in grid["ordering"]]
+    assert set(words) - {None} <= set(report.GRID_VOCAB)
+    # the paper algorithms: classic control compared, MuJoCo at 1M beside the paper's 5M; the 5M block compared
+    compare = [c["compare"] for r in grid["rows"] for c in r["cells"][:5]]
+    assert compare.count("compared") == 3 * 5 and compare.count("not comparable") == 6 * 5
+    assert [r["cell"]["compare"] for r in claims["headline"]["rows"]] == ["compared", "compared"]

@@ -31,13 +31,10 @@ if REPO not in sys.path:
 
 from benchmark import ablations, aggregate, algorithms, compact, hparams, pages, stats  # noqa: E402
 from benchmark.stats import (
-    estimate,
     fmt,
-    interval,
     markdown_table,
     mean_std,
     num,
-    pct,
     read_csv,
     save,
     steps,
@@ -151,7 +148,34 @@ def other_text(r: dict) -> str:
     return f"**{named(o)}**" + (f": {o['measured']}" if o["measured"] else "") + cause
 
 
-def ordering_section(d: Data) -> list[str]:
+GRID_JSON = os.path.join(REPO, "benchmark", "results", "grid.json")
+CLAIMS_JSON = os.path.join(REPO, "benchmark", "results", "claims.json")
+GRID_VOCAB = (  # every word a cell of report/grid.md and the 5M block may use
+    "compared",  # a cell beside the paper's at a comparable budget
+    "not comparable",  # a MuJoCo cell at 1M beside the paper's 5M
+    "yes",  # the paper's mean inside our interval (aggregate.cell_rows); the same best algorithm
+    "paper above",
+    "paper below",
+    "no",  # not the same best algorithm
+)
+CLAIMS_VOCAB = (  # every word report/claims.md's verdict columns may use (aggregate.evaluate, aggregate.combined)
+    "held",
+    "direction only",
+    "baseline never reaches it",
+    "not held",
+    "beyond budget",
+    "no runs",
+    "waiting",
+    "bin width",  # change_cause: why the other span's verdict differs
+    "run length",
+)
+
+
+def ordering_data(d: Data) -> list[dict]:
+    """Per task, the five paper algorithms by stage-1 final mean (best first) and by the paper's; whether the best
+    is the same (None below two run; `only`: how many run where not all); the pairs (of those run) in the paper's
+    order (None where no pair is run)."""
+    n_algos = len(hparams.PAPER_ALGOS)
     rows = []
     for t in hparams.tasks():
         ours = {
@@ -163,142 +187,99 @@ def ordering_section(d: Data) -> list[str]:
         rp = sorted(paper, key=paper.get, reverse=True)
         have = [a for a in rp if a in ours]
         pairs = [(x, y) for i, x in enumerate(have) for y in have[i + 1 :]]
+        agree = sum((ours[x] > ours[y]) == (paper[x] > paper[y]) for x, y in pairs)
+        ranked = sorted(ours, key=ours.get, reverse=True)
+        same_best = None
+        if len(ranked) >= 2:
+            same_best = "yes" if ranked[0] == have[0] else "no"
         rows.append(
             {
                 "task": t,
-                "ours": sorted(ours, key=ours.get, reverse=True),
-                "paper": rp,
-                "pairs": len(pairs),
-                "agree": sum((ours[x] > ours[y]) == (paper[x] > paper[y]) for x, y in pairs),
+                "ours": [hparams.algo_label(a) for a in ranked],
+                "paper": [hparams.algo_label(a) for a in rp],
+                "same_best": same_best,
+                "only": None if same_best is None or len(ranked) == n_algos else len(ranked),
+                "of": n_algos,
+                "pairs": [agree, len(pairs)] if pairs else None,
             }
         )
-
-    def labels(algos) -> str:
-        return " > ".join(hparams.algo_label(a) for a in algos) or NOT_RUN
-
-    def cells(r: dict) -> list:
-        same_best = (
-            "–"
-            if len(r["ours"]) < 2
-            else ("yes" if r["ours"][0] == [a for a in r["paper"] if a in r["ours"]][0] else "no")
-            + ("" if len(r["ours"]) in (0, 5) else f" (only {len(r['ours'])} of 5 run)")
-        )
-        pairs = f"{r['agree']}/{r['pairs']}" if r["pairs"] else "–"
-        return [r["task"], labels(r["ours"]), labels(r["paper"]), same_best, pairs]
-
-    headers = ["Task", "ours (best → worst)", "paper (best → worst)", "same best?", "pairs in paper's order"]
-    return (
-        [
-            "## Does the paper's ordering hold?\n",
-            "Per task, the five paper algorithms ranked by stage-1 final mean (best first), ours vs the paper; "
-            '"pairs" counts the algorithm pairs (of those run) ordered as in the paper. Means only: check the CIs '
-            "above before reading much into adjacent pairs. The MuJoCo rows set our 1M ordering beside the "
-            "paper's 5M one: orderings at different budgets, not a test of the paper's.\n",
-        ]
-        + markdown_table(headers, [cells(r) for r in rows])
-        + [""]
-    )
+    return rows
 
 
-def claims_section(d: Data, logs_dir: str) -> list[str]:
-    rel = os.path.relpath(logs_dir, REPO)
+def claim_data(r: dict) -> dict:
+    """One claim's row: evaluate_claims' texts, its verdict at our bins and the stricter name where that differs
+    (None where not), the other span's (None where there is none; `at_5M`: judged on the 5M runs), the final."""
+    other = r.get("other")
+    if other is not None and not r.get("at_5M"):
+        other = {
+            "verdict": other["verdict"],
+            "strict": other["strict"] if other.get("strict") not in (None, other["verdict"]) else None,
+            "measured": other["measured"] or None,
+            "cause": change_cause(r) if other["verdict"] != r["verdict"] else None,
+        }
+    else:
+        other = None
+    return {
+        "task": r["task"],
+        "claim": r["claim"],
+        "measured": r["measured"],
+        "seeds": r["seeds"],
+        "verdict": r["verdict"],
+        "strict": r["strict"] if r.get("strict") not in (None, r["verdict"]) else None,
+        "at_5M": bool(r.get("at_5M")),
+        "other": other,
+        "final": aggregate.combined(r),
+    }
+
+
+def claims_data(d: Data, logs_dir: str) -> dict:
+    """Every number, list and word of report/claims.md: the claims (d.claims) with their rules and bins, and the
+    5M block (headline_data)."""
     head = os.path.relpath(os.path.join(REPO, hparams.load()["meta"]["headline"]["logs"]), REPO)
-    step, fid, paper = aggregate.fmt_step, hparams.FIDELITY_BUDGET, aggregate.PAPER_BUDGET
-    block = max(int(r["job_budget"] or r["last_step"]) for r in d.headline) // 100 if d.headline else 0
-
-    def cells(r: dict) -> list:
-        return aggregate.claim_cells(r)[:-1] + [named(r), other_text(r), f"**{aggregate.combined(r)}**"]
-
-    headers = aggregate.CLAIM_HEADERS[:-1] + ["Verdict", "Other span", "Final"]
-    waiting = any(aggregate.combined(c) == "waiting" for c in d.claims)
-    return (
-        [
-            "## The paper's speed claims, claim by claim\n",
-            "Every timestep claim of the paper's Results section (`benchmark/aggregate.py`, where the protocol "
-            f"and the verdict rules are written down), on the stage-1 logs (`{rel}/`, {len(d.runs)} runs) and, for "
-            f"HalfCheetah SMAC and AC-CG, the 5M block (`{head}/`, {len(d.headline)} runs). The "
-            f"{sum(bool(c.get('at_5M')) for c in d.claims)} claims that need more steps than the stage-1 runs "
-            "have are judged on issue 37's 5M runs by the rule pre-registered for them "
-            "([the 5M study](mujoco_5M.md), block A)"
-            + ('; "waiting": their runs are not all in yet' if waiting else "")
-            + ". The "
-            "classic-control claims under every reading of the paper are in the fidelity section below. A claim "
-            "holds when (rules fixed with the claims, before any stage-1 run). Not among them: "
-            f"{aggregate.NOT_JUDGED}\n",
-        ]
-        + [f"- *{k}*: {rule}" for k, rule in aggregate.RULES.items()]
-        + [
-            "",
-            "**Bin width and run length.** A crossing step depends on the bin width: the EWM(0.1) lags "
-            "about 10 bins behind a rise, and the 100 bins span the run's budget (our bins: "
-            + ", ".join(f"{t} {step(aggregate.stage1_budget(t) // 100)}" for t in hparams.tasks())
-            + (f"; the 5M block's {step(block)}" if d.headline else "")
-            + "). The last column judges each claim again on the same runs over another span: "
-            f"{' and '.join(hparams.FIDELITY_TASKS)} over their first {step(fid)} steps as in the fidelity study "
-            f"({step(fid // 100)}-step bins), MuJoCo at the paper's own bin width (its {step(paper)} budget / 100 = "
-            f"{step(paper // 100)} steps), Pendulum none (the paper does not state its classic-control budget). A "
-            'shorter span also shortens the run a claim is judged on (a "never above" claim, a crossing after '
-            "the span); where the verdict changes, the column names which of the two changed it.\n",
-        ]
-        + [
-            "",
-            "**Stricter names** (issue 27, named after every stage-1 run was in; pre-registered for the 5M "
-            'claims) for a "slower" / "faster" claim that holds on its direction: ',
-        ]
-        + [f"- *{k}*: {rule}" for k, rule in aggregate.STRICT.items()]
-        + [
-            "",
-            "The verdict column is the claim at our bins, then its stricter name; **final** is the less "
-            "favourable of our bins and the other span (a claim is held only where it holds at both; a span that "
-            "cannot judge it does not count). That rule, like the stricter names, came after every stage-1 run was "
-            "in; the verdict column before the arrow is the verdict under the rules fixed before those runs.\n",
-        ]
-        + markdown_table(headers, [cells(r) for r in d.claims])
-        + [""]
-    )
+    block = max(int(r["job_budget"] or r["last_step"]) for r in d.headline) // 100 if d.headline else None
+    return {
+        "logs": os.path.relpath(logs_dir, REPO),
+        "runs": len(d.runs),
+        "headline_logs": head,
+        "headline_runs": len(d.headline),
+        "n_5M": sum(bool(c.get("at_5M")) for c in d.claims),
+        "waiting": any(aggregate.combined(c) == "waiting" for c in d.claims),
+        "not_judged": aggregate.NOT_JUDGED,
+        "rules": [[k, rule] for k, rule in aggregate.RULES.items()],
+        "strict_rules": [[k, rule] for k, rule in aggregate.STRICT.items()],
+        "bins": [{"task": t, "bin": aggregate.stage1_budget(t) // 100} for t in hparams.tasks()],
+        "block_bin": block,
+        "fidelity_tasks": list(hparams.FIDELITY_TASKS),
+        "fidelity_budget": hparams.FIDELITY_BUDGET,
+        "fidelity_bin": hparams.FIDELITY_BUDGET // 100,
+        "paper_budget": aggregate.PAPER_BUDGET,
+        "paper_bin": aggregate.PAPER_BUDGET // 100,
+        "claims": [claim_data(c) for c in d.claims],
+        "headline": headline_data(d),
+    }
 
 
-def diagnostics_section(d: Data) -> list[str]:
-    rows = [d.diag[t] for t in hparams.tasks() if t in d.diag]
-
-    def cells(r: dict) -> list:
-        cos = "–" if num(r["cos_g_step_median"]) is None else f"{num(r['cos_g_step_median']):.4f}"
-        return [
-            r["task"],
-            fmt(r["damping"]),
-            f"{fmt(r['ell_sq_over_lambda_median'])} "
-            f"{interval(r['ell_sq_over_lambda_min_run'], r['ell_sq_over_lambda_max_run'])}",
-            fmt(r["ell_sq_over_lambda_last10pct_median"]),
-            cos,
-            f"{pct(r['removed_frac_median'])} [{pct(r['removed_frac_min_run'])}, {pct(r['removed_frac_max_run'])}]",
-            pct(r["removed_frac_last10pct_median"]),
-            fmt(r.get("step_over_sgd_median")),
-        ]
-
-    headers = [
-        "Task",
-        "λ",
-        "‖ℓ̄‖²/λ [min, max run]",
-        "‖ℓ̄‖²/λ (last 10 %)",
-        "cos(g, step)",
-        "removed [min, max run]",
-        "removed (last 10 %)",
-        "‖step‖/‖g/λ‖",
-    ]
-    return (
-        [
-            "## SMAC diagnostics: how far batch-mean SMAC is from SGD with step η/λ\n",
-            "From the stage-1 SMAC runs' per-update logs (`benchmark/results/stage1/diagnostics*.csv`). ‖ℓ̄‖²/λ ≪ 1 "
-            'means F̃⁻¹g ≈ g/λ. "removed" = ‖g/λ − F̃⁻¹g‖/‖g/λ‖, the fraction of the uncorrected step the rank-1 '
-            "term takes away. Per run the median over training bins; the table gives the median over seeds [min, "
-            "max over seeds] and the median over the last 10 % of training. Over training, beside the return curves "
-            "of SMAC and `sgd-matched`: `docs/figures/smac_diagnostics.png`. SMAC against `sgd-matched` (AC-SGD at "
-            "SMAC's η/λ), paired by seed with TOST: the per-task table of [the report](REPORT.md) and the "
-            "[pre-registered study](prereg.md).\n",
-        ]
-        + (markdown_table(headers, [cells(r) for r in rows]) if rows else [NOT_RUN])
-        + [""]
-    )
+def diagnostics_data(d: Data) -> list[dict]:
+    """Per task, the stage-1 SMAC runs' diagnostics (stage1/diagnostics_summary.csv): λ, ‖ℓ̄‖²/λ and the removed
+    fraction as [median, min, max] over seeds and their last-10 % medians, cos(g, step), ‖step‖/‖g/λ‖."""
+    rows = []
+    for t in hparams.tasks():
+        if t not in d.diag:
+            continue
+        r = d.diag[t]
+        rows.append(
+            {
+                "task": t,
+                "damping": num(r["damping"]),
+                "ell": [num(r[f"ell_sq_over_lambda_{k}"]) for k in ("median", "min_run", "max_run")],
+                "ell_last": num(r["ell_sq_over_lambda_last10pct_median"]),
+                "cos": num(r["cos_g_step_median"]),
+                "removed": [num(r[f"removed_frac_{k}"]) for k in ("median", "min_run", "max_run")],
+                "removed_last": num(r["removed_frac_last10pct_median"]),
+                "step_ratio": num(r.get("step_over_sgd_median")),
+            }
+        )
+    return rows
 
 
 READING_WORDS = ("ahead", "behind", "not distinguishable")  # norm vs literal on one cell (reading_verdict)
@@ -464,47 +445,57 @@ def render_readings(data: dict) -> str:
     return pages.render("readings.md.j2", data)
 
 
-def headline_section(d: Data) -> list[str]:
-    """The 5M block: HalfCheetah SMAC and AC-CG at the paper's budget, finals beside the paper's table (cells as in
-    the stage-1 table) and the paper's gap between them; its speed claims are in the claims table."""
+def headline_data(d: Data) -> dict:
+    """The 5M block: HalfCheetah SMAC and AC-CG at the paper's budget, their cells beside the paper's table
+    (cell_data), each finished seed's peak → final, and SMAC − AC-CG by Welch's test beside the paper's gap; its
+    speed claims are in the claims table."""
     block = hparams.load()["meta"]["headline"]
     budget, tasks = int(block["budget"]), block["tasks"].split(",")
-    L = [
-        f"## The 5M block: {', '.join(tasks)} at the paper's {steps(budget)} steps\n",
-        f"{', '.join(hparams.algo_label(a) for a in block['algos'].split(','))} continued from their stage-1 runs to "
-        f"{steps(budget)} steps (`{block['logs']}/`, {len(d.headline)} of {N_HEADLINE} runs in); final = last of 100 "
-        f'bins of {steps(budget // 100)} steps, cells as in the stage-1 table. The paper: SMAC "surpassing the '
-        'next-best algorithm, AC-CG, by over 1100 points".\n',
-    ]
+    out = {
+        "tasks": tasks,
+        "algos": [hparams.algo_label(a) for a in block["algos"].split(",")],
+        "budget": budget,
+        "bin": budget // 100,
+        "logs": block["logs"],
+        "runs": len(d.headline),
+        "expected": N_HEADLINE,
+        "run": bool(d.headline),
+        "rows": [],
+        "peaks": [],
+        "gaps": [],
+    }
     if not d.headline:
-        return L + ["No run of the block has finished yet.\n"]
-    cells = aggregate.load_cells(d.headline, budgets={t: budget for t in tasks})
-    headers = ["Task", "Algorithm", f"final at {steps(budget)} / paper"]
-    rows = []
-    for r in aggregate.cell_rows(cells, budgets={t: budget for t in tasks}):
-        rows.append([r["task"], hparams.algo_label(r["algo"]), cell_text(r)])
-    L += markdown_table(headers, rows) + [""]
-    L.append("Per seed, the peak of the smoothed curve (its step) → the final:\n")
-    for (t, a), cell in sorted(cells.items(), key=lambda kv: (kv[0][0], hparams.algos().index(kv[0][1]))):
-        p = aggregate.peaks(cell, budget)
-        L.append(
-            f"- {t} {hparams.algo_label(a)}: "
-            + "; ".join(f"seed {s} {fmt(pk)} ({steps(at)}) → {fmt(f)}" for s, pk, at, f in p)
-            + f" (mean drop from peak {fmt(np.mean([pk - f for _, pk, _, f in p]))})"
+        return out
+    budgets = {t: budget for t in tasks}
+    cells = aggregate.load_cells(d.headline, budgets=budgets)
+    for r in aggregate.cell_rows(cells, budgets=budgets):
+        out["rows"].append({"task": r["task"], "algo": hparams.algo_label(r["algo"]), "cell": cell_data(r)})
+    for t, a in sorted(cells, key=lambda k: (k[0], hparams.algos().index(k[1]))):
+        p = aggregate.peaks(cells[(t, a)], budget)
+        out["peaks"].append(
+            {
+                "task": t,
+                "algo": hparams.algo_label(a),
+                "seeds": [{"seed": s, "peak": pk, "step": at, "final": f} for s, pk, at, f in p],
+                "drop": float(np.mean([pk - f for _, pk, _, f in p])),
+            }
         )
-    L.append("")
     for t in tasks:
         finals = {
             a: [f for _, f, _ in cells[(t, a)]["finished"]] if (t, a) in cells else [] for a in ("smac", "cg")
         }
         w = stats.welch_test(finals["smac"], finals["cg"])
         if w is not None:
-            paper = hparams.paper_result(t, "smac")[0] - hparams.paper_result(t, "cg")[0]
-            L.append(
-                f"{t}, SMAC − AC-CG at {steps(budget)}: {fmt(w['diff'])} (Welch p {w['p']:.2g}, seeds "
-                f"{len(finals['smac'])} / {len(finals['cg'])}); the paper's table: {fmt(paper)}.\n"
+            out["gaps"].append(
+                {
+                    "task": t,
+                    "diff": w["diff"],
+                    "p": w["p"],
+                    "n": [len(finals["smac"]), len(finals["cg"])],
+                    "paper": hparams.paper_result(t, "smac")[0] - hparams.paper_result(t, "cg")[0],
+                }
             )
-    return L
+    return out
 
 
 # a task group's name where all its tasks share a budget
@@ -1277,19 +1268,12 @@ def write_report(
         (
             "grid.md",
             "The stage-1 grid: every cell, aggregates, orderings, SMAC vs SGD with step η/λ",
-            lines(grid)
-            + [
-                "**Learning curves** (stage 1; 100 bins, EWM 0.1, mean ± std over seeds; every run raw in "
-                "`docs/figures/returns_raw.png`, mean log π(a|s) in `docs/figures/logprob.png`):\n",
-                "![returns](../docs/figures/returns_smoothed.png)\n",
-            ]
-            + ordering_section(d)
-            + diagnostics_section(d),
+            grid_markdown(d, grid, GRID_JSON if verdict_json else None),
         ),
         (
             "claims.md",
             "The paper's timestep claims, claim by claim, and the 5M block",
-            claims_section(d, logs_dir) + headline_section(d),
+            claims_markdown(d, logs_dir, CLAIMS_JSON if verdict_json else None),
         ),
         (
             "readings.md",
@@ -1507,9 +1491,9 @@ def figures(results_dir: str, out_dir: str, runs: list) -> None:
     plot_smac_vs_matched(res("curves_return.csv"), res("diagnostics.csv"), out("smac_diagnostics.png"))
 
 
-def budgets_text(sep: str = "; ") -> str:
-    """The stage-1 budgets with tasks grouped by budget, a whole group by its name: 'Acrobot, CartPole 500k;
-    Pendulum 2M; MuJoCo 1M' (groups joined by `sep`)."""
+def budget_groups() -> list[dict]:
+    """The stage-1 budgets with tasks grouped by budget, a whole task group by its name: [{"name": "Acrobot,
+    CartPole", "budget": 500000}, {"name": "Pendulum", ...}, {"name": "MuJoCo", "budget": 1000000}]."""
     by, groups = {}, {}
     for t in hparams.tasks():
         by.setdefault(aggregate.stage1_budget(t), []).append(t)
@@ -1517,25 +1501,43 @@ def budgets_text(sep: str = "; ") -> str:
     names = {
         tuple(ts): {"mujoco": "MuJoCo", "classic": "classic control"}.get(g, g) for g, ts in groups.items()
     }
-    return sep.join(f"{names.get(tuple(ts), ', '.join(ts))} {steps(b)}" for b, ts in by.items())
+    return [{"name": names.get(tuple(ts), ", ".join(ts)), "budget": b} for b, ts in by.items()]
 
 
-def cell_text(r: Optional[dict], paper: Optional[tuple] = None) -> str:
-    """One matrix cell: **mean ± std** [95 % CI] (n, diverged) / paper mean ± std, mark."""
+def budgets_text(sep: str = "; ") -> str:
+    """budget_groups as text: 'Acrobot, CartPole 500k; Pendulum 2M; MuJoCo 1M' (groups joined by `sep`)."""
+    return sep.join(f"{g['name']} {steps(g['budget'])}" for g in budget_groups())
+
+
+def cell_data(r: Optional[dict], paper: Optional[tuple] = None) -> dict:
+    """One cell of the stage-1 table (or the 5M block's) from an aggregate.cell_rows row (None: not run): our
+    finals' mean, std, 95 % t-interval (None where missing, as below MIN_CI_SEEDS), seeds, diverged ones (None where
+    none); the paper's mean ± std (`paper` where not run); `compare`: "compared" or "not comparable" (None without
+    the paper's value or runs); where compared, `inside` (cell_rows' word, None without an interval), Welch's p."""
+    out = {
+        "run": r is not None,
+        "mean": None,
+        "std": None,
+        "ci": [None, None],
+        "n": 0,
+        "n_div": None,
+        "paper": None if paper is None else list(paper),
+        "compare": None,
+        "inside": None,
+        "p": None,
+    }
     if r is None:
-        return "not run yet" + (f" / {paper[0]:g} ± {paper[1]:g}" if paper else "")
-    ours = f"**{mean_std(r['mean'], r['std'])}** {interval(r['lo'], r['hi'])} (n={r['n']}" + (
-        f", +{r['n_div']} diverged)" if r["n_div"] else ")"
-    )
+        return out
+    out.update(mean=num(r["mean"]), std=num(r["std"]), ci=[num(r["lo"]), num(r["hi"])], n=r["n"])
+    out["n_div"] = r["n_div"] or None
+    out["paper"] = None if r["paper"] is None else [r["paper"], r["paper_std"]]
     if r["paper"] is None:
-        return ours
-    if not r["comparable"]:
-        return f"{ours} / paper at {steps(aggregate.PAPER_BUDGET)}: {r['paper']:g} ± {r['paper_std']:g}, not comparable"
-    p = "" if np.isnan(r["p_vs_paper"]) else f"; Welch p {r['p_vs_paper']:.2g}"
-    mark = {"yes": "✓", "paper above": "✗ (paper above)", "paper below": "✗ (paper below)", "–": ""}[
-        r["inside"]
-    ]
-    return f"{ours} / {r['paper']:g} ± {r['paper_std']:g} {mark}".rstrip() + p
+        return out
+    out["compare"] = "compared" if r["comparable"] else "not comparable"
+    if r["comparable"]:
+        out["inside"] = None if r["inside"] == "–" else r["inside"]
+        out["p"] = num(r["p_vs_paper"])
+    return out
 
 
 def grid_plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figures_dir: str) -> None:
@@ -1608,98 +1610,77 @@ def compute(
     return out
 
 
-def lines(c: dict) -> list[str]:
-    """The REPORT section from compute(): every task x algorithm cell (the paper's value also unrun), the aggregates."""
-    reading = hparams.load()["meta"]["grid_readings"]["stage1"]
+def stage1_data(c: dict) -> dict:
+    """The stage-1 table and the aggregates from compute(): the runs counted (finished + diverged; `short`: those
+    that stopped short, None where none), the seed range over cells ([n] where every cell has n), every task x
+    algorithm cell (cell_data; the paper's value also where not run), the rliable aggregates (None until a task
+    qualifies; `partial` where not every cell has its seeds, `n_div`: diverged runs, None where none)."""
     cells = c["cells"].values()
-    n_runs = sum(len(x["finished"]) + len(x["diverged"]) for x in cells)
-    n_div = sum(len(x["diverged"]) for x in cells)
-    n_short = sum(len(x["short"]) for x in cells)
     seeds = sorted({len(x["finished"]) + len(x["diverged"]) for x in cells}) or [0]
-    seed_range = f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]}–{seeds[-1]}"
-    L = [
-        "## Stage-1 grid: final returns, ours vs the paper\n",
-        f"Reading `{reading}` (`hyperparams.toml` `[meta]`), {seed_range} seeds per cell (n in each cell), budgets: "
-        f"{budgets_text()} steps (the paper: 5M for MuJoCo, inferred from its HalfCheetah text); {n_runs} of "
-        "9 × 6 × 5 = 270 runs"
-        + (
-            f" (and {n_short} more that stopped short of the budget or logged no episode; not counted)"
-            if n_short
-            else ""
-        )
-        + ". Each cell: **mean ± std** (ddof = 1) of the seeds' finals [95 % t-interval of the mean, "
-        f"`scipy.stats.t`] (n finished seeds, + diverged; no interval below {aggregate.MIN_CI_SEEDS} seeds) / the "
-        "paper's mean ± std, ✓ where the paper's mean lies inside our interval, ✗ where it does not; then Welch p, "
-        "the test of our seeds against the paper's mean ± std as a 5-seed sample "
-        "(`scipy.stats.ttest_ind_from_stats`). The paper's mean is itself a 5-seed estimate, so a ✗ with Welch "
-        "p ≥ 0.05 is not a difference the seeds can show; the verdict counts Welch's test. **Only cells at a "
-        "comparable budget are compared**: classic control (the paper does not state its budget; compared as it "
-        f"is); the MuJoCo cells here are at {steps(aggregate.stage1_budget('Hopper'))} steps, the paper's at "
-        f"{steps(aggregate.PAPER_BUDGET)}: its value stands beside ours, not compared (MuJoCo at "
-        f"{steps(aggregate.PAPER_BUDGET)}: [the 5M study](mujoco_5M.md)). Final = last of 100 EWM(0.1)-smoothed "
-        "bins. Every cell with its per-seed finals: `benchmark/results/stage1/cells.csv`.\n",
-    ]
+    out = {
+        "reading": hparams.load()["meta"]["grid_readings"]["stage1"],
+        "seeds": sorted({seeds[0], seeds[-1]}),
+        "budgets": budget_groups(),
+        "runs": sum(len(x["finished"]) + len(x["diverged"]) for x in cells),
+        "short": sum(len(x["short"]) for x in cells) or None,
+        "min_ci_seeds": aggregate.MIN_CI_SEEDS,
+        "mujoco_budget": aggregate.stage1_budget("Hopper"),
+        "paper_budget": aggregate.PAPER_BUDGET,
+        "algos": [hparams.algo_label(a) for a in hparams.algos()],
+        "rows": [],
+        "aggregates": None,
+    }
     if not c["rows"]:
-        return L + ["No stage-1 run has finished yet.\n"]
+        return out
     by = by_cell(c["rows"])
-
-    def paper(t: str, a: str) -> Optional[tuple]:
-        return hparams.paper_result(t, a) if a in hparams.PAPER_ALGOS else None
-
-    rows = []
     for t in hparams.tasks():
-        rows.append([t] + [cell_text(by.get((t, a)), paper(t, a)) for a in hparams.algos()])
-    L += markdown_table(["Task"] + [hparams.algo_label(a) for a in hparams.algos()], rows)
-    L += ["", "## Across tasks: IQM, optimality gap, probability of improvement (rliable)\n"]
-    out = c["aggregates"]
-    if out is None:
-        return L + [
-            "Aggregates across tasks need at least one task where all five algorithms have 2 finished "
-            "seeds; not yet.\n"
-        ]
-    use, tasks, agg, imp = out["use"], out["tasks"], out["agg"], out["imp"]
-    partial = (
-        ""
-        if use == c["min_seeds"] and len(tasks) == 9
-        else " **(partial: not every cell has its seeds yet)**"
-    )
-    div_note = (
-        f" {n_div} diverged run(s) count as the random policy (normalized 0) from the bin where they "
-        "diverged."
-        if n_div
-        else " Diverged runs would count as the random policy (normalized 0)."
-    )
-    L.append(
-        f"rliable, {c['reps']} stratified bootstrap resamples, 95 % CIs, over {len(tasks)} task(s) "
-        f"({', '.join(tasks)}) with {use} seed(s) each{partial}. Normalized score: 0 = the random policy "
-        "(`benchmark/results/random_scores.csv`, same protocol), 1 = the best of the paper's table for that "
-        "task." + div_note + " Files: `benchmark/results/stage1/{aggregates,improvement}.csv`.\n"
-    )
-    rows = []
-    for a, by_metric in agg.items():
-        rows.append([hparams.algo_label(a)] + [estimate(*by_metric[m]) for m in aggregate.METRICS])
-    L += markdown_table(["Algorithm"] + list(aggregate.METRICS), rows) + [""]
-    rows = []
-    for a, prob in imp.items():
-        rows.append([hparams.algo_label(a), estimate(*prob)])
-    L += markdown_table(["SMAC vs", "P(SMAC > baseline) [95 % CI]"], rows)
-    return L + [
-        "",
-        "![aggregates](../docs/figures/grid_aggregate.png)\n",
-        "![sample efficiency: IQM of the normalized smoothed curve at each tenth of the budget, 95 % CI "
-        "bands](../docs/figures/grid_sample_efficiency.png) ![performance profile]"
-        "(../docs/figures/grid_profile.png)\n",
-    ]
+        row = []
+        for a in hparams.algos():
+            paper = hparams.paper_result(t, a) if a in hparams.PAPER_ALGOS else None
+            row.append(cell_data(by.get((t, a)), paper))
+        out["rows"].append({"task": t, "cells": row})
+    agg = c["aggregates"]
+    if agg is None:
+        return out
+    out["aggregates"] = {
+        "reps": c["reps"],
+        "tasks": agg["tasks"],
+        "seeds": agg["use"],
+        "partial": agg["use"] != c["min_seeds"] or len(agg["tasks"]) != 9,
+        "n_div": sum(len(x["diverged"]) for x in cells) or None,
+        "metrics": list(aggregate.METRICS),
+        "rows": [
+            {"algo": hparams.algo_label(a), "values": [list(m[k]) for k in aggregate.METRICS]}
+            for a, m in agg["agg"].items()
+        ],
+        "improvement": [{"algo": hparams.algo_label(a), "p": list(p)} for a, p in agg["imp"].items()],
+    }
+    return out
 
 
-def section(
-    source: Union[str, list, None] = None,
-    min_seeds: int = 5,
-    results_dir: str = STAGE1,
-    figures_dir: str = FIGURES,
-    reps: int = 2000,
-) -> list[str]:
-    return lines(compute(source, min_seeds, results_dir, figures_dir, reps))
+def grid_data(d: Data, c: dict) -> dict:
+    """Every number, list and word of report/grid.md: the stage-1 table and aggregates (stage1_data of compute's
+    `c`), the orderings, the SMAC diagnostics."""
+    return {**stage1_data(c), "ordering": ordering_data(d), "diagnostics": diagnostics_data(d)}
+
+
+def plain_page(data: dict) -> dict:
+    """grid_data / claims_data as JSON, floats to 10 significant digits (a printed digit never moves)."""
+    return pages.plain(data, 10)
+
+
+def grid_markdown(d: Data, c: dict, json_path: Optional[str] = None) -> list[str]:
+    """report/grid.md's body: grid_data as JSON (to json_path where given) rendered by templates/grid.md.j2."""
+    data = plain_page(grid_data(d, c))
+    pages.write_json(json_path, data)
+    return [pages.render("grid.md.j2", data)]
+
+
+def claims_markdown(d: Data, logs_dir: str, json_path: Optional[str] = None) -> list[str]:
+    """report/claims.md's body: claims_data as JSON (to json_path where given) rendered by templates/claims.md.j2."""
+    data = plain_page(claims_data(d, logs_dir))
+    pages.write_json(json_path, data)
+    return [pages.render("claims.md.j2", data)]
 
 
 def logs_report_data(logs_dir: str, n_runs: int, final: list[dict], pictures: list[str]) -> dict:

@@ -1,13 +1,16 @@
 """The stage-1 grid report on hand-made compact logs with known answers."""
 
 import gzip
+import itertools
 import json
 import os
 
 import numpy as np
 import pytest
 
-from benchmark import aggregate, compact, hparams, report
+from benchmark import aggregate, compact, hparams, report, stats
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def write_log(logs, task, algo, seed, value, status="finished", last_step=None):
@@ -47,16 +50,30 @@ def test_grid_section_by_hand(tmp_path):
             for seed in (1, 2, 3):
                 write_log(logs, task, algo, seed, target + (seed - 2) * 1e-3)
     write_log(logs, "CartPole", "sgd", 4, 0.0, status="diverged")
-    L = report.section(
+    c = report.compute(
         str(logs), min_seeds=3, results_dir=str(tmp_path / "res"), figures_dir=str(tmp_path / "fig"), reps=200
     )
-    text = "\n".join(L)
+    data = report.stage1_data(c)
     cells = {(r["task"], r["algo"]): r for r in aggregate.cell_rows(aggregate.load_cells(str(logs)))}
     smac = cells[("CartPole", "smac")]
     assert (
         smac["n"] == 3 and smac["mean"] == pytest.approx(989.5) and smac["inside"] == "paper below"
     )  # CI ~[989.499, 989.501], paper 973.4
-    assert cells[("CartPole", "sgd")]["n_div"] == 1 and "(n=3, +1 diverged)" in text
+    assert cells[("CartPole", "sgd")]["n_div"] == 1
+    row = {r["task"]: r["cells"] for r in data["rows"]}["CartPole"]
+    by_algo = dict(zip(hparams.algos(), row))
+    assert by_algo["sgd"]["n"] == 3 and by_algo["sgd"]["n_div"] == 1 and by_algo["smac"]["n_div"] is None
+    finals = [989.5 - 1e-3, 989.5, 989.5 + 1e-3]  # SMAC at CartPole's best of the paper, seeds 1-3
+    ours = by_algo["smac"]
+    assert ours["mean"] == pytest.approx(np.mean(finals)) and ours["std"] == pytest.approx(
+        np.std(finals, ddof=1)
+    )
+    assert ours["ci"] == pytest.approx(list(stats_t_interval(finals)), abs=1e-6)
+    assert (
+        ours["paper"] == [973.4, 49.5] and ours["compare"] == "compared" and ours["inside"] == "paper below"
+    )
+    assert ours["p"] == pytest.approx(welch_vs_paper(finals, 973.4, 49.5))
+    assert not by_algo["sgd-matched"]["run"] and by_algo["sgd-matched"]["paper"] is None
     rows = {
         (r[0], r[1]): float(r[2])
         for r in (
@@ -70,11 +87,26 @@ def test_grid_section_by_hand(tmp_path):
     assert "smac,sgd,1.0000" in imp
     assert os.path.getsize(tmp_path / "fig" / "grid_aggregate.png") > 10_000
     assert os.path.getsize(tmp_path / "fig" / "grid_sample_efficiency.png") > 10_000
-    assert "2 task(s) (Acrobot, CartPole) with 3 seed(s)" in text and "partial" in text
+    agg = data["aggregates"]
+    assert agg["tasks"] == ["Acrobot", "CartPole"] and agg["seeds"] == 3 and agg["partial"]
+    values = {r["algo"]: dict(zip(agg["metrics"], r["values"])) for r in agg["rows"]}
+    assert values["SMAC"]["IQM"][0] == pytest.approx(rows[("smac", "IQM")])
+    assert values["AC-SGD"]["Optimality gap"][0] == pytest.approx(rows[("sgd", "Optimality gap")])
+    assert {r["algo"]: r["p"][0] for r in agg["improvement"]}["AC-SGD"] == pytest.approx(1.0)
+
+
+def welch_vs_paper(x, mean, std):
+    """Welch's test of our finals against the paper's mean ± std as a 5-seed sample, by scipy."""
+    from scipy import stats as sps
+
+    return sps.ttest_ind_from_stats(
+        np.mean(x), np.std(x, ddof=1), len(x), mean, std, 5, equal_var=False
+    ).pvalue
 
 
 def test_grid_section_without_runs(tmp_path):
-    assert "No stage-1 run has finished yet" in "\n".join(report.section(str(tmp_path / "none")))
+    data = report.stage1_data(report.compute(str(tmp_path / "none")))
+    assert data["rows"] == [] and data["aggregates"] is None and data["runs"] == 0 and data["seeds"] == [0]
 
 
 def test_report_takes_halfcheetah_claims_from_the_5M_block(tmp_path):
@@ -117,14 +149,32 @@ def test_report_takes_halfcheetah_claims_from_the_5M_block(tmp_path):
     v = {c["id"]: c["verdict"] for c in report.evaluate_claims(d)}
     assert v["halfcheetah-smac-3.4M"] == "held" and v["halfcheetah-smac-slower-2M"] == "not held"
     # the block's finals: over 5M (2115 / 115, not the stage-1 1M's 2015 / 15), beside the paper's 2936 / 1766
-    text = "\n".join(report.headline_section(d))
-    assert "| HalfCheetah | SMAC | **2115 ± 7.1** – (n=2) / 2936 ± 946; Welch p 0.12 |" in text
-    assert "SMAC − AC-CG at 5M: 2000 (Welch p 1.2e-05, seeds 2 / 2); the paper's table: 1170." in text
-    assert "bins of 50k steps" in text and "4 of 10 runs in" in text
+    from scipy import stats as sps
+
+    h = report.headline_data(d)
+    assert h["run"] and h["bin"] == 50_000 and h["runs"] == 4 and h["expected"] == 10
+    cells = {r["algo"]: r["cell"] for r in h["rows"]}
+    # the smoothed finals: the EWM still lags the step at 2M by about 0.2; the page prints 2115 ± 7.1
+    assert cells["SMAC"]["mean"] == pytest.approx(2115, abs=0.5)
+    assert cells["SMAC"]["std"] == pytest.approx(7.07, abs=0.01)
+    assert cells["AC-CG"]["mean"] == pytest.approx(115, abs=0.5)
+    block = aggregate.load_cells(d.headline, budgets={"HalfCheetah": 5_000_000})
+    smac, cg = ([f for _, f, _ in block[("HalfCheetah", a)]["finished"]] for a in ("smac", "cg"))
+    assert cells["SMAC"]["mean"] == pytest.approx(np.mean(smac))
+    assert cells["SMAC"]["std"] == pytest.approx(np.std(smac, ddof=1))
+    assert cells["SMAC"]["ci"] == [None, None] and cells["SMAC"]["n"] == 2  # no interval below 3 seeds
+    assert cells["SMAC"]["paper"] == [2936, 946] and cells["SMAC"]["compare"] == "compared"
+    assert cells["SMAC"]["inside"] is None
+    assert cells["SMAC"]["p"] == pytest.approx(welch_vs_paper(smac, 2936, 946))  # 0.12
+    (gap,) = h["gaps"]
+    assert gap["diff"] == pytest.approx(2000, abs=0.01) and gap["n"] == [2, 2] and gap["paper"] == 2936 - 1766
+    assert gap["p"] == pytest.approx(sps.ttest_ind(smac, cg, equal_var=False).pvalue)  # 1.2e-05
     # steady rise: each seed's peak is its last bin, so peak = final
-    assert (
-        "- HalfCheetah SMAC: seed 1 2110 (5M) → 2110; seed 2 2120 (5M) → 2120 (mean drop from peak 0)" in text
-    )
+    peaks = {p["algo"]: p for p in h["peaks"]}
+    assert [(s["seed"], s["step"]) for s in peaks["SMAC"]["seeds"]] == [(1, 5_000_000), (2, 5_000_000)]
+    assert [s["peak"] for s in peaks["SMAC"]["seeds"]] == pytest.approx(smac)
+    assert [s["final"] for s in peaks["SMAC"]["seeds"]] == pytest.approx(smac)
+    assert peaks["SMAC"]["drop"] == pytest.approx(0, abs=1e-9)
     d.headline = []
     v = {c["id"]: c["verdict"] for c in report.evaluate_claims(d)}
     assert (
@@ -159,7 +209,7 @@ def test_a_diverged_run_scores_as_the_random_policy_in_the_aggregates(tmp_path):
     assert out["agg"]["smac"]["Mean"][0] == pytest.approx(1.0, abs=1e-6)
     row = next(r for r in c["rows"] if r["algo"] == "sgd")
     assert row["n"] == 2 and row["n_div"] == 1 and np.isnan(row["lo"])  # no CI below 3 finished seeds
-    assert "1 diverged run(s) count as the random policy" in "\n".join(report.lines(c))
+    assert report.stage1_data(c)["aggregates"]["n_div"] == 1
 
 
 def test_aggregates_prefer_more_tasks_over_more_seeds(tmp_path):
@@ -220,10 +270,18 @@ def test_grid_section_counts_finished_and_diverged_seeds_and_leaves_short_runs_o
     c = report.compute(
         str(logs), results_dir=str(tmp_path / "res"), figures_dir=str(tmp_path / "fig"), reps=50
     )
-    head = report.lines(c)[1]
-    assert "0–5 seeds per cell (n in each cell)" in head  # CartPole AC-SGD: its only run is short
-    assert "8 of 9 × 6 × 5 = 270 runs (and 1 more that stopped short of the budget" in head
-    assert f"budgets: {report.budgets_text()} steps" in head and "MuJoCo" in report.budgets_text()
+    data = report.stage1_data(c)
+    assert data["seeds"] == [0, 5]  # CartPole AC-SGD: its only run is short
+    assert data["runs"] == 8 and data["short"] == 1
+    groups = [
+        {"name": "Acrobot, CartPole", "budget": 500_000},
+        {"name": "Pendulum", "budget": 2_000_000},
+        {"name": "MuJoCo", "budget": 1_000_000},
+    ]
+    assert data["budgets"] == groups == report.budget_groups()
+    for g in groups:  # each group's tasks at its budget
+        tasks = hparams.tasks("mujoco") if g["name"] == "MuJoCo" else g["name"].split(", ")
+        assert {aggregate.stage1_budget(t) for t in tasks} == {g["budget"]}
 
 
 def test_mujoco_cells_are_compared_with_the_paper_only_at_its_budget(tmp_path):
@@ -236,8 +294,13 @@ def test_mujoco_cells_are_compared_with_the_paper_only_at_its_budget(tmp_path):
     rows = {r["task"]: r for r in aggregate.cell_rows(cells)}
     hopper, acrobot = rows["Hopper"], rows["Acrobot"]
     assert not hopper["comparable"] and np.isnan(hopper["p_vs_paper"]) and hopper["inside"] == "–"
-    assert "not comparable" in report.cell_text(hopper) and "Welch" not in report.cell_text(hopper)
+    cell = report.cell_data(hopper)
+    assert cell["compare"] == "not comparable" and cell["p"] is None and cell["inside"] is None
+    assert cell["paper"] == list(hparams.paper_result("Hopper", "smac"))
     assert acrobot["comparable"] and acrobot["p_vs_paper"] < 0.05 and acrobot["inside"] == "paper above"
+    cell = report.cell_data(acrobot)
+    assert cell["compare"] == "compared" and cell["inside"] == "paper above"
+    assert cell["p"] == pytest.approx(welch_vs_paper([-399.0, -398.0, -397.0], -94.1, 17.0))
     # the same finals read as 5M cells are compared (Welch p of 101..103 against 331.2 ± 20.9 over 5 seeds)
     at5 = {r["task"]: r for r in aggregate.cell_rows(cells, budgets={"Hopper": aggregate.PAPER_BUDGET})}
     assert at5["Hopper"]["comparable"] and at5["Hopper"]["p_vs_paper"] < 0.001
@@ -309,12 +372,142 @@ def test_a_held_claim_that_our_rival_reaches_first_does_not_show_smac_ahead(tmp_
     assert report.held_reading(claim, flat)["ahead"] and report.held_reading(claim, flat)["reason"] is None
 
 
-def test_the_committed_claims_table_has_no_claim_beyond_budget():
+def committed(name: str) -> dict:
+    with open(os.path.join(REPO, "benchmark", "results", name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def committed_body(page: str, title: str) -> str:
+    """A committed detail page without its title and 'Part of' lines."""
+    with open(os.path.join(REPO, "benchmark", "report", page), encoding="utf-8") as f:
+        head, _, part, _, body = f.read().split("\n", 4)
+    assert head == f"# {title}" and part.startswith("Part of [the reproduction report]")
+    return body
+
+
+def test_the_committed_grid_and_claims_pages_are_their_templates_on_the_committed_json():
+    from benchmark import pages
+
+    title = "The stage-1 grid: every cell, aggregates, orderings, SMAC vs SGD with step η/λ"
+    assert committed_body("grid.md", title) == pages.render("grid.md.j2", committed("grid.json"))
+    title = "The paper's timestep claims, claim by claim, and the 5M block"
+    assert committed_body("claims.md", title) == pages.render("claims.md.j2", committed("claims.json"))
+
+
+@pytest.fixture(scope="module")
+def committed_data(tmp_path_factory):
+    """report.Data of the committed logs as write_report builds it (the stage-1 CSVs into a scratch directory),
+    with the claims evaluated."""
+    from benchmark import prereg
+
+    d = report.load(results_dir=str(tmp_path_factory.mktemp("stage1")))
+    d.claims = report.evaluate_claims(d, prereg.analyze_5M(prereg.load_5M())["claims"])
+    return d
+
+
+def test_the_committed_claims_json_is_the_data_of_the_committed_logs(committed_data):
+    data = committed("claims.json")
+    assert data == report.plain_page(report.claims_data(committed_data, aggregate.stage1_logs()))
+    claims = data["claims"]
     # issue 37: the claims that needed 5M are judged on the 5M runs (or wait for them), never "beyond budget"
-    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmark", "report", "claims.md")
-    rows = [line for line in open(path, encoding="utf-8") if line.startswith("| ") and "|---" not in line]
-    finals = [row.rstrip().rstrip("|").rsplit("|", 1)[-1].strip() for row in rows[1:23]]
-    assert len(finals) == 22 and "**beyond budget**" not in finals, finals
+    assert len(claims) == 22 and "beyond budget" not in [c["final"] for c in claims]
+    words = [c[k] for c in claims for k in ("verdict", "strict", "final") if c[k] is not None]
+    words += [
+        o[k] for o in (c["other"] for c in claims if c["other"]) for k in ("verdict", "strict", "cause")
+    ]
+    assert set(words) - {None} <= set(report.CLAIMS_VOCAB)
+    assert data["n_5M"] == sum(c["at_5M"] for c in claims) == 6
+    assert data["runs"] == 270 and data["headline_runs"] == 10
+    for c in (
+        claims
+    ):  # the stricter name only where it differs; the cause only where the other span's verdict does
+        assert c["strict"] != c["verdict"]
+        if c["other"] is not None:
+            assert (c["other"]["cause"] is None) == (c["other"]["verdict"] == c["verdict"]), c
+            assert not c["at_5M"]
+    # the verdict counts the same claims: the finals, and the verdicts under the rules fixed before the runs
+    rows = {r["id"]: r for r in committed_verdict()["rows"]}
+    finals = [report.CLAIM_WORD[c["final"]] for c in claims]
+    assert rows["claims"]["answer"] == report.tally(finals)
+    pre_run = [report.CLAIM_WORD[c["final"] if c["at_5M"] else c["verdict"]] for c in claims]
+    assert rows["claims"]["numbers"]["pre_run"] == report.tally(pre_run)
+    # the 5M block: SMAC - AC-CG is the difference of the two cells' means, over 5 seeds each
+    h = data["headline"]
+    cells = {r["algo"]: r["cell"] for r in h["rows"]}
+    (gap,) = h["gaps"]
+    assert gap["diff"] == pytest.approx(cells["SMAC"]["mean"] - cells["AC-CG"]["mean"], rel=1e-6)
+    assert gap["n"] == [cells["SMAC"]["n"], cells["AC-CG"]["n"]] == [5, 5]
+    for p in h["peaks"]:
+        drops = [s["peak"] - s["final"] for s in p["seeds"]]
+        assert p["drop"] == pytest.approx(np.mean(drops), rel=1e-6) and min(drops) >= 0
+
+
+def test_the_committed_grid_json_is_the_data_of_the_committed_logs(committed_data):
+    """The cells, orderings and diagnostics recomputed from the committed logs; the aggregates (a 2000-resample
+    bootstrap) against the committed stage1/aggregates.csv and improvement.csv; every cell against its per-seed
+    finals in the committed stage1/cells.csv, recomputed with numpy / scipy."""
+    d = committed_data
+    data = committed("grid.json")
+    cells = aggregate.load_cells(d.runs)
+    c = {"cells": cells, "rows": aggregate.cell_rows(cells), "min_seeds": 5, "reps": 2000, "aggregates": None}
+    fresh = report.plain_page(report.grid_data(d, c))
+    assert {**data, "aggregates": None} == fresh
+    stage1 = os.path.join(REPO, "benchmark", "results", "stage1")
+    by_row = {r["task"]: dict(zip(hparams.algos(), r["cells"])) for r in data["rows"]}
+    for r in stats.read_csv(os.path.join(stage1, "cells.csv")):
+        cell = by_row[r["task"]][r["algo"]]
+        finals = [float(x) for x in r["finals"].split(";")]
+        assert cell["n"] == len(finals) == 5 and cell["n_div"] is None
+        tol = 1e-5 * max(abs(f) for f in finals)  # cells.csv keeps 6 significant digits
+        assert cell["mean"] == pytest.approx(np.mean(finals), abs=tol)
+        assert cell["std"] == pytest.approx(np.std(finals, ddof=1), abs=tol)
+        assert cell["ci"] == pytest.approx(list(stats_t_interval(finals)), abs=tol)
+        paper = hparams.paper_result(r["task"], r["algo"]) if r["algo"] in hparams.PAPER_ALGOS else None
+        if paper is None:
+            assert cell["compare"] is None
+        elif hparams.group(r["task"]) == "mujoco":  # 1M beside the paper's 5M
+            assert cell["compare"] == "not comparable" and cell["p"] is None and cell["inside"] is None
+        else:
+            lo, hi = cell["ci"]
+            side = "yes" if lo <= paper[0] <= hi else "paper above" if paper[0] > hi else "paper below"
+            assert cell["compare"] == "compared" and cell["inside"] == side
+            assert cell["p"] == pytest.approx(welch_vs_paper(finals, *paper), rel=1e-3)
+    agg = data["aggregates"]
+    assert (
+        agg["tasks"] == hparams.tasks() and agg["seeds"] == 5 and not agg["partial"] and agg["reps"] == 2000
+    )
+    label = {hparams.algo_label(a): a for a in hparams.algos()}
+    values = {(label[r["algo"]], m): v for r in agg["rows"] for m, v in zip(agg["metrics"], r["values"])}
+    csv_rows = stats.read_csv(os.path.join(stage1, "aggregates.csv"))
+    assert len(csv_rows) == len(values) == 24
+    for r in csv_rows:
+        point = [float(r[k]) for k in ("point", "lo", "hi")]
+        assert values[(r["algo"], r["metric"])] == pytest.approx(point, rel=1e-5, abs=1e-6)
+    imp = {label[r["algo"]]: r["p"] for r in agg["improvement"]}
+    for r in stats.read_csv(os.path.join(stage1, "improvement.csv")):
+        assert imp[r["y"]] == pytest.approx([float(r[k]) for k in ("P(x>y)", "lo", "hi")], abs=5e-5)
+    # the orderings: our ranks by the cells' means, pairs in the paper's order counted pair by pair
+    for o in data["ordering"]:
+        means = {a: by_row[o["task"]][a]["mean"] for a in hparams.PAPER_ALGOS}
+        paper = {a: hparams.paper_result(o["task"], a)[0] for a in hparams.PAPER_ALGOS}
+        assert o["ours"] == [hparams.algo_label(a) for a in sorted(means, key=means.get, reverse=True)]
+        pairs = list(itertools.combinations(hparams.PAPER_ALGOS, 2))
+        agree = sum((means[x] > means[y]) == (paper[x] > paper[y]) for x, y in pairs)
+        assert o["pairs"] == [agree, 10] and o["only"] is None
+        best = max(means, key=means.get) == max(paper, key=paper.get)
+        assert o["same_best"] == ("yes" if best else "no")
+    diag = {
+        r["task"]: r
+        for r in stats.read_csv(os.path.join(stage1, "diagnostics_summary.csv"))
+        if r["algo"] == "smac"
+    }
+    for r in data["diagnostics"]:
+        s = diag[r["task"]]
+        assert r["ell"] == pytest.approx(
+            [float(s[f"ell_sq_over_lambda_{k}"]) for k in ("median", "min_run", "max_run")]
+        )
+        assert r["removed_last"] == pytest.approx(float(s["removed_frac_last10pct_median"]))
+        assert r["damping"] == hparams.settings(r["task"], "smac")["damping"]
 
 
 def committed_verdict() -> dict:
@@ -419,3 +612,30 @@ def test_verdict_words_by_hand():
         "b": 2.0,
         "c": True,
     }
+
+
+def test_the_orderings_by_hand():
+    """Acrobot with three of the five paper algorithms run: the paper orders AC-SGD (-86.2) > AC-Adam (-88.4) >
+    SMAC (-94.1); ours AC-SGD -70 > SMAC -80 > AC-Adam -85: the same best, 2 of the 3 pairs in the paper's order."""
+    final = {("Acrobot", a): {"final_mean": str(m)} for a, m in (("smac", -80), ("sgd", -70), ("adam", -85))}
+    d = report.Data(runs=[], headline=[], final=final, diag={})
+    rows = {r["task"]: r for r in report.ordering_data(d)}
+    acrobot = rows["Acrobot"]
+    assert acrobot["ours"] == ["AC-SGD", "SMAC", "AC-Adam"]
+    assert acrobot["paper"] == ["AC-SGD", "AC-Adam", "AC-CG", "SMAC", "AC-KFAC"]
+    assert acrobot["same_best"] == "yes" and acrobot["only"] == 3 and acrobot["of"] == 5
+    assert acrobot["pairs"] == [2, 3]
+    cartpole = rows["CartPole"]  # nothing run: no best, no pair
+    assert cartpole["ours"] == [] and cartpole["same_best"] is None and cartpole["only"] is None
+    assert cartpole["pairs"] is None
+
+
+def test_the_committed_grid_speaks_only_its_vocabulary():
+    grid, claims = committed("grid.json"), committed("claims.json")
+    cells = [c for r in grid["rows"] for c in r["cells"]] + [r["cell"] for r in claims["headline"]["rows"]]
+    words = [c[k] for c in cells for k in ("compare", "inside")] + [r["same_best"] for r in grid["ordering"]]
+    assert set(words) - {None} <= set(report.GRID_VOCAB)
+    # the paper algorithms: classic control compared, MuJoCo at 1M beside the paper's 5M; the 5M block compared
+    compare = [c["compare"] for r in grid["rows"] for c in r["cells"][:5]]
+    assert compare.count("compared") == 3 * 5 and compare.count("not comparable") == 6 * 5
+    assert [r["cell"]["compare"] for r in claims["headline"]["rows"]] == ["compared", "compared"]

@@ -31,13 +31,9 @@ if REPO not in sys.path:
 
 from benchmark import ablations, aggregate, algorithms, compact, hparams, pages, stats  # noqa: E402
 from benchmark.stats import (
-    fmt,
-    markdown_table,
-    mean_std,
     num,
     read_csv,
     save,
-    steps,
     write_csv,
 )
 
@@ -504,7 +500,7 @@ GROUP_NAMES = {"mujoco": "MuJoCo", "classic": "classic control"}
 
 def budget_groups() -> list[dict]:
     """The stage-1 budgets as [{names, budget}], tasks grouped by budget, a whole task group by its name
-    (budgets_text's groups: Acrobot, CartPole 500k; Pendulum 2M; MuJoCo 1M)."""
+    (Acrobot, CartPole 500k; Pendulum 2M; MuJoCo 1M)."""
     by, groups = {}, {}
     for t in hparams.tasks():
         by.setdefault(aggregate.stage1_budget(t), []).append(t)
@@ -1489,24 +1485,6 @@ def figures(results_dir: str, out_dir: str, runs: list) -> None:
         out("logprob.png"),
     )
     plot_smac_vs_matched(res("curves_return.csv"), res("diagnostics.csv"), out("smac_diagnostics.png"))
-
-
-def budget_groups() -> list[dict]:
-    """The stage-1 budgets with tasks grouped by budget, a whole task group by its name: [{"name": "Acrobot,
-    CartPole", "budget": 500000}, {"name": "Pendulum", ...}, {"name": "MuJoCo", "budget": 1000000}]."""
-    by, groups = {}, {}
-    for t in hparams.tasks():
-        by.setdefault(aggregate.stage1_budget(t), []).append(t)
-        groups.setdefault(hparams.group(t), []).append(t)
-    names = {
-        tuple(ts): {"mujoco": "MuJoCo", "classic": "classic control"}.get(g, g) for g, ts in groups.items()
-    }
-    return [{"name": names.get(tuple(ts), ", ".join(ts)), "budget": b} for b, ts in by.items()]
-
-
-def budgets_text(sep: str = "; ") -> str:
-    """budget_groups as text: 'Acrobot, CartPole 500k; Pendulum 2M; MuJoCo 1M' (groups joined by `sep`)."""
-    return sep.join(f"{g['name']} {steps(g['budget'])}" for g in budget_groups())
 
 
 def cell_data(r: Optional[dict], paper: Optional[tuple] = None) -> dict:

@@ -274,13 +274,13 @@ def test_grid_section_counts_finished_and_diverged_seeds_and_leaves_short_runs_o
     assert data["seeds"] == [0, 5]  # CartPole AC-SGD: its only run is short
     assert data["runs"] == 8 and data["short"] == 1
     groups = [
-        {"name": "Acrobot, CartPole", "budget": 500_000},
-        {"name": "Pendulum", "budget": 2_000_000},
-        {"name": "MuJoCo", "budget": 1_000_000},
+        {"names": ["Acrobot", "CartPole"], "budget": 500_000},
+        {"names": ["Pendulum"], "budget": 2_000_000},
+        {"names": ["MuJoCo"], "budget": 1_000_000},
     ]
     assert data["budgets"] == groups == report.budget_groups()
     for g in groups:  # each group's tasks at its budget
-        tasks = hparams.tasks("mujoco") if g["name"] == "MuJoCo" else g["name"].split(", ")
+        tasks = hparams.tasks("mujoco") if g["names"] == ["MuJoCo"] else g["names"]
         assert {aggregate.stage1_budget(t) for t in tasks} == {g["budget"]}
 
 

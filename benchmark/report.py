@@ -29,7 +29,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark import ablations, aggregate, algorithms, compact, hparams, pages, stats  # noqa: E402
+from benchmark import ablations, aggregate, algorithms, compact, hparams, pages, protocol, stats  # noqa: E402
 from benchmark.stats import (
     num,
     read_csv,
@@ -579,10 +579,38 @@ def per_task_data(d: Data, equiv: dict, res5: dict) -> list[dict]:
     return rows
 
 
+STAGE1_SEEDS = 5  # seeds 1-5 per stage-1 cell, as the paper's table
+
+
+def design() -> dict:
+    """The study's fixed design as REPORT.md and grid.md state it: the stage-1 grid's size and reading, the
+    protocol's bins and smoothing, the paper's seeds and budget, the equivalence margin, level and paired seeds."""
+    reg = hparams.load()
+    n_tasks, n_algos = len(hparams.tasks()), len(hparams.algos())
+    from benchmark import prereg
+
+    pre = prereg.load()
+    return {
+        "tasks": n_tasks,
+        "algos": n_algos,
+        "seeds": STAGE1_SEEDS,
+        "runs": n_tasks * n_algos * STAGE1_SEEDS,
+        "reading": reg["meta"]["grid_readings"]["stage1"],
+        "bins": protocol.N_BINS,
+        "ewm": protocol.ALPHA,
+        "paper_seeds": aggregate.PAPER_SEEDS,
+        "paper_budget": aggregate.PAPER_BUDGET,
+        "margin": EQUIV_MARGIN,
+        "level": round(100 * pre["common"]["ci_level_tost"]),
+        "paired_seeds": len(hparams.parse_seeds(pre["blocks"]["equivalence"]["seeds"])),
+    }
+
+
 def report_data(d: Data, equiv: dict, res5: dict) -> dict:
     """REPORT.md's own numbers (its verdict is verdict_data's): the stage-1 budgets, the paper's budget note, the
     per-task rows. The generation date is not data: write_report passes it to the template."""
     return {
+        "design": design(),
         "budgets": budget_groups(),
         "paper_budget_note": aggregate.PAPER_BUDGET_NOTE,
         "per_task": per_task_data(d, equiv, res5),
@@ -1596,6 +1624,7 @@ def stage1_data(c: dict) -> dict:
     cells = c["cells"].values()
     seeds = sorted({len(x["finished"]) + len(x["diverged"]) for x in cells}) or [0]
     out = {
+        "design": design(),
         "reading": hparams.load()["meta"]["grid_readings"]["stage1"],
         "seeds": sorted({seeds[0], seeds[-1]}),
         "budgets": budget_groups(),
@@ -1623,8 +1652,9 @@ def stage1_data(c: dict) -> dict:
     out["aggregates"] = {
         "reps": c["reps"],
         "tasks": agg["tasks"],
+        "n_tasks": len(agg["tasks"]),
         "seeds": agg["use"],
-        "partial": agg["use"] != c["min_seeds"] or len(agg["tasks"]) != 9,
+        "partial": agg["use"] != c["min_seeds"] or len(agg["tasks"]) != len(hparams.tasks()),
         "n_div": sum(len(x["diverged"]) for x in cells) or None,
         "metrics": list(aggregate.METRICS),
         "rows": [

@@ -344,3 +344,15 @@ def test_a_report_of_ones_own_logs_is_its_template_on_its_json(tmp_path):
     assert data["figures"] == sorted(f for f in os.listdir(out) if f.endswith(".png")) and data["figures"]
     with open(path, encoding="utf-8") as f:
         assert f.read() == pages.render("logs_report.md.j2", data)
+
+
+def test_the_design_the_report_states_is_the_committed_grid_and_prereg():
+    d = report.design()
+    runs = compact.discover_logs(aggregate.stage1_logs())
+    assert d["runs"] == len(runs) == d["tasks"] * d["algos"] * d["seeds"]
+    assert {r["task"] for r in runs} == set(hparams.tasks()) and len({r["task"] for r in runs}) == d["tasks"]
+    assert {r["algo"] for r in runs} == set(hparams.algos()) and len({r["algo"] for r in runs}) == d["algos"]
+    assert sorted({r["seed"] for r in runs}) == list(range(1, d["seeds"] + 1))
+    pre = prereg.page_prereg(prereg.load(), prereg.analyze(prereg.load()))
+    assert {r["n"] for r in pre["block1"]["rows"]} == {d["paired_seeds"]}
+    assert d["level"] == pre["levels"]["tost"] and d["margin"] == pre["margin"]

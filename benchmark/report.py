@@ -815,8 +815,8 @@ def rank1_figures(runs: list[dict]) -> list[dict]:
 
 
 def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list[dict]) -> dict:
-    """The verdict as data: {"rows": one per question (id, question, test, numbers, answer, links), "points": the
-    numbers of at most five prose points}. Every answer is a word of VOCAB, or [[word, count], ...] (tally).
+    """The verdict as data: {"design": the tests' settings, "rows": one per question (id, numbers, answer, links;
+    the question and its test are the template's words, by id), "points": the numbers of at most five prose points}. Every answer is a word of VOCAB, or [[word, count], ...] (tally).
     stage1_equiv: {task: SMAC - sgd-matched paired over the stage-1 seeds 1-5}; pre: prereg.analyze; res5:
     prereg.analyze_5M; rank1: rank1_figures."""
     from benchmark import prereg
@@ -828,9 +828,6 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
     rows.append(
         {
             "id": "claims",
-            "question": f"The paper's {len(d.claims)} timestep claims",
-            "test": "seed-mean crossing steps at our bins and at the paper's; the stricter names and the "
-            "less-favourable-span rule added after the stage-1 runs",
             "numbers": {
                 "n": len(d.claims),
                 "pre_run": tally([CLAIM_WORD[pre_run_verdict(c)] for c in d.claims]),
@@ -870,8 +867,6 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
     rows.append(
         {
             "id": "table",
-            "question": "The paper's table, at matched budgets",
-            "test": "Welch p < 0.05 against the paper's mean ± std (5 seeds); the 1M MuJoCo cells not compared",
             "numbers": {
                 "cells": len(matched) + len(table5),
                 "classic": {"cells": len(matched), "differ": classic_differ},
@@ -894,8 +889,6 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
     rows.append(
         {
             "id": "headline",
-            "question": "The headline: SMAC ahead of AC-CG on HalfCheetah at 5M",
-            "test": "Welch, 5 seeds each; the paper-literal reading by the pre-registered rule",
             "numbers": {
                 "smac": float(np.mean(f5["smac"])) if f5["smac"] else None,
                 "cg": float(np.mean(f5["cg"])) if f5["cg"] else None,
@@ -920,8 +913,6 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
     rows.append(
         {
             "id": "sgd_stage1",
-            "question": "SMAC vs SGD with step η/λ at the stage-1 budget",
-            "test": f"paired TOST ±{EQUIV_MARGIN:g} normalized, 5 seeds, Holm; exploratory",
             "numbers": {
                 "budgets": [min(budgets.values()), max(budgets.values())],
                 "tasks": {
@@ -961,9 +952,6 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
     rows.append(
         {
             "id": "sgd_5M",
-            "question": "SMAC vs SGD with step η/λ at 5M",
-            "test": f"pre-registered: paired TOST ±{EQUIV_MARGIN:g} normalized, 5 paired seeds, Holm; secondary: TOST "
-            "at the margin five seeds reach",
             "numbers": {"tasks": eq5},
             "answer": tally([r["answer"] for r in eq5]),
             "of": len(eq5),
@@ -989,9 +977,6 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
     rows.append(
         {
             "id": "rank1",
-            "question": "Where the rank-1 term is largest (λ = 0.01)",
-            "test": f"pre-registered: paired TOST ±{EQUIV_MARGIN:g}, 20 paired seeds at 1M; secondary margins; "
-            "slope over log10 λ (t-test)",
             "numbers": {
                 "tasks": largest,
                 "slope": {
@@ -1027,8 +1012,6 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
     rows.append(
         {
             "id": "ell",
-            "question": "‖ℓ̄‖²/λ over training (block D)",
-            "test": "median over updates, first vs last fifth of the 5M runs; t-test on the log ratio",
             "numbers": {"tasks": diag},
             "answer": tally([r["answer"] for r in diag]),
             "of": len(diag),
@@ -1101,7 +1084,22 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
             ],
         },
     }
-    return {"rows": rows, "points": points}
+    reg = prereg.load()
+    design = {
+        "claims": len(d.claims),
+        "alpha": ALPHA,
+        "margin": EQUIV_MARGIN,
+        "seeds": STAGE1_SEEDS,
+        "seeds_5M": len(hparams.parse_seeds(prereg.load_5M()["common"]["seeds"])),
+        "paired_seeds": len(hparams.parse_seeds(reg["blocks"]["equivalence"]["seeds"])),
+        "paired_budget": reg["blocks"]["equivalence"]["budget"],
+        "damping": sorted(
+            {hparams.settings(t, "smac")["damping"] for t in reg["blocks"]["equivalence"]["tasks"]}
+        ),
+        "mujoco_budget": aggregate.stage1_budget("Hopper"),
+        "paper_budget": aggregate.PAPER_BUDGET,
+    }
+    return {"design": design, "rows": rows, "points": points}
 
 
 def plain(x):

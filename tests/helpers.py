@@ -4,6 +4,9 @@ process or in a subprocess, with readers for the one run it leaves."""
 import csv
 import json
 import os
+import re
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -16,7 +19,9 @@ from benchmark import compact, trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.dirname(os.path.abspath(__file__))
+REFERENCE = os.path.join(ROOT, "smac_a2c.py")
 CARTPOLE = ["--env-id", "CartPole-v1", "--num-steps", "100", "--no-tensorboard"]
+PROGRAMS = ["reference", "lab"]  # smac_a2c.py and python -m benchmark.trainer, for the promises both keep
 
 
 def run_main(runs, *argv, tensorboard=False):
@@ -33,11 +38,101 @@ def lab_process(cwd, *argv, env=None, **kw):
     return subprocess.Popen([sys.executable, "-m", "benchmark.trainer", *argv], cwd=cwd, env=env, **kw)
 
 
+def standalone(cwd, *argv, env=None, **kw):
+    """`python *argv` in `cwd` with smac_a2c.py copied ALONE there and nothing of this repository importable;
+    stdout and stderr piped as text."""
+    if not os.path.exists(os.path.join(cwd, "smac_a2c.py")):
+        shutil.copy(REFERENCE, os.path.join(cwd, "smac_a2c.py"))
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k != "PYTHONPATH"}
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    return subprocess.Popen([sys.executable, *argv], cwd=cwd, env=env, text=True, **kw)
+
+
+def program_process(program, cwd, *argv, **kw):
+    """The reference (smac_a2c.py alone, as standalone) or the lab's trainer run with `argv` in `cwd`, its runs in
+    cwd/runs; stdout and stderr piped as text."""
+    if program == "reference":
+        return standalone(cwd, "smac_a2c.py", *argv, **kw)
+    return lab_process(cwd, *argv, text=True, **kw)
+
+
+def train_in_process(program, tmp_path, monkeypatch, total, sigterm_at=None, nan_at=None):
+    """The reference's or the lab's training on CartPole (rollouts of 100, runs in tmp_path/runs) in this process,
+    with an AC-SGD actor step that records the actor before each update, sends this process SIGTERM during update
+    `sigterm_at` and makes the actor NaN in update `nan_at`. Returns (exit code, the actor before each update, the
+    checkpoint, summary.json or None for the reference, which writes none)."""
+    import smac_a2c
+
+    before = []
+
+    def fault(actor):
+        if len(before) == sigterm_at:
+            os.kill(os.getpid(), signal.SIGTERM)
+        if len(before) == nan_at:
+            with torch.no_grad():
+                actor.linears[0].weight.fill_(float("nan"))
+
+    def reference_step(actor, batch, args):
+        before.append({k: v.clone() for k, v in actor.state_dict().items()})
+        diagnostics = real_reference_step(actor, batch, args)
+        fault(actor)
+        return diagnostics
+
+    def lab_step(actor, batch, args, state):
+        before.append({k: v.clone() for k, v in actor.state_dict().items()})
+        diagnostics = trainer.sgd_step(actor, batch, args, state)
+        fault(actor)
+        return diagnostics
+
+    real_reference_step = smac_a2c.sgd_step
+    monkeypatch.chdir(tmp_path)
+    if program == "reference":
+        monkeypatch.setattr(smac_a2c, "sgd_step", reference_step)
+        handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        args = smac_a2c.Args(env_id="CartPole-v1", optimizer="sgd", num_steps=100, total_timesteps=total)
+        try:
+            code = smac_a2c.train(args)
+        finally:
+            for s, handler in handlers.items():
+                signal.signal(s, handler)
+    else:
+        monkeypatch.setitem(trainer.ACTOR_STEPS, "smac", lab_step)
+        code = run_main("runs", *CARTPOLE, "--total-timesteps", str(total))
+    run = only_run(tmp_path / "runs")
+    return code, before, checkpoint(run), summary(run) if program == "lab" else None
+
+
 def lab_run(cwd, *argv, timeout=300, **kw):
     """lab_process to its end: a CompletedProcess with its stdout and stderr as text."""
     proc = lab_process(cwd, *argv, text=True, **kw)
     out, err = proc.communicate(timeout=timeout)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def one_line_error(err, code, *names, exit_code=2):
+    """A refusal: `code` is exit_code and stderr `err` is one line naming each of `names` (a flag, a path, a
+    number); that line."""
+    lines = err.strip().splitlines()
+    assert code == exit_code and len(lines) == 1, err
+    for name in names:
+        assert str(name) in lines[0], (name, lines[0])
+    return lines[0]
+
+
+def evaluation(out):
+    """(mean, std, episodes): the numbers of --eval-checkpoint's line on stdout (before its parenthesis, which
+    names the checkpoint)."""
+    (line,) = out.strip().splitlines()
+    numbers = re.findall(r"-?\d+(?:\.\d+)?", line.split("(")[0])
+    return float(numbers[-3]), float(numbers[-2]), int(numbers[-1])
+
+
+def finished_run(runs, *argv, steps=200):
+    """A finished CartPole run of `steps` steps (rollouts of 100) made by the lab in this process, in `runs`; its
+    directory."""
+    assert run_main(runs, *CARTPOLE, "--total-timesteps", str(steps), *argv) == 0
+    return only_run(runs)
 
 
 def only_run(runs):
@@ -150,27 +245,6 @@ class OffsetActions(gym.Env):
         return np.full(3, 0.1 * (action - 5)), float(action == 6), False, self.t >= 10, {}
 
 
-class SlowToBuild(gym.Env):
-    """CartPole-like dynamics do not matter here: building it takes 3 s (a simulator that loads assets)."""
-
-    def __init__(self):
-        import time
-
-        time.sleep(3.0)
-        self.observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float64)
-        self.action_space = gym.spaces.Discrete(2)
-        self.t = 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(2), {}
-
-    def step(self, action):
-        self.t += 1
-        return np.zeros(2), 1.0, False, self.t >= 20, {}
-
-
 class BadValueAt(gym.Env):
     """Episodes of 10 steps; on global step `at` (counted over episodes) the observation is `value` (inf, nan). With
     terminal=True the bad value comes only as the final observation of a terminated episode, every episode."""
@@ -204,6 +278,17 @@ class InfObservationAt155(BadValueAt):
 
 class NanFinalObservation(BadValueAt):
     value, terminal = float("nan"), True
+
+
+# The shared test environments, registered once: `--env-id RaisesAt250-v0` in this process, and
+# `--env-id helpers:RaisesAt250-v0` in a subprocess (lab_process puts this directory on its path).
+for _name, _cls in (
+    ("RaisesAt250-v0", RaisesAt250),
+    ("OffsetActions-v0", OffsetActions),
+    ("InfObservationAt155-v0", InfObservationAt155),
+    ("NanFinalObservation-v0", NanFinalObservation),
+):
+    gym.register(_name, entry_point=_cls)
 
 
 def load_copy_block():

@@ -144,7 +144,8 @@ def test_claims_without_a_paper_step_are_judged_once_either_algorithm_crosses():
     assert claim["needs"] is None
     flat = [fake_run("CartPole", a, 1, BUDGET) for a in ("smac", "cg")]  # neither ever jumps
     row = aggregate.evaluate(flat, claims=[claim])[0]
-    assert row["verdict"] == "beyond budget" and "neither reaches 750" in row["measured"]
+    # the verdict word, and the threshold named
+    assert row["verdict"] == "beyond budget" and "750" in row["measured"]
     runs = [fake_run("CartPole", "smac", 1, 20_000), fake_run("CartPole", "cg", 1, BUDGET)]
     row = aggregate.evaluate(runs, claims=[claim])[0]
     assert row["verdict"] == "held" and row["steps"] == (None, 34_000)  # cg never, smac at 34k

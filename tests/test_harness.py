@@ -435,7 +435,8 @@ def test_random_study_dry_run_measures_and_writes_nothing(monkeypatch, capsys):
         sweep, "random_scores", lambda *a, **k: pytest.fail("a dry run measured the random policy")
     )
     assert sweep.main(["--study", "random", "--dry-run", "--tasks", "CartPole,Hopper"]) == 0
-    assert "would measure CartPole, Hopper at 50,000 steps" in capsys.readouterr().out
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if "CartPole" in line]
+    assert "Hopper" in line and "50,000" in line  # the tasks it would measure, at their budget
 
 
 def test_a_dry_run_piped_into_head_ends_without_a_traceback():
@@ -481,7 +482,7 @@ def test_costs_bad_subcommand_is_exit_2_naming_it():
     out = subprocess.run([PY, *COSTS, "no-such-cost"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and out.stdout == ""
     last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("costs.py: error:") and "invalid choice: 'no-such-cost'" in last, out.stderr
+    assert "'no-such-cost'" in last, out.stderr
 
 
 def test_no_raw_run_outputs_are_committed():
@@ -528,7 +529,8 @@ def test_time_limit_starts_only_the_runs_that_end_in_time(tmp_path, capsys):
         ["CartPole"], ["smac"], [1], {"CartPole": 2000}, runs, num_steps=200, logs_dir=logs
     )[0]
     assert sweep.measured_speed(job) == 1.0
-    assert "2,000 steps need 33m20s at 1 steps/s" in sweep.past_time_limit(job, time.time() + 60)
+    why = sweep.past_time_limit(job, time.time() + 60)
+    assert "2,000" in why and "33m20s" in why and "1 steps/s" in why  # budget, time needed, measured speed
     assert sweep.past_time_limit(job, time.time() + 3000) is None
     # a task with no finished run yet goes by the slowest run of the study (CartPole's 1 step/s here)
     pendulum = sweep.make_jobs(["Pendulum"], ["smac"], [1], {"Pendulum": 2000}, runs, logs_dir=logs)[0]
@@ -538,9 +540,10 @@ def test_time_limit_starts_only_the_runs_that_end_in_time(tmp_path, capsys):
     argv += ["--runs-dir", runs, "--logs-dir", logs, "--time-limit", "2m"]
     assert sweep.main(argv) == 0
     out = capsys.readouterr().out
-    assert "CartPole/smac/seed1: not started: its 2,000 steps need 33m20s at 1 steps/s" in out, out
-    assert "Acrobot/smac/seed1: finished" in out and "not started (time limit): 1" in out, out
-    assert "run the same command again to start the rest" in out
+    (cartpole,) = [line for line in out.splitlines() if "CartPole/smac/seed1" in line]
+    assert "2,000" in cartpole and "33m20s" in cartpole and "1 steps/s" in cartpole, out
+    assert [line for line in out.splitlines() if "Acrobot/smac/seed1" in line and "finished" in line], out
+    assert "not started (time limit): 1" in out, out  # the tally
     assert not os.path.exists(os.path.join(runs, "CartPole"))  # nothing of it was started
     assert os.path.isfile(os.path.join(logs, "Acrobot", "smac", "seed1.json.gz"))
     # the finished run's own log now gives Acrobot smac's speed (its measured steps over its wall time)

@@ -2,44 +2,22 @@
 promises it keeps on its own (issue 43): bad input is one line and exit 2; TensorBoard scalars and a plain
 progress line; checkpoint.pt at the end, loadable with weights_only=True; Ctrl-C and SIGTERM finish the update,
 checkpoint and exit 130 / 143; NaN or Inf exits 3 with the state from before the bad update. Everything else a
-run can promise is the lab's (tests/test_run_layer.py, tests/test_reliability.py)."""
+run can promise is the lab's. The signal and NaN promises are tested on both trainers, in one parametrized test each,
+in tests/test_crashes_and_signals.py."""
 
 import ast
 import io
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
 import tokenize
-import types
 
 import helpers
 import numpy as np
 import pytest
 import torch
-from helpers import checkpoint, only_run
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REFERENCE = os.path.join(ROOT, "smac_a2c.py")
-
-
-def standalone(tmp_path, *argv, **kw):
-    """Run smac_a2c.py copied ALONE into an empty directory, with nothing of this repository importable."""
-    if not os.path.exists(tmp_path / "smac_a2c.py"):
-        shutil.copy(REFERENCE, tmp_path / "smac_a2c.py")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.Popen(
-        [sys.executable, *argv],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **kw,
-    )
-
+from helpers import REFERENCE, ROOT, load_copy_block, one_line_error, only_run, standalone
 
 # Issue 43's budgets (a steer, never met by packing): <= 550 lines as formatted, train(args) <= 120 lines with no
 # keyword beyond args, <= 24 flags, <= 15 imported modules. Written plainly with everything on the issue's keep
@@ -136,16 +114,10 @@ def test_the_copy_block_alone_runs_the_readme_snippet(monkeypatch):
     """Issue 35: the banner said "copy these four functions", but smac_direction calls one above it. Copy exactly
     the functions the banner names (with `import torch` alone, issue 46) into an empty module, and run README's
     snippet against it; its direction is the explicit solve."""
-    source = open(REFERENCE).read()
-    tree = ast.parse(source)
-    lines = source.splitlines()
-    copied = ["import torch"]  # all the block needs (issue 46)
-    for name in copy_block(source):
-        (node,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
-        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-        copied.append("\n".join(lines[first - 1 : node.end_lineno]))
-    module = types.ModuleType("smac_a2c")
-    exec(compile("\n\n".join(copied), "copy_block", "exec"), module.__dict__)
+    module = load_copy_block()  # with `import torch` alone: all the block needs (issue 46)
+    assert sorted(n for n in vars(module) if not n.startswith("_") and n != "torch") == sorted(
+        copy_block(open(REFERENCE).read())
+    )
     monkeypatch.setitem(sys.modules, "smac_a2c", module)
     readme = open(os.path.join(ROOT, "README.md")).read()
     snippet = re.search(r"<!-- smac-snippet -->\s*```python\n(.*?)```", readme, re.S).group(1)
@@ -210,98 +182,6 @@ def test_copied_alone_it_trains_writes_tensorboard_and_leaves_a_checkpoint(tmp_p
     assert proc.communicate(timeout=120)[0].strip() == "ok" and proc.returncode == 0
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_a_signal_finishes_the_update_checkpoints_and_exits(tmp_path, sig, code):
-    proc = standalone(
-        tmp_path,
-        "smac_a2c.py",
-        "--env-id",
-        "CartPole-v1",
-        "--total-timesteps",
-        "100000000",
-        "--num-steps",
-        "100",
-    )
-    first = proc.stdout.readline()  # the progress line of update 10
-    assert first.startswith("step 1000/"), first + proc.stderr.read()
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == code and "Traceback" not in err, err
-    ckpt = checkpoint(only_run(tmp_path / "runs"))
-    # the state after a whole update: no partial rollout counted
-    assert ckpt["update"] >= 10 and ckpt["global_step"] == 100 * ckpt["update"]
-
-
-def _train_in_process(tmp_path, monkeypatch, total, sigterm_at=None, nan_at=None):
-    """smac_a2c.train in this process (runs in tmp_path/runs) with an AC-SGD step that records the actor before
-    each update, sends this process SIGTERM during update `sigterm_at` and makes the actor NaN in update `nan_at`.
-    Returns (exit code, the actor before each update, the checkpoint)."""
-    import smac_a2c
-
-    monkeypatch.chdir(tmp_path)
-    before = []
-    real_step = smac_a2c.sgd_step
-
-    def step(actor, batch, args):
-        before.append({k: v.clone() for k, v in actor.state_dict().items()})
-        diagnostics = real_step(actor, batch, args)
-        if len(before) == sigterm_at:
-            os.kill(os.getpid(), signal.SIGTERM)
-        if len(before) == nan_at:
-            with torch.no_grad():
-                actor.linears[0].weight.fill_(float("nan"))
-        return diagnostics
-
-    monkeypatch.setattr(smac_a2c, "sgd_step", step)
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    args = smac_a2c.Args(env_id="CartPole-v1", optimizer="sgd", num_steps=100, total_timesteps=total)
-    try:
-        code = smac_a2c.train(args)
-    finally:
-        for s, handler in handlers.items():
-            signal.signal(s, handler)
-    ckpt = checkpoint(only_run(tmp_path / "runs"))
-    return code, before, ckpt
-
-
-def test_nan_exits_3_with_the_state_before_the_bad_update(tmp_path, monkeypatch):
-    code, before, ckpt = _train_in_process(tmp_path, monkeypatch, 1000, nan_at=3)
-    assert code == 3 and len(before) == 3 and ckpt["update"] == 2 and ckpt["global_step"] == 200
-    for key, value in before[2].items():  # bitwise the actor that update 3 started from
-        assert torch.equal(ckpt["actor"][key], value), key
-
-
-def test_a_signal_during_the_last_update_finishes_the_run(tmp_path, monkeypatch):
-    """Issue 26 #1, kept by the reference: a SIGTERM during the update that completes the budget is a finished run."""
-    code, before, ckpt = _train_in_process(tmp_path, monkeypatch, 200, sigterm_at=2)
-    assert code == 0 and ckpt["global_step"] == 200 and ckpt["update"] == 2
-
-
-def test_divergence_wins_over_a_signal_in_the_same_update(tmp_path, monkeypatch):
-    """Issue 26 #7, kept by the reference: the update that diverges while a SIGTERM arrives exits 3."""
-    code, before, ckpt = _train_in_process(tmp_path, monkeypatch, 1000, sigterm_at=2, nan_at=2)
-    assert code == 3 and ckpt["update"] == 1
-    assert all(torch.isfinite(v).all() for v in ckpt["actor"].values())
-
-
-def test_a_real_divergence_exits_3_without_a_traceback(tmp_path):
-    argv = [
-        "--env-id",
-        "Pendulum-v1",
-        "--num-steps",
-        "100",
-        "--total-timesteps",
-        "2000",
-        "--optimizer",
-        "sgd",
-    ]
-    proc = standalone(tmp_path, "smac_a2c.py", *argv, "--learning-rate", "1e30")
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 3 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    ckpt = checkpoint(only_run(tmp_path / "runs"))
-    assert all(torch.isfinite(v).all() for v in ckpt["actor"].values())
-
-
 @pytest.mark.parametrize(
     "argv,needle",
     [
@@ -324,33 +204,21 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, argv, needle):
 
 def test_track_without_a_wandb_login_is_one_line_and_exit_2(tmp_path):
     """--track as CleanRL does it, but never W&B's login prompt: without a login, one line and exit 2."""
-    shutil.copy(REFERENCE, tmp_path / "smac_a2c.py")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB") and k != "PYTHONPATH"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB")}
     env.update(HOME=str(tmp_path), NETRC=str(tmp_path / "no-netrc"))
     argv = ["--env-id", "CartPole-v1", "--total-timesteps", "1000", "--track"]
-    proc = subprocess.run(
-        [sys.executable, "smac_a2c.py", *argv],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    proc = standalone(tmp_path, "smac_a2c.py", *argv, env=env, stdin=subprocess.DEVNULL)
+    _, err = proc.communicate(timeout=120)
+    one_line_error(err, proc.returncode, "--track")
     assert not os.path.exists(tmp_path / "runs")
-
-
-OffsetActions = helpers.OffsetActions
 
 
 def test_discrete_actions_with_an_offset_reach_the_environment_shifted(tmp_path, monkeypatch):
     """Issue 26 #6: a Discrete(n, start=k) space got actions 0..n-1 (outside the space; this environment raises on
     them); the policy's index is shifted by k on the way to the environment."""
-    import gymnasium as gym
 
     import smac_a2c
 
-    gym.register("OffsetActions-v0", entry_point=OffsetActions)
     monkeypatch.chdir(tmp_path)
     args = smac_a2c.Args(env_id="OffsetActions-v0", num_steps=50, total_timesteps=200)
     assert smac_a2c.train(args) == 0
@@ -364,7 +232,7 @@ def test_a_namespaced_environment_id_trains_in_one_run_directory(tmp_path, monke
     import smac_a2c
     from benchmark import trainer
 
-    gym.register("testns/Offset-v0", entry_point=OffsetActions)
+    gym.register("testns/Offset-v0", entry_point=helpers.OffsetActions)
     monkeypatch.chdir(tmp_path)
     assert (
         smac_a2c.main(["--env-id", "testns/Offset-v0", "--num-steps", "50", "--total-timesteps", "100"]) == 0
@@ -402,7 +270,7 @@ def test_a_namespaced_environment_id_trains_in_one_run_directory(tmp_path, monke
 def test_argument_errors_are_tyros_message_and_exit_2(tmp_path, argv, needle):
     """An unknown flag or a value tyro cannot parse: tyro's own message naming the flag, exit 2, no traceback,
     no run directory. (Issue 35 moved the reduction of tyro's box to one line into the lab, whose test is
-    tests/test_conveniences.py::test_lab_argument_errors_are_one_line_exit_2.)"""
+    tests/test_lab_bad_input.py::test_lab_argument_errors_are_one_line_exit_2.)"""
     proc = standalone(tmp_path, "smac_a2c.py", *argv)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and needle in err and "Traceback" not in err, err
@@ -415,8 +283,7 @@ def test_capture_video_and_track_offline_in_the_copy_alone(tmp_path):
     syncs the TensorBoard scalars into an offline W&B run, never a prompt."""
     import imageio.v3 as iio
 
-    shutil.copy(REFERENCE, tmp_path / "smac_a2c.py")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MUJOCO_GL", "DISPLAY")}
+    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "DISPLAY")}
     env.update(WANDB_MODE="offline", HOME=str(tmp_path))
     argv = [
         "--env-id",
@@ -428,16 +295,9 @@ def test_capture_video_and_track_offline_in_the_copy_alone(tmp_path):
         "--capture-video",
         "--track",
     ]
-    proc = subprocess.run(
-        [sys.executable, "smac_a2c.py", *argv],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = standalone(tmp_path, "smac_a2c.py", *argv, env=env, stdin=subprocess.DEVNULL)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
     run = only_run(tmp_path / "runs")
     frames = iio.imread(os.path.join(run, "videos", "rl-video-episode-0.mp4"))
     assert frames.shape[1:] == (480, 480, 3) and frames.shape[0] > 1 and frames.std() > 5.0

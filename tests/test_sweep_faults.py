@@ -1,6 +1,6 @@
-"""The sweep's four faults of issue 44, each a test that failed on the code before: a budget that is not a whole
-number of rollouts, a damaged compact log, one bad job among good ones, and two sweeps of one study at once.
-Tiny budgets (T = 100 via --num-steps)."""
+"""The sweep's faults (issues 14 and 44), each a test that failed on the code before: a budget that is not a whole
+number of rollouts, a damaged compact log, one bad job among good ones, two sweeps of one study at once, a stale or
+live extra run directory, and a trainer whose sweep died. Tiny budgets (T = 100 via --num-steps)."""
 
 import gzip
 import json
@@ -13,7 +13,7 @@ import zlib
 
 import numpy as np
 import pytest
-from helpers import seed_summary
+from helpers import CARTPOLE, finished_run, lab_process, seed_summary
 
 from benchmark import compact, report, sweep, trainer
 
@@ -278,3 +278,45 @@ def test_an_existing_double_run_directory_is_one_line_and_a_failed_job(tmp_path,
     assert "failed: 1" in out and "finished: 1" in out, out
     assert os.path.isdir(first) and os.path.isdir(second)  # both kept: the user chooses
     assert seed_summary(seed_dir(runs, 2))["global_step"] == 300
+
+
+def test_sweep_recovers_from_a_stale_extra_directory_and_spares_a_live_one(tmp_path, capsys):
+    seed_dir = tmp_path / "CartPole" / "sgd" / "seed1"
+    good = finished_run(seed_dir)
+    stale = seed_dir / "CartPole-v1__sgd__1__1"
+    stale.mkdir()
+    assert sweep.find_run_dir(str(seed_dir)) == good and not stale.exists()
+    lines = [line for line in capsys.readouterr().out.splitlines() if stale.name in line]
+    assert len(lines) == 1 and str(seed_dir) in lines[0]  # one line names the directory removed
+    live = seed_dir / "CartPole-v1__sgd__1__2"
+    live.mkdir()
+    with trainer.RunLock(str(live)):
+        with pytest.raises(compact.RunDirConflict) as conflict:
+            sweep.find_run_dir(str(seed_dir))
+    assert str(seed_dir) in str(conflict.value) and live.name in str(conflict.value)
+    assert live.exists()
+
+
+def test_trainer_of_a_dead_sweep_does_not_start(tmp_path):
+    """A sweep killed while its trainers start: the child finds its parent gone and exits before training."""
+    import functools
+
+    proc = lab_process(
+        tmp_path,
+        "--runs-dir",
+        str(tmp_path),
+        *CARTPOLE,
+        "--total-timesteps",
+        "1000",
+        preexec_fn=functools.partial(sweep._child_preexec, os.getpid() + 10**6),
+    )  # not our pid
+    proc.communicate(timeout=60)
+    assert proc.returncode == 1 and not os.listdir(tmp_path)
+
+
+def test_sweep_skips_a_job_whose_run_directory_is_live(tmp_path):
+    job = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 400}, str(tmp_path), num_steps=100)[0]
+    run = finished_run(job.seed_dir)  # resumable
+    with trainer.RunLock(run):
+        assert sweep.prepare(job) == ("busy", None)
+    assert sweep.prepare(job)[0] == "resume"

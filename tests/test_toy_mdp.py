@@ -325,7 +325,7 @@ def test_toy_cli_writes_figure(tmp_path, capsys):
     sn.run_toy(iters=20, out=out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = capsys.readouterr().out
-    assert "cos(NPG)" in text and "wrote" in text
+    assert "cos(NPG)" in text and str(out) in text  # the figure's column and the path written
 
 
 def test_toy_study_grid_cosines_of_npg_to_itself_are_one():

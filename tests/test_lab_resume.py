@@ -1,14 +1,31 @@
-"""Runs that survive a shared cluster (issue 14): each defect found, as a test that fails on the old code."""
+"""The lab's --resume and its checkpoints: a bare resume continues the run as it was started; a resume after a hard
+kill, a crash or a race for the run's lock keeps each logged step once; a finished (or diverged) run resumed at its
+budget changes nothing; a checkpoint that is crafted, damaged, incomplete, of another run or of bad contents is
+refused in one line naming it, exit 2, with nothing written; checkpoints of older versions still resume."""
 
 import json
 import os
+import shutil
 import signal
 import time
 
+import gymnasium as gym
 import helpers
+import numpy as np
 import pytest
 import torch
-from helpers import CARTPOLE, lab_process, only_run, rows, run_main, wait_for_updates
+from helpers import (
+    CARTPOLE,
+    checkpoint,
+    finished_run,
+    lab_process,
+    one_line_error,
+    only_run,
+    rows,
+    run_main,
+    summary,
+    wait_for_updates,
+)
 
 from benchmark import runlayer, sweep, trainer
 
@@ -17,20 +34,6 @@ def save_edited(ckpt, path):
     """Save an edited checkpoint as a tool that edits checkpoints would: its sha256 updated (runlayer.with_hash),
     so that the checkpoint is refused, or not, for its contents, not as a damaged file."""
     torch.save(runlayer.with_hash(ckpt), path)
-
-
-# 2. SIGTERM and Ctrl-C ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_a_signal_is_a_clean_interruption(tmp_path, sig, code):
-    proc = lab_process(tmp_path, "--runs-dir", str(tmp_path), *CARTPOLE, "--total-timesteps", "100000000")
-    run = wait_for_updates(tmp_path, 2)
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == code, err
-    summary = helpers.summary(run)
-    assert summary["status"] == "interrupted" and summary["signal"] == sig.name
-    ckpt = trainer.load_checkpoint(run)
-    assert ckpt["update"] == summary["updates"] and b"Traceback" not in err
 
 
 # 3. --resume continues the run as it was started ---------------------------------------------------------
@@ -58,14 +61,9 @@ def test_bare_resume_keeps_budget_and_checkpointing_and_refuses_other_changes(tm
     assert summary["global_step"] == 600 and trainer.load_checkpoint(run)["update"] == 6
     assert json.load(open(os.path.join(run, "config.json")))["args"]["checkpoint_every"] == 1
     capsys.readouterr()
-    assert (
-        trainer.main(
-            ["--resume", run, "--total-timesteps", "800", "--learning-rate", "0.5", "--env-id", "Acrobot-v1"]
-        )
-        == 2
-    )
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "--learning-rate" in err and "--env-id" in err
+    argv = ["--resume", run, "--total-timesteps", "800", "--learning-rate", "0.5", "--env-id", "Acrobot-v1"]
+    code = trainer.main(argv)
+    one_line_error(capsys.readouterr().err, code, "--learning-rate", "--env-id")
     assert trainer.main(["--resume", run, "--total-timesteps", "800", "--learning-rate", "0.02"]) == 0
     assert json.load(open(os.path.join(run, "summary.json")))["global_step"] == 800
 
@@ -104,14 +102,12 @@ def test_resume_after_sigkill_leaves_strictly_increasing_logs(tmp_path):
 
 # 5. concurrent writers -----------------------------------------------------------------------------------
 def test_second_trainer_on_a_live_run_directory_is_refused(tmp_path, capsys):
-    assert run_main(tmp_path, *CARTPOLE, "--total-timesteps", "200") == 0
-    run = only_run(tmp_path)
+    run = finished_run(tmp_path)
     before = open(os.path.join(run, "updates.csv")).read()
     capsys.readouterr()
     with trainer.RunLock(run):  # a live owner
-        assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 2
-        err = capsys.readouterr().err
-        assert "in use" in err and str(os.getpid()) in err and len(err.strip().splitlines()) == 1
+        code = trainer.main(["--resume", run, "--total-timesteps", "400"])
+        one_line_error(capsys.readouterr().err, code, run, os.getpid())  # the run and its owner's pid
         assert sweep.find_run_dir(str(tmp_path)) == run and trainer.run_dir_locked(run)
     assert open(os.path.join(run, "updates.csv")).read() == before
     assert not trainer.run_dir_locked(run)  # released with its owner
@@ -132,71 +128,15 @@ def test_crafted_checkpoint_runs_no_code(tmp_path, capsys, flag):
     marker = tmp_path / "pwned"
     bad = tmp_path / "checkpoint.pt"
     torch.save({"args": Payload(str(marker)), "actor": {}, "critic": {}, "normalizer": {}}, bad)
-    assert trainer.main([flag, str(bad), "--runs-dir", str(tmp_path / "runs")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert not marker.exists() and len(err.splitlines()) == 1 and "not loaded" in err
+    code = trainer.main([flag, str(bad), "--runs-dir", str(tmp_path / "runs")])
+    one_line_error(capsys.readouterr().err, code, str(bad))
+    assert not marker.exists()
     assert not (tmp_path / "runs").exists()
-
-
-# 7. divergence rolls the normalization statistics back too; non-finite flags are bad input ----------------
-def test_divergence_rolls_back_reward_normalization(tmp_path, monkeypatch):
-    real, calls = trainer.critic_step, {"n": 0}
-
-    def critic_step(*a, **k):
-        calls["n"] += 1
-        return float("nan") if calls["n"] == 3 else real(*a, **k)
-
-    monkeypatch.setattr(trainer, "critic_step", critic_step)
-    assert (
-        run_main(
-            tmp_path,
-            *CARTPOLE,
-            "--total-timesteps",
-            "1000",
-            "--norm-reward",
-            "--norm-obs",
-            "--checkpoint-every",
-            "1",
-        )
-        == 3
-    )
-    ckpt = trainer.load_checkpoint(only_run(tmp_path))
-    assert ckpt["update"] == 2
-    assert ckpt["normalizer"]["ret_rms"]["count"] == pytest.approx(1e-4 + 200)  # 2 rollouts, not 3
-    assert ckpt["normalizer"]["obs_rms"]["count"] == pytest.approx(1e-4 + 200)
-
-
-@pytest.mark.parametrize(
-    "argv,needle",
-    [
-        (["--log-std-init", "nan"], "--log-std-init"),
-        (["--ent-coef", "inf"], "--ent-coef"),
-        (["--max-grad-norm", "inf"], "--max-grad-norm"),
-        (["--seed", "-1"], "--seed"),
-        (["--seed", str(2**32)], "--seed"),
-        (["--exp-name", "x" * 300], "too long"),
-        (["--exp-name", "a/b"], "--exp-name"),
-        (["--exp-name", ".."], "--exp-name"),
-    ],
-)
-def test_bad_flags_one_line_exit_2_and_no_run_directory(tmp_path, capsys, argv, needle):
-    assert run_main(tmp_path / "runs", *CARTPOLE, *argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and needle in err
-    assert not (tmp_path / "runs").exists() or not os.listdir(tmp_path / "runs")
-
-
-def test_runs_dir_that_is_a_file_is_bad_input(tmp_path, capsys):
-    f = tmp_path / "file"
-    f.write_text("x")
-    assert run_main(f, *CARTPOLE, "--total-timesteps", "100") == 2
-    assert "--runs-dir" in capsys.readouterr().err
 
 
 # 8. finished runs --------------------------------------------------------------------------------------
 def test_final_checkpoint_is_the_final_state_and_a_finished_resume_changes_nothing(tmp_path):
-    assert run_main(tmp_path, *CARTPOLE, "--total-timesteps", "500", "--checkpoint-every", "2") == 0
-    run = only_run(tmp_path)
+    run = finished_run(tmp_path, "--checkpoint-every", "2", steps=500)
     assert trainer.load_checkpoint(run)["update"] == 5  # not 4, the last periodic one
     summary = open(os.path.join(run, "summary.json")).read()
     open(os.path.join(run, "checkpoint.pt.tmp"), "w").write("half-written")
@@ -207,26 +147,11 @@ def test_final_checkpoint_is_the_final_state_and_a_finished_resume_changes_nothi
 
 
 # 9. the sweep --------------------------------------------------------------------------------------------
-def test_sweep_recovers_from_a_stale_extra_directory_and_spares_a_live_one(tmp_path, capsys):
-    seed_dir = tmp_path / "CartPole" / "sgd" / "seed1"
-    assert run_main(seed_dir, *CARTPOLE, "--total-timesteps", "200") == 0
-    good = only_run(seed_dir)
-    stale = seed_dir / "CartPole-v1__sgd__1__1"
-    stale.mkdir()
-    assert sweep.find_run_dir(str(seed_dir)) == good and not stale.exists()
-    assert "stale" in capsys.readouterr().out
-    live = seed_dir / "CartPole-v1__sgd__1__2"
-    live.mkdir()
-    with trainer.RunLock(str(live)):
-        with pytest.raises(RuntimeError, match="run directories"):
-            sweep.find_run_dir(str(seed_dir))
-    assert live.exists()
 
 
 # 10. files: missing keys, another env's networks, valid JSON summary ---------------------------------------
 def test_incomplete_or_mismatched_checkpoints_are_bad_input(tmp_path, capsys):
-    assert run_main(tmp_path / "runs", *CARTPOLE, "--total-timesteps", "100") == 0
-    run = only_run(tmp_path / "runs")
+    run = finished_run(tmp_path / "runs", steps=100)
     ckpt = torch.load(os.path.join(run, "checkpoint.pt"), weights_only=True)
     partial = tmp_path / "partial.pt"
     torch.save({"args": ckpt["args"], "actor": ckpt["actor"]}, partial)
@@ -234,60 +159,10 @@ def test_incomplete_or_mismatched_checkpoints_are_bad_input(tmp_path, capsys):
     ckpt["args"]["env_id"] = "Acrobot-v1"  # CartPole networks declared as Acrobot's: size mismatch
     save_edited(ckpt, other)
     capsys.readouterr()
-    for path, needle in ((partial, "missing"), (other, "does not fit")):
+    for path in (partial, other):
         for flag in ("--eval-checkpoint", "--resume"):
-            assert trainer.main([flag, str(path), "--total-timesteps", "300"]) == 2
-            err = capsys.readouterr().err.strip()
-            assert len(err.splitlines()) == 1 and needle in err, err
-
-
-def test_divergence_stops_with_status_and_keeps_last_good_checkpoint(tmp_path):
-    argv = [
-        "--env-id",
-        "Pendulum-v1",
-        "--total-timesteps",
-        "2000",
-        "--optimizer",
-        "sgd",
-        "--learning-rate",
-        "1e30",
-    ]
-    assert run_main(tmp_path, *CARTPOLE, *argv) == 3
-    run = only_run(tmp_path)
-    text = open(os.path.join(run, "summary.json")).read()
-    assert (
-        json.loads(text, parse_constant=lambda c: pytest.fail(f"summary.json holds {c}"))["status"]
-        == "diverged"
-    )
-    ckpt = trainer.load_checkpoint(run)
-    assert all(torch.isfinite(v).all() for v in ckpt["actor"].values())
-    assert os.path.exists(os.path.join(run, "episodes.csv"))
-
-
-def test_trainer_of_a_dead_sweep_does_not_start(tmp_path):
-    """A sweep killed while its trainers start: the child finds its parent gone and exits before training."""
-    import functools
-
-    proc = lab_process(
-        tmp_path,
-        "--runs-dir",
-        str(tmp_path),
-        *CARTPOLE,
-        "--total-timesteps",
-        "1000",
-        preexec_fn=functools.partial(sweep._child_preexec, os.getpid() + 10**6),
-    )  # not our pid
-    proc.communicate(timeout=60)
-    assert proc.returncode == 1 and not os.listdir(tmp_path)
-
-
-def test_sweep_skips_a_job_whose_run_directory_is_live(tmp_path):
-    job = sweep.make_jobs(["CartPole"], ["sgd"], [1], {"CartPole": 400}, str(tmp_path), num_steps=100)[0]
-    assert run_main(job.seed_dir, *CARTPOLE, "--total-timesteps", "200") == 0  # resumable
-    run = only_run(job.seed_dir)
-    with trainer.RunLock(run):
-        assert sweep.prepare(job) == ("busy", None)
-    assert sweep.prepare(job)[0] == "resume"
+            code = trainer.main([flag, str(path), "--total-timesteps", "300"])
+            one_line_error(capsys.readouterr().err, code, str(path))
 
 
 def test_a_pre_split_checkpoint_resumes(tmp_path):
@@ -295,23 +170,7 @@ def test_a_pre_split_checkpoint_resumes(tmp_path):
     around an nn.Sequential); the lab loads them into today's critic (0.weight, ...) and resumes."""
     import torch
 
-    assert (
-        trainer.main(
-            [
-                "--env-id",
-                "CartPole-v1",
-                "--num-steps",
-                "100",
-                "--total-timesteps",
-                "200",
-                "--runs-dir",
-                str(tmp_path),
-                "--no-tensorboard",
-            ]
-        )
-        == 0
-    )
-    run = only_run(tmp_path)
+    run = finished_run(tmp_path)
     path = os.path.join(run, "checkpoint.pt")
     ckpt = torch.load(path, weights_only=True)
     ckpt["critic"] = {f"net.{k}": v for k, v in ckpt["critic"].items()}
@@ -328,18 +187,14 @@ def test_a_checkpoint_naming_the_old_horizon_module_resumes(tmp_path):
     import torch
 
     assert (
-        trainer.main(
-            [
-                "--env-id",
-                "benchmark.hparams:CartPole_T1000-v1",
-                "--num-steps",
-                "100",
-                "--total-timesteps",
-                "200",
-                "--runs-dir",
-                str(tmp_path),
-                "--no-tensorboard",
-            ]
+        run_main(
+            tmp_path,
+            "--env-id",
+            "benchmark.hparams:CartPole_T1000-v1",
+            "--num-steps",
+            "100",
+            "--total-timesteps",
+            "200",
         )
         == 0
     )
@@ -356,23 +211,7 @@ def test_a_checkpoint_naming_the_old_horizon_module_resumes(tmp_path):
 def test_resume_after_the_logs_were_deleted_or_emptied_writes_their_headers(tmp_path):
     """Issue 26 #4 (part): a resumed run whose episodes.csv was deleted and whose updates.csv was emptied writes
     each file's header before its first row (they were header-less before)."""
-    assert (
-        trainer.main(
-            [
-                "--env-id",
-                "CartPole-v1",
-                "--num-steps",
-                "100",
-                "--total-timesteps",
-                "200",
-                "--runs-dir",
-                str(tmp_path),
-                "--no-tensorboard",
-            ]
-        )
-        == 0
-    )
-    run = only_run(tmp_path)
+    run = finished_run(tmp_path)
     os.remove(os.path.join(run, "episodes.csv"))
     open(os.path.join(run, "updates.csv"), "w").close()
     assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 0
@@ -386,23 +225,7 @@ def test_resuming_a_run_at_its_budget_repairs_its_summary(tmp_path, damage):
     """Issue 26 #1: a run whose checkpoint reached the budget but whose summary says `interrupted` (or is gone)
     was resumed by every sweep launch, 'nothing to do', exit 0, and never packed. The resume now rewrites the
     summary as finished at the checkpoint's step."""
-    assert (
-        trainer.main(
-            [
-                "--env-id",
-                "CartPole-v1",
-                "--num-steps",
-                "100",
-                "--total-timesteps",
-                "200",
-                "--runs-dir",
-                str(tmp_path),
-                "--no-tensorboard",
-            ]
-        )
-        == 0
-    )
-    run = only_run(tmp_path)
+    run = finished_run(tmp_path)
     path = os.path.join(run, "summary.json")
     if damage == "missing":
         os.remove(path)
@@ -422,23 +245,7 @@ def test_a_checkpoint_outside_its_run_resumes_into_a_new_run_and_a_garbled_heade
     the log truncation with a traceback."""
     import shutil
 
-    assert (
-        trainer.main(
-            [
-                "--env-id",
-                "CartPole-v1",
-                "--num-steps",
-                "100",
-                "--total-timesteps",
-                "200",
-                "--runs-dir",
-                str(tmp_path / "runs"),
-                "--no-tensorboard",
-            ]
-        )
-        == 0
-    )
-    run = os.path.join(tmp_path / "runs", os.listdir(tmp_path / "runs")[0])
+    run = finished_run(tmp_path / "runs")
     os.makedirs(tmp_path / "best")
     shutil.copy(os.path.join(run, "checkpoint.pt"), tmp_path / "best" / "my.pt")
     assert trainer.main(["--resume", str(tmp_path / "best" / "my.pt"), "--total-timesteps", "300"]) == 0
@@ -449,9 +256,8 @@ def test_a_checkpoint_outside_its_run_resumes_into_a_new_run_and_a_garbled_heade
     assert lines[0].startswith("update,global_step") and len(lines) == 2  # its header, then update 3
     capsys.readouterr()
     open(os.path.join(run, "updates.csv"), "w").write("garbage,here\n1,2\n")
-    assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "garbled header" in err
+    code = trainer.main(["--resume", run, "--total-timesteps", "400"])
+    one_line_error(capsys.readouterr().err, code, os.path.join(run, "updates.csv"))
 
 
 @pytest.mark.parametrize("damage", ["rng_torch", "rng_numpy", "global_step_str", "normalizer_shape"])
@@ -459,23 +265,7 @@ def test_checkpoints_with_bad_contents_are_one_line_exit_2(tmp_path, capsys, dam
     """Issue 26 #9 (part): checkpoints that load but hold bad contents crashed with exit 1 and a traceback."""
     import torch
 
-    assert (
-        trainer.main(
-            [
-                "--env-id",
-                "CartPole-v1",
-                "--num-steps",
-                "100",
-                "--total-timesteps",
-                "200",
-                "--runs-dir",
-                str(tmp_path),
-                "--no-tensorboard",
-            ]
-        )
-        == 0
-    )
-    run = only_run(tmp_path)
+    run = finished_run(tmp_path)
     path = os.path.join(run, "checkpoint.pt")
     ckpt = torch.load(path, weights_only=True)
     if damage == "rng_torch":
@@ -488,62 +278,8 @@ def test_checkpoints_with_bad_contents_are_one_line_exit_2(tmp_path, capsys, dam
         ckpt["normalizer"]["obs_rms"]["mean"] = [0.0] * 7
     save_edited(ckpt, path)  # bad contents, not a damaged file
     capsys.readouterr()
-    assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "does not fit" in err, err
-
-
-RaisesMidRun = helpers.RaisesAt250
-
-
-def test_an_exception_mid_run_leaves_a_crashed_summary_and_a_traceback(tmp_path, capsys):
-    """Issue 26 #3 (the lab's half): an unexpected exception after the run directory existed lost the run's tail
-    (no status, a traceback on stderr, handlers left installed). Now: summary.json status crashed with the
-    error's line, RUN/traceback.txt, the last good checkpoint kept, no .tmp, one stderr line, exit 1."""
-    import signal as sig
-
-    import gymnasium as gym
-
-    gym.register("RaisesMidRun-v0", entry_point=RaisesMidRun)
-    before = sig.getsignal(sig.SIGINT)
-    code = trainer.main(
-        [
-            "--env-id",
-            "RaisesMidRun-v0",
-            "--num-steps",
-            "100",
-            "--total-timesteps",
-            "1000",
-            "--checkpoint-every",
-            "1",
-            "--runs-dir",
-            str(tmp_path),
-            "--no-tensorboard",
-        ]
-    )
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 1 and len(err) == 1 and "the simulator fell over" in err[0] and "traceback" in err[0]
-    run = only_run(tmp_path)
-    summary = json.load(open(os.path.join(run, "summary.json")))
-    assert summary["status"] == "crashed" and "RuntimeError" in summary["error"]
-    assert "the simulator fell over" in open(os.path.join(run, "traceback.txt")).read()
-    assert trainer.load_checkpoint(run)["update"] == 2 and not os.path.exists(
-        os.path.join(run, "checkpoint.pt.tmp")
-    )
-    assert sig.getsignal(sig.SIGINT) is before  # Ctrl-C works again in this process
-
-
-def test_a_run_that_dies_before_logging_anything_leaves_no_directory(tmp_path, capsys, monkeypatch):
-    """Issue 26 #3: `--hidden-sizes 100000 100000` (an allocation failure) left a run directory holding only .lock."""
-
-    def too_big(*a, **k):
-        raise MemoryError("cannot allocate 40 GB")
-
-    monkeypatch.setattr(trainer, "lab_networks", too_big)
-    assert trainer.main(["--env-id", "CartPole-v1", "--runs-dir", str(tmp_path), "--no-tensorboard"]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "MemoryError" in err[0] and "removed" in err[0]
-    assert os.listdir(tmp_path) == []
+    code = trainer.main(["--resume", run, "--total-timesteps", "400"])
+    one_line_error(capsys.readouterr().err, code, path)
 
 
 @pytest.mark.parametrize("flag", ["--resume", "--eval-checkpoint"])
@@ -551,8 +287,7 @@ def test_a_flipped_byte_in_a_checkpoint_is_refused_as_corrupt(tmp_path, capsys, 
     """Issue 26 #9: a checkpoint damaged inside a tensor's data loaded silently (torch.load checks no CRC) and was
     trained on or evaluated. Checkpoints now carry the sha256 of their contents (runlayer.with_hash), checked on
     loading: one line naming the checkpoint, exit 2, nothing written."""
-    assert run_main(tmp_path / "runs", *CARTPOLE, "--total-timesteps", "200") == 0
-    run = only_run(tmp_path / "runs")
+    run = finished_run(tmp_path / "runs")
     path = os.path.join(run, "checkpoint.pt")
     weights = (
         torch.load(path, weights_only=True)["actor"]["linears.1.weight"].numpy().tobytes()
@@ -564,9 +299,8 @@ def test_a_flipped_byte_in_a_checkpoint_is_refused_as_corrupt(tmp_path, capsys, 
     open(path, "wb").write(raw)
     before = {name: open(os.path.join(run, name)).read() for name in ("updates.csv", "summary.json")}
     capsys.readouterr()
-    assert trainer.main([flag, run, "--total-timesteps", "400"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "is corrupt" in err and path in err, err
+    code = trainer.main([flag, run, "--total-timesteps", "400"])
+    one_line_error(capsys.readouterr().err, code, path)
     assert {name: open(os.path.join(run, name)).read() for name in before} == before
 
 
@@ -584,19 +318,15 @@ def test_checkpoint_contents_that_broke_the_run_later_are_one_line_exit_2(tmp_pa
     count that is no number, Adam moments of another shape) crashed the resumed run at its first update (exit 1)
     or the evaluation with a traceback. load_checkpoint now refuses them: one line, exit 2."""
     assert (
-        trainer.main(
-            [
-                "--env-id",
-                "Pendulum-v1",
-                "--num-steps",
-                "100",
-                "--total-timesteps",
-                "200",
-                "--norm-obs",
-                "--runs-dir",
-                str(tmp_path),
-                "--no-tensorboard",
-            ]
+        run_main(
+            tmp_path,
+            "--env-id",
+            "Pendulum-v1",
+            "--num-steps",
+            "100",
+            "--total-timesteps",
+            "200",
+            "--norm-obs",
         )
         == 0
     )
@@ -616,7 +346,184 @@ def test_checkpoint_contents_that_broke_the_run_later_are_one_line_exit_2(tmp_pa
         ckpt["normalizer"]["obs_rms"]["mean"] = [0.0] * 7
     save_edited(ckpt, path)
     capsys.readouterr()
-    assert trainer.main([flag, run, "--total-timesteps", "400"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "does not fit" in err and path in err, err
+    code = trainer.main([flag, run, "--total-timesteps", "400"])
+    one_line_error(capsys.readouterr().err, code, path)
     assert json.load(open(os.path.join(run, "summary.json")))["status"] == "finished"
+
+
+def test_resume_continues_from_the_checkpoint_it_finds_under_the_lock(tmp_path, monkeypatch):
+    """Trainer B loaded the 200-step checkpoint, then waited for the lock while trainer A continued the run to 400
+    steps: B must continue from 400 (A's work kept), not cut the logs back to 200 and retrain."""
+    runs = tmp_path / "runs"
+    run = finished_run(runs)
+    shutil.copy(os.path.join(run, "checkpoint.pt"), tmp_path / "at200.pt")
+    assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 0  # trainer A
+    shutil.copy(os.path.join(run, "checkpoint.pt"), tmp_path / "at400.pt")
+    a_rows = open(os.path.join(run, "updates.csv")).read().splitlines()[1:]
+    shutil.copy(tmp_path / "at200.pt", os.path.join(run, "checkpoint.pt"))  # what B read before the lock
+
+    class LockAfterA(runlayer.RunLock):
+        def __enter__(self):
+            shutil.copy(tmp_path / "at400.pt", os.path.join(run, "checkpoint.pt"))  # A finished meanwhile
+            return super().__enter__()
+
+    monkeypatch.setattr(trainer, "RunLock", LockAfterA)
+    assert trainer.main(["--resume", run, "--total-timesteps", "600"]) == 0  # trainer B
+    rows = open(os.path.join(run, "updates.csv")).read().splitlines()[1:]
+    assert len(rows) == 6 and [r.split(",")[0] for r in rows] == ["1", "2", "3", "4", "5", "6"]
+    keep = [r.split(",")[:5] for r in a_rows]  # A's updates 3 and 4, bitwise as A logged them
+    assert [r.split(",")[:5] for r in rows[:4]] == keep
+    assert json.load(open(os.path.join(run, "config.json")))["resumed_from_step"] == 400
+
+
+STORED = [
+    ("optimizer", "no-such-optimizer"),
+    ("fisher", "mean"),
+    ("activation", "gelu"),
+    ("num_envs", "4"),
+    ("gamma", "0.9x"),
+    ("hidden_sizes", "64"),
+    ("learning_rate", -1.0),
+]
+
+
+@pytest.mark.parametrize("flag", ["--resume", "--eval-checkpoint"])
+@pytest.mark.parametrize("field,value", STORED, ids=[f for f, _ in STORED])
+def test_stored_flags_are_validated_before_anything_is_touched(tmp_path, capsys, flag, field, value):
+    runs = tmp_path / "runs"
+    run = finished_run(runs)
+    before = open(os.path.join(run, "summary.json")).read()
+    ckpt = checkpoint(run)
+    ckpt["args"][field] = value
+    torch.save(runlayer.with_hash(ckpt), os.path.join(run, "checkpoint.pt"))
+    capsys.readouterr()
+    code = trainer.main([flag, run, "--total-timesteps", "400"])
+    assert one_line_error(capsys.readouterr().err, code).startswith("error:")
+    assert open(os.path.join(run, "summary.json")).read() == before  # the finished run is untouched
+
+
+@pytest.mark.parametrize("flag", ["--resume", "--eval-checkpoint"])
+def test_non_finite_statistics_in_a_checkpoint_are_refused(tmp_path, capsys, flag):
+    runs = tmp_path / "runs"
+    run = finished_run(runs, "--norm-obs")
+    ckpt = checkpoint(run)
+    ckpt["normalizer"]["obs_rms"]["mean"][0] = float("inf")
+    ckpt["normalizer"]["obs_rms"]["var"][0] = float("nan")
+    torch.save(runlayer.with_hash(ckpt), os.path.join(run, "checkpoint.pt"))
+    capsys.readouterr()
+    code = trainer.main([flag, run, "--total-timesteps", "400"])
+    one_line_error(capsys.readouterr().err, code, os.path.join(run, "checkpoint.pt"), "obs_rms")
+
+
+def test_resume_at_the_budget_keeps_a_diverged_status(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    run = finished_run(runs, steps=400)
+    diverged = {**summary(run), "status": "diverged"}  # as a run that diverged after its 4th update
+    runlayer.write_json(os.path.join(run, "summary.json"), diverged)
+    assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 3
+    assert summary(run)["status"] == "diverged"
+
+
+def test_resume_at_the_rounded_budget_has_nothing_to_do(tmp_path):
+    """--total-timesteps 250 with --num-steps 100 trains 200 steps; resuming that run with the same budget used to
+    start a 0-step run that overwrote summary.json (sps 0, no mean return)."""
+    runs = tmp_path / "runs"
+    run = finished_run(runs, steps=250)
+    before = open(os.path.join(run, "summary.json")).read()
+    assert json.loads(before)["global_step"] == 200
+    assert trainer.main(["--resume", run, "--total-timesteps", "250"]) == 0
+    assert open(os.path.join(run, "summary.json")).read() == before
+
+
+def test_a_resumed_run_keeps_its_earlier_videos(tmp_path):
+    """3. RecordVideo's episode counter restarts at 0 on --resume: the same names overwrote the first videos."""
+    run = finished_run(tmp_path, "--capture-video")
+    videos = os.path.join(run, "videos")
+    before = {name: open(os.path.join(videos, name), "rb").read() for name in os.listdir(videos)}
+    assert before
+    assert trainer.main(["--resume", run, "--total-timesteps", "400", "--capture-video"]) == 0
+    after = os.listdir(videos)
+    assert all(open(os.path.join(videos, name), "rb").read() == data for name, data in before.items())
+    assert len(after) > len(before)  # the resumed segment's own videos, beside
+
+
+def test_resume_takes_every_run_the_lab_makes(tmp_path, monkeypatch):
+    """5. An --exp-name holding '..' and a run name of 253-255 bytes are valid runs; --resume refused them (the
+    lab's own name checks, one of them counting a suffix resume never adds). (Until issue 43 the runs came from
+    the reference, whose checkpoints the lab no longer resumes.)"""
+    monkeypatch.chdir(tmp_path)
+    prefix = f"CartPole-v1____1__{int(__import__('time').time())}"
+    for exp_name in ("a..b", "x" * (254 - len(prefix))):
+        shutil.rmtree(tmp_path / "runs", ignore_errors=True)
+        assert trainer.main([*CARTPOLE, "--total-timesteps", "100", "--exp-name", exp_name]) == 0
+        (run,) = os.listdir(tmp_path / "runs")
+        assert trainer.main(["--resume", os.path.join("runs", run), "--total-timesteps", "200"]) == 0
+        assert json.load(open(os.path.join("runs", run, "summary.json")))["global_step"] == 200
+
+
+def test_a_run_directory_that_cannot_be_written_is_one_line(tmp_path, capsys):
+    """6. A read-only run directory: --resume and --eval-checkpoint --capture-video ended in an OSError
+    traceback. (Here the lock file and the video folder are made impossible to create: tests run as root,
+    for whom a directory's mode is no obstacle.)"""
+    run = finished_run(tmp_path, steps=100)
+    os.remove(os.path.join(run, ".lock"))
+    os.mkdir(os.path.join(run, ".lock"))
+    code = trainer.main(["--resume", run, "--total-timesteps", "200"])
+    one_line_error(capsys.readouterr().err, code, run)
+    open(os.path.join(run, "videos"), "w").close()
+    code = trainer.main(["--eval-checkpoint", run, "--eval-episodes", "1", "--capture-video"])
+    one_line_error(capsys.readouterr().err, code, "--capture-video", os.path.join(run, "videos"))
+
+
+class Repaired(helpers.RaisesAt250):
+    """RaisesAt250's spaces, without the crash."""
+
+    def step(self, action):
+        self.steps += 1
+        return np.zeros(2), 1.0, False, self.steps % 20 == 0, {}
+
+
+def test_a_resumed_crash_leaves_no_stale_traceback(tmp_path):
+    """Issue 36 8a. A crashed run resumed to `finished` kept traceback.txt beside its finished summary."""
+    gym.register("MendedLater-v0", entry_point=helpers.RaisesAt250)
+    code = run_main(tmp_path, "--env-id", "MendedLater-v0", "--num-steps", "100", "--total-timesteps", "1000")
+    assert code == 1
+    run = only_run(tmp_path)
+    assert os.path.isfile(os.path.join(run, "traceback.txt"))
+    gym.register("MendedLater-v0", entry_point=Repaired)  # the environment mended, the run resumed
+    assert trainer.main(["--resume", run, "--total-timesteps", "400"]) == 0
+    assert json.load(open(os.path.join(run, "summary.json")))["status"] == "finished"
+    assert not os.path.exists(os.path.join(run, "traceback.txt"))
+    assert os.path.isfile(os.path.join(run, "traceback-before-resume-at-200.txt"))
+
+
+def test_after_a_hard_kill_tensorboard_holds_each_step_once(tmp_path):
+    """8b. A run killed after its checkpoint (its logs ran ahead), then resumed: the CSVs were cut back to the
+    checkpoint, but TensorBoard kept the killed segment's points, so the curves held every step twice."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    assert (
+        run_main(
+            tmp_path,
+            "--env-id",
+            "CartPole-v1",
+            "--num-steps",
+            "100",
+            "--total-timesteps",
+            "200",
+            tensorboard=True,
+        )
+        == 0
+    )
+    run = only_run(tmp_path)
+    kept = os.path.join(tmp_path, "checkpoint-at-200.pt")
+    shutil.copy(os.path.join(run, "checkpoint.pt"), kept)
+    assert trainer.main(["--resume", run, "--total-timesteps", "500"]) == 0
+    shutil.copy(
+        kept, os.path.join(run, "checkpoint.pt")
+    )  # as if killed at 500 with its last checkpoint at 200
+    assert trainer.main(["--resume", run, "--total-timesteps", "500"]) == 0
+    events = EventAccumulator(run)
+    events.Reload()
+    steps = [e.step for e in events.Scalars("losses/value_loss")]
+    assert steps == [100, 200, 300, 400, 500]

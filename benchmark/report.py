@@ -129,21 +129,6 @@ def pre_run_verdict(c: dict) -> str:
     return aggregate.combined(c) if c.get("at_5M") else c["verdict"]
 
 
-def named(v: dict) -> str:
-    """A claim's verdict, then its stricter name where that differs."""
-    return v["verdict"] + (f" → {v['strict']}" if v.get("strict") not in (None, v["verdict"]) else "")
-
-
-def other_text(r: dict) -> str:
-    o = r.get("other")
-    if r.get("at_5M"):
-        return "– (5M runs: our bins are the paper's)"
-    if o is None:
-        return "–"
-    cause = f" ({change_cause(r)})" if o["verdict"] != r["verdict"] else ""
-    return f"**{named(o)}**" + (f": {o['measured']}" if o["measured"] else "") + cause
-
-
 GRID_JSON = os.path.join(REPO, "benchmark", "results", "grid.json")
 CLAIMS_JSON = os.path.join(REPO, "benchmark", "results", "claims.json")
 GRID_VOCAB = (  # every word a cell of report/grid.md and the 5M block may use

@@ -304,7 +304,8 @@ class RolloutPolicy:
         self.layers = [(numpy(m.weight), numpy(m.bias)) for m in actor.linears]
         self.discrete = actor.discrete
         self.act = ACTIVATIONS[actor.activation][1]
-        self.std = None if actor.discrete else np.exp(numpy(actor.log_std))
+        with np.errstate(over="ignore"):  # an infinite std is a diverged actor: the loop says so in one line
+            self.std = None if actor.discrete else np.exp(numpy(actor.log_std))
 
     def forward(self, h: np.ndarray) -> np.ndarray:
         """Observations (B, obs_dim) -> the actor's output."""

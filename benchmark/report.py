@@ -3,8 +3,8 @@
 Aggregates the stage-1 logs (benchmark/results/logs/<reading>/) with the paper's protocol (benchmark/aggregate.py),
 computes statistics (benchmark/stats.py) and figures, evaluates the paper's claims, and adds the fidelity study and
 the earlier literal grid (benchmark/results/grid_300k/). Every number comes from those files or from the paper's table
-(benchmark/hyperparams.toml). Each section is a function returning markdown lines; a table is its headers and rows of
-cells (stats.markdown_table).
+(benchmark/hyperparams.toml). Each page is a function returning its data (`*_data`: numbers, lists, words of a fixed
+vocabulary), written to benchmark/results/*.json and rendered by its template in benchmark/templates/ (pages.py).
 """
 
 from __future__ import annotations

@@ -659,6 +659,12 @@ def tally(words: list[str]) -> list[list]:
     return [[w, by[w]] for w in dict.fromkeys(VOCAB) if by[w]]
 
 
+def tallied_row(row_id: str, numbers: dict, items: list[dict], link: str) -> dict:
+    """A verdict row whose answer counts its items' answers (tally) out of how many there are."""
+    answers = [r["answer"] for r in items]
+    return {"id": row_id, "numbers": numbers, "answer": tally(answers), "of": len(answers), "links": [link]}
+
+
 def block_c_word(r: dict) -> str:
     """A paired TOST row (prereg.paired plus p_holm): equivalent at the margin, different after Holm, or neither."""
     if r["equivalent"]:
@@ -895,21 +901,14 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
     p_holm = dict(zip(one, prereg.holm([r["p"] for r in one.values()])))
     stage1 = [{"task": t, "answer": block_c_word({**r, "p_holm": p_holm[t]})} for t, r in one.items()]
     budgets = aggregate.stage1_budgets()
-    rows.append(
-        {
-            "id": "sgd_stage1",
-            "numbers": {
-                "budgets": [min(budgets.values()), max(budgets.values())],
-                "tasks": {
-                    w: [r["task"] for r in stage1 if r["answer"] == w]
-                    for w, _ in tally([r["answer"] for r in stage1])
-                },
-            },
-            "answer": tally([r["answer"] for r in stage1]),
-            "of": len(stage1),
-            "links": ["report/grid.md"],
-        }
-    )
+    numbers = {
+        "budgets": [min(budgets.values()), max(budgets.values())],
+        "tasks": {
+            w: [r["task"] for r in stage1 if r["answer"] == w]
+            for w, _ in tally([r["answer"] for r in stage1])
+        },
+    }
+    rows.append(tallied_row("sgd_stage1", numbers, stage1, "report/grid.md"))
     # ... at 5M (pre-registered, block C)
     eq5 = []
     one_eq = {r["task"] for r in stage1 if r["answer"] == EQUIVALENT}
@@ -934,15 +933,7 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
             }
         )
     eq5.sort(key=lambda r: order[r["answer"]])
-    rows.append(
-        {
-            "id": "sgd_5M",
-            "numbers": {"tasks": eq5},
-            "answer": tally([r["answer"] for r in eq5]),
-            "of": len(eq5),
-            "links": ["report/mujoco_5M.md"],
-        }
-    )
+    rows.append(tallied_row("sgd_5M", {"tasks": eq5}, eq5, "report/mujoco_5M.md"))
     # where the rank-1 term is largest: lambda = 0.01, 20 paired seeds; the lambda dose-response
     sl = pre["lambda"]["slope"]
     lams = list(pre["lambda"]["per_lambda"])
@@ -959,27 +950,17 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
         }
         for r in pre["equivalence"]
     ]
-    rows.append(
-        {
-            "id": "rank1",
-            "numbers": {
-                "tasks": largest,
-                "slope": {
-                    "task": "HalfCheetah",  # block 2 of benchmark/preregistration.toml
-                    "mean": sl.get("mean"),
-                    "ci": list(sl.get("ci", (None, None))),
-                    "p": sl.get("p"),
-                    "lambdas": [min(lams), max(lams)] if lams else [],
-                    "decades": decades,
-                    "span": [decades * x for x in sl["ci"]] if "ci" in sl else [None, None],
-                    "answer": "dose-response" if sl.get("p", 1.0) < ALPHA else "no dose-response detected",
-                },
-            },
-            "answer": tally([r["answer"] for r in largest]),
-            "of": len(largest),
-            "links": ["report/prereg.md"],
-        }
-    )
+    slope = {
+        "task": "HalfCheetah",  # block 2 of benchmark/preregistration.toml
+        "mean": sl.get("mean"),
+        "ci": list(sl.get("ci", (None, None))),
+        "p": sl.get("p"),
+        "lambdas": [min(lams), max(lams)] if lams else [],
+        "decades": decades,
+        "span": [decades * x for x in sl["ci"]] if "ci" in sl else [None, None],
+        "answer": "dose-response" if sl.get("p", 1.0) < ALPHA else "no dose-response detected",
+    }
+    rows.append(tallied_row("rank1", {"tasks": largest, "slope": slope}, largest, "report/prereg.md"))
     # ||l||^2 / lambda over the 5M runs (block D): first vs last fifth, medians over seeds
     diag = [
         {
@@ -994,15 +975,7 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
         for r in res5["diagnostics"]
     ]
     diag.sort(key=lambda r: r["damping"])
-    rows.append(
-        {
-            "id": "ell",
-            "numbers": {"tasks": diag},
-            "answer": tally([r["answer"] for r in diag]),
-            "of": len(diag),
-            "links": ["report/mujoco_5M.md"],
-        }
-    )
+    rows.append(tallied_row("ell", {"tasks": diag}, diag, "report/mujoco_5M.md"))
     # the points: the held claims' readings; collapsed tasks; the step-size confound; the curvature effect
     held = [c for c in d.claims if aggregate.combined(c) == "held"]
     readings = [held_reading(c, d) for c in held]

@@ -3,6 +3,7 @@ researcher would add one (its step, one registry entry, its rows in a copy of hy
 sweep (tiny budget), the aggregation and the report into a temporary directory; hyperparams.toml is validated on
 load (a typo'd key, a missing row, an unregistered algorithm: one line naming file, table and key, exit 2)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -80,8 +81,9 @@ def test_a_toy_optimizer_runs_through_sweep_aggregate_and_report(tmp_path):
         "benchmark.report", "--logs", str(tmp_path / "logs"), "--out-dir", str(tmp_path / "out"), env=env
     )
     assert report.returncode == 0, report.stdout + report.stderr
-    text = open(tmp_path / "out" / "REPORT.md").read()
-    assert "| Task | Budget | AC-SGD | Sign-SGD (toy) |" in text and "(n=2)" in text
+    data = json.load(open(tmp_path / "out" / "results" / "report.json"))  # what its REPORT.md prints
+    assert data["algos"] == ["AC-SGD", "Sign-SGD (toy)"] and data["runs"] == 4
+    assert [c["n"] for c in data["rows"][0]["cells"]] == [2, 2]
     assert os.path.isfile(tmp_path / "out" / "returns_smoothed.png")
     assert os.path.isfile(tmp_path / "out" / "results" / "final.csv")
     # the committed report was not touched

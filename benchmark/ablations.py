@@ -681,6 +681,14 @@ def page_data(stats, refs, costs, costs_header, seeds, budget=BUDGET) -> dict:
         "costs_header": costs_header.lstrip("# "),
         "costs": costs,
         "costs_shown": bool(costs),
+        "fisher_rows": [
+            {
+                "task": t,
+                "lr": hparams.settings(t, "smac")["learning_rate"],
+                "damping": hparams.settings(t, "smac")["damping"],
+            }
+            for t in SECTIONS["fisher"]["tasks"]
+        ],
         "fisher": _fisher(stats, refs),
         "damping": _damping(stats),
         "prev_ef": _prev_ef(stats, costs),

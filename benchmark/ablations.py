@@ -708,8 +708,7 @@ def render(data: dict) -> str:
 
 def write_report(stats, refs, costs, costs_header, seeds, path=REPORT, budget=BUDGET, json_path=None) -> dict:
     """ABLATIONS.md rendered from page_data's data as JSON, which goes to json_path where given."""
-    data = plain(page_data(stats, refs, costs, costs_header, seeds, budget))
-    pages.write_json(json_path, data)
+    data = pages.committed(page_data(stats, refs, costs, costs_header, seeds, budget), json_path, JSON_DIGITS)
     with open(path, "w", encoding="utf-8") as f:
         f.write(render(data))
     return data

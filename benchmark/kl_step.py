@@ -117,8 +117,7 @@ def markdown(res: dict) -> str:
 
 
 def main() -> None:
-    res = pages.plain(analyze())
-    pages.write_json(RESULTS, res)
+    res = pages.committed(analyze(), RESULTS)
     with open(PAGE, "w") as f:
         f.write(markdown(res))
     print(f"wrote {RESULTS} and {PAGE}")

@@ -121,6 +121,13 @@ def plain(data, digits: int = 6):
     return stats.json_plain(data, digits)
 
 
+def committed(data, path: Optional[str] = None, digits: int = 6):
+    """data as plain JSON (`plain`), written to path (nothing where None): what the report commits and renders."""
+    out = plain(data, digits)
+    write_json(path, out)
+    return out
+
+
 def write_json(path: Optional[str], data) -> None:
     """data (already plain) to path as indented UTF-8 JSON; nothing where path is None."""
     if path is None:

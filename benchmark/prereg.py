@@ -361,8 +361,7 @@ def render_prereg(data: dict) -> str:
 def markdown(reg: dict, res: dict, json_path: str | None = None) -> list:
     """report/prereg.md: the pre-registered study in full, rules applied as written, rendered from page_prereg's data as
     JSON (6 significant digits), which goes to json_path where given."""
-    data = pages.plain(page_prereg(reg, res))
-    pages.write_json(json_path, data)
+    data = pages.committed(page_prereg(reg, res), json_path)
     return [render_prereg(data)]
 
 
@@ -758,17 +757,18 @@ def render_5M(data: dict) -> str:
     return pages.render("mujoco_5M.md.j2", data)
 
 
+DIGITS_5M = 7  # 6 would turn a last-fifth median of 125.5505 into 125.55, printed 125.5 at 4 digits
+
+
 def plain_5M(x):
-    """page_5M as JSON, floats to 7 significant digits (6 would turn a last-fifth median of 125.5505 into 125.55,
-    printed 125.5 at 4 digits)."""
-    return stats.json_plain(x, 7)
+    """page_5M as JSON, floats to DIGITS_5M significant digits."""
+    return pages.plain(x, DIGITS_5M)
 
 
 def markdown_5M(reg: dict, res: dict, json_path: str | None = None) -> list:
     """report/mujoco_5M.md: what the 5M runs show so far, by the pre-registered rules, rendered from page_5M's data
     as JSON (plain_5M), which goes to json_path where given."""
-    data = plain_5M(page_5M(reg, res))
-    pages.write_json(json_path, data)
+    data = pages.committed(page_5M(reg, res), json_path, DIGITS_5M)
     return [render_5M(data)]
 
 

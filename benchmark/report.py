@@ -130,6 +130,7 @@ def pre_run_verdict(c: dict) -> str:
 
 
 GRID_JSON = os.path.join(REPO, "benchmark", "results", "grid.json")
+PAGE_DIGITS = 10  # grid.json and claims.json: significant digits kept (a printed digit never moves)
 CLAIMS_JSON = os.path.join(REPO, "benchmark", "results", "claims.json")
 GRID_VOCAB = (  # every word a cell of report/grid.md and the 5M block may use
     "compared",  # a cell beside the paper's at a comparable budget
@@ -269,14 +270,6 @@ AT_5M_KINDS = ("same as stage 1", "runs in", "final")  # the per-task table's SM
 READINGS_JSON = os.path.join(REPO, "benchmark", "results", "readings.json")
 DEVIATIONS_JSON = os.path.join(REPO, "benchmark", "results", "deviations.json")
 REPORT_JSON = os.path.join(REPO, "benchmark", "results", "report.json")
-
-
-def page_json(data: dict, path: Optional[str]) -> dict:
-    """A page's data as plain JSON (floats to 6 significant digits; the pages print 4 at most), written to `path`
-    (nothing where None)."""
-    out = pages.plain(data, 6)
-    pages.write_json(path, out)
-    return out
 
 
 def final_data(r: Optional[dict]) -> Optional[dict]:
@@ -1060,11 +1053,6 @@ def verdict_data(d: Data, pre: dict, stage1_equiv: dict, res5: dict, rank1: list
     return {"design": design, "rows": rows, "points": points}
 
 
-def plain(x):
-    """verdict_data as JSON, floats to 6 significant digits (the report prints 4 at most)."""
-    return stats.json_plain(x, 6)
-
-
 def render_verdict(data: dict, base: str = "") -> str:
     """The verdict table and points (benchmark/templates/verdict.md.j2) from verdict_data's JSON; `base`: the
     links' prefix (README: "benchmark/")."""
@@ -1260,7 +1248,7 @@ def write_report(
             "Which reading of the paper: the fidelity study and the earlier literal grid",
             [
                 render_readings(
-                    page_json(readings_data(d, write_fidelity), READINGS_JSON if verdict_json else None)
+                    pages.committed(readings_data(d, write_fidelity), READINGS_JSON if verdict_json else None)
                 )
             ],
         ),
@@ -1270,7 +1258,7 @@ def write_report(
             [
                 pages.render(
                     "deviations.md.j2",
-                    page_json(deviations_data(d), DEVIATIONS_JSON if verdict_json else None),
+                    pages.committed(deviations_data(d), DEVIATIONS_JSON if verdict_json else None),
                 )
             ],
         ),
@@ -1286,9 +1274,8 @@ def write_report(
     # the rank-1 term's size where lambda <= 0.01: every SMAC run at the paper's row, stage 1 and block 1's seeds
     block1 = os.path.join(REPO, reg["blocks"]["equivalence"]["logs"])
     rank1 = rank1_figures(d.runs + (compact.discover_logs(block1) if os.path.isdir(block1) else []))
-    data = plain(verdict_data(d, pre, stage1_equiv, res5, rank1))
-    pages.write_json(verdict_json, data)
-    own = page_json(report_data(d, equiv, res5), REPORT_JSON if verdict_json else None)
+    data = pages.committed(verdict_data(d, pre, stage1_equiv, res5, rank1), verdict_json)
+    own = pages.committed(report_data(d, equiv, res5), REPORT_JSON if verdict_json else None)
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     text = pages.render("report.md.j2", own, date=date, verdict=render_verdict(data))
     with open(path, "w") as f:
@@ -1628,22 +1615,15 @@ def grid_data(d: Data, c: dict) -> dict:
     return {**stage1_data(c), "ordering": ordering_data(d), "diagnostics": diagnostics_data(d)}
 
 
-def plain_page(data: dict) -> dict:
-    """grid_data / claims_data as JSON, floats to 10 significant digits (a printed digit never moves)."""
-    return pages.plain(data, 10)
-
-
 def grid_markdown(d: Data, c: dict, json_path: Optional[str] = None) -> list[str]:
     """report/grid.md's body: grid_data as JSON (to json_path where given) rendered by templates/grid.md.j2."""
-    data = plain_page(grid_data(d, c))
-    pages.write_json(json_path, data)
+    data = pages.committed(grid_data(d, c), json_path, PAGE_DIGITS)
     return [pages.render("grid.md.j2", data)]
 
 
 def claims_markdown(d: Data, logs_dir: str, json_path: Optional[str] = None) -> list[str]:
     """report/claims.md's body: claims_data as JSON (to json_path where given) rendered by templates/claims.md.j2."""
-    data = plain_page(claims_data(d, logs_dir))
-    pages.write_json(json_path, data)
+    data = pages.committed(claims_data(d, logs_dir), json_path, PAGE_DIGITS)
     return [pages.render("claims.md.j2", data)]
 
 
@@ -1688,7 +1668,7 @@ def logs_report(logs_dir: str, out_dir: str) -> str:
     figures(results, out_dir, runs)
     final = read_csv(os.path.join(results, "final.csv"))
     pictures = [f for f in sorted(os.listdir(out_dir)) if f.endswith(".png")]
-    data = page_json(
+    data = pages.committed(
         logs_report_data(logs_dir, len(runs), final, pictures), os.path.join(results, "report.json")
     )
     path = os.path.join(out_dir, "REPORT.md")

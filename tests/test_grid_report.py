@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from benchmark import aggregate, compact, hparams, report, stats
+from benchmark import aggregate, compact, hparams, pages, report, stats
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -407,7 +407,9 @@ def committed_data(tmp_path_factory):
 
 def test_the_committed_claims_json_is_the_data_of_the_committed_logs(committed_data):
     data = committed("claims.json")
-    assert data == report.plain_page(report.claims_data(committed_data, aggregate.stage1_logs()))
+    assert data == pages.committed(
+        report.claims_data(committed_data, aggregate.stage1_logs()), None, report.PAGE_DIGITS
+    )
     claims = data["claims"]
     # issue 37: the claims that needed 5M are judged on the 5M runs (or wait for them), never "beyond budget"
     assert len(claims) == 22 and "beyond budget" not in [c["final"] for c in claims]
@@ -450,7 +452,7 @@ def test_the_committed_grid_json_is_the_data_of_the_committed_logs(committed_dat
     data = committed("grid.json")
     cells = aggregate.load_cells(d.runs)
     c = {"cells": cells, "rows": aggregate.cell_rows(cells), "min_seeds": 5, "reps": 2000, "aggregates": None}
-    fresh = report.plain_page(report.grid_data(d, c))
+    fresh = pages.committed(report.grid_data(d, c), None, report.PAGE_DIGITS)
     assert {**data, "aggregates": None} == fresh
     stage1 = os.path.join(REPO, "benchmark", "results", "stage1")
     by_row = {r["task"]: dict(zip(hparams.algos(), r["cells"])) for r in data["rows"]}
@@ -607,7 +609,7 @@ def test_verdict_words_by_hand():
     assert report.block_c_word({**r, "p_holm": 0.2}) == report.NOT_SHOWN
     assert report.block_c_word({**r, "p_holm": float("nan")}) == report.NOT_SHOWN
     assert report.block_c_word({**r, "equivalent": True}) == report.EQUIVALENT == "equivalent at ±0.1"
-    assert report.plain({"a": (1.23456789, float("nan")), "b": np.float64(2.0), "c": np.bool_(True)}) == {
+    assert pages.committed({"a": (1.23456789, float("nan")), "b": np.float64(2.0), "c": np.bool_(True)}) == {
         "a": [1.23457, None],
         "b": 2.0,
         "c": True,

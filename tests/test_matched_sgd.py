@@ -257,8 +257,10 @@ def test_pipeline_on_synthetic_runs(tmp_path):
     )  # the unpaired tests are gone (issue 27)
     # report/grid.md, beside REPORT.md: its data (the same logs, the same bootstrap) and the page rendered from it
     d = report.load(logs, str(tmp_path / "none"), res)
-    data = report.plain_page(
-        report.grid_data(d, report.compute(logs, results_dir=res, figures_dir=figs, reps=100))
+    data = pages.committed(
+        report.grid_data(d, report.compute(logs, results_dir=res, figures_dir=figs, reps=100)),
+        None,
+        report.PAGE_DIGITS,
     )
     with open(tmp_path / "report" / "grid.md", encoding="utf-8") as f:
         assert f.read().split("\n", 4)[4] == pages.render("grid.md.j2", data)

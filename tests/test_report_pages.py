@@ -99,7 +99,7 @@ def test_the_committed_readings_page_is_its_template_on_the_committed_json():
 
 def test_the_committed_readings_json_is_readings_data_on_the_committed_logs(stage1):
     d = report.Data(runs=stage1.runs, headline=[], final={}, diag={})
-    assert committed_json(report.READINGS_JSON) == report.page_json(report.readings_data(d), None)
+    assert committed_json(report.READINGS_JSON) == pages.committed(report.readings_data(d))
 
 
 def test_the_earlier_grid_and_the_two_readings_recomputed(stage1):
@@ -218,7 +218,7 @@ def test_the_readings_template_renders_without_runs_or_grid(tmp_path):
 def test_the_committed_deviations_page_is_its_template_on_the_committed_json(stage1):
     data = committed_json(report.DEVIATIONS_JSON)
     assert detail_body("deviations.md") == pages.render("deviations.md.j2", data)
-    assert data == report.page_json(report.deviations_data(stage1), None)
+    assert data == pages.committed(report.deviations_data(stage1))
 
 
 def test_the_budget_groups_cover_every_task_once_at_its_budget():
@@ -274,7 +274,7 @@ def test_the_committed_report_json_is_report_data_on_the_committed_logs(stage1):
     pre = prereg.analyze(prereg.load())
     res5 = prereg.analyze_5M(prereg.load_5M())
     data = report.report_data(stage1, equivalence(aggregate.stage1_logs(), pre), res5)
-    assert committed_json(report.REPORT_JSON) == report.page_json(data, None)
+    assert committed_json(report.REPORT_JSON) == pages.committed(data)
 
 
 def test_the_per_task_rows_recomputed():

@@ -2,6 +2,7 @@
 against the paper's fixed step eta, by the rule of benchmark/preregistration_kl_step.toml, fixed before the runs.
 
     python -m benchmark.kl_step          # committed logs -> benchmark/results/kl_step.json, benchmark/report/kl_step.md
+                                         # (python -m benchmark.report writes them too)
 
 analyze() returns the numbers and the words (VOCAB); markdown() renders them with benchmark/templates/kl_step.md.j2.
 """
@@ -116,11 +117,16 @@ def markdown(res: dict) -> str:
     return pages.render("kl_step.md.j2", res)
 
 
-def main() -> None:
+def write() -> str:
+    """kl_step.json and report/kl_step.md from the committed logs (also run by `python -m benchmark.report`)."""
     res = pages.committed(analyze(), RESULTS)
     with open(PAGE, "w") as f:
         f.write(markdown(res))
-    print(f"wrote {RESULTS} and {PAGE}")
+    return PAGE
+
+
+def main() -> None:
+    print(f"wrote {RESULTS} and {write()}")
 
 
 if __name__ == "__main__":

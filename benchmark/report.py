@@ -29,7 +29,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark import ablations, aggregate, algorithms, compact, hparams, pages, protocol, stats  # noqa: E402
+from benchmark import ablations, aggregate, algorithms, compact, hparams, kl_step, pages, protocol, stats  # noqa: E402
 from benchmark.stats import (
     num,
     read_csv,
@@ -1680,7 +1680,7 @@ def logs_report(logs_dir: str, out_dir: str) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         description="Write REPORT.md (with benchmark/report/*.md, the stage-1 CSVs and the "
-        "figures), ABLATIONS.md (with its CSVs and figures), the fidelity study's CSVs and "
+        "figures), report/kl_step.md, ABLATIONS.md (with its CSVs and figures), the fidelity study's CSVs and "
         "docs/defaults_sweep.csv from the committed compact logs; or, with --logs and --out-dir, a report of any "
         "compact logs into a directory of your own."
     )
@@ -1711,6 +1711,7 @@ def main(argv=None) -> int:
     with open(VERDICT_JSON, encoding="utf-8") as f:
         if write_readme(json.load(f)):
             print(f"wrote {README}'s Results block")
+    print(f"wrote {kl_step.write()}")
     abl = ablations.write_all()
     print(f"wrote {abl}" if abl else "no ablation compact logs: ABLATIONS.md left as it is")
     dfl = aggregate.write_defaults_csv()

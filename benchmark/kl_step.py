@@ -109,7 +109,13 @@ def analyze(root: str = REPO) -> dict:
             r["p_holm"] = p_holm
             r["holm"] = True
             r["verdict"] = "KL step higher" if higher else "KL step lower" if lower else "not shown to differ"
-    return {"target_kl": common["target_kl"], "seeds": seeds, "n_seeds": len(seeds), "tasks": rows}
+    return {
+        "target_kl": common["target_kl"],
+        "reading": common["reading"],
+        "seeds": seeds,
+        "n_seeds": len(seeds),
+        "tasks": rows,
+    }
 
 
 def markdown(res: dict) -> str:

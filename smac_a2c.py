@@ -11,10 +11,11 @@ The defaults are the paper's Hopper row for SMAC; its baselines on Hopper are
     python smac_a2c.py --env-id Hopper-v4 --optimizer adam --learning-rate 1e-4  # AC-Adam
 and every task's rows are in benchmark/hyperparams.toml. Logs go to runs/<run>/ (`tensorboard --logdir runs`).
 
-Read top to bottom: Args -> environments -> networks -> the SMAC math (the copy block) -> its diagnostics ->
-actor steps -> GAE and critic -> train(). To use SMAC in your own loop, copy the six functions the copy block
-names. AC-CG, AC-KFAC, SMAC's ablations, resume, evaluation and crash-safe logs are the lab's:
-`python -m benchmark.trainer --help`.
+Read top to bottom: Args -> the SMAC math (the copy block) -> its diagnostics -> actor steps -> GAE and
+the critic -> networks -> train(), the loop. A reader of the method can stop there: the run helpers after
+train() (input checks, environments, normalization, signals, checkpoint, logging, main) are what a CleanRL
+user expects of a script, not the paper. To use SMAC in your own loop, copy the six functions the copy block
+names. AC-CG, AC-KFAC, ablations, resume, evaluation, crash-safe logs: the lab, `python -m benchmark.trainer`.
 """
 
 import copy
@@ -89,8 +90,497 @@ class Args:
     """hidden layer widths of the actor and the critic (tanh MLPs)"""
 
 
+# ==== The SMAC math ====================================================================================
+# Copy block: to use SMAC in your own loop, copy these six functions (they need `import torch`, under that
+# name): sherman_morrison_direction, trainable_parameters, mean_score_and_gradient, smac_direction,
+# apply_step_, kl_step_. Then, with log_probs the batch's log pi(a|s) WITH their graph and log_prob_fn() a
+# function that recomputes them from the policy's current parameters:
+#     direction = smac_direction(policy, log_probs, advantages, damping=1.0)  # F~^-1 g
+#     apply_step_(policy, direction, lr=1e-2)  # the paper's fixed step eta, or (ours) eta set by the KL:
+#     eta = kl_step_(policy, direction, log_prob_fn, target_kl=0.01)
+def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: float) -> torch.Tensor:
+    """(lambda I + l l^T)^-1 g for flat 1-D tensors g and l: two dot products and one axpy, O(d)."""
+    # eq. (4): (lambda I + l l^T)^-1 = I / lambda - l l^T / (lambda^2 + lambda l^T l). Applied to g it is
+    # eq. (5) without its step size eta: (1/lambda) (g - l (l^T g) / (lambda + l^T l)). No d x d matrix.
+    return (g - ell * (torch.dot(ell, g) / (damping + torch.dot(ell, ell)))) / damping
+
+
+def trainable_parameters(params) -> list:
+    """A module's (or a list's) parameters with requires_grad; their order fixes the flat layout."""
+    if isinstance(params, torch.nn.Module):
+        params = params.parameters()
+    params = [p for p in params if p.requires_grad]
+    if not params:
+        raise ValueError(
+            "no trainable parameters: pass the module or a list (a generator such as model.parameters() "
+            "is empty after its first use)"
+        )
+    return params
+
+
+def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages, retain_graph: bool = False):
+    """Flat (l_bar, g) of the Practical Method: l_bar = grad (1/B) sum_i log pi(a_i|s_i) and
+    g = grad (1/B) sum_i log pi(a_i|s_i) A_i, from two backward passes through the same graph. retain_graph:
+    keep the graph for a later backward through it (a critic sharing the trunk), at the memory it holds."""
+    params = trainable_parameters(params)
+    if not isinstance(log_probs, torch.Tensor) or not log_probs.requires_grad:
+        raise ValueError(
+            "log_probs must be a torch tensor with its graph: compute them outside torch.no_grad()"
+        )
+    advantages = torch.as_tensor(advantages, dtype=log_probs.dtype, device=log_probs.device)
+    if log_probs.dim() != 1 or advantages.shape != log_probs.shape:
+        raise ValueError(f"log_probs, advantages need shape (B,), got {log_probs.shape}, {advantages.shape}")
+    batch_size = len(log_probs)
+    score_weights = torch.full_like(log_probs, 1.0 / batch_size)
+    # ours, where the paper is silent: g is the batch mean of grad log pi(a_i|s_i) A_i, as l_bar of the scores
+    gradient_weights = advantages.detach() / batch_size
+    ell_parts = torch.autograd.grad(
+        log_probs, params, grad_outputs=score_weights, retain_graph=True, allow_unused=True
+    )
+    g_parts = torch.autograd.grad(
+        log_probs, params, grad_outputs=gradient_weights, retain_graph=retain_graph, allow_unused=True
+    )
+    # flat vectors; a parameter the log-probabilities do not depend on has a zero gradient
+    ell = torch.cat(
+        [(torch.zeros_like(p) if d is None else d).reshape(-1) for p, d in zip(params, ell_parts)]
+    )
+    g = torch.cat([(torch.zeros_like(p) if d is None else d).reshape(-1) for p, d in zip(params, g_parts)])
+    return ell, g
+
+
+def smac_direction(params, log_probs, advantages, damping: float, retain_graph: bool = False) -> torch.Tensor:
+    """F~^-1 g with F~ = damping I + l_bar l_bar^T, for any policy. params: a module or a list of parameters;
+    log_probs (B,) WITH their graph; advantages (B,), a tensor or an array. Flat (d,), laid out as the
+    parameters (apply_step_)."""
+    if not damping > 0:
+        raise ValueError(f"damping must be > 0 (the paper's rows: 0.01 to 1), got {damping}")
+    ell, g = mean_score_and_gradient(params, log_probs, advantages, retain_graph)
+    return sherman_morrison_direction(g, ell, damping)
+
+
+@torch.no_grad()
+def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
+    """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout. A parameter the step
+    does not move is left untouched (not even a zero added): a critic in the same module keeps its graph."""
+    params = trainable_parameters(params)
+    sizes = [p.numel() for p in params]
+    if direction.numel() != sum(sizes):
+        raise ValueError(f"direction has {direction.numel()} entries, the trainable parameters {sum(sizes)}")
+    for p, d in zip(params, direction.split(sizes)):
+        if d.any():
+            p.add_(d.view_as(p), alpha=lr)
+
+
+@torch.no_grad()
+def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change: float = 0.1) -> float:
+    """Ours, not the paper's: theta <- theta + eta * direction, with eta set so that the policy moves by about
+    target_kl (TRPO's 0.01) on the batch, measured as PPO's approx_kl = mean((r - 1) - log r), r the new over
+    the old probability of each taken action. log_prob_fn() returns the batch's log pi(a|s), shape (B,),
+    recomputed from the current parameters, deterministically (the policy in eval mode: no dropout). A step is
+    kept when its KL lies in [target_kl / 2, 1.5 target_kl], or below that band at the largest eta allowed:
+    no parameter moves by more than max_change (a few already likely actions cannot reach the target however
+    far the policy moves). Only parameters whose direction is not zero are written. Returns the eta applied;
+    0: no step, every parameter exactly as it was (a zero or non-finite direction; no eta found in 20 tries).
+    Costs two forward passes over the batch plus one per try (typically 4 to 6 in all)."""
+    if not 0 < target_kl < float("inf"):
+        raise ValueError(f"target_kl must be a finite number > 0 (TRPO's 0.01), got {target_kl}")
+    params = trainable_parameters(params)
+    parts = zip(params, direction.split([p.numel() for p in params]))
+    moved = [(p, d.view_as(p)) for p, d in parts if d.any()]
+    largest = direction.abs().max().item()
+    if not moved or not largest < float("inf"):  # a zero direction, or NaN/Inf in it: no step
+        return 0.0
+    old = log_prob_fn()
+    if not isinstance(old, torch.Tensor) or old.dim() != 1:
+        raise ValueError(
+            "log_prob_fn() must return a torch tensor (B,): log pi(a|s) at the current parameters"
+        )
+    if not torch.equal(log_prob_fn(), old):
+        raise ValueError(
+            "log_prob_fn() gives other values at the same parameters: put the policy in eval mode"
+        )
+    start = [p.clone() for p, _ in moved]
+    eta_max = max_change / largest
+    eta = min(1e-3 / largest, eta_max)  # a probe: no parameter moves by more than 1e-3
+    for attempt in range(20):
+        for (p, d), p0 in zip(moved, start):
+            p.copy_(p0 + eta * d)
+        try:
+            new = log_prob_fn()
+        except ValueError:  # a torch distribution that refuses what this trial step made non-finite
+            new = torch.full_like(old, float("nan"))
+        if attempt == 0 and torch.equal(new, old):
+            for (p, _), p0 in zip(moved, start):
+                p.copy_(p0)
+            raise ValueError("log_prob_fn() did not change when the parameters moved: recompute it from them")
+        log_ratio = new - old
+        kl = (torch.expm1(log_ratio) - log_ratio).mean().item()
+        if target_kl / 2 <= kl <= 1.5 * target_kl or (kl < target_kl / 2 and eta == eta_max):
+            return eta
+        # the KL grows like eta^2 for small steps: rescale by that model, at most 10x either way; NaN: 1/10
+        factor = min(max((target_kl / max(kl, 1e-30)) ** 0.5, 0.1), 10.0) if kl < float("inf") else 0.1
+        eta = min(eta * factor, eta_max)
+    for (p, _), p0 in zip(moved, start):
+        p.copy_(p0)
+    return 0.0
+
+
+# ==== SMAC's diagnostics: how far the step departs from SGD with step eta / lambda ======================
+# By eq. (5), F~^-1 g = g / lambda - l_bar (l_bar^T g) / (lambda (lambda + |l_bar|^2)): the part of the step
+# orthogonal to l_bar is exactly g_perp / lambda, and only its part along l_bar is shrunk. With
+# |l_bar|^2 << lambda (on-policy, E[l] = 0, so |l_bar|^2 shrinks like 1/B) the step is SGD's with step
+# eta / lambda, and cos(g, step) is close to 1. Logged every update as ell_sq, cos_g_step, step_par_norm and
+# step_perp_norm.
+def step_diagnostics(diag: dict) -> dict:
+    """Norms, cos(g, step), and SMAC's step split along l_bar (shrunk by the rank-1 term) and orthogonal to it
+    (exactly g_perp / lambda). diag: {"g", "step"} and, for batch-mean SMAC, "ell" (Algorithm 1: the mean
+    |l|^2 of its samples as "ell_sq_mean")."""
+    g = diag["g"].double()
+    step = diag["step"].double()
+    ell_sq = float(diag.get("ell_sq_mean", float("nan")))
+    par = float("nan")
+    perp = float("nan")
+    if "ell" in diag:
+        ell = diag["ell"].double()
+        ell_sq = torch.dot(ell, ell).item()
+        par = (torch.dot(ell, step).abs() / (ell.norm() + 1e-300)).item()
+        perp = max(step.norm().item() ** 2 - par**2, 0.0) ** 0.5
+    cos = (torch.dot(g, step) / (g.norm() * step.norm() + 1e-300)).item()
+    return {
+        "ell_sq": ell_sq,
+        "g_norm": g.norm().item(),
+        "step_norm": step.norm().item(),
+        "cos_g_step": cos,
+        "step_par_norm": par,
+        "step_perp_norm": perp,
+    }
+
+
+# ==== Actor steps: each takes a batch {obs, actions, advantages} and returns {g, step, ...} for the logs =
+def flat_grad(output: torch.Tensor, params) -> torch.Tensor:
+    return torch.cat([g.reshape(-1) for g in torch.autograd.grad(output, params)])
+
+
+def smac_batch_mean_step(actor: nn.Module, batch: dict, args: Args) -> dict:
+    """SMAC as the paper's experiments run it (Practical Method): one step per rollout of B = T transitions,
+    with the batch-mean score l_bar in the damped rank-1 Fisher F~ = lambda I + l_bar l_bar^T."""
+    log_probs = actor.log_prob(batch["obs"], batch["actions"])
+    # smac_direction, in its two halves so that l_bar can be logged
+    ell, g = mean_score_and_gradient(actor, log_probs, batch["advantages"])
+    step = sherman_morrison_direction(g, ell, args.damping)
+    # theta <- theta + eta F~^-1 g: ascent on J, as in eq. (5) and Algorithm 1, line 8. The Practical Method's
+    # formula is printed with a minus sign, theta - eta [g / lambda - ...], while g is the gradient of J:
+    # taken literally, that step would descend J. The code follows eq. (5) and Algorithm 1.
+    if args.target_kl == 0:
+        apply_step_(actor, step, args.learning_rate)
+        return {"g": g, "step": step, "ell": ell}
+
+    def batch_log_probs():
+        return actor.log_prob(batch["obs"], batch["actions"])
+
+    # ours, not the paper's: eta from the KL the step causes (0: no step); logged: theta's change over eta
+    eta = kl_step_(actor, step, batch_log_probs, args.target_kl)
+    return {"g": g, "step": step * eta / args.learning_rate, "ell": ell, "kl_eta": eta}
+
+
+def smac_per_sample_step(actor: nn.Module, batch: dict, args: Args) -> dict:
+    """SMAC as Algorithm 1 writes it: one step per transition, in rollout order, each with its own
+    one-sample Fisher lambda I + l l^T, l = grad log pi(a|s). Costs T backward passes per rollout."""
+    params = trainable_parameters(actor)
+    obs = batch["obs"]
+    actions = batch["actions"]
+    n = obs.shape[0]
+    g_sum = 0.0
+    step_sum = 0.0
+    ell_sq_sum = 0.0
+    # Algorithm 1, lines 6-9: for all samples k
+    for i in range(n):
+        ell = flat_grad(actor.log_prob(obs[i : i + 1], actions[i : i + 1]).sum(), params)
+        # line 7: g = grad log pi(a|s) A(s, a)
+        g = ell * batch["advantages"][i]
+        # line 8: theta <- theta + eta F^-1 g, with eq. (5)
+        step = sherman_morrison_direction(g, ell, args.damping)
+        apply_step_(params, step, args.learning_rate)
+        g_sum = g_sum + g
+        step_sum = step_sum + step
+        ell_sq_sum = ell_sq_sum + torch.dot(ell, ell)
+    return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq_sum / n}
+
+
+def sgd_step(actor: nn.Module, batch: dict, args: Args) -> dict:
+    """AC-SGD: theta <- theta + eta g, g = grad mean_i log pi(a_i|s_i) A_i."""
+    objective = (actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"]).mean()
+    g = flat_grad(objective, list(actor.parameters()))
+    apply_step_(actor, g, args.learning_rate)
+    return {"g": g, "step": g}
+
+
+def adam_step(actor: nn.Module, optimizer: torch.optim.Adam, batch: dict, args: Args) -> dict:
+    """AC-Adam: one step of the actor's Adam (learning rate eta, maximize=True) on the same objective."""
+    params = list(actor.parameters())
+    before = nn.utils.parameters_to_vector(params).detach()
+    objective = (actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"]).mean()
+    optimizer.zero_grad(set_to_none=True)
+    objective.backward()
+    g = torch.cat([p.grad.reshape(-1) for p in params])
+    optimizer.step()
+    # Adam's step, for the diagnostics (as the other steps report theta's change divided by eta)
+    step = (nn.utils.parameters_to_vector(params).detach() - before) / args.learning_rate
+    return {"g": g, "step": step}
+
+
+def actor_step(actor: nn.Module, actor_opt: torch.optim.Adam, batch: dict, args: Args) -> dict:
+    """The actor step --optimizer and --fisher choose: Algorithm 1, lines 6-9."""
+    if args.optimizer == "smac" and args.fisher == "per-sample":
+        return smac_per_sample_step(actor, batch, args)
+    if args.optimizer == "smac":
+        return smac_batch_mean_step(actor, batch, args)
+    if args.optimizer == "sgd":
+        return sgd_step(actor, batch, args)
+    return adam_step(actor, actor_opt, batch, args)
+
+
+# ==== GAE and the critic (section SM-ActorCritic) ======================================================
+def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
+    """(advantages A, critic targets R = A + V), from (T, N) arrays. next_values[t] = V(s_{t+1}): the final
+    observation where an episode ended at t."""
+    # eq. (14): delta_t = r_t + gamma V(s_{t+1}) - V(s_t), every t at once. Ours, where the paper is silent: a
+    # time-limit truncation bootstraps from V(final observation), a termination does not (V = 0 after it; a
+    # select, not a product: a NaN in a terminal observation's value must not leak into the advantages)
+    deltas = rewards + gamma * np.where(terminations > 0, 0.0, next_values) - values
+    decay = gamma * gae_lambda * (1.0 - dones)
+    advantages = np.zeros_like(rewards)
+    last = np.zeros_like(rewards[0])
+    # eq. (15): A_t = sum_l (gamma lambda_GAE)^l delta_{t+l}, i.e. A_t = delta_t + gamma lambda_GAE A_{t+1},
+    # cut where an episode ends
+    for t in reversed(range(rewards.shape[0])):
+        last = deltas[t] + decay[t] * last
+        advantages[t] = last
+    return advantages, advantages + values
+
+
+def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, returns) -> float:
+    """One Adam step (learning rate alpha) on L_critic = (1/T) sum_t (R_t - V_phi(s_t))^2."""
+    loss = (returns - critic(obs)).pow(2).mean()
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+# ==== Networks: separate actor and critic MLPs (CleanRL's: 64-64 tanh, orthogonal initialization) =======
+def layer_init(layer: nn.Linear, std: float = np.sqrt(2)) -> nn.Linear:
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.constant_(layer.bias, 0.0)
+    return layer
+
+
+class Actor(nn.Module):
+    """pi_theta(a|s) = Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)); theta: MLP and log_std."""
+
+    def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes=(64, 64)):
+        super().__init__()
+        self.discrete = discrete
+        sizes = [obs_dim, *hidden_sizes]
+        self.linears = nn.ModuleList(layer_init(nn.Linear(i, o)) for i, o in zip(sizes[:-1], sizes[1:]))
+        # the output layer starts near zero: a near-uniform first policy
+        self.linears.append(layer_init(nn.Linear(sizes[-1], act_dim), std=0.01))
+        if not discrete:
+            self.log_std = nn.Parameter(torch.zeros(act_dim))
+
+    def output(self, obs: torch.Tensor) -> torch.Tensor:
+        """Logits or action means (B, act_dim) at a batch of observations (B, obs_dim)."""
+        *hidden, last = self.linears  # (slicing a ModuleList would build a new one at every call)
+        h = obs
+        for linear in hidden:
+            h = torch.tanh(linear(h))
+        return last(h)
+
+    def forward(self, obs: torch.Tensor) -> torch.distributions.Distribution:
+        """The policy at a batch of observations (B, obs_dim); its log_prob(actions) has shape (B,)."""
+        out = self.output(obs)
+        # validate_args=False: the loop checks finiteness itself (NaN: exit 3 with a checkpoint, no traceback)
+        if self.discrete:
+            return torch.distributions.Categorical(logits=out, validate_args=False)
+        normal = torch.distributions.Normal(out, torch.exp(self.log_std), validate_args=False)
+        return torch.distributions.Independent(normal, 1, validate_args=False)  # log pi: sum over dimensions
+
+    @torch.inference_mode()
+    def act(self, obs: torch.Tensor) -> torch.Tensor:
+        """a ~ pi(.|s) per row: the numbers forward(obs).sample() draws, without building distributions."""
+        out = self.output(obs)
+        if self.discrete:
+            probs = torch.softmax(out - out.logsumexp(-1, keepdim=True), -1)  # as Categorical normalizes
+            return torch.multinomial(probs, 1, True).squeeze(-1)
+        return out + torch.randn_like(out) * torch.exp(self.log_std)  # as Normal.sample: mean + noise * std
+
+    def log_prob(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return self(obs).log_prob(actions)
+
+
+def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, device="cpu"):
+    """The actor, and the critic V_phi(s): an MLP with a scalar output, shape (B,)."""
+    actor = Actor(obs_dim, act_dim, discrete, args.hidden_sizes)
+    sizes = [obs_dim, *args.hidden_sizes]
+    layers = []
+    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+        layers.append(layer_init(nn.Linear(n_in, n_out)))
+        layers.append(nn.Tanh())
+    critic = nn.Sequential(*layers, layer_init(nn.Linear(sizes[-1], 1), std=1.0), nn.Flatten(-2))
+    return actor.to(device), critic.to(device)
+
+
+# ==== Training: Algorithm 1's loop ======================================================================
+def train(args: Args) -> int:
+    """Train; returns the exit code: 0 finished, 3 diverged (NaN/Inf), 130 / 143 stopped by Ctrl-C / SIGTERM,
+    1 checkpoint.pt not written. runs/<run>/checkpoint.pt holds the state at the end (after a divergence, or a
+    second signal that stopped an update under way: the state before that update)."""
+    # TRY NOT TO MODIFY: signals (StopRequest), logging (W&B syncs the TensorBoard scalars), seeding
+    stop = StopRequest()
+    run_dir = os.path.join("runs", run_name(args))
+    writer = make_writer(args, run_dir)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+
+    # environments (environment i resets with seed + i) and Algorithm 1, line 2: initialise theta and phi
+    video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
+    envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(args.num_envs)]
+    act_space = envs[0].action_space
+    discrete = isinstance(act_space, gym.spaces.Discrete)
+    obs_dim = envs[0].observation_space.shape[0]
+    act_dim = act_space.n if discrete else act_space.shape[0]
+    actor, critic = make_networks(args, obs_dim, act_dim, discrete, device)
+    critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
+    actor_opt = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, maximize=True)  # AC-Adam only
+    normalizer = Normalizer(obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
+    parts = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "actor_opt": actor_opt}
+    parts["normalizer"] = normalizer
+    T = args.num_steps
+    N = args.num_envs
+    budget = args.total_timesteps - args.total_timesteps % (T * N)
+    buf_obs = np.zeros((T, N, obs_dim))
+    buf_next_obs = np.zeros((T, N, obs_dim))
+    buf_actions = np.zeros((T, N) if discrete else (T, N, act_dim))
+    buf_rewards = np.zeros((T, N))
+    buf_terminations = np.zeros((T, N))
+    buf_dones = np.zeros((T, N))
+    ep_return = np.zeros(N)
+    ep_length = np.zeros(N, dtype=np.int64)
+    recent_returns = []
+    obs = np.stack([env.reset(seed=args.seed + i)[0] for i, env in enumerate(envs)])
+    global_step = 0
+    update = 0
+    no_step = 0  # --target-kl: updates whose step kl_step_ refused
+    exit_code = 0
+    start_time = time.time()
+    # the state after the last completed update: what checkpoint.pt keeps if the next goes bad or is stopped
+    last_good = checkpoint_state(args, global_step, update, parts)
+    stop.stop_now_at = 2  # from here a first signal ends the run after its update, a second stops it at once
+    try:
+        # Algorithm 1, line 3: for iteration k = 0, 1, ...
+        while global_step < budget and not stop.signal:
+            # ALGO LOGIC: line 4: roll out T steps in every environment, acting with the current policy
+            for t in range(T):
+                if not np.isfinite(obs).all():  # checked before acting on it
+                    raise Diverged("NaN/Inf in an observation")
+                action = actor.act(tensor(normalizer.obs(obs), device)).cpu().numpy()
+                # Discrete(n, start): the policy's index shifted; a Box: the action clipped into it
+                env_action = (
+                    action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
+                )
+                buf_obs[t] = obs
+                buf_actions[t] = action
+                for i, env in enumerate(envs):
+                    next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
+                    buf_rewards[t, i] = reward
+                    buf_terminations[t, i] = terminated
+                    buf_dones[t, i] = terminated or truncated
+                    # s_{t+1}: the final observation if the episode ends here
+                    buf_next_obs[t, i] = next_obs
+                    ep_return[i] = ep_return[i] + reward
+                    ep_length[i] = ep_length[i] + 1
+                    if terminated or truncated:
+                        writer.add_scalar("charts/episodic_return", ep_return[i], global_step + (t + 1) * N)
+                        writer.add_scalar("charts/episodic_length", ep_length[i], global_step + (t + 1) * N)
+                        recent_returns.append(ep_return[i])
+                        ep_return[i] = 0.0
+                        ep_length[i] = 0
+                        next_obs, _ = env.reset()
+                    obs[i] = next_obs
+            global_step += T * N
+
+            # ALGO LOGIC: line 5: advantages with GAE, from the critic before its update
+            with torch.no_grad():
+                b_obs = tensor(normalizer.obs(buf_obs), device).reshape(T * N, obs_dim)
+                values = critic(b_obs).reshape(T, N).cpu().numpy()
+                next_values = critic(tensor(normalizer.obs(buf_next_obs), device)).cpu().numpy()
+            rewards = normalizer.rewards(buf_rewards, buf_dones)
+            advantages, returns = compute_gae(
+                rewards, values, next_values, buf_terminations, buf_dones, args.gamma, args.gae_lambda
+            )
+            advantages = tensor(advantages, device).reshape(-1)
+            if args.norm_adv:
+                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+            actions = tensor(buf_actions, device).reshape(T * N, *buf_actions.shape[2:])
+            batch = {"obs": b_obs, "actions": actions, "advantages": advantages}
+
+            # ALGO LOGIC: lines 6-9: the actor step; line 10: the critic step
+            diagnostics = actor_step(actor, actor_opt, batch, args)
+            value_loss = critic_step(critic, critic_opt, b_obs, tensor(returns, device).reshape(-1))
+            # observation statistics: updated after the update that used them
+            normalizer.obs_rms.update(buf_obs.reshape(-1, obs_dim))
+            if not finite_state(value_loss, actor, critic, normalizer, buf_rewards):
+                raise Diverged("NaN/Inf after the update")
+            update += 1
+            last_good = checkpoint_state(args, global_step, update, parts)
+            if diagnostics.get("kl_eta") == 0.0:
+                no_step += 1
+
+            # TRY NOT TO MODIFY: log the losses, SMAC's diagnostics and a progress line every 10 updates
+            log_update(writer, actor, batch, value_loss, diagnostics, global_step)
+            if update % 10 == 0 or global_step >= budget:
+                mean_return = np.mean(recent_returns[-10:]) if recent_returns else float("nan")
+                sps = int(global_step / (time.time() - start_time))
+                kept = f", no step in {no_step} of {update} updates" if args.target_kl > 0 else ""
+                line = f"step {global_step}/{budget}, {sps} SPS, return {mean_return:.1f} (last 10)"
+                print(line + kept, flush=True)
+    except Diverged as error:
+        print(f"diverged at update {update + 1} ({error})", file=sys.stderr)
+        exit_code = 3
+    except StopNow:  # a second signal: the update under way is dropped
+        pass
+    stop.stop_now_at = 0  # while the checkpoint is written, signals are only remembered
+    if stop.signal and exit_code == 0 and last_good["global_step"] < budget:
+        exit_code = 128 + stop.signal  # 130 after Ctrl-C, 143 after SIGTERM: the first signal's
+    if not save_checkpoint(last_good, os.path.join(run_dir, "checkpoint.pt")):
+        exit_code = 1
+    for env in envs:
+        env.close()
+    writer.close()
+    return exit_code
+
+
+# ==== Run helpers: what a CleanRL user expects of a script, not the paper (a reader of the method skips) ==
 class ConfigError(Exception):
     """Bad input: one line on stderr and exit code 2, before anything is written."""
+
+
+class Diverged(Exception):
+    """NaN or Inf in an observation or after an update: exit 3 with the state before that update."""
+
+
+class StopNow(Exception):
+    """A signal before the loop, or a second one in it: stop at once (args[0]: the first signal's number)."""
+
+
+FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+
+
+def run_name(args: Args) -> str:
+    """runs/{env_id}__{exp_name}__{seed}__{unix time}: one directory ('/' in a namespaced id becomes '-')."""
+    return f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
 
 
 def check_args(args: Args) -> None:
@@ -100,8 +590,9 @@ def check_args(args: Args) -> None:
     positive["--num-envs"] = args.num_envs
     positive["--num-steps"] = args.num_steps
     for flag, value in positive.items():
-        if not 0 < value < float("inf"):  # NaN fails too
-            raise ConfigError(f"{flag} must be a finite number > 0, got {value!r}")
+        # NaN fails too; float32 holds eta, lambda and alpha, and 10 alpha (Adam's first step)
+        if not 0 < value <= FLOAT32_MAX / 10:
+            raise ConfigError(f"{flag} must be a number in (0, {FLOAT32_MAX / 10:.3g}], got {value!r}")
     if not 0 <= args.gamma <= 1 or not 0 <= args.gae_lambda <= 1:
         raise ConfigError(
             f"--gamma and --gae-lambda must be in [0, 1], got {args.gamma!r}, {args.gae_lambda!r}"
@@ -118,13 +609,15 @@ def check_args(args: Args) -> None:
         raise ConfigError(f"--hidden-sizes must be one or more positive widths, got {args.hidden_sizes!r}")
     if not args.exp_name or "/" in args.exp_name or args.exp_name.startswith("."):
         raise ConfigError(f"--exp-name must be a plain name (no '/', no leading '.'), got {args.exp_name!r}")
+    if len(run_name(args).encode()) > 255:  # the longest file name of ext4, APFS and NTFS
+        raise ConfigError(f"--exp-name is too long for a directory name ({len(args.exp_name)} characters)")
     if args.total_timesteps < args.num_steps * args.num_envs:
         raise ConfigError("--total-timesteps must be at least one rollout (--num-steps x --num-envs)")
     if args.norm_adv and args.num_steps * args.num_envs < 2:
         raise ConfigError("--norm-adv needs at least 2 transitions per rollout (--num-steps x --num-envs)")
 
 
-# ==== Environments: plain gymnasium environments; normalization runs in the loop, once per rollout ======
+# plain gymnasium environments; normalization runs in the loop, once per rollout
 def make_env(env_id: str, video_dir: Optional[str] = None) -> gym.Env:
     if video_dir is None:
         return gym.make(env_id, disable_env_checker=True)
@@ -221,313 +714,35 @@ class Normalizer:
         return state
 
 
-# ==== Networks: separate actor and critic MLPs (CleanRL's: 64-64 tanh, orthogonal initialization) =======
-def layer_init(layer: nn.Linear, std: float = np.sqrt(2)) -> nn.Linear:
-    nn.init.orthogonal_(layer.weight, std)
-    nn.init.constant_(layer.bias, 0.0)
-    return layer
-
-
-class Actor(nn.Module):
-    """pi_theta(a|s) = Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)); theta: MLP and log_std."""
-
-    def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes=(64, 64)):
-        super().__init__()
-        self.discrete = discrete
-        sizes = [obs_dim, *hidden_sizes]
-        self.linears = nn.ModuleList(layer_init(nn.Linear(i, o)) for i, o in zip(sizes[:-1], sizes[1:]))
-        # the output layer starts near zero: a near-uniform first policy
-        self.linears.append(layer_init(nn.Linear(sizes[-1], act_dim), std=0.01))
-        if not discrete:
-            self.log_std = nn.Parameter(torch.zeros(act_dim))
-
-    def forward(self, obs: torch.Tensor) -> torch.distributions.Distribution:
-        """The policy at a batch of observations (B, obs_dim); its log_prob(actions) has shape (B,)."""
-        h = obs
-        for linear in self.linears[:-1]:
-            h = torch.tanh(linear(h))
-        out = self.linears[-1](h)
-        if self.discrete:
-            return torch.distributions.Categorical(logits=out)
-        normal = torch.distributions.Normal(out, torch.exp(self.log_std))
-        return torch.distributions.Independent(normal, 1)  # log pi(a|s): the sum over action dimensions
-
-    def log_prob(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        return self(obs).log_prob(actions)
-
-
-def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, device="cpu"):
-    """The actor, and the critic V_phi(s): an MLP with a scalar output, shape (B,)."""
-    actor = Actor(obs_dim, act_dim, discrete, args.hidden_sizes)
-    sizes = [obs_dim, *args.hidden_sizes]
-    layers = []
-    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
-        layers.append(layer_init(nn.Linear(n_in, n_out)))
-        layers.append(nn.Tanh())
-    critic = nn.Sequential(*layers, layer_init(nn.Linear(sizes[-1], 1), std=1.0), nn.Flatten(-2))
-    return actor.to(device), critic.to(device)
-
-
-# ==== The SMAC math ====================================================================================
-# Copy block: to use SMAC in your own loop, copy these six functions (they need `import torch`, under that
-# name): sherman_morrison_direction, trainable_parameters, mean_score_and_gradient, smac_direction,
-# apply_step_, kl_step_. Then: apply_step_(policy, smac_direction(policy, log_probs, adv, damping), lr), the
-# paper's fixed step; or kl_step_(...) for a step whose length is set by the change it makes to the policy.
-def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: float) -> torch.Tensor:
-    """(lambda I + l l^T)^-1 g for flat 1-D tensors g and l: two dot products and one axpy, O(d)."""
-    # eq. (4): (lambda I + l l^T)^-1 = I / lambda - l l^T / (lambda^2 + lambda l^T l). Applied to g it is
-    # eq. (5) without its step size eta: (1/lambda) (g - l (l^T g) / (lambda + l^T l)). No d x d matrix.
-    return (g - ell * (torch.dot(ell, g) / (damping + torch.dot(ell, ell)))) / damping
-
-
-def trainable_parameters(params) -> list:
-    """A module's (or a list's) parameters with requires_grad; their order fixes the flat layout."""
-    if isinstance(params, torch.nn.Module):
-        params = params.parameters()
-    params = [p for p in params if p.requires_grad]
-    if not params:
-        raise ValueError(
-            "no trainable parameters: pass the module or a list (a generator such as model.parameters() "
-            "is empty after its first use)"
-        )
-    return params
-
-
-def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages, retain_graph: bool = False):
-    """Flat (l_bar, g) of the Practical Method: l_bar = grad (1/B) sum_i log pi(a_i|s_i) and
-    g = grad (1/B) sum_i log pi(a_i|s_i) A_i, from two backward passes through the same graph. retain_graph:
-    keep the graph for a later backward through it (a critic sharing the trunk), at the memory it holds."""
-    params = trainable_parameters(params)
-    if not log_probs.requires_grad:
-        raise ValueError("log_probs carry no graph: compute them outside torch.no_grad()")
-    advantages = torch.as_tensor(advantages, dtype=log_probs.dtype, device=log_probs.device)
-    if log_probs.dim() != 1 or advantages.shape != log_probs.shape:
-        raise ValueError(f"log_probs, advantages need shape (B,), got {log_probs.shape}, {advantages.shape}")
-    batch_size = len(log_probs)
-    score_weights = torch.full_like(log_probs, 1.0 / batch_size)
-    gradient_weights = advantages.detach() / batch_size
-    ell_parts = torch.autograd.grad(
-        log_probs, params, grad_outputs=score_weights, retain_graph=True, allow_unused=True
-    )
-    g_parts = torch.autograd.grad(
-        log_probs, params, grad_outputs=gradient_weights, retain_graph=retain_graph, allow_unused=True
-    )
-    # flat vectors; a parameter the log-probabilities do not depend on has a zero gradient
-    ell = torch.cat(
-        [(torch.zeros_like(p) if d is None else d).reshape(-1) for p, d in zip(params, ell_parts)]
-    )
-    g = torch.cat([(torch.zeros_like(p) if d is None else d).reshape(-1) for p, d in zip(params, g_parts)])
-    return ell, g
-
-
-def smac_direction(params, log_probs, advantages, damping: float, retain_graph: bool = False) -> torch.Tensor:
-    """F~^-1 g with F~ = damping I + l_bar l_bar^T, for any policy. params: a module or a list of parameters;
-    log_probs (B,) WITH their graph; advantages (B,), a tensor or an array. Flat (d,), laid out as the
-    parameters (apply_step_)."""
-    if not damping > 0:
-        raise ValueError(f"damping must be > 0 (the paper's rows: 0.01 to 1), got {damping}")
-    ell, g = mean_score_and_gradient(params, log_probs, advantages, retain_graph)
-    return sherman_morrison_direction(g, ell, damping)
-
-
-@torch.no_grad()
-def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
-    """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout. A parameter the step
-    does not move is left untouched (not even a zero added): a critic in the same module keeps its graph."""
-    params = trainable_parameters(params)
-    sizes = [p.numel() for p in params]
-    if direction.numel() != sum(sizes):
-        raise ValueError(f"direction has {direction.numel()} entries, the trainable parameters {sum(sizes)}")
-    for p, d in zip(params, direction.split(sizes)):
-        if d.any():
-            p.add_(d.view_as(p), alpha=lr)
-
-
-@torch.no_grad()
-def kl_step_(params, direction: torch.Tensor, log_prob_fn, target_kl: float = 0.01) -> float:
-    """Ours, not the paper's: theta <- theta + eta * direction, eta set so that the policy moves by about
-    target_kl (TRPO's 0.01), measured on the batch as PPO's approx_kl = mean((r - 1) - log r), r the new over
-    the old probability of each taken action. log_prob_fn() returns the batch's log pi(a|s) (B,) at the
-    current parameters. Costs typically 3 to 5 forward passes, at most 21. Returns eta (0: no step kept)."""
-    params = trainable_parameters(params)
-    start = [p.detach().clone() for p in params]
-    parts = direction.split([p.numel() for p in params])
-    old = log_prob_fn()
-    eta = 1e-3 / (direction.abs().max().item() + 1e-30)  # a probe: no parameter moves by more than 1e-3
-    kl = 0.0
-    for _ in range(20):
-        for p, p0, d in zip(params, start, parts):
-            p.copy_(p0 + eta * d.view_as(p))
-        log_ratio = log_prob_fn() - old
-        kl = (torch.expm1(log_ratio) - log_ratio).mean().item()
-        if target_kl / 2 <= kl <= 1.5 * target_kl:
-            return eta
-        # the KL grows like eta^2 for small steps: rescale by that model, at most 10x either way
-        eta = eta * min(max((target_kl / max(kl, 1e-30)) ** 0.5, 0.1), 10.0)
-    if not kl <= 1.5 * target_kl:  # never settled below the target (a non-finite KL too): no step
-        for p, p0 in zip(params, start):
-            p.copy_(p0)
-        return 0.0
-    return eta
-
-
-# ==== SMAC's diagnostics: how far the step departs from SGD with step eta / lambda ======================
-# By eq. (5), F~^-1 g = g / lambda - l_bar (l_bar^T g) / (lambda (lambda + |l_bar|^2)): the part of the step
-# orthogonal to l_bar is exactly g_perp / lambda, and only its part along l_bar is shrunk. With
-# |l_bar|^2 << lambda (on-policy, E[l] = 0, so |l_bar|^2 shrinks like 1/B) the step is SGD's with step
-# eta / lambda, and cos(g, step) is close to 1. Logged every update as ell_sq, cos_g_step, step_par_norm and
-# step_perp_norm.
-def step_diagnostics(diag: dict) -> dict:
-    """Norms, cos(g, step), and SMAC's step split along l_bar (shrunk by the rank-1 term) and orthogonal to it
-    (exactly g_perp / lambda). diag: {"g", "step"} and, for batch-mean SMAC, "ell" (Algorithm 1: the mean
-    |l|^2 of its samples as "ell_sq_mean")."""
-    g = diag["g"].double()
-    step = diag["step"].double()
-    ell_sq = float(diag.get("ell_sq_mean", float("nan")))
-    par = float("nan")
-    perp = float("nan")
-    if "ell" in diag:
-        ell = diag["ell"].double()
-        ell_sq = torch.dot(ell, ell).item()
-        par = (torch.dot(ell, step).abs() / (ell.norm() + 1e-300)).item()
-        perp = max(step.norm().item() ** 2 - par**2, 0.0) ** 0.5
-    cos = (torch.dot(g, step) / (g.norm() * step.norm() + 1e-300)).item()
-    return {
-        "ell_sq": ell_sq,
-        "g_norm": g.norm().item(),
-        "step_norm": step.norm().item(),
-        "cos_g_step": cos,
-        "step_par_norm": par,
-        "step_perp_norm": perp,
-    }
-
-
-# ==== Actor steps: each takes a batch {obs, actions, advantages} and returns {g, step, ...} for the logs =
-def flat_grad(output: torch.Tensor, params) -> torch.Tensor:
-    return torch.cat([g.reshape(-1) for g in torch.autograd.grad(output, params)])
-
-
-def smac_batch_mean_step(actor: Actor, batch: dict, args: Args) -> dict:
-    """SMAC as the paper's experiments run it (Practical Method): one step per rollout of B = T transitions,
-    with the batch-mean score l_bar in the damped rank-1 Fisher F~ = lambda I + l_bar l_bar^T."""
-    log_probs = actor.log_prob(batch["obs"], batch["actions"])
-    # smac_direction, in its two halves so that l_bar can be logged
-    ell, g = mean_score_and_gradient(actor, log_probs, batch["advantages"])
-    step = sherman_morrison_direction(g, ell, args.damping)
-    # theta <- theta + eta F~^-1 g: ascent on J, as in eq. (5) and Algorithm 1, line 8. The Practical Method's
-    # formula is printed with a minus sign, theta - eta [g / lambda - ...], while g is the gradient of J:
-    # taken literally, that step would descend J. The code follows eq. (5) and Algorithm 1.
-    if args.target_kl == 0:
-        apply_step_(actor, step, args.learning_rate)
-        return {"g": g, "step": step, "ell": ell}
-
-    def batch_log_probs():
-        return actor.log_prob(batch["obs"], batch["actions"])
-
-    # ours, not the paper's: eta from the KL the step causes; the logged step is theta's change over eta
-    eta = kl_step_(actor, step, batch_log_probs, args.target_kl)
-    return {"g": g, "step": step * eta / args.learning_rate, "ell": ell}
-
-
-def smac_per_sample_step(actor: Actor, batch: dict, args: Args) -> dict:
-    """SMAC as Algorithm 1 writes it: one step per transition, in rollout order, each with its own
-    one-sample Fisher lambda I + l l^T, l = grad log pi(a|s). Costs T backward passes per rollout."""
-    params = trainable_parameters(actor)
-    obs = batch["obs"]
-    actions = batch["actions"]
-    n = obs.shape[0]
-    g_sum = 0.0
-    step_sum = 0.0
-    ell_sq_sum = 0.0
-    # Algorithm 1, lines 6-9: for all samples k
-    for i in range(n):
-        ell = flat_grad(actor.log_prob(obs[i : i + 1], actions[i : i + 1]).sum(), params)
-        # line 7: g = grad log pi(a|s) A(s, a)
-        g = ell * batch["advantages"][i]
-        # line 8: theta <- theta + eta F^-1 g, with eq. (5)
-        step = sherman_morrison_direction(g, ell, args.damping)
-        apply_step_(params, step, args.learning_rate)
-        g_sum = g_sum + g
-        step_sum = step_sum + step
-        ell_sq_sum = ell_sq_sum + torch.dot(ell, ell)
-    return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq_sum / n}
-
-
-def sgd_step(actor: Actor, batch: dict, args: Args) -> dict:
-    """AC-SGD: theta <- theta + eta g, g = grad mean_i log pi(a_i|s_i) A_i."""
-    objective = (actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"]).mean()
-    g = flat_grad(objective, list(actor.parameters()))
-    apply_step_(actor, g, args.learning_rate)
-    return {"g": g, "step": g}
-
-
-def adam_step(actor: Actor, optimizer: torch.optim.Adam, batch: dict, args: Args) -> dict:
-    """AC-Adam: one step of the actor's Adam (learning rate eta, maximize=True) on the same objective."""
-    params = list(actor.parameters())
-    before = nn.utils.parameters_to_vector(params).detach()
-    objective = (actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"]).mean()
-    optimizer.zero_grad(set_to_none=True)
-    objective.backward()
-    g = torch.cat([p.grad.reshape(-1) for p in params])
-    optimizer.step()
-    # Adam's step, for the diagnostics (as the other steps report theta's change divided by eta)
-    step = (nn.utils.parameters_to_vector(params).detach() - before) / args.learning_rate
-    return {"g": g, "step": step}
-
-
-# ==== GAE and the critic (section SM-ActorCritic) ======================================================
-def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
-    """(advantages A, critic targets R = A + V), from (T, N) arrays. next_values[t] = V(s_{t+1}): the final
-    observation where an episode ended at t, so a time-limit truncation bootstraps and a termination does
-    not."""
-    # eq. (14): delta_t = r_t + gamma V(s_{t+1}) - V(s_t), every t at once; V = 0 after a termination (a
-    # select, not a product: a NaN in a terminal observation's value must not leak into the advantages)
-    deltas = rewards + gamma * np.where(terminations > 0, 0.0, next_values) - values
-    decay = gamma * gae_lambda * (1.0 - dones)
-    advantages = np.zeros_like(rewards)
-    last = np.zeros_like(rewards[0])
-    # eq. (15): A_t = sum_l (gamma lambda_GAE)^l delta_{t+l}, i.e. A_t = delta_t + gamma lambda_GAE A_{t+1},
-    # cut where an episode ends
-    for t in reversed(range(rewards.shape[0])):
-        last = deltas[t] + decay[t] * last
-        advantages[t] = last
-    return advantages, advantages + values
-
-
-def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, returns) -> float:
-    """One Adam step (learning rate alpha) on L_critic = (1/T) sum_t (R_t - V_phi(s_t))^2."""
-    loss = (returns - critic(obs)).pow(2).mean()
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    optimizer.step()
-    return loss.item()
-
-
 def tensor(x: np.ndarray, device: torch.device) -> torch.Tensor:
     return torch.as_tensor(x, dtype=torch.float32, device=device)
 
 
-def actor_step(actor: Actor, actor_opt: torch.optim.Adam, batch: dict, args: Args) -> dict:
-    """The actor step --optimizer and --fisher choose: Algorithm 1, lines 6-9."""
-    if args.optimizer == "smac" and args.fisher == "per-sample":
-        return smac_per_sample_step(actor, batch, args)
-    if args.optimizer == "smac":
-        return smac_batch_mean_step(actor, batch, args)
-    if args.optimizer == "sgd":
-        return sgd_step(actor, batch, args)
-    return adam_step(actor, actor_opt, batch, args)
+def finite_state(value_loss: float, actor, critic, normalizer: Normalizer, rewards: np.ndarray) -> bool:
+    """No NaN or Inf in the critic's loss, the networks, the normalization statistics or the rewards."""
+    arrays = [normalizer.obs_rms.mean, normalizer.obs_rms.var, normalizer.ret_rms.var, rewards]
+    parameters = list(actor.parameters()) + list(critic.parameters())
+    finite = all(torch.isfinite(p).all() for p in parameters) and all(np.isfinite(x).all() for x in arrays)
+    return bool(np.isfinite(value_loss) and finite)
 
 
 class StopRequest:
-    """Remembers a Ctrl-C or SIGTERM (instead of dying at once), so that the run can end after its update."""
+    """Ctrl-C and SIGTERM. Before the loop a signal stops the run at once (StopNow); in it the first is only
+    remembered, to end the run after its update, and a second stops it at once. The first one's code wins."""
 
     def __init__(self):
         self.signal = 0
+        self.count = 0
+        self.stop_now_at = 1  # the signal that raises StopNow: the first, the second (in the loop), 0: none
         signal.signal(signal.SIGINT, self.handle)
         signal.signal(signal.SIGTERM, self.handle)
 
     def handle(self, signum, frame):
-        self.signal = signum
+        if not self.signal:
+            self.signal = signum
+        self.count += 1
+        if self.count == self.stop_now_at:
+            raise StopNow(self.signal)
 
 
 def checkpoint_state(args: Args, global_step: int, update: int, parts: dict) -> dict:
@@ -539,7 +754,21 @@ def checkpoint_state(args: Args, global_step: int, update: int, parts: dict) -> 
     return copy.deepcopy(state)
 
 
-def make_writer(args: Args, run_dir: str, run_name: str) -> SummaryWriter:
+def save_checkpoint(state: dict, path: str) -> bool:
+    """Written to a temporary file, then renamed: checkpoint.pt is complete or absent, never cut off. A
+    failure (a full disk) is one line on stderr and False."""
+    try:
+        torch.save(state, path + ".tmp")
+        os.replace(path + ".tmp", path)
+        return True
+    except (OSError, RuntimeError) as error:  # torch.save's writer raises RuntimeError
+        print(f"error: could not write {path}: {str(error).splitlines()[0]}", file=sys.stderr)
+        if os.path.exists(path + ".tmp"):
+            os.remove(path + ".tmp")
+        return False
+
+
+def make_writer(args: Args, run_dir: str) -> SummaryWriter:
     """TensorBoard scalars in run_dir; with --track, W&B syncs them (as CleanRL does)."""
     if args.track:
         import wandb
@@ -549,7 +778,7 @@ def make_writer(args: Args, run_dir: str, run_name: str) -> SummaryWriter:
             entity=args.wandb_entity,
             sync_tensorboard=True,
             config=asdict(args),
-            name=run_name,
+            name=os.path.basename(run_dir),
         )
     return SummaryWriter(run_dir)
 
@@ -558,7 +787,7 @@ def log_update(
     writer: SummaryWriter, actor: Actor, batch: dict, value_loss: float, diagnostics: dict, step: int
 ):
     """The update's scalars: the critic's loss, the policy's mean log-probability of the taken actions (the
-    paper's confidence diagnostic) and entropy, and SMAC's diagnostics."""
+    paper's confidence diagnostic) and entropy, SMAC's diagnostics, and with --target-kl the eta applied."""
     with torch.no_grad():
         policy = actor(batch["obs"])
         writer.add_scalar("losses/mean_logprob", policy.log_prob(batch["actions"]).mean().item(), step)
@@ -566,128 +795,8 @@ def log_update(
     writer.add_scalar("losses/value_loss", value_loss, step)
     for key, value in step_diagnostics(diagnostics).items():
         writer.add_scalar(f"losses/{key}", value, step)
-
-
-# ==== Training: Algorithm 1's loop ======================================================================
-def train(args: Args) -> int:
-    """Train; returns the exit code: 0 finished, 3 diverged (NaN/Inf), 130 / 143 stopped by Ctrl-C / SIGTERM.
-    runs/<run>/checkpoint.pt holds the state at the end (after a divergence: before the bad update)."""
-    # TRY NOT TO MODIFY: logging (W&B syncs the TensorBoard scalars), seeding, signals
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
-    run_dir = os.path.join("runs", run_name)
-    writer = make_writer(args, run_dir, run_name)
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
-    stop = StopRequest()  # Ctrl-C and SIGTERM end the run after its current update, with a checkpoint
-
-    # environments (environment i resets with seed + i) and Algorithm 1, line 2: initialise theta and phi
-    video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
-    envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(args.num_envs)]
-    act_space = envs[0].action_space
-    discrete = isinstance(act_space, gym.spaces.Discrete)
-    obs_dim = envs[0].observation_space.shape[0]
-    act_dim = act_space.n if discrete else act_space.shape[0]
-    actor, critic = make_networks(args, obs_dim, act_dim, discrete, device)
-    critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
-    actor_opt = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, maximize=True)  # AC-Adam only
-    normalizer = Normalizer(obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
-    parts = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "actor_opt": actor_opt}
-    parts["normalizer"] = normalizer
-    T = args.num_steps
-    N = args.num_envs
-    budget = args.total_timesteps - args.total_timesteps % (T * N)
-    buf_obs = np.zeros((T, N, obs_dim))
-    buf_next_obs = np.zeros((T, N, obs_dim))
-    buf_actions = np.zeros((T, N) if discrete else (T, N, act_dim))
-    buf_rewards = np.zeros((T, N))
-    buf_terminations = np.zeros((T, N))
-    buf_dones = np.zeros((T, N))
-    ep_return = np.zeros(N)
-    ep_length = np.zeros(N, dtype=np.int64)
-    recent_returns = []
-    obs = np.stack([env.reset(seed=args.seed + i)[0] for i, env in enumerate(envs)])
-    global_step = 0
-    update = 0
-    exit_code = 0
-    start_time = time.time()
-    # Algorithm 1, line 3: for iteration k = 0, 1, ...
-    while global_step < budget and not stop.signal:
-        # the state before this rollout: what checkpoint.pt keeps if this update diverges
-        last_good = checkpoint_state(args, global_step, update, parts)
-        # ALGO LOGIC: line 4: roll out T steps in every environment, acting with the current policy
-        for t in range(T):
-            with torch.no_grad():
-                action = actor(tensor(normalizer.obs(obs), device)).sample().cpu().numpy()
-            # Discrete(n, start): the policy's index shifted; a Box: the action clipped into it
-            env_action = action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
-            buf_obs[t] = obs
-            buf_actions[t] = action
-            for i, env in enumerate(envs):
-                next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
-                buf_rewards[t, i] = reward
-                buf_terminations[t, i] = terminated
-                buf_dones[t, i] = terminated or truncated
-                # s_{t+1}: the final observation if the episode ends here
-                buf_next_obs[t, i] = next_obs
-                ep_return[i] = ep_return[i] + reward
-                ep_length[i] = ep_length[i] + 1
-                if terminated or truncated:
-                    writer.add_scalar("charts/episodic_return", ep_return[i], global_step + (t + 1) * N)
-                    writer.add_scalar("charts/episodic_length", ep_length[i], global_step + (t + 1) * N)
-                    recent_returns.append(ep_return[i])
-                    ep_return[i] = 0.0
-                    ep_length[i] = 0
-                    next_obs, _ = env.reset()
-                obs[i] = next_obs
-        global_step += T * N
-
-        # ALGO LOGIC: line 5: advantages with GAE, from the critic before its update
-        with torch.no_grad():
-            b_obs = tensor(normalizer.obs(buf_obs), device).reshape(T * N, obs_dim)
-            values = critic(b_obs).reshape(T, N).cpu().numpy()
-            next_values = critic(tensor(normalizer.obs(buf_next_obs), device)).cpu().numpy()
-        rewards = normalizer.rewards(buf_rewards, buf_dones)
-        advantages, returns = compute_gae(
-            rewards, values, next_values, buf_terminations, buf_dones, args.gamma, args.gae_lambda
-        )
-        advantages = tensor(advantages, device).reshape(-1)
-        if args.norm_adv:
-            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-        actions = tensor(buf_actions, device).reshape(T * N, *buf_actions.shape[2:])
-        batch = {"obs": b_obs, "actions": actions, "advantages": advantages}
-
-        # ALGO LOGIC: lines 6-9: the actor step; line 10: the critic step
-        diagnostics = actor_step(actor, actor_opt, batch, args)
-        value_loss = critic_step(critic, critic_opt, b_obs, tensor(returns, device).reshape(-1))
-        # observation statistics: updated after the update that used them
-        normalizer.obs_rms.update(buf_obs.reshape(-1, obs_dim))
-        parameters = list(actor.parameters()) + list(critic.parameters())
-        stats = [normalizer.obs_rms.mean, normalizer.obs_rms.var, normalizer.ret_rms.var]
-        finite = all(torch.isfinite(p).all() for p in parameters) and all(np.isfinite(x).all() for x in stats)
-        if not np.isfinite(value_loss) or not finite:
-            print(f"diverged at update {update + 1} (NaN/Inf)", file=sys.stderr)
-            exit_code = 3
-            break
-        update += 1
-
-        # TRY NOT TO MODIFY: log the losses, SMAC's diagnostics and a progress line every 10 updates
-        log_update(writer, actor, batch, value_loss, diagnostics, global_step)
-        if update % 10 == 0 or global_step >= budget:
-            mean_return = np.mean(recent_returns[-10:]) if recent_returns else float("nan")
-            sps = int(global_step / (time.time() - start_time))
-            print(f"step {global_step}/{budget}, {sps} SPS, return {mean_return:.1f} (last 10)", flush=True)
-
-    if stop.signal and exit_code == 0 and global_step < budget:
-        exit_code = 128 + stop.signal  # 130 after Ctrl-C, 143 after SIGTERM
-    if exit_code != 3:
-        last_good = checkpoint_state(args, global_step, update, parts)
-    torch.save(last_good, os.path.join(run_dir, "checkpoint.pt"))
-    for env in envs:
-        env.close()
-    writer.close()
-    return exit_code
+    if "kl_eta" in diagnostics:
+        writer.add_scalar("losses/kl_eta", diagnostics["kl_eta"], step)
 
 
 def main(argv=None) -> int:
@@ -696,6 +805,7 @@ def main(argv=None) -> int:
     # before any environment renders: with CUDA builds of torch this imports triton, whose import crashes
     # once an EGL context exists (--capture-video's probe)
     torch.use_deterministic_algorithms(True, warn_only=True)
+    StopRequest()  # a signal before training starts: one line, exit 130 / 143 (train() installs its own)
     try:
         check_args(args)
         check_env(args.env_id, args.capture_video)
@@ -708,10 +818,13 @@ def main(argv=None) -> int:
                 raise ConfigError(
                     "--track: W&B is not logged in here; run `wandb login`, or set WANDB_MODE=offline"
                 )
+        return train(args)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    return train(args)
+    except StopNow as stopped:
+        print(f"stopped by {signal.Signals(stopped.args[0]).name} before training started", file=sys.stderr)
+        return 128 + stopped.args[0]
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from helpers import REFERENCE, ROOT, load_copy_block, one_line_error, only_run, 
 # list the file measured 655 lines (the closing note of issue 43 says what the lines cost); issue 46's input
 # checks, retain_graph, kl_step_ and --target-kl add 61, on top of that budget by the issue's terms. This
 # ceiling keeps it from growing without a decision.
-FILE_LINES, TRAIN_LINES, FLAGS, IMPORTS = 720, 120, 24, 15
+FILE_LINES, TRAIN_LINES, FLAGS, IMPORTS = 840, 130, 24, 15
 
 
 def test_budgets_and_plain_style():
@@ -44,14 +44,21 @@ def test_budgets_and_plain_style():
     assert not [t for t in tokens if t.type == tokenize.OP and t.string == ";"]  # one statement per line
     compound = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef)
     assert not [n.lineno for n in nodes if isinstance(n, compound) and n.body[0].lineno == n.lineno]
-    # nothing used before it is defined, train() included
+    # nothing used before it is defined, except what train() and main() call: the method comes first, the run
+    # helpers after the loop (Python looks those names up when train() runs)
     defined = {n.name: n.lineno for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     for n in tree.body:
         if isinstance(n, ast.Assign):
             defined.update({t.id: n.lineno for t in n.targets if isinstance(t, ast.Name)})
     for n in tree.body:
+        if getattr(n, "name", None) in ("train", "main"):
+            continue
         early = {m.id for m in ast.walk(n) if isinstance(m, ast.Name) and defined.get(m.id, 0) > n.lineno}
         assert not early, (getattr(n, "name", n.lineno), early)
+    # the method first: the SMAC math right after Args, the run helpers after train()
+    order = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    assert order[:2] == ["Args", "sherman_morrison_direction"], order[:2]
+    assert order.index("check_args") > order.index("train") and order.index("Normalizer") > order.index("train")
     # train(args): no keyword beyond args, within its budget
     (train,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "train"]
     assert [a.arg for a in train.args.args] == ["args"] and not train.args.kwonlyargs

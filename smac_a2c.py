@@ -192,16 +192,14 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
         return 0.0
     old = log_prob_fn()
     if not isinstance(old, torch.Tensor) or old.dim() != 1:
-        raise ValueError(
-            "log_prob_fn() must return a torch tensor (B,): log pi(a|s) at the current parameters"
-        )
+        raise ValueError("log_prob_fn() must return log pi(a|s) as a torch tensor (B,)")
     if not torch.equal(log_prob_fn(), old):
-        raise ValueError(
-            "log_prob_fn() gives other values at the same parameters: put the policy in eval mode"
-        )
+        raise ValueError("log_prob_fn() differs between two calls at the same parameters: use eval mode")
     start = [p.clone() for p, _ in moved]
     eta_max = max_change / largest
     eta = min(1e-3 / largest, eta_max)  # a probe: no parameter moves by more than 1e-3
+    too_short = 0.0  # the largest eta whose KL was below the band, and the smallest above it (or NaN)
+    too_long = float("inf")
     for attempt in range(20):
         for (p, d), p0 in zip(moved, start):
             p.copy_(p0 + eta * d)
@@ -217,9 +215,16 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
         kl = (torch.expm1(log_ratio) - log_ratio).mean().item()
         if target_kl / 2 <= kl <= 1.5 * target_kl or (kl < target_kl / 2 and eta == eta_max):
             return eta
-        # the KL grows like eta^2 for small steps: rescale by that model, at most 10x either way; NaN: 1/10
+        if kl < target_kl / 2:
+            too_short = eta
+        else:
+            too_long = eta
+        # the KL grows like eta^2 for small steps: rescale by that model, at most 10x either way (NaN: 1/10),
+        # and where that leaves the bracket found so far, halve it on a log scale
         factor = min(max((target_kl / max(kl, 1e-30)) ** 0.5, 0.1), 10.0) if kl < float("inf") else 0.1
         eta = min(eta * factor, eta_max)
+        if not too_short < eta < too_long:
+            eta = (too_short * too_long) ** 0.5
     for (p, _), p0 in zip(moved, start):
         p.copy_(p0)
     return 0.0
@@ -392,9 +397,9 @@ class Actor(nn.Module):
         """Logits or action means (B, act_dim) at a batch of observations (B, obs_dim)."""
         *hidden, last = self.linears  # (slicing a ModuleList would build a new one at every call)
         h = obs
-        for linear in hidden:
-            h = torch.tanh(linear(h))
-        return last(h)
+        for linear in hidden:  # F.linear is what linear(h) runs, without the module call's overhead
+            h = torch.tanh(nn.functional.linear(h, linear.weight, linear.bias))
+        return nn.functional.linear(h, last.weight, last.bias)
 
     def forward(self, obs: torch.Tensor) -> torch.distributions.Distribution:
         """The policy at a batch of observations (B, obs_dim); its log_prob(actions) has shape (B,)."""
@@ -571,8 +576,9 @@ class Diverged(Exception):
     """NaN or Inf in an observation or after an update: exit 3 with the state before that update."""
 
 
-class StopNow(Exception):
-    """A signal before the loop, or a second one in it: stop at once (args[0]: the first signal's number)."""
+class StopNow(BaseException):
+    """A signal before the loop, or a second one in it: stop at once (args[0]: the first signal's number).
+    A BaseException, as KeyboardInterrupt: no `except Exception` on its way (gym.make's, wandb) catches it."""
 
 
 FLOAT32_MAX = float(torch.finfo(torch.float32).max)
@@ -715,7 +721,7 @@ class Normalizer:
 
 
 def tensor(x: np.ndarray, device: torch.device) -> torch.Tensor:
-    return torch.as_tensor(x, dtype=torch.float32, device=device)
+    return torch.from_numpy(x.astype(np.float32)).to(device)  # (twice as fast as torch.as_tensor for one row)
 
 
 def finite_state(value_loss: float, actor, critic, normalizer: Normalizer, rewards: np.ndarray) -> bool:

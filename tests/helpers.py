@@ -276,6 +276,30 @@ class InfObservationAt155(BadValueAt):
     pass
 
 
+class NanObservationAt155(BadValueAt):
+    value = float("nan")
+
+
+class NanObservationAtReset(BadValueAt):
+    """The first observation is NaN (then episodes as BadValueAt's)."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed)
+        return np.full(2, float("nan")) if self.total == 0 else obs, info
+
+
+class SignalsWhenBuilt(BadValueAt):
+    """Sends this process the signal named by the class attribute `signal_name` when built (during a trainer's
+    environment check)."""
+
+    signal_name = "SIGINT"
+
+    def __init__(self):
+        os.kill(os.getpid(), getattr(signal, self.signal_name))
+        time.sleep(0.1)  # the handler runs here
+        super().__init__()
+
+
 class NanFinalObservation(BadValueAt):
     value, terminal = float("nan"), True
 
@@ -287,6 +311,9 @@ for _name, _cls in (
     ("OffsetActions-v0", OffsetActions),
     ("InfObservationAt155-v0", InfObservationAt155),
     ("NanFinalObservation-v0", NanFinalObservation),
+    ("NanObservationAt155-v0", NanObservationAt155),
+    ("NanObservationAtReset-v0", NanObservationAtReset),
+    ("SignalsWhenBuilt-v0", SignalsWhenBuilt),
 ):
     gym.register(_name, entry_point=_cls)
 

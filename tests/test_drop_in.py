@@ -137,6 +137,158 @@ def test_kl_step_moves_the_policy_by_the_target_kl():
     assert 0.002 <= exact_kl <= 0.03  # the estimator on 256 taken actions tracks the exact KL of the batch
 
 
+# ---- kl_step_ in any loop: never NaN, never unbounded, nothing it cannot measure -------------------------------------
+def likely_actions_batch(n=5, seed=0):
+    """A policy and a small batch whose taken actions are already likely (p about 0.999), positive advantages:
+    SB3's n_steps=5. No step size brings the measured KL to the target."""
+    torch.manual_seed(seed)
+    policy = torch.nn.Linear(4, 2)
+    with torch.no_grad():
+        policy.bias.copy_(torch.tensor([3.5, -3.5]))
+    obs = 0.1 * torch.randn(n, 4)
+    actions = torch.zeros(n, dtype=torch.long)
+    return policy, obs, actions, torch.ones(n)
+
+
+def categorical_log_probs(module, obs, actions):
+    def log_prob_fn():
+        return torch.distributions.Categorical(logits=module(obs)).log_prob(actions)
+
+    return log_prob_fn
+
+
+def flat(module):
+    return torch.cat([p.detach().reshape(-1) for p in module.parameters()])
+
+
+def approx_kl(before, after):
+    log_ratio = after - before
+    return (torch.expm1(log_ratio) - log_ratio).mean().item()
+
+
+def test_kl_step_leaves_a_whole_modules_critic_alone():
+    """SB3's ActorCriticPolicy passed whole: kl_step_ wrote every parameter in place, the critic's too, and the value
+    loss built before the step failed its backward ("modified by an inplace operation")."""
+    module = separate_heads()
+    obs, actions, adv = batch(n=256)
+    value_loss = (module["vf"](obs).squeeze(-1) - adv).pow(2).mean()
+    versions = [p._version for p in module["vf"].parameters()]
+    log_prob_fn = categorical_log_probs(module["pi"], obs, actions)
+    direction = BLOCK.smac_direction(module, log_prob_fn(), adv, DAMPING)
+    eta = BLOCK.kl_step_(module, direction, log_prob_fn)
+    value_loss.backward()
+    assert eta > 0 and [p._version for p in module["vf"].parameters()] == versions
+
+
+@pytest.mark.parametrize("case", ["likely actions", "zero advantages"])
+def test_kl_step_on_a_batch_that_cannot_reach_the_target_is_bounded(case):
+    """A batch of five already likely actions: the old search grew eta without bound (the policy saturated, a
+    distribution raised on NaN inside kl_step_, the parameters were left NaN). Now the step stops where its largest
+    parameter change is max_change, and the eta returned is the one applied. Zero advantages: no step at all."""
+    policy, obs, actions, adv = likely_actions_batch()
+    if case == "zero advantages":
+        adv = torch.zeros_like(adv)
+    log_prob_fn = categorical_log_probs(policy, obs, actions)
+    before = flat(policy)
+    old = log_prob_fn().detach()
+    direction = BLOCK.smac_direction(policy, log_prob_fn(), adv, DAMPING)
+    eta = BLOCK.kl_step_(policy, direction, log_prob_fn, target_kl=0.01)
+    after = flat(policy)
+    assert torch.isfinite(after).all()
+    if case == "zero advantages":
+        assert eta == 0.0 and torch.equal(after, before)
+        return
+    torch.testing.assert_close(after, before + eta * direction, rtol=1e-5, atol=1e-7)  # the eta applied
+    assert (after - before).abs().max().item() == pytest.approx(0.1, rel=1e-4)  # max_change, its default
+    assert approx_kl(old, log_prob_fn()) < 0.005  # below the band: what the cap allowed
+
+
+def test_kl_step_returns_the_eta_it_applied():
+    module = separate_heads()
+    obs, actions, adv = batch(n=256)
+    log_prob_fn = categorical_log_probs(module["pi"], obs, actions)
+    before = flat(module["pi"])
+    direction = BLOCK.smac_direction(module["pi"], log_prob_fn(), adv, DAMPING)
+    eta = BLOCK.kl_step_(module["pi"], direction, log_prob_fn)
+    torch.testing.assert_close(flat(module["pi"]), before + eta * direction, rtol=1e-5, atol=1e-7)
+
+
+def test_kl_step_survives_a_trial_step_its_distribution_refuses():
+    """logits = log(w), the taken action's w = 0.05 and pushed down: a trial step that makes it negative gives NaN
+    logits, and a distribution that validates its arguments raises inside log_prob_fn. The old kl_step_ let that
+    ValueError out (or kept a NaN eta); now a refused trial is a step too long, and the step kept is in the band."""
+    w = torch.nn.Parameter(torch.tensor([0.95, 0.05], dtype=torch.float64))
+    actions = torch.ones(64, dtype=torch.long)
+
+    def log_prob_fn():
+        logits = torch.log(w).expand(64, 2)
+        return torch.distributions.Categorical(logits=logits, validate_args=True).log_prob(actions)
+
+    old = log_prob_fn().detach()
+    direction = BLOCK.smac_direction([w], log_prob_fn(), -torch.ones(64, dtype=torch.float64), DAMPING)
+    eta = BLOCK.kl_step_([w], direction, log_prob_fn, target_kl=1.0, max_change=1.0)
+    assert torch.isfinite(w).all() and (w > 0).all()
+    assert eta > 0 and 0.5 <= approx_kl(old, log_prob_fn()) <= 1.5
+
+
+def dropout_policy():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.Dropout(0.5), torch.nn.Linear(16, 2))
+
+
+@pytest.mark.parametrize("mistake", ["stored log-probs", "another module", "dropout"])
+def test_kl_step_refuses_a_log_prob_fn_it_cannot_measure_with(mistake):
+    """A log_prob_fn that returns stored values (or reads another module) gave KL 0 for every eta: eta 4.5e18 was
+    kept. Dropout made the KL noise. Both are refused with the fix named, every parameter as it was."""
+    policy = dropout_policy() if mistake == "dropout" else separate_heads()["pi"]
+    obs, actions, adv = batch(n=256)
+    log_probs = torch.distributions.Categorical(logits=policy(obs)).log_prob(actions)
+    stored = log_probs.detach()
+    if mistake == "stored log-probs":
+
+        def log_prob_fn():
+            return stored
+
+    elif mistake == "another module":
+        other = separate_heads(seed=1)["pi"]
+        log_prob_fn = categorical_log_probs(other, obs, actions)
+    else:
+        log_prob_fn = categorical_log_probs(policy, obs, actions)
+    direction = BLOCK.smac_direction(policy, log_probs, adv, DAMPING)
+    before = flat(policy)
+    with pytest.raises(ValueError, match="eval mode" if mistake == "dropout" else "recompute"):
+        BLOCK.kl_step_(policy, direction, log_prob_fn)
+    assert torch.equal(flat(policy), before)
+
+
+@pytest.mark.parametrize("target_kl", [-0.01, 0.0, float("nan"), float("inf")])
+def test_kl_step_refuses_a_target_that_is_not_a_positive_number(target_kl):
+    module = separate_heads()
+    obs, actions, adv = batch()
+    log_prob_fn = categorical_log_probs(module["pi"], obs, actions)
+    direction = BLOCK.smac_direction(module["pi"], log_prob_fn(), adv, DAMPING)
+    with pytest.raises(ValueError, match="target_kl"):
+        BLOCK.kl_step_(module["pi"], direction, log_prob_fn, target_kl=target_kl)
+
+
+def test_numpy_log_probabilities_are_refused_like_those_without_a_graph():
+    module = separate_heads()
+    obs, actions, adv = batch()
+    log_prob_fn = categorical_log_probs(module["pi"], obs, actions)
+    with torch.no_grad():
+        no_graph = log_prob_fn()
+    for log_probs in (no_graph, log_prob_fn().detach().numpy()):
+        with pytest.raises(ValueError, match="no_grad"):
+            BLOCK.smac_direction(module["pi"], log_probs, adv, DAMPING)
+    direction = BLOCK.smac_direction(module["pi"], log_prob_fn(), adv, DAMPING)
+
+    def numpy_log_probs():
+        return log_prob_fn().numpy()
+
+    with pytest.raises(ValueError, match="torch tensor"):
+        BLOCK.kl_step_(module["pi"], direction, numpy_log_probs)
+
+
 # ---- three loops nobody here wrote, CartPole-v1, the README's settings ------------------------------------------------
 BUDGET = 200_000  # steps per run; every loop stops once the last 20 episodes average >= 195
 

@@ -9,8 +9,11 @@ import ast
 import io
 import os
 import re
+import resource
+import signal
 import subprocess
 import sys
+import time
 import tokenize
 
 import helpers
@@ -58,7 +61,9 @@ def test_budgets_and_plain_style():
     # the method first: the SMAC math right after Args, the run helpers after train()
     order = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     assert order[:2] == ["Args", "sherman_morrison_direction"], order[:2]
-    assert order.index("check_args") > order.index("train") and order.index("Normalizer") > order.index("train")
+    assert order.index("check_args") > order.index("train") and order.index("Normalizer") > order.index(
+        "train"
+    )
     # train(args): no keyword beyond args, within its budget
     (train,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "train"]
     assert [a.arg for a in train.args.args] == ["args"] and not train.args.kwonlyargs
@@ -200,6 +205,13 @@ def test_copied_alone_it_trains_writes_tensorboard_and_leaves_a_checkpoint(tmp_p
         (["--hidden-sizes", "0"], "--hidden-sizes"),
         (["--total-timesteps", "999"], "--total-timesteps"),
         (["--optimizer", "sgd", "--target-kl", "0.01"], "--target-kl"),
+        (
+            ["--env-id", "CartPole-v1", "--learning-rate", "1e39", "--total-timesteps", "1000"],
+            "--learning-rate",
+        ),
+        (["--env-id", "CartPole-v1", "--critic-learning-rate", "1e38"], "--critic-learning-rate"),
+        (["--env-id", "CartPole-v1", "--damping", "1e39", "--total-timesteps", "1000"], "--damping"),
+        (["--env-id", "CartPole-v1", "--exp-name", "x" * 300, "--total-timesteps", "1000"], "--exp-name"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, argv, needle):
@@ -310,3 +322,160 @@ def test_capture_video_and_track_offline_in_the_copy_alone(tmp_path):
     assert frames.shape[1:] == (480, 480, 3) and frames.shape[0] > 1 and frames.std() > 5.0
     offline = [d for d in os.listdir(tmp_path / "wandb") if d.startswith("offline-run-")]
     assert len(offline) == 1
+
+
+# ---- every promise on every path (the reference's own loop; the lab's are in test_crashes_and_signals.py) ----------
+def reference_checkpoint(runs):
+    return torch.load(os.path.join(only_run(runs), "checkpoint.pt"), weights_only=True)
+
+
+def finite(state):
+    return all(torch.isfinite(v).all() for v in state.values())
+
+
+TOY = ["--num-steps", "100", "--total-timesteps", "1000"]
+
+
+@pytest.mark.parametrize(
+    "argv,update",
+    [
+        (["--env-id", "NanObservationAtReset-v0", *TOY], 0),
+        (["--env-id", "NanObservationAt155-v0", *TOY], 1),
+        (["--env-id", "NanObservationAt155-v0", "--norm-obs", *TOY], 1),
+        (["--env-id", "InfObservationAt155-v0", "--optimizer", "adam", *TOY], 1),
+    ],
+    ids=["first-reset", "mid-run", "norm-obs", "inf-adam"],
+)
+def test_a_nan_observation_exits_3_with_the_state_before_its_update(reference_here, capsys, argv, update):
+    """torch's distributions validated their arguments before the loop's finiteness check: a NaN observation was a
+    ValueError traceback, exit 1, no checkpoint. The loop checks each observation before acting on it."""
+    import smac_a2c
+
+    code = smac_a2c.main(argv)
+    one_line_error(capsys.readouterr().err, code, exit_code=3)
+    ckpt = reference_checkpoint(reference_here / "runs")
+    assert ckpt["update"] == update and ckpt["global_step"] == 100 * update and finite(ckpt["actor"])
+    obs_rms = ckpt["normalizer"]["obs_rms"]
+    assert np.isfinite(obs_rms["mean"]).all() and np.isfinite(obs_rms["var"]).all()
+    # validate_args=False only on the loop's own distributions: a user's still refuse NaN
+    with pytest.raises(ValueError):
+        torch.distributions.Categorical(logits=torch.tensor([float("nan"), 0.0]))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--env-id", "Pendulum-v1", "--fisher", "per-sample", "--learning-rate", "1e8", "--num-steps", "50"],
+        ["--env-id", "CartPole-v1", "--target-kl", "20", "--num-steps", "100"],
+        ["--env-id", "CartPole-v1", "--target-kl", "1e300", "--num-steps", "100"],
+    ],
+    ids=["per-sample-eta-1e8", "target-kl-20", "target-kl-1e300"],
+)
+def test_a_step_too_long_finishes_or_exits_3_never_a_traceback(reference_here, capsys, argv):
+    import smac_a2c
+
+    code = smac_a2c.main([*argv, "--total-timesteps", "500"])
+    err = capsys.readouterr().err
+    assert code in (0, 3), err
+    if code == 3:
+        one_line_error(err, code, exit_code=3)
+    assert finite(reference_checkpoint(reference_here / "runs")["actor"])
+
+
+def test_with_target_kl_an_update_without_a_step_goes_on_and_is_counted(reference_here, capsys, monkeypatch):
+    """A step kl_step_ refuses (eta 0) is no step, not an error: the run goes on; the progress line counts such
+    updates and TensorBoard has the eta each update applied."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    import smac_a2c
+
+    real = smac_a2c.kl_step_
+    calls = []
+
+    def every_third_refused(*args, **kwargs):
+        calls.append(len(calls))
+        return 0.0 if len(calls) % 3 == 0 else real(*args, **kwargs)
+
+    monkeypatch.setattr(smac_a2c, "kl_step_", every_third_refused)
+    argv = [
+        "--env-id",
+        "CartPole-v1",
+        "--target-kl",
+        "0.01",
+        "--num-steps",
+        "100",
+        "--total-timesteps",
+        "1000",
+    ]
+    assert smac_a2c.main(argv) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert [int(n) for n in re.findall(r"(\d+) of (\d+)", last)[0]] == [3, 10]
+    events = EventAccumulator(only_run(reference_here / "runs"))
+    events.Reload()
+    etas = [e.value for e in events.Scalars("losses/kl_eta")]
+    assert len(etas) == 10 and [i for i, eta in enumerate(etas) if eta == 0] == [2, 5, 8]
+    assert all(eta > 0 for i, eta in enumerate(etas) if i not in (2, 5, 8))
+
+
+@pytest.mark.parametrize("stage", ["environment check", "wandb.init"])
+def test_a_signal_before_training_starts_is_one_line(reference_here, capsys, monkeypatch, stage):
+    """Ctrl-C during the environment check or W&B's start: an 18- to 39-line KeyboardInterrupt traceback before;
+    now one line and 130 (SIGTERM: 143)."""
+    import types
+
+    import smac_a2c
+
+    argv = ["--env-id", "CartPole-v1", *TOY]
+    if stage == "environment check":
+        argv = ["--env-id", "SignalsWhenBuilt-v0", *TOY]
+        code = smac_a2c.main(argv)
+    else:
+        wandb = types.ModuleType("wandb")
+
+        def init(**kwargs):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.1)
+
+        wandb.init = init
+        monkeypatch.setitem(sys.modules, "wandb", wandb)
+        monkeypatch.setenv("WANDB_MODE", "offline")
+        code = smac_a2c.main([*argv, "--track"])
+    one_line_error(capsys.readouterr().err, code, exit_code=130 if stage == "environment check" else 143)
+
+
+def test_a_second_signal_stops_at_once_and_the_first_ones_code_wins(tmp_path):
+    """SIGTERM, then Ctrl-C 0.3 s later: exit 130 before (the last signal won), and only after the whole rollout (here
+    5,000,000 steps: minutes). Now the second signal stops the run at once, with the checkpoint of the last completed
+    update (none: step 0), and exit 143, the first signal's."""
+    argv = ["--env-id", "CartPole-v1", "--num-steps", "5000000", "--total-timesteps", "10000000"]
+    proc = standalone(tmp_path, "smac_a2c.py", *argv)
+    deadline = time.time() + 120
+    while not os.path.isdir(tmp_path / "runs") or not os.listdir(tmp_path / "runs"):
+        assert time.time() < deadline and proc.poll() is None, "no run directory"
+        time.sleep(0.05)
+    time.sleep(5)  # into the rollout
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and "Traceback" not in err, err
+    ckpt = reference_checkpoint(tmp_path / "runs")
+    assert ckpt["update"] == 0 and ckpt["global_step"] == 0
+
+
+def test_a_full_disk_leaves_no_cut_off_checkpoint(tmp_path):
+    """checkpoint.pt was written in place: a file-size limit left a truncated file torch.load cannot read, and a
+    traceback. Now it is written to a temporary file and renamed: one line naming the path, exit 1, and no
+    checkpoint file at all (nor the temporary one)."""
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, 50_000))
+
+    argv = ["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "300"]
+    proc = standalone(tmp_path, "smac_a2c.py", *argv, preexec_fn=small_files)
+    _, err = proc.communicate(timeout=300)
+    run = only_run(tmp_path / "runs")
+    one_line_error(
+        err, proc.returncode, os.path.join(os.path.relpath(run, tmp_path), "checkpoint.pt"), exit_code=1
+    )
+    assert not [name for name in os.listdir(run) if name.startswith("checkpoint")]

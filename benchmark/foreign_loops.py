@@ -1,15 +1,18 @@
 """The SMAC copy block in three training loops written the way other people write them (issue 46), on CartPole-v1:
 REINFORCE (2000-step batches, returns-to-go), A2C with one module holding a shared trunk, an actor head and a
 critic head (one forward, SMAC on trunk + actor head, the value loss backpropagated after it), and a PPO-style loop
-(four minibatch steps per 1000-step rollout). The loops touch SMAC only through the functions a user copies (the
-`block` argument: a module holding them), and measure what "Choosing eta and lambda" in README states:
+(1000-step rollouts, the critic in four minibatch steps; SMAC in four minibatch steps too, or in one step on the
+whole rollout). The loops touch SMAC only through the functions a user copies (the `block` argument: a module
+holding them), and measure what "Choosing eta and lambda" in README states:
 
-    python -m benchmark.foreign_loops [--seeds 1 2] [--budget 100000]
+    python -m benchmark.foreign_loops [--seeds 1 2] [--budget 100000] [--batch-sizes 5 16 64 256]
 
-prints, per loop and step rule (the paper's fixed step eta = 1e-2 with lambda = 1, the README snippet's values, on
-normalized or raw advantages; kl_step_ at its default target 0.01), the mean return of the last 20 episodes, the
-steps to reach 195, and per update the median KL the step caused (PPO's approx_kl on the batch), |l_bar|^2 / lambda
-and cos(g, step). tests/test_drop_in.py runs the kl_step_ rule with the copied block alone.
+prints, per loop and step rule (the paper's fixed step eta = 1e-2 with lambda = 1, on normalized or raw advantages;
+kl_step_ at its default target 0.01), the mean return of the last 20 episodes, the steps to reach 195, and per
+update the median KL the step caused (PPO's approx_kl on the batch), |l_bar|^2 / lambda and cos(g, step), and the
+share of kl_step_'s updates that kept no step or stopped below its band at the cap, and its forward passes. --batch-sizes: the A2C loop
+with kl_step_ on rollouts of those lengths (the smallest batch with which it learns). tests/test_drop_in.py runs
+the kl_step_ rule with the copied block alone.
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ class Run:
         self.steps = 0
         self.solved_at = None
         self.kl = []
+        self.etas = []
+        self.passes = []  # kl_step_'s forward passes over the batch, per step
         self.ell_over_lambda = []
         self.cos = []
         self.episode = 0.0
@@ -94,9 +99,17 @@ class Run:
         ell, g = scores
         direction = block.sherman_morrison_direction(g, ell, DAMPING)
         if self.rule == "kl":
-            block.kl_step_(params, direction, log_probs_fn)
+            calls = []
+
+            def counted_log_probs():
+                calls.append(1)
+                return log_probs_fn()
+
+            self.etas.append(block.kl_step_(params, direction, counted_log_probs))
+            self.passes.append(len(calls))
         else:
             block.apply_step_(params, direction, FIXED_LR)
+            self.etas.append(FIXED_LR)
         with torch.no_grad():
             log_ratio = log_probs_fn() - before
             self.kl.append((torch.expm1(log_ratio) - log_ratio).mean().item())
@@ -154,7 +167,9 @@ def reinforce(block, env, obs, run: Run, budget: int, stop_when_solved=True) -> 
         run.smac_step(block, policy, log_probs, run.advantages(to_go))
 
 
-def a2c_shared_trunk(block, env, obs, run: Run, budget: int, stop_when_solved=True) -> None:
+def a2c_shared_trunk(
+    block, env, obs, run: Run, budget: int, stop_when_solved=True, rollout_steps=1000
+) -> None:
     net = ActorCritic()
     critic_opt = torch.optim.Adam(list(net.trunk.parameters()) + list(net.critic.parameters()), lr=1e-3)
 
@@ -162,7 +177,7 @@ def a2c_shared_trunk(block, env, obs, run: Run, budget: int, stop_when_solved=Tr
         return net(o)[0]
 
     while run.steps < budget:
-        obs, data = rollout(env, obs, act, 1000, run)
+        obs, data = rollout(env, obs, act, rollout_steps, run)
         if run.solved() and stop_when_solved:
             return
         o = torch.as_tensor(data["obs"], dtype=torch.float32)
@@ -187,7 +202,9 @@ def a2c_shared_trunk(block, env, obs, run: Run, budget: int, stop_when_solved=Tr
         critic_opt.step()
 
 
-def ppo_style(block, env, obs, run: Run, budget: int, stop_when_solved=True, minibatches=4) -> None:
+def ppo_style(block, env, obs, run: Run, budget: int, stop_when_solved=True, per_minibatch=True) -> None:
+    """1000-step rollouts, four minibatches: a critic step on each, and a SMAC step on each (per_minibatch) or one
+    SMAC step on the whole rollout before them."""
     actor = mlp(2)
     critic = mlp(1)
     critic_opt = torch.optim.Adam(critic.parameters(), lr=1e-3)
@@ -202,29 +219,71 @@ def ppo_style(block, env, obs, run: Run, budget: int, stop_when_solved=True, min
             next_values = critic(torch.as_tensor(data["next_obs"], dtype=torch.float32)).squeeze(-1).numpy()
         advantages = gae(data, values, next_values)
         targets = torch.as_tensor(advantages + values, dtype=torch.float32)
-        for idx in torch.randperm(1000).chunk(minibatches):  # several SMAC steps per rollout
+        if not per_minibatch:
 
-            def log_probs(o=o[idx], a=a[idx]):
+            def all_log_probs(o=o, a=a):
                 return torch.distributions.Categorical(logits=actor(o)).log_prob(a)
 
-            run.smac_step(block, actor, log_probs, run.advantages(advantages[idx.numpy()]))
+            run.smac_step(block, actor, all_log_probs, run.advantages(advantages))
+        for idx in torch.randperm(1000).chunk(4):
+            if per_minibatch:  # several SMAC steps per rollout
+
+                def log_probs(o=o[idx], a=a[idx]):
+                    return torch.distributions.Categorical(logits=actor(o)).log_prob(a)
+
+                run.smac_step(block, actor, log_probs, run.advantages(advantages[idx.numpy()]))
             critic_opt.zero_grad()
             (targets[idx] - critic(o[idx]).squeeze(-1)).pow(2).mean().backward()
             critic_opt.step()
 
 
-LOOPS = {"reinforce": reinforce, "a2c-shared-trunk": a2c_shared_trunk, "ppo-style": ppo_style}
+def ppo_one_step(block, env, obs, run: Run, budget: int, stop_when_solved=True) -> None:
+    """The PPO-style loop with one SMAC step per rollout, on the whole rollout."""
+    ppo_style(block, env, obs, run, budget, stop_when_solved, per_minibatch=False)
 
 
-def run_loop(block, loop: str, rule: str, seed: int, budget: int, stop_when_solved=True) -> Run:
+LOOPS = {
+    "reinforce": reinforce,
+    "a2c-shared-trunk": a2c_shared_trunk,
+    "ppo-style": ppo_style,
+    "ppo-one-step": ppo_one_step,
+}
+
+
+def run_loop(block, loop: str, rule: str, seed: int, budget: int, stop_when_solved=True, **options) -> Run:
     torch.manual_seed(seed)
     env = gym.make("CartPole-v1")
     obs, _ = env.reset(seed=seed)
     run = Run(rule)
-    LOOPS[loop](block, env, obs, run, budget, stop_when_solved)
+    LOOPS[loop](block, env, obs, run, budget, stop_when_solved, **options)
     run.solved()
     env.close()
     return run
+
+
+def row(name: str, rule: str, runs: list) -> str:
+    """One table row: returns, steps to 195, medians of the per-update diagnostics, kl_step_'s refusals and caps."""
+    last = ", ".join(f"{np.mean(r.returns[-20:]):.0f}" for r in runs)
+    solved = ", ".join(str(r.solved_at) if r.solved_at else "never" for r in runs)
+    kl = np.concatenate([r.kl for r in runs])
+    ell = np.median(np.concatenate([r.ell_over_lambda for r in runs]))
+    cos = np.median(np.concatenate([r.cos for r in runs]))
+    etas = np.concatenate([r.etas for r in runs])
+    if rule == "kl":
+        no_step = np.mean(etas == 0)
+        below = np.mean((etas > 0) & (kl < 0.005))
+        passes = np.concatenate([r.passes for r in runs])
+        kl_step = f"{no_step:.1%} / {below:.1%} / {np.median(passes):.0f} ({passes.max()})"
+    else:
+        kl_step = "-"
+    return f"| {name} | {last} | {solved} | {np.median(kl):.2e} | {ell:.3f} | {cos:.4f} | {kl_step} |"
+
+
+HEADER = (
+    "| loop | step | last-20 return per seed | steps to 195 | KL per update | |l_bar|^2/lambda | cos(g, step) "
+    "| kl_step_: no step / below the band / forward passes, median (max) |\n|---|---|---|---|---|---|---|---|"
+)
+RULES = {"fixed": "eta 1e-2, normalized A", "fixed-raw": "eta 1e-2, raw A", "kl": "kl_step_ 0.01"}
 
 
 def main(argv=None) -> None:
@@ -235,28 +294,27 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--budget", type=int, default=100_000)
+    parser.add_argument(
+        "--batch-sizes", type=int, nargs="*", default=[], help="A2C rollouts for kl_step_ (e.g. 5 16)"
+    )
+    parser.add_argument("--loops", nargs="+", default=list(LOOPS), choices=list(LOOPS))
     opts = parser.parse_args(argv)
     torch.set_num_threads(1)
     print(f"CartPole-v1, {opts.budget} steps per run, seeds {opts.seeds}, lambda = {DAMPING}")
-    print(
-        "| loop | step | last-20 return per seed | steps to 195 | KL per update | |l_bar|^2/lambda | cos(g, step) |"
-    )
-    print("|---|---|---|---|---|---|---|")
-    for loop in LOOPS:
-        for rule in ("fixed", "fixed-raw", "kl"):
+    print(HEADER)
+    for loop in opts.loops:
+        for rule in RULES:
             runs = [
                 run_loop(smac_a2c, loop, rule, seed, opts.budget, stop_when_solved=False)
                 for seed in opts.seeds
             ]
-            last = ", ".join(f"{np.mean(r.returns[-20:]):.0f}" for r in runs)
-            solved = ", ".join(str(r.solved_at) if r.solved_at else "never" for r in runs)
-            kl = np.median(np.concatenate([r.kl for r in runs]))
-            ell = np.median(np.concatenate([r.ell_over_lambda for r in runs]))
-            cos = np.median(np.concatenate([r.cos for r in runs]))
-            name = {"fixed": "eta 1e-2, normalized A", "fixed-raw": "eta 1e-2, raw A", "kl": "kl_step_ 0.01"}[
-                rule
-            ]
-            print(f"| {loop} | {name} | {last} | {solved} | {kl:.2e} | {ell:.3f} | {cos:.4f} |", flush=True)
+            print(row(f"{loop} | {RULES[rule]}", rule, runs), flush=True)
+    for size in opts.batch_sizes:
+        runs = [
+            run_loop(smac_a2c, "a2c-shared-trunk", "kl", seed, opts.budget, False, rollout_steps=size)
+            for seed in opts.seeds
+        ]
+        print(row(f"a2c-shared-trunk, rollouts of {size} | {RULES['kl']}", "kl", runs), flush=True)
 
 
 if __name__ == "__main__":

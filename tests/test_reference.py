@@ -123,23 +123,36 @@ def copy_block(source: str) -> list:
 
 
 def test_the_copy_block_alone_runs_the_readme_snippet(monkeypatch):
-    """Issue 35: the banner said "copy these four functions", but smac_direction calls one above it. Copy exactly
-    the functions the banner names (with `import torch` alone, issue 46) into an empty module, and run README's
-    snippet against it; its direction is the explicit solve."""
-    module = load_copy_block()  # with `import torch` alone: all the block needs (issue 46)
+    """Copy exactly the functions the banner names (with `import torch` alone) into an empty module, and run README's
+    snippet against it: its direction is the explicit solve at the parameters it started from, its step is
+    eta * direction with the eta kl_step_ returned, and the KL that step caused lies in kl_step_'s band."""
+    module = load_copy_block()  # with `import torch` alone: all the block needs
     assert sorted(n for n in vars(module) if not n.startswith("_") and n != "torch") == sorted(
         copy_block(open(REFERENCE).read())
     )
+    start = {}
+    real_kl_step = module.kl_step_
+
+    def kl_step_(params, direction, log_prob_fn, **kwargs):  # what the step starts from, for the checks below
+        start["theta"] = torch.cat([p.detach().reshape(-1) for p in params.parameters()])
+        start["log_probs"] = log_prob_fn().detach()
+        return real_kl_step(params, direction, log_prob_fn, **kwargs)
+
+    monkeypatch.setattr(module, "kl_step_", kl_step_)
     monkeypatch.setitem(sys.modules, "smac_a2c", module)
     readme = open(os.path.join(ROOT, "README.md")).read()
     snippet = re.search(r"<!-- smac-snippet -->\s*```python\n(.*?)```", readme, re.S).group(1)
     torch.manual_seed(0)
     namespace = {}
-    exec(
-        compile(snippet.replace("lr=1e-2", "lr=0.0"), "README.md", "exec"), namespace
-    )  # keep the policy as is
+    exec(compile(snippet, "README.md", "exec"), namespace)
     policy, obs, actions, adv = (namespace[k] for k in ("policy", "obs", "actions", "advantages"))
+    direction = namespace["direction"]
     params = list(policy.parameters())
+    theta = torch.cat([p.detach().reshape(-1) for p in params])
+    torch.testing.assert_close(theta, start["theta"] + namespace["eta"] * direction, rtol=1e-5, atol=1e-7)
+    log_ratio = namespace["log_prob_fn"]().detach() - start["log_probs"]
+    assert 0.005 <= (torch.expm1(log_ratio) - log_ratio).mean().item() <= 0.015
+    torch.nn.utils.vector_to_parameters(start["theta"], params)  # back to where the direction was taken
     rows = []
     for i in range(len(obs)):
         logp = (
@@ -149,7 +162,7 @@ def test_the_copy_block_alone_runs_the_readme_snippet(monkeypatch):
     scores = torch.stack(rows).double()
     ell, g = scores.mean(0), (scores * adv.double()[:, None]).mean(0)
     explicit = torch.linalg.solve(torch.eye(ell.numel(), dtype=torch.float64) + torch.outer(ell, ell), g)
-    torch.testing.assert_close(namespace["direction"].double(), explicit, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(direction.double(), explicit, rtol=1e-4, atol=1e-6)
 
 
 def test_copied_alone_it_trains_writes_tensorboard_and_leaves_a_checkpoint(tmp_path):

@@ -10,7 +10,8 @@ holding them), and measure what "Choosing eta and lambda" in README states:
 prints, per loop and step rule (the paper's fixed step eta = 1e-2 with lambda = 1, on normalized or raw advantages;
 kl_step_ at its default target 0.01), the mean return of the last 20 episodes, the steps to reach 195, and per
 update the median KL the step caused (PPO's approx_kl on the batch), |l_bar|^2 / lambda and cos(g, step), and the
-share of kl_step_'s updates that kept no step or stopped below its band at the cap, and its forward passes. --batch-sizes: the A2C loop
+share of kl_step_'s updates that kept no step or stopped below its band at the cap, its forward passes and the
+largest parameter change of its steps. --batch-sizes: the A2C loop
 with kl_step_ on rollouts of those lengths (the smallest batch with which it learns). tests/test_drop_in.py runs
 the kl_step_ rule with the copied block alone.
 """
@@ -74,6 +75,7 @@ class Run:
         self.kl = []
         self.etas = []
         self.passes = []  # kl_step_'s forward passes over the batch, per step
+        self.largest_change = []  # kl_step_'s largest parameter change, per step
         self.ell_over_lambda = []
         self.cos = []
         self.episode = 0.0
@@ -107,6 +109,7 @@ class Run:
 
             self.etas.append(block.kl_step_(params, direction, counted_log_probs))
             self.passes.append(len(calls))
+            self.largest_change.append(self.etas[-1] * direction.abs().max().item())
         else:
             block.apply_step_(params, direction, FIXED_LR)
             self.etas.append(FIXED_LR)
@@ -273,7 +276,11 @@ def row(name: str, rule: str, runs: list) -> str:
         no_step = np.mean(etas == 0)
         below = np.mean((etas > 0) & (kl < 0.005))
         passes = np.concatenate([r.passes for r in runs])
-        kl_step = f"{no_step:.1%} / {below:.1%} / {np.median(passes):.0f} ({passes.max()})"
+        change = np.concatenate([r.largest_change for r in runs])
+        kl_step = (
+            f"{no_step:.1%} / {below:.1%} / {np.median(passes):.0f} ({passes.max()}) / "
+            f"{np.median(change):.2g} ({np.percentile(change, 99):.2g}, {change.max():.2g})"
+        )
     else:
         kl_step = "-"
     return f"| {name} | {last} | {solved} | {np.median(kl):.2e} | {ell:.3f} | {cos:.4f} | {kl_step} |"
@@ -281,7 +288,8 @@ def row(name: str, rule: str, runs: list) -> str:
 
 HEADER = (
     "| loop | step | last-20 return per seed | steps to 195 | KL per update | |l_bar|^2/lambda | cos(g, step) "
-    "| kl_step_: no step / below the band / forward passes, median (max) |\n|---|---|---|---|---|---|---|---|"
+    "| kl_step_: no step / below the band / forward passes, median (max) / largest parameter change, median "
+    "(99th percentile, max) |\n|---|---|---|---|---|---|---|---|"
 )
 RULES = {"fixed": "eta 1e-2, normalized A", "fixed-raw": "eta 1e-2, raw A", "kl": "kl_step_ 0.01"}
 

@@ -18,6 +18,7 @@ import argparse
 import csv
 import glob
 import gzip
+import io
 import json
 import math
 import os
@@ -31,6 +32,8 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
+
+from benchmark import provenance  # noqa: E402
 
 EPISODE_COLS = ["global_step", "episodic_return", "episodic_length"]
 UPDATE_COLS = [
@@ -106,17 +109,24 @@ def read_summary(run_dir: Optional[str]) -> Optional[dict]:
 
 
 def read_csv_columns(path: str, columns: list[str]) -> dict:
+    """The columns of a run's CSV as float arrays ("" as NaN). A cut-off last line (a kill or a full disk during a
+    write: no line end) and a row with more or fewer fields than the header are dropped, not read as a row."""
     out = {c: [] for c in columns}
     if not os.path.isfile(path):
         return {c: np.array([]) for c in columns}
     with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            try:
-                vals = [float(row[c]) if row[c] not in ("", None) else math.nan for c in columns]
-            except (ValueError, KeyError, TypeError):
-                continue  # torn last line of a killed run
-            for c, v in zip(columns, vals):
-                out[c].append(v)
+        text = f.read()
+    if not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]  # the last line was cut off
+    for row in csv.DictReader(io.StringIO(text, newline="")):
+        if None in row or None in row.values():  # more fields than the header, or fewer
+            continue
+        try:
+            vals = [float(row[c]) if row[c] != "" else math.nan for c in columns]
+        except (ValueError, KeyError):
+            continue  # a garbled row
+        for c, v in zip(columns, vals):
+            out[c].append(v)
     return {c: np.asarray(v, dtype=np.float64) for c, v in out.items()}
 
 
@@ -208,6 +218,8 @@ def pack(run_dir: str, out_path: str, task: str, algo: str, seed: int, budget: O
         "resumed_from_step": cfg.get("resumed_from_step") or 0,  # wall_time_s covers the steps after it
         "args": cfg.get("args", {}),
         "versions": {k: cfg.get(k) for k in ("torch", "gymnasium", "mujoco", "numpy", "python", "device")},
+        # each start's commit, host, CPU and versions (provenance.record); None: a run from before they were kept
+        "provenance": cfg.get("provenance"),
         "episodes": _columns(os.path.join(run_dir, "episodes.csv"), EPISODE_COLS),
         "updates": _columns(os.path.join(run_dir, "updates.csv"), UPDATE_COLS),
     }
@@ -241,8 +253,9 @@ def read_record(path: str) -> dict:
 
 
 def load(path: str) -> dict:
-    """A compact log as the dict aggregate.discover() gives for a run directory (arrays as numpy); DamagedLog if it
-    cannot be read."""
+    """A compact log as the dict aggregate.discover() gives for a run directory (arrays as numpy), plus its
+    `provenance` (a list of starts, [] for a log from before they were kept); DamagedLog if it cannot be read.
+    The one reader of the logs: the report's (discover_logs) and the sweep's "done" (read_header) alike."""
     rec = read_record(path)
 
     def arr(v):
@@ -266,29 +279,28 @@ def load(path: str) -> dict:
             "resumed_from_step": int(rec.get("resumed_from_step") or 0),
             "episodes": {c: arr(v) for c, v in rec["episodes"].items()},
             "updates": {c: arr(v) for c, v in rec["updates"].items()},
+            "provenance": provenance.starts(rec.get("provenance")),
         }
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise DamagedLog(f"{path}: damaged compact log ({type(e).__name__}: {e})") from None
 
 
 def read_header(path: str) -> dict:
-    """(status, global_step, budget, wall_time_s, resumed_from_step, num_steps, num_envs) of a compact log;
-    DamagedLog if it cannot be read, FileNotFoundError if it is missing."""
-    rec = read_record(path)
-    args = rec.get("args")
-    args = args if isinstance(args, dict) else {}
-    try:
-        return {
-            "status": rec.get("status"),
-            "global_step": int(rec.get("global_step") or 0),
-            "budget": rec.get("budget"),
-            "wall_time_s": rec.get("wall_time_s"),
-            "resumed_from_step": int(rec.get("resumed_from_step") or 0),
-            "num_steps": args.get("num_steps"),
-            "num_envs": args.get("num_envs"),
-        }
-    except (TypeError, ValueError) as e:
-        raise DamagedLog(f"{path}: damaged compact log ({type(e).__name__}: {e})") from None
+    """(status, global_step, budget, wall_time_s, resumed_from_step, num_steps, num_envs, args) of a compact log,
+    read by load (a log the report would leave out is no log here either); DamagedLog if it cannot be read,
+    FileNotFoundError if it is missing."""
+    run = load(path)
+    args = run["cfg"] if isinstance(run["cfg"], dict) else {}
+    return {
+        "status": run["status"] if run["status"] != "running?" else None,
+        "global_step": run["last_step"],
+        "budget": run["job_budget"],
+        "wall_time_s": run["wall_time_s"],
+        "resumed_from_step": run["resumed_from_step"],
+        "num_steps": args.get("num_steps"),
+        "num_envs": args.get("num_envs"),
+        "args": args,
+    }
 
 
 def header(path: str) -> Optional[dict]:
@@ -300,7 +312,8 @@ def header(path: str) -> Optional[dict]:
 
 
 def damage(path: Optional[str]) -> Optional[str]:
-    """Why the compact log at path cannot be read (one line naming it), or None: it reads, or there is none."""
+    """Why the compact log at path cannot be read by load (one line naming it), or None: it reads, or there is
+    none."""
     if not path or not os.path.isfile(path):
         return None
     try:

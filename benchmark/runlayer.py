@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from benchmark import provenance
 from smac_a2c import ConfigError, step_diagnostics
 
 
@@ -179,7 +180,9 @@ class RunLog:
     bar (or a plain line every 10 updates or 30 s when stdout is not a terminal), summary.json, the closing
     line."""
 
-    def __init__(self, args, run_dir: str, device, global_step: int, budget: int):
+    def __init__(
+        self, args, run_dir: str, device, global_step: int, budget: int, start: Optional[dict] = None
+    ):
         self.args = args
         self.run_dir = run_dir
         self.budget = budget
@@ -191,6 +194,7 @@ class RunLog:
         config["mujoco"] = getattr(
             sys.modules.get("mujoco"), "__version__", None
         )  # None: a run without MuJoCo
+        config["provenance"] = run_provenance(run_dir, global_step, start)
         write_json(os.path.join(run_dir, "config.json"), config)
         self.writer = None
         if args.tensorboard:
@@ -317,6 +321,27 @@ class RunLog:
         )
 
 
+def run_provenance(run_dir: str, global_step: int, start: Optional[dict] = None) -> list[dict]:
+    """config.json's `provenance`: one record per start of the run (provenance.record, taken when the trainer
+    started: `start`, or now), oldest first. A resumed run keeps its earlier starts from the config.json it had,
+    those before the step it resumes from (a start whose steps were all cut back by the resume left nothing); a run
+    resumed past a start that recorded none (an older run) begins with a "not recorded" one at step 0."""
+    start = {**(start or provenance.record()), "step": int(global_step)}
+    if not global_step:
+        return [start]
+    try:
+        with open(os.path.join(run_dir, "config.json")) as f:
+            before = json.load(f).get("provenance")
+    except (OSError, ValueError, AttributeError):
+        before = None
+    earlier = [
+        s for s in provenance.starts(before) if isinstance(s.get("step"), int) and s["step"] < global_step
+    ]
+    if not earlier or earlier[0]["step"] > 0:
+        earlier.insert(0, {"step": 0, "commit": provenance.NOT_RECORDED, "host": provenance.NOT_RECORDED})
+    return earlier + [start]
+
+
 def create_run_dir(args) -> str:
     """runs/{env_id}__{exp_name}__{seed}__{unix_time}, created exclusively (same second: suffixes -2, -3, ...)."""
     name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")  # ALE/Pong-v5
@@ -421,6 +446,7 @@ def record_crash(
             f.write("".join(traceback.format_exception(error)))
     except Exception:
         failed.append("traceback.txt")
+        remove_quietly(trace)  # a full disk: no empty or cut-off traceback.txt beside the line that says so
     try:
         write_json(
             os.path.join(run_dir, "summary.json"), {"status": "crashed", "error": line, "run_dir": run_dir}

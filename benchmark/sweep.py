@@ -41,7 +41,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark import compact, hparams  # noqa: E402
+from benchmark import compact, hparams, provenance  # noqa: E402
 from benchmark.compact import DEFAULT_RUNS, find_run_dir, read_summary  # noqa: E402,F401
 from benchmark.hparams import parse_budget, parse_seeds  # noqa: E402,F401
 from benchmark.stats import write_csv  # noqa: E402
@@ -503,25 +503,123 @@ def command(job: Job, state: str, run_dir: Optional[str]) -> list[str]:
             str(job.budget),
             job.seed_dir,
         ]
-    every = ["--checkpoint-every", str(job.checkpoint_every)]
     if state == "resume":
+        every = ["--checkpoint-every", str(job.checkpoint_every)]
         return [job.python, *TRAINER, "--resume", run_dir, "--total-timesteps", str(job.budget), *every]
+    return [job.python, *TRAINER, *fresh_argv(job)]
+
+
+def fresh_argv(job: Job, where: bool = True) -> list[str]:
+    """The trainer's flags for a fresh start of the job (command's); where=False leaves out --seed and --runs-dir."""
+    seed = ["--seed", str(job.seed)] if where else []
+    runs_dir = ["--runs-dir", job.seed_dir] if where else []
     return [
-        job.python,
-        *TRAINER,
         *job.flags,
         *job.extra_flags,
-        "--seed",
-        str(job.seed),
+        *seed,
         "--exp-name",
         job.algo,
-        "--runs-dir",
-        job.seed_dir,
+        *runs_dir,
         "--total-timesteps",
         str(job.budget),
-        *every,
+        "--checkpoint-every",
+        str(job.checkpoint_every),
         "--no-tensorboard",
     ]
+
+
+@functools.lru_cache(maxsize=None)
+def _checked_args(argv: tuple):
+    from benchmark import trainer  # (imports torch)
+
+    return trainer.checked_args(list(argv))
+
+
+def job_args(job: Job):
+    """The trainer's flags for the job, as the trainer's own parser and checks take its command line (command's);
+    trainer.ConfigError (one line) for flags it would refuse. Jobs that differ only in seed and seed directory share
+    one parse: on the command line those two come after every flag of the job's own, so the last of each is these
+    values, as set here."""
+    import dataclasses
+
+    args = _checked_args(tuple(fresh_argv(job, where=False)))
+    return dataclasses.replace(args, seed=job.seed, runs_dir=job.seed_dir)
+
+
+class Refused(ValueError):
+    """A sweep that must not start: a job's flags the trainer refuses, or a log or run directory of another job."""
+
+
+def disagreement(job: Job, args) -> Optional[str]:
+    """Why the job's committed compact log or run directory is not the job's (the flag, its value there and the
+    job's: trainer.flag_disagreement on RUN_FLAGS), or None. A log that does not load is not compared (the sweep
+    sets it aside); two run directories are the job's failure, in its turn."""
+    from benchmark import trainer
+
+    log = committed_log(job)
+    found = []
+    if log and os.path.isfile(log):
+        try:
+            found.append((log, compact.load(log)["cfg"]))
+        except compact.DamagedLog:
+            pass
+    try:
+        run_dir = find_run_dir(job.seed_dir)
+    except compact.RunDirConflict:
+        run_dir = None
+    if run_dir is not None and os.path.isfile(os.path.join(run_dir, "config.json")):
+        found.append((run_dir, run_args(run_dir)))
+    for where, stored in found:
+        differ = trainer.flag_disagreement(args, stored if isinstance(stored, dict) else {})
+        if differ is not None:
+            flag, there, asked = differ
+            return f"{where} was run with {flag} {there!r}, the job {job.name} asks {asked!r}"
+    return None
+
+
+def check_jobs(jobs: list[Job], extra_flags: str = "") -> None:
+    """Before any job starts (--dry-run too): every job's flags as the trainer takes them, and every committed log
+    and run directory of a job made with the job's flags. Refused (one line) otherwise: the first problem, and how
+    many jobs have one. Nothing is renamed or removed."""
+    from benchmark import trainer
+
+    if extra_flags.strip():
+        try:
+            trainer.parse_args(extra_flags.split())
+        except trainer.ConfigError as e:
+            raise Refused(f"--extra-flags {extra_flags!r}: {e}") from None
+    problems = []
+    for job in jobs:
+        if job.algo == "sb3-a2c":  # not the lab trainer's
+            continue
+        try:
+            args = job_args(job)
+        except trainer.ConfigError as e:
+            problems.append(f"{job.name}: the trainer refuses its flags {' '.join(fresh_argv(job))}: {e}")
+            continue
+        why = disagreement(job, args)
+        if why is not None:
+            problems.append(why)
+    if problems:
+        more = f" (and {len(problems) - 1} more jobs like it)" if len(problems) > 1 else ""
+        raise Refused(
+            f"{problems[0]}{more}; nothing was started: give this sweep another --runs-dir / --logs-dir, or move "
+            "those runs away"
+        )
+
+
+def check_sources(jobs: list[Job]) -> None:
+    """Refused (one line) when tracked sources differ from the checked-out commit and a job has something to run:
+    its runs would record a commit that is not their code (--allow-dirty starts them; the diff's hash then names the
+    code). Untracked files (the sweep's new logs) do not count; outside a git checkout there is nothing to compare."""
+    changed = provenance.changed_sources()
+    if not changed or all(settled_now(j) for j in jobs):
+        return
+    shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    raise Refused(
+        f"tracked sources differ from commit {provenance.commit()[:12]} ({shown}); commit them, or pass "
+        "--allow-dirty to run on them (each run then records the hash of `git diff`)"
+    )
 
 
 CLAIMS = {}  # seed_dir -> the open .sweep.lock of a job this process has claimed
@@ -1072,6 +1170,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--progress-interval", type=float, default=10.0, help="seconds between progress lines")
     add("--dry-run", action="store_true", help="list each job's state and command; run nothing")
+    add(
+        "--allow-dirty",
+        action="store_true",
+        help="start jobs although tracked sources differ from the checked-out commit (refused otherwise; each run "
+        "records the hash of `git diff`)",
+    )
     return p
 
 
@@ -1215,6 +1319,9 @@ def _main(argv=None) -> int:
             random_scores(tasks, steps)
             return 0
         jobs = study_jobs(args)
+        check_jobs(jobs, args.extra_flags)
+        if not args.dry_run and not args.allow_dirty:
+            check_sources(jobs)
     except (KeyError, ValueError) as e:
         print(f"error: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
         return 2

@@ -43,7 +43,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 import smac_a2c  # noqa: E402
-from benchmark import algorithms, protocol, runlayer  # noqa: E402
+from benchmark import algorithms, protocol, provenance, runlayer  # noqa: E402
 from benchmark.runlayer import (  # noqa: E402
     EXIT_CODES,
     FLOAT32_MAX,
@@ -997,9 +997,22 @@ def load_checkpoint(path: str) -> dict:
             f"({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})"
         ) from None
     ckpt["path"] = path
-    if str(ckpt["args"].get("env_id", "")).startswith("benchmark.envs:"):  # the 1000-step ids' earlier module
-        ckpt["args"]["env_id"] = "benchmark.hparams:" + ckpt["args"]["env_id"].split(":", 1)[1]
+    if not isinstance(ckpt["args"], dict):
+        raise ConfigError(
+            f"checkpoint {path!r} does not fit a run: its stored flags (args) are a "
+            f"{type(ckpt['args']).__name__}, not a dict of flags"
+        )
+    if "env_id" in ckpt["args"]:
+        ckpt["args"]["env_id"] = current_env_id(ckpt["args"]["env_id"])
     return ckpt
+
+
+def current_env_id(env_id):
+    """A stored --env-id as this trainer names it: the 1000-step ids' earlier module benchmark.envs is now
+    benchmark.hparams (anything else as it is)."""
+    if isinstance(env_id, str) and env_id.startswith("benchmark.envs:"):
+        return "benchmark.hparams:" + env_id.split(":", 1)[1]
+    return env_id
 
 
 # flags that say what to do with a run, not how it trains: a checkpoint's copies of them are not read back
@@ -1041,7 +1054,10 @@ def flags_as_argv(saved: dict) -> list[str]:
         if isinstance(value, bool):
             argv.append(flag if value else "--no-" + f.name.replace("_", "-"))
         elif isinstance(value, (list, tuple)):
-            argv += [flag, *map(str, value)] if value else []
+            argv += [
+                flag,
+                *map(str, value),
+            ]  # an empty one too: refused by the checks, not replaced by the default
         else:
             argv.append(f"{flag}={value}")
     return argv
@@ -1277,6 +1293,38 @@ RESUME_MAY_CHANGE = (
     "wandb_entity",
     "resume",
 )
+# flags --resume refuses to change that still do not define a run's numbers: where it is written, its name, what an
+# evaluation does
+NOT_THE_RUNS_NUMBERS = ("runs_dir", "exp_name", "eval_episodes", "eval_max_steps")
+# the flags that define a run's numbers: the sweep's "same flags" (sweep.disagreement) compares these
+RUN_FLAGS = tuple(
+    f.name for f in fields(LabArgs) if f.name not in RESUME_MAY_CHANGE + RUN_ACTIONS + NOT_THE_RUNS_NUMBERS
+)
+
+
+def checked_args(argv: list[str]) -> LabArgs:
+    """A fresh run's flags as this trainer's main takes them (tyro, then every check of a training run); ConfigError
+    (one line) for what it would refuse."""
+    args = parse_args(argv)
+    check_args(args, training=True)
+    return args
+
+
+def flag_disagreement(args: LabArgs, stored: dict) -> Optional[tuple[str, object, object]]:
+    """The first of RUN_FLAGS whose value stored by a run (its config.json's or compact log's args) differs from
+    args's: (flag, stored value, args's value); None when they agree. A flag the record predates reads as its
+    default; keys this trainer no longer has are not compared."""
+    defaults = LabArgs()
+    for name in RUN_FLAGS:
+        asked = getattr(args, name)
+        value = stored.get(name, getattr(defaults, name))
+        if name == "env_id":
+            value = current_env_id(value)
+        if isinstance(asked, tuple) and isinstance(value, list):
+            value = tuple(value)
+        if value != asked or isinstance(value, bool) != isinstance(asked, bool):
+            return "--" + name.replace("_", "-"), value, asked
+    return None
 
 
 def flags_given(argv: list[str]) -> set[str]:
@@ -1321,14 +1369,22 @@ def stats_finite(normalizer: Normalizer) -> bool:
 
 
 def train_loop(
-    args: LabArgs, run_dir: str, resume: Optional[dict], make_env, obs_space, act_space, stop: StopSignals
+    args: LabArgs,
+    run_dir: str,
+    resume: Optional[dict],
+    make_env,
+    obs_space,
+    act_space,
+    stop: StopSignals,
+    start: Optional[dict] = None,
 ) -> str:
     """The lab's training loop (smac_a2c.train's until issue 43, moved here so that every log stays bitwise as it
     was): returns the outcome, finished, diverged, or the signal that stopped it; raises RunCrashed after keeping
     the last good state (the one crash path, runlayer.record_crash). A signal (stop.name, set by the caller's
     StopSignals) ends the run after the update in progress; during a rollout it ends the rollout at once, the
     partial rollout is dropped (no update was made from it) and the state after the last completed update is
-    kept, so that a run stops within a step whatever --num-steps is."""
+    kept, so that a run stops within a step whatever --num-steps is. `start`: where the run came from
+    (provenance.record, taken when the trainer started), for config.json."""
     last_good = None
     try:
         device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
@@ -1356,7 +1412,7 @@ def train_loop(
         actor_state = {}
         if resume is not None:
             global_step, update, actor_state = restore(resume, nets, rng)
-        log = RunLog(args, run_dir, device, global_step, budget)
+        log = RunLog(args, run_dir, device, global_step, budget, start)
         video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
         envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(N)]
         obs = np.stack([env.reset(seed=args.seed + update * N + i)[0] for i, env in enumerate(envs)])
@@ -1520,10 +1576,12 @@ def finish_at_budget(run_dir: str, resume: dict, args: LabArgs) -> str:
     return "finished"
 
 
-def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
+def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[Optional[str], str]:
     """train_loop in a locked run directory of its own (or the resumed one), after every check of the input.
-    Returns (run_dir, outcome): finished, diverged, or the signal that interrupted it. The signal handlers are in
+    Returns (run_dir, outcome): finished, diverged, or the signal that interrupted it; (None, "finished") for a
+    checkpoint outside a run directory that already holds the budget (nothing to train, nothing created). The signal handlers are in
     place before the run directory exists, so a signal at any moment after it leaves an `interrupted` run."""
+    start = provenance.record()  # where the run comes from, taken at the trainer's start (config.json)
     # before any environment renders (the video probe): with CUDA builds of torch this imports triton, whose
     # import crashes once an EGL context exists
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -1532,9 +1590,15 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
         smac_a2c.check_env(args.env_id, capture_video=True)
     if resume is not None:
         check_resume_fits(args, resume, obs_space, act_space)
+    # the budget as the loop trains it: whole rollouts
+    budget = args.total_timesteps - args.total_timesteps % (args.num_steps * args.num_envs)
     with StopSignals() as stop:
         run_dir = create_run_dir(args) if resume is None else os.path.dirname(os.path.abspath(resume["path"]))
-        if resume is not None and not os.path.isfile(os.path.join(run_dir, "config.json")):
+        loose = resume is not None and not os.path.isfile(os.path.join(run_dir, "config.json"))
+        if loose and resume["global_step"] >= budget:  # nothing to train: no run directory for it either
+            print(f"nothing to do: {resume['path']} already has {resume['global_step']} >= {budget} steps")
+            return None, "finished"
+        if loose:
             # a checkpoint copied out of its run: continue it in a run directory of its own
             run_dir = create_run_dir(args)
             print(
@@ -1546,8 +1610,6 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
                 # read again under the lock: another trainer may have continued the run since the first read
                 resume = load_checkpoint(resume["path"])
                 check_resume_fits(args, resume, obs_space, act_space)
-            # the budget as the loop trains it: whole rollouts
-            budget = args.total_timesteps - args.total_timesteps % (args.num_steps * args.num_envs)
             if resume is not None and resume["global_step"] >= budget:
                 return run_dir, finish_at_budget(run_dir, resume, args)
             if os.path.exists(os.path.join(run_dir, "checkpoint.pt.tmp")):
@@ -1569,7 +1631,7 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[str, str]:
                 video_prefix=prefix,
             )
             try:
-                outcome = train_loop(args, run_dir, resume, env, obs_space, act_space, stop)
+                outcome = train_loop(args, run_dir, resume, env, obs_space, act_space, stop, start)
             except (RunCrashed, ConfigError, KeyboardInterrupt):
                 raise
             except Exception as e:  # outside the loop's own crash path: the logs' truncation, ...

@@ -284,6 +284,7 @@ def test_sweep_packs_a_finished_run(tmp_path):
                 "1",
                 "--extra-flags",
                 "--num-minibatches 2",
+                "--allow-dirty",  # tests run on a working tree with uncommitted edits
             ]
         )
         == 0

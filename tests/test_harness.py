@@ -178,6 +178,7 @@ def test_sweep_ctrl_c_then_resume_skips_finished_runs(tmp_path):
         "1",
         "--runs-dir",
         runs,
+        "--allow-dirty",  # tests run on a working tree with uncommitted edits
     ]
     cart, pend = (
         os.path.join(runs, "CartPole", "smac", "seed1"),
@@ -242,6 +243,7 @@ def test_hard_kill_logs_are_cut_back_to_the_checkpoint_and_budget_extends(tmp_pa
         "1",
         "--progress-interval",
         "100",
+        "--allow-dirty",
     ]
     assert sweep.main(base + ["--budget", "2000"]) == 0
     seed_dir = os.path.join(runs, "CartPole", "sgd", "seed1")
@@ -292,6 +294,7 @@ def test_ray_backend_two_runs(tmp_path):
                 runs,
                 "--progress-interval",
                 "100",
+                "--allow-dirty",
             ]
         )
     finally:
@@ -324,6 +327,7 @@ def test_extend_from_continues_a_copy_of_the_smaller_grids_finished_run(tmp_path
         "100",
         "--logs-dir",
         "none",
+        "--allow-dirty",
     ]
     assert sweep.main(base + ["--runs-dir", small, "--budget", "1000"]) == 0
     src_seed, dst_seed = (os.path.join(r, "CartPole", "sgd", "seed1") for r in (small, big))
@@ -406,7 +410,12 @@ def test_benchmark_imports_have_no_cycle():
     for m in sorted(graph):
         if m not in state:
             visit(m, [m])
-    assert graph["compact"] <= {"trainer"} and "sweep" not in graph["aggregate"]  # the leaves stay leaves
+    assert (
+        graph["compact"] <= {"trainer", "provenance"} and "sweep" not in graph["aggregate"]
+    )  # leaves stay leaves
+    assert (
+        graph["provenance"] == set()
+    )  # the standard library only: the runner, the trainer and the report read it
 
 
 @pytest.mark.parametrize(
@@ -511,10 +520,12 @@ def test_progress_counts_only_the_steps_of_this_session(tmp_path, capsys):
 
 
 def _fake_log(logs_dir, task, algo, seed, steps, wall_time_s):
-    """A compact log holding only what the runner reads: a finished run of `steps` steps in `wall_time_s`."""
+    """A compact log of a finished run of `steps` steps in `wall_time_s`, with no episodes or updates (a header
+    alone is no log: the report's loader, which the runner uses too, refuses it)."""
     path = os.path.join(logs_dir, task, algo, f"seed{seed}.json.gz")
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    record = {"status": "finished", "global_step": steps, "budget": steps, "wall_time_s": wall_time_s}
+    record = {"task": task, "algo": algo, "seed": seed, "status": "finished", "global_step": steps}
+    record.update(budget=steps, wall_time_s=wall_time_s, episodes={}, updates={})
     with gzip.open(path, "wt") as f:
         json.dump(record, f)
 
@@ -537,7 +548,7 @@ def test_time_limit_starts_only_the_runs_that_end_in_time(tmp_path, capsys):
     assert sweep.measured_speed(pendulum) == 1.0 and sweep.past_time_limit(pendulum, time.time() + 60)
     argv = ["--tasks", "CartPole,Acrobot", "--algos", "smac", "--seeds", "1", "--num-steps", "200"]
     argv += ["--budget", "2000", "--workers", "1", "--progress-interval", "100"]
-    argv += ["--runs-dir", runs, "--logs-dir", logs, "--time-limit", "2m"]
+    argv += ["--runs-dir", runs, "--logs-dir", logs, "--time-limit", "2m", "--allow-dirty"]
     assert sweep.main(argv) == 0
     out = capsys.readouterr().out
     (cartpole,) = [line for line in out.splitlines() if "CartPole/smac/seed1" in line]

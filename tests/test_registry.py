@@ -72,7 +72,7 @@ def test_a_toy_optimizer_runs_through_sweep_aggregate_and_report(tmp_path):
     sweep = lab(
         "benchmark.sweep", "--tasks", "CartPole", "--algos", "sign-sgd,sgd", "--seeds", "1-2", "--budget", "600",
         "--num-steps", "100", "--runs-dir", str(tmp_path / "runs"), "--logs-dir", str(tmp_path / "logs"),
-        "--workers", "2", env=env,
+        "--workers", "2", "--allow-dirty", env=env,
     )  # fmt: skip
     assert sweep.returncode == 0, sweep.stdout + sweep.stderr
     logs = sorted(os.listdir(tmp_path / "logs" / "CartPole"))

@@ -18,7 +18,6 @@ from helpers import CARTPOLE, finished_run, lab_process, seed_summary
 from benchmark import compact, report, sweep, trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FAST = ["--env-id", "CartPole-v1", "--optimizer", "sgd", "--num-steps", "100", "--no-tensorboard"]
 
 
 def sweep_argv(runs, seeds, budget, *extra):
@@ -33,6 +32,7 @@ def sweep_argv(runs, seeds, budget, *extra):
         "1",
         "--progress-interval",
         "100",
+        "--allow-dirty",  # tests run on a working tree with uncommitted edits
     ]
     return argv + ["--runs-dir", str(runs), *extra]
 
@@ -42,11 +42,13 @@ def seed_dir(runs, seed):
 
 
 def train(runs, seed, steps):
-    """A finished, checkpointed run of `steps` steps in the job's seed directory (in process: no second start);
-    returns its run directory."""
+    """A finished, checkpointed run of `steps` steps in the job's seed directory, made with the job's own flags (in
+    process: no second start); returns its run directory."""
     before = set(os.listdir(seed_dir(runs, seed))) if os.path.isdir(seed_dir(runs, seed)) else set()
-    argv = ["--runs-dir", seed_dir(runs, seed), *FAST, "--seed", str(seed), "--total-timesteps", str(steps)]
-    assert trainer.main(argv) == 0
+    job = sweep.make_jobs(
+        ["CartPole"], ["sgd"], [seed], {"CartPole": steps}, str(runs), checkpoint_every=1, num_steps=100
+    )[0]
+    assert trainer.main(sweep.fresh_argv(job)) == 0
     (new,) = set(os.listdir(seed_dir(runs, seed))) - before
     return os.path.join(seed_dir(runs, seed), new)
 

@@ -207,10 +207,14 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
             new = log_prob_fn()
         except ValueError:  # a torch distribution that refuses what this trial step made non-finite
             new = torch.full_like(old, float("nan"))
-        if attempt == 0 and torch.equal(new, old):
-            for (p, _), p0 in zip(moved, start):
-                p.copy_(p0)
-            raise ValueError("log_prob_fn() did not change when the parameters moved: recompute it from them")
+        if attempt == 0 and torch.equal(new, old):  # stale, or a saturated policy: autograd tells which
+            with torch.enable_grad():
+                out = log_prob_fn().sum()
+            grads = torch.autograd.grad(out, params, allow_unused=True) if out.requires_grad else []
+            if all(grad is None for grad in grads):
+                for (p, _), p0 in zip(moved, start):
+                    p.copy_(p0)
+                raise ValueError("log_prob_fn() does not depend on the parameters: recompute it from them")
         log_ratio = new - old
         kl = (torch.expm1(log_ratio) - log_ratio).mean().item()
         if target_kl / 2 <= kl <= 1.5 * target_kl or (kl < target_kl / 2 and eta == eta_max):

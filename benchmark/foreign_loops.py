@@ -305,7 +305,7 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--batch-sizes", type=int, nargs="*", default=[], help="A2C rollouts for kl_step_ (e.g. 5 16)"
     )
-    parser.add_argument("--loops", nargs="+", default=list(LOOPS), choices=list(LOOPS))
+    parser.add_argument("--loops", nargs="*", default=list(LOOPS), choices=list(LOOPS))
     opts = parser.parse_args(argv)
     torch.set_num_threads(1)
     print(f"CartPole-v1, {opts.budget} steps per run, seeds {opts.seeds}, lambda = {DAMPING}")

@@ -261,6 +261,28 @@ def test_kl_step_refuses_a_log_prob_fn_it_cannot_measure_with(mistake):
     assert torch.equal(flat(policy), before)
 
 
+def test_kl_step_does_not_refuse_a_policy_flat_at_its_probe():
+    """A policy whose log-probabilities do not change at kl_step_'s first, small trial (a saturated softmax on a
+    small batch; here logits rounded to whole numbers) still depends on its parameters: not refused as stale (the
+    A2C loop on rollouts of 4 hit this), but searched on, to the cap."""
+    policy = torch.nn.Linear(4, 2)
+    with torch.no_grad():
+        policy.bias.copy_(torch.tensor([0.2, -0.2]))
+    obs = torch.zeros(4, 4)
+    actions = torch.zeros(4, dtype=torch.long)
+
+    def log_prob_fn():
+        return torch.distributions.Categorical(logits=torch.round(policy(obs))).log_prob(actions)
+
+    log_probs = torch.distributions.Categorical(logits=policy(obs)).log_prob(actions)
+    direction = BLOCK.smac_direction(policy, log_probs, torch.ones(4), DAMPING)
+    bias = policy.bias.detach().clone()
+    version = policy.weight._version
+    eta = BLOCK.kl_step_(policy, direction, log_prob_fn)
+    assert eta > 0 and (policy.bias.detach() - bias).abs().max().item() == pytest.approx(0.1, rel=1e-5)
+    assert policy.weight._version == version  # its direction is zero: not written
+
+
 @pytest.mark.parametrize("target_kl", [-0.01, 0.0, float("nan"), float("inf")])
 def test_kl_step_refuses_a_target_that_is_not_a_positive_number(target_kl):
     module = separate_heads()

@@ -122,3 +122,10 @@ def code_of(start: dict) -> str:
     if start.get("dirty"):
         return f"{short} + edits {str(start.get('diff_sha256') or '?')[:12]}"
     return short
+
+
+def host_of(start: dict) -> str:
+    """One start's machine in a word: its host name and, where recorded, its CPU model."""
+    host = str(start.get("host") or NOT_RECORDED)
+    cpu = start.get("cpu")
+    return f"{host} ({cpu})" if cpu and host != NOT_RECORDED else host

@@ -10,6 +10,7 @@ vocabulary), written to benchmark/results/*.json and rendered by its template in
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import math
 import os
@@ -29,7 +30,18 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark import ablations, aggregate, algorithms, compact, hparams, kl_step, pages, protocol, stats  # noqa: E402
+from benchmark import (  # noqa: E402
+    ablations,
+    aggregate,
+    algorithms,
+    compact,
+    hparams,
+    kl_step,
+    pages,
+    protocol,
+    provenance,
+    stats,
+)
 from benchmark.stats import (
     num,
     read_csv,
@@ -586,13 +598,73 @@ def design() -> dict:
 
 def report_data(d: Data, equiv: dict, res5: dict) -> dict:
     """REPORT.md's own numbers (its verdict is verdict_data's): the stage-1 budgets, the paper's budget note, the
-    per-task rows. The generation date is not data: write_report passes it to the template."""
+    per-task rows, which code and machines made each study's logs. The generation date is not data: write_report
+    passes it to the template."""
     return {
         "design": design(),
         "budgets": budget_groups(),
         "paper_budget_note": aggregate.PAPER_BUDGET_NOTE,
         "per_task": per_task_data(d, equiv, res5),
+        "provenance": provenance_data(study_logs()),
     }
+
+
+LOGS_ROOTS = (  # the committed compact logs: a study per directory under each
+    os.path.join(REPO, "benchmark", "results", "logs"),
+    os.path.join(REPO, "benchmark", "results", "fidelity", "logs"),
+)
+
+
+def study_logs(roots=LOGS_ROOTS) -> list[str]:
+    """The studies' log directories: benchmark/results/logs/<study> (the grid's readings, the 5M blocks, prereg, the
+    ablations, the defaults sweep, kl_step) and the fidelity study's logs, each one study."""
+    dirs = []
+    for root in roots:
+        if root.endswith(os.path.join("fidelity", "logs")):
+            dirs.append(root)
+            continue
+        if os.path.isdir(root):
+            dirs += sorted(os.path.join(root, d) for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+    return dirs
+
+
+def tallied(counts: Counter) -> list[list]:
+    """[name, logs] pairs, the most logs first (then by name); "not recorded" last."""
+    order = sorted(counts.items(), key=lambda kv: (kv[0] == provenance.NOT_RECORDED, -kv[1], kv[0]))
+    return [[name, n] for name, n in order]
+
+
+def provenance_data(dirs: list[str]) -> list[dict]:
+    """Per study (a directory of compact logs, every level below it): its logs, and how many of them each commit
+    (provenance.code_of: the short commit, "+ edits <diff hash>" when tracked sources differed) and each host (its
+    name and CPU) made; a log made over several starts counts once for each. A log from before runs recorded this
+    counts as "not recorded"; one that does not load is left out (the report names it where it reads it)."""
+    rows = []
+    for path in dirs:
+        logs = sorted(glob.glob(os.path.join(path, "**", "seed*.json.gz"), recursive=True))
+        commits, hosts, n = Counter(), Counter(), 0
+        for log in logs:
+            try:
+                starts = compact.load(log)["provenance"]
+            except compact.DamagedLog:
+                continue
+            n += 1
+            if not starts:
+                starts = [{"commit": provenance.NOT_RECORDED, "host": provenance.NOT_RECORDED}]
+            for code in {provenance.code_of(s) for s in starts}:
+                commits[code] += 1
+            for host in {provenance.host_of(s) for s in starts}:
+                hosts[host] += 1
+        if n:
+            rows.append(
+                {
+                    "study": os.path.relpath(path, REPO),
+                    "logs": n,
+                    "commits": tallied(commits),
+                    "hosts": tallied(hosts),
+                }
+            )
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------

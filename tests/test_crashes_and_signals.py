@@ -13,6 +13,8 @@ import resource
 import select
 import shutil
 import signal
+import subprocess
+import sys
 import time
 
 import gymnasium as gym
@@ -497,3 +499,32 @@ def test_deterministic_algorithms_are_on_before_the_video_probe(tmp_path, monkey
     torch.use_deterministic_algorithms(False)
     assert trainer.main(["--env-id", "CartPole-v1", "--capture-video", "--runs-dir", str(tmp_path)]) == 2
     assert seen == [True, True]
+
+
+def test_a_traceback_a_full_disk_cuts_short_is_not_left_behind(tmp_path):
+    """Issue 51 #7: a disk that fills while the crash path writes traceback.txt left an empty (or cut-off)
+    traceback.txt beside the one line that said it could not be written. Now there is none; the rest is kept."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "episodes.csv").write_text("global_step,episodic_return,episodic_length\n")  # the run logged
+    script = (
+        "import sys\nfrom benchmark import runlayer\n"
+        "try:\n    raise RuntimeError('the simulator fell over ' + 'x' * 20000)\n"
+        "except RuntimeError as e:\n    print(runlayer.record_crash(sys.argv[1], e))\n"
+    )
+
+    def small_disk():  # files of at most 4 kB: summary.json fits, the traceback (20 kB) does not
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4000, 4000))
+
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(run)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_disk,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stdout.strip().splitlines()
+    assert "traceback.txt" in line and str(run) in line
+    assert not os.path.exists(run / "traceback.txt")
+    assert summary(str(run))["status"] == "crashed"

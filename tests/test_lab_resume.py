@@ -527,3 +527,42 @@ def test_after_a_hard_kill_tensorboard_holds_each_step_once(tmp_path):
     events.Reload()
     steps = [e.step for e in events.Scalars("losses/value_loss")]
     assert steps == [100, 200, 300, 400, 500]
+
+
+def test_a_loose_checkpoint_that_holds_the_budget_has_nothing_to_do_and_creates_nothing(tmp_path, capsys):
+    """Issue 51 #4: `--resume loose.pt` (a checkpoint copied out of its run) at its budget made a new run directory
+    holding only a made-up summary.json ("finished", "repaired"), with no checkpoint or logs. Now nothing is made."""
+    runs = tmp_path / "runs"
+    run = finished_run(runs)
+    os.makedirs(tmp_path / "best")
+    loose = str(tmp_path / "best" / "loose.pt")
+    shutil.copy(os.path.join(run, "checkpoint.pt"), loose)
+    before = {p: os.listdir(p) for p in (runs, run, tmp_path / "best")}
+    capsys.readouterr()
+    assert trainer.main(["--resume", loose, "--total-timesteps", "200"]) == 0
+    assert capsys.readouterr().err == ""
+    assert {p: os.listdir(p) for p in (runs, run, tmp_path / "best")} == before
+
+
+@pytest.mark.parametrize("flag", ["--resume", "--eval-checkpoint"])
+@pytest.mark.parametrize("stored", ["args a list", "hidden_sizes empty"])
+def test_stored_flags_no_command_line_could_give_are_one_line_exit_2(tmp_path, capsys, flag, stored):
+    """Issue 51 #5: a checkpoint whose stored args is a list (its hash recomputed with runlayer.with_hash) was an
+    AttributeError traceback, exit 1; a stored hidden_sizes [] was replaced by 64 64 and the run went on. Now one line
+    naming the checkpoint or the flag, exit 2, and the run untouched."""
+    runs = tmp_path / "runs"
+    run = finished_run(runs)
+    ckpt = checkpoint(run)
+    if stored == "args a list":
+        ckpt["args"] = sorted(ckpt["args"])
+        name = os.path.join(run, "checkpoint.pt")
+    else:
+        ckpt["args"]["hidden_sizes"] = []
+        name = "--hidden-sizes"
+    save_edited(ckpt, os.path.join(run, "checkpoint.pt"))
+    before = {f: open(os.path.join(run, f), "rb").read() for f in os.listdir(run)}
+    capsys.readouterr()
+    code = trainer.main([flag, run, "--total-timesteps", "400"])
+    one_line_error(capsys.readouterr().err, code, name)
+    assert {f: open(os.path.join(run, f), "rb").read() for f in os.listdir(run)} == before
+    assert os.listdir(runs) == [os.path.basename(run)]

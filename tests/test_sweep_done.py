@@ -1,0 +1,263 @@
+"""What "done" means for a sweep's job (issue 51), each a test that failed on the code before: a compact log counts
+only when it loads with the report's own loader (compact.load) and was made with the job's flags; a log or run
+directory of other flags is refused before any job starts, a log the report would leave out is set aside and its
+job run again; --extra-flags go through the trainer's parser before anything runs; every study's --dry-run over the
+committed logs finds nothing to run; a cut-off last CSV line is not packed as a row. Tiny budgets (T = 100)."""
+
+import gzip
+import json
+import os
+
+import pytest
+from helpers import finished_run, one_line_error
+from test_sweep_faults import sweep_argv, train, write_log
+
+from benchmark import compact, sweep
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOGS = os.path.join(ROOT, "benchmark", "results", "logs")
+STAGE1 = "classic=500000,mujoco=1000000,Pendulum=2000000"
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def rewrite(path, edit):
+    """A compact log rewritten with edit(record) applied."""
+    with gzip.open(path, "rt") as f:
+        record = json.load(f)
+    edit(record)
+    with gzip.open(path, "wt") as f:
+        json.dump(record, f)
+
+
+def job_lines(out):
+    """{seed: state} of a --dry-run's job lines."""
+    states = {}
+    for line in out.splitlines():
+        if line.startswith("CartPole/sgd/seed"):
+            name, state = line.split()[:2]
+            states[int(name.rsplit("seed", 1)[1])] = state
+    return states
+
+
+def tree(path):
+    """Every file under path with its bytes."""
+    out = {}
+    for root, _, names in os.walk(path):
+        for name in names:
+            out[os.path.join(root, name)] = read_bytes(os.path.join(root, name))
+    return out
+
+
+def listing(path):
+    """Every file under path with its size and modification time."""
+    out = {}
+    for root, _, names in os.walk(path):
+        for name in names:
+            stat = os.stat(os.path.join(root, name))
+            out[os.path.join(root, name)] = (stat.st_size, stat.st_mtime_ns)
+    return out
+
+
+# 1. a log the report leaves out is no log for the sweep either ------------------------------------------------------
+def foreign(record):
+    record.clear()
+    record.update({"hello": "world", "status": "finished", "global_step": 200, "budget": 200})
+
+
+def header_only(record):
+    del record["episodes"], record["updates"]
+
+
+@pytest.mark.parametrize("damage", [foreign, header_only], ids=["foreign JSON", "header without body"])
+def test_a_log_the_report_leaves_out_is_set_aside_and_its_job_run_again(tmp_path, capsys, damage):
+    """Valid gzip, but foreign JSON or a "finished" header without its body: the sweep printed `done (skip)` while the
+    report left the log out (KeyError), so the job never ran and the table lost a seed. Now the sweep reads it with
+    the report's loader: not done, set aside (renamed, the same bytes), the job run again, its new log read by both."""
+    runs, logs = tmp_path / "runs", tmp_path / "logs"
+    path = write_log(logs, 1)
+    rewrite(path, damage)
+    damaged = read_bytes(path)
+    assert compact.discover_logs(str(logs)) == []  # the report leaves it out
+    capsys.readouterr()
+    argv = sweep_argv(runs, "1", 200, "--logs-dir", str(logs))
+    assert sweep.main(argv + ["--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert job_lines(out) == {1: "fresh"}, out
+    assert len([line for line in out.splitlines() if path in line]) == 1, out  # named once, not moved
+    assert read_bytes(path) == damaged
+    assert sweep.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "finished: 1" in out and "Traceback" not in out, out
+    assert read_bytes(path + ".damaged") == damaged  # set aside, never deleted or overwritten
+    (run,) = compact.discover_logs(str(logs))  # the run's new log, which the report reads
+    assert run["seed"] == 1 and run["status"] == "finished" and run["last_step"] == 200
+
+
+# 2. other flags, same directory -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "extra,flag,there,asked",
+    [
+        (["--reading", "relu"], "--activation", "'tanh'", "'relu'"),
+        (["--extra-flags", "--ent-coef 0.5"], "--ent-coef", "0.0", "0.5"),
+    ],
+    ids=["reading", "extra-flags"],
+)
+@pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
+def test_a_log_of_other_flags_is_refused_before_any_job_starts(
+    tmp_path, capsys, extra, flag, there, asked, dry_run
+):
+    """The same --runs-dir / --logs-dir again with `--reading relu` or `--extra-flags "--ent-coef 0.5"`: `done (skip)`
+    (the log says tanh, ent_coef 0). Now one line naming the flag and both values, exit 2, nothing renamed or run."""
+    runs, logs = tmp_path / "runs", tmp_path / "logs"
+    argv = sweep_argv(runs, "1,2", 200, "--logs-dir", str(logs))
+    assert sweep.main(argv) == 0
+    before = {**tree(runs), **tree(logs)}
+    capsys.readouterr()
+    code = sweep.main(argv + extra + (["--dry-run"] if dry_run else []))
+    out, err = capsys.readouterr()
+    one_line_error(err, code, flag, there, asked, compact.log_path(str(logs), "CartPole", "sgd", 1))
+    assert job_lines(out) == {}  # no job listed, none started
+    assert {**tree(runs), **tree(logs)} == before  # nothing renamed, removed or written
+
+
+def test_a_run_directory_of_other_flags_is_refused_not_resumed(tmp_path, capsys):
+    """A half-done run in the seed directory and `--extra-flags "--ent-coef 0.5"`: it was resumed with its old flags
+    (ent_coef 0) and its log said so. Now refused in one line naming the run directory, exit 2, nothing started."""
+    runs = tmp_path / "runs"
+    run = train(runs, 1, 200)
+    before = tree(runs)
+    capsys.readouterr()
+    code = sweep.main(sweep_argv(runs, "1", 400, "--extra-flags", "--ent-coef 0.5"))
+    one_line_error(capsys.readouterr().err, code, run, "--ent-coef", "0.0", "0.5")
+    assert tree(runs) == before
+    assert sweep.main(sweep_argv(runs, "1", 400)) == 0  # the job's own flags resume it
+    assert compact.read_summary(run)["global_step"] == 400
+
+
+def test_a_log_agrees_when_it_predates_a_flag_or_keeps_retired_ones(tmp_path, capsys):
+    """What every committed log looks like: no key for a flag added after it ran (read as its default), keys this
+    trainer no longer has, and the absolute --runs-dir of the machine that ran it: done, and left as it is."""
+    runs, logs = tmp_path / "runs", tmp_path / "logs"
+    argv = sweep_argv(runs, "1", 200, "--logs-dir", str(logs))
+    assert sweep.main(argv) == 0
+    path = compact.log_path(str(logs), "CartPole", "sgd", 1)
+
+    def older(record):
+        del record["args"]["target_kl"]
+        record.pop("provenance", None)
+        record["args"].update(progress=False, save_model=True, runs_dir="/elsewhere/benchmark/runs/seed1")
+
+    rewrite(path, older)
+    kept = read_bytes(path)
+    capsys.readouterr()
+    assert sweep.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "done: 1" in out, out
+    assert read_bytes(path) == kept
+
+
+# 6. --extra-flags through the trainer's parser ----------------------------------------------------------------------
+@pytest.mark.parametrize("extra,name", [("--no-such-flag 1", "--no-such-flag"), ("--ent-coef abc", "abc")])
+@pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
+def test_extra_flags_the_trainer_refuses_are_one_line_before_anything_runs(
+    tmp_path, capsys, extra, name, dry_run
+):
+    """`--extra-flags "--no-such-flag 1"` started every job, each `failed (exit 2)` with the reason only in its
+    sweep.log, and --dry-run showed nothing wrong. Now one line naming it, exit 2, no job started."""
+    runs = tmp_path / "runs"
+    capsys.readouterr()
+    code = sweep.main(
+        sweep_argv(runs, "1,2", 200, "--extra-flags", extra) + (["--dry-run"] if dry_run else [])
+    )
+    out, err = capsys.readouterr()
+    one_line_error(err, code, "--extra-flags", name)
+    assert job_lines(out) == {} and not os.path.exists(runs)
+
+
+# every study over the committed logs --------------------------------------------------------------------------------
+STUDIES = {  # each committed logs directory, and the command that made it (docs/harness.md, the tomls)
+    "grid (norm)": ["--reading", "norm", "--seeds", "1-5", "--budget", STAGE1, "--logs-dir", f"{LOGS}/norm"],
+    "grid (literal)": [
+        "--tasks",
+        "Walker2d",
+        "--algos",
+        "smac",
+        "--seeds",
+        "1,2",
+        "--logs-dir",
+        f"{LOGS}/literal",
+    ],
+    "headline 5M": ["--reading", "norm", "--seeds", "1-5", "--tasks", "HalfCheetah", "--algos", "smac,cg"]
+    + ["--budget", "5000000", "--logs-dir", f"{LOGS}/norm_5M"],
+    "mujoco-5M": ["--study", "mujoco-5M"],
+    "paired reruns": [
+        "--reading",
+        "norm",
+        "--seeds",
+        "1-5",
+        "--tasks",
+        "HalfCheetah",
+        "--algos",
+        "sgd-matched",
+    ]
+    + ["--budget", "5000000", "--logs-dir", f"{LOGS}/norm_5M_paired"],
+    "kl_step": ["--reading", "norm", "--seeds", "1-5", "--tasks", "CartPole,Pendulum,Hopper,HalfCheetah"]
+    + [
+        "--algos",
+        "smac",
+        "--budget",
+        STAGE1,
+        "--extra-flags",
+        "--target-kl 0.01",
+        "--logs-dir",
+        f"{LOGS}/kl_step",
+    ],
+    "prereg": ["--study", "prereg"],
+    "ablations": ["--study", "ablations"],
+    "defaults": ["--study", "defaults"],
+    "fidelity": ["--study", "fidelity"],
+    "fidelity (norm+envs-8)": ["--study", "fidelity", "--readings", "norm+envs-8"],
+}
+
+
+def test_every_studys_dry_run_over_the_committed_logs_finds_nothing_to_run(tmp_path, capsys):
+    """Every committed log is the done log of a job of the study that made it: it loads, its flags agree (1,024 of
+    them predate --target-kl, 682 carry retired keys, all store an absolute --runs-dir), nothing is set aside."""
+    before = listing(os.path.join(ROOT, "benchmark", "results"))
+    covered = set()
+    for name, argv in STUDIES.items():
+        argv = argv + ["--runs-dir", str(tmp_path / "runs" / name.split()[0])]
+        capsys.readouterr()
+        assert sweep.main(argv + ["--dry-run"]) == 0, (name, capsys.readouterr().err)
+        out = capsys.readouterr().out
+        jobs = sweep.study_jobs(sweep.build_parser().parse_args(argv))
+        states = [line.split()[1] for line in out.splitlines() if line.split()[0] in {j.name for j in jobs}]
+        assert len(states) == len(jobs) and set(states) <= {"done", "diverged"}, (name, out)
+        covered |= {sweep.committed_log(j) for j in jobs}
+    committed = {p for p in before if p.endswith(".json.gz") and os.path.basename(p).startswith("seed")}
+    assert committed and committed <= covered
+    assert listing(os.path.join(ROOT, "benchmark", "results")) == before  # nothing set aside or written
+
+
+# 3. a cut-off last CSV line -----------------------------------------------------------------------------------------
+def test_a_cut_off_last_csv_line_is_not_packed_as_a_row(tmp_path):
+    """A finished run whose episodes.csv ends in `39` (a cut-off 3990...) and updates.csv in `8,40`, with no line end:
+    packed as an episode at step 39 with no return after step 3,984, and an update 8 at step 40. Now dropped."""
+    run = finished_run(tmp_path / "runs", steps=400)
+    log = compact.log_path(str(tmp_path / "logs"), "CartPole", "sgd", 1)
+    whole = compact.load(compact.pack(run, log, "CartPole", "sgd", 1, 400))
+    with open(os.path.join(run, "episodes.csv"), "a") as f:
+        f.write("39")
+    with open(os.path.join(run, "updates.csv"), "a") as f:
+        f.write("8,40")
+    cut = compact.load(compact.pack(run, log, "CartPole", "sgd", 1, 400))
+    for part in ("episodes", "updates"):
+        assert whole[part].keys() == cut[part].keys()
+        for column, values in whole[part].items():
+            assert cut[part][column].tolist() == pytest.approx(values.tolist(), nan_ok=True), (part, column)
+    assert cut["updates"]["update"].tolist() == [1, 2, 3, 4]
+    assert cut["episodes"]["global_step"].max() <= 400 and 39 not in cut["episodes"]["global_step"].tolist()

@@ -624,7 +624,9 @@ def study_logs(roots=LOGS_ROOTS) -> list[str]:
             dirs.append(root)
             continue
         if os.path.isdir(root):
-            dirs += sorted(os.path.join(root, d) for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+            dirs += sorted(
+                os.path.join(root, d) for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))
+            )
     return dirs
 
 

@@ -4,13 +4,18 @@
     python -m benchmark.sweep --study ablations --backend ray --ray-address auto --dry-run
 
 {runs}/{task}/{algo}/seed{n}/ holds job.json, sweep.log (the trainer's output) and the trainer's run directory. A job
-is done (finished the budget) or diverged: skipped; resume (a checkpoint.pt exists): logs cut back to it, then
+is done (finished the budget) or diverged: skipped, judged by its compact log as compact.load (the report's reader)
+reads it, else by its run directory; resume (a checkpoint.pt exists): logs cut back to it, then
 `--resume`; fresh: started over (a run dir without a checkpoint is deleted), or with --extend-from a copy of a
 finished smaller-budget run of the same job is resumed. Runs checkpoint every K updates and at their end.
 Done means the budget as the trainer trains it: whole rollouts (budget - budget % (T x num_envs)).
 A job is claimed (flock on {seed}/.sweep.lock) while this sweep prepares and runs it: a second sweep of the same
 study skips it ("running"). A job that cannot start (a damaged checkpoint or updates.csv, two run directories) fails
 with one line and the others run; a compact log that cannot be read is renamed <name>.damaged and the job is not done.
+Before any job starts (--dry-run too), every job's flags go through the trainer's parser and checks, and every
+compact log and run directory of a job must have been made with the job's flags (trainer.RUN_FLAGS; a flag it predates
+as its default): otherwise one line, exit 2, nothing touched. Jobs are not started while tracked sources differ from
+the checked-out commit (benchmark/provenance.py) unless --allow-dirty.
 Ctrl-C / SIGTERM: each trainer gets one SIGINT (PR_SET_PDEATHSIG if the sweep is killed), saves and exits 130;
 the sweep waits and exits 130. Run the same command again to resume.
 """

@@ -1344,6 +1344,11 @@ def _main(argv=None) -> int:
         flush=True,
     )
     if args.dry_run:
+        if not args.allow_dirty:
+            try:
+                check_sources(jobs)
+            except Refused as e:  # what a run would refuse; the dry run still lists the jobs
+                print(f"[sweep] a run would refuse: {e}")
         for job in jobs:
             why = compact.damage(committed_log(job))
             if why is not None:

@@ -1703,7 +1703,8 @@ def claims_markdown(d: Data, logs_dir: str, json_path: Optional[str] = None) -> 
 
 def logs_report_data(logs_dir: str, n_runs: int, final: list[dict], pictures: list[str]) -> dict:
     """A report of any compact logs as data: the runs, the algorithms (the registry's order, then any other by
-    name) and per task its budget and each algorithm's final {mean, std, n} (None: not run), the figures."""
+    name) and per task its budget and each algorithm's final {mean, std, n} (None: not run), the figures, which
+    commits and hosts made the logs (provenance_data)."""
     algos = [a for a in hparams.algos() if any(r["algo"] == a for r in final)]
     algos += sorted({r["algo"] for r in final} - set(algos))
     cells = {(r["task"], r["algo"]): r for r in final}
@@ -1725,6 +1726,7 @@ def logs_report_data(logs_dir: str, n_runs: int, final: list[dict], pictures: li
         "algos": [hparams.algo_label(a) if a in algorithms.REGISTRY else a for a in algos],
         "rows": rows,
         "figures": pictures,
+        "provenance": provenance_data([logs_dir]),
     }
 
 

@@ -1053,11 +1053,10 @@ def flags_as_argv(saved: dict) -> list[str]:
             continue
         if isinstance(value, bool):
             argv.append(flag if value else "--no-" + f.name.replace("_", "-"))
-        elif isinstance(value, (list, tuple)):
-            argv += [
-                flag,
-                *map(str, value),
-            ]  # an empty one too: refused by the checks, not replaced by the default
+        elif isinstance(
+            value, (list, tuple)
+        ):  # an empty one too: refused by the checks, not made the default
+            argv += [flag, *map(str, value)]
         else:
             argv.append(f"{flag}={value}")
     return argv
@@ -1579,8 +1578,9 @@ def finish_at_budget(run_dir: str, resume: dict, args: LabArgs) -> str:
 def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[Optional[str], str]:
     """train_loop in a locked run directory of its own (or the resumed one), after every check of the input.
     Returns (run_dir, outcome): finished, diverged, or the signal that interrupted it; (None, "finished") for a
-    checkpoint outside a run directory that already holds the budget (nothing to train, nothing created). The signal handlers are in
-    place before the run directory exists, so a signal at any moment after it leaves an `interrupted` run."""
+    checkpoint outside a run directory that already holds the budget (nothing to train, nothing created). The
+    signal handlers are in place before the run directory exists, so a signal at any moment after it leaves an
+    `interrupted` run."""
     start = provenance.record()  # where the run comes from, taken at the trainer's start (config.json)
     # before any environment renders (the video probe): with CUDA builds of torch this imports triton, whose
     # import crashes once an EGL context exists

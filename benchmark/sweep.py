@@ -593,24 +593,25 @@ def check_jobs(jobs: list[Job], extra_flags: str = "") -> None:
             trainer.parse_args(extra_flags.split())
         except trainer.ConfigError as e:
             raise Refused(f"--extra-flags {extra_flags!r}: {e}") from None
-    problems = []
+    refused, other_runs = [], []
     for job in jobs:
         if job.algo == "sb3-a2c":  # not the lab trainer's
             continue
         try:
             args = job_args(job)
         except trainer.ConfigError as e:
-            problems.append(f"{job.name}: the trainer refuses its flags {' '.join(fresh_argv(job))}: {e}")
+            refused.append(f"{job.name}: the trainer refuses its flags {' '.join(fresh_argv(job))}: {e}")
             continue
         why = disagreement(job, args)
         if why is not None:
-            problems.append(why)
-    if problems:
-        more = f" (and {len(problems) - 1} more jobs like it)" if len(problems) > 1 else ""
-        raise Refused(
-            f"{problems[0]}{more}; nothing was started: give this sweep another --runs-dir / --logs-dir, or move "
-            "those runs away"
-        )
+            other_runs.append(why)
+    for problems, advice in (
+        (refused, ""),
+        (other_runs, ": give this sweep another --runs-dir / --logs-dir, or move those runs away"),
+    ):
+        if problems:
+            more = f" (and {len(problems) - 1} more jobs like it)" if len(problems) > 1 else ""
+            raise Refused(f"{problems[0]}{more}; nothing was started{advice}")
 
 
 def check_sources(jobs: list[Job]) -> None:

@@ -24,7 +24,7 @@ BAD_FLAGS = [
     ([*CARTPOLE, "--max-grad-norm", "inf"], "--max-grad-norm"),
     ([*CARTPOLE, "--seed", "-1"], "--seed"),
     ([*CARTPOLE, "--seed", str(2**32)], "--seed"),
-    ([*CARTPOLE, "--exp-name", X300], "--runs-dir"),  # a run directory whose name is too long
+    ([*CARTPOLE, "--exp-name", X300], "--exp-name"),  # a run directory name the file system cannot hold
     ([*CARTPOLE, "--exp-name", "a/b"], "--exp-name"),
     ([*CARTPOLE, "--exp-name", ".."], "--exp-name"),
     (["--env-id", "NoSuchEnv-v0"], "--env-id"),
@@ -62,7 +62,7 @@ def test_bad_flags_are_one_line_exit_2_and_no_run_directory(tmp_path, capsys, ar
         (["--num-steps", "1", "--norm-adv"], "--norm-adv"),
         (["--learning-rate", "1e300"], "--learning-rate"),  # float32 cannot hold it
         (["--critic-learning-rate", "1e38"], "--critic-learning-rate"),
-        (["--exp-name", X300], "--runs-dir"),
+        (["--exp-name", X300], "--exp-name"),
     ],
 )
 def test_bad_input_on_the_command_line_is_one_line_and_exit_2(tmp_path, argv, name):

@@ -24,10 +24,11 @@ from helpers import REFERENCE, ROOT, load_copy_block, one_line_error, only_run, 
 
 # The file's budgets (a steer, never met by packing): train(args) <= 130 lines with no keyword beyond args, <= 24
 # flags, <= 15 imported modules, and a ceiling on the formatted file's lines that keeps it from growing without a
-# decision. 718 lines before the promises on every path; those cost 123 more, written plainly (kl_step_'s checks,
+# decision. 718 lines before the promises on every path; those cost 132 more, written plainly (kl_step_'s checks,
 # bound and bracket, the loop's finiteness checks and its second-signal stop, the atomic checkpoint, the sampler
-# that draws without distribution objects, the overflow and name-length checks): the ceiling is where it landed.
-FILE_LINES, TRAIN_LINES, FLAGS, IMPORTS = 841, 130, 24, 15
+# that draws without distribution objects, episodes logged per rollout, the overflow and name-length checks): the
+# ceiling is where it landed.
+FILE_LINES, TRAIN_LINES, FLAGS, IMPORTS = 850, 130, 24, 15
 
 
 def test_budgets_and_plain_style():

@@ -175,18 +175,24 @@ def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
 def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change: float = 0.1) -> float:
     """Ours, not the paper's: theta <- theta + eta * direction, eta set so that the policy moves by about
     target_kl (TRPO's 0.01) on the batch, measured as PPO's approx_kl = mean((r - 1) - log r) over the taken
-    actions, r their new over old probability. log_prob_fn() returns the batch's log pi(a|s), shape (B,),
-    recomputed from the current parameters, deterministically (the policy in eval mode: no dropout). A step is
-    kept when its KL lies in [target_kl / 2, 1.5 target_kl], or below that band at the cap: no parameter moves
-    by more than max_change (a few already likely actions never reach the target). Only parameters whose
-    direction is not zero are written. Returns the eta applied; 0: no step, every parameter as it was (a zero
-    or non-finite direction, or no eta found in 20 tries). Typically 4 forward passes over the batch, at most
-    22; it learned CartPole in an A2C loop with batches as small as 4 (benchmark/foreign_loops.py)."""
-    if not 0 < target_kl < float("inf"):
-        raise ValueError(f"target_kl must be a finite number > 0 (TRPO's 0.01), got {target_kl}")
+    actions, r their new over old probability.
+    log_prob_fn() returns the batch's log pi(a|s), shape (B,), recomputed from the current parameters, the
+    same on every call at one theta (the policy in eval mode: no dropout, no nondeterministic GPU kernels).
+    A step is kept when its KL lies in [target_kl / 2, 1.5 target_kl], or below that band at the cap: no
+    parameter moves by more than max_change (a few already likely actions never reach the target). Only
+    parameters whose direction is not zero are written. Returns the eta applied; 0: no step, every parameter
+    as it was (a zero or non-finite direction, or no eta found in 20 tries; also when anything raises).
+    Typically 4 forward passes over the batch, at most 23; it learned CartPole in an A2C loop with batches as
+    small as 4 (benchmark/foreign_loops.py)."""
+    if not 0 < target_kl < float("inf") or not 0 < max_change < float("inf"):
+        raise ValueError(
+            f"target_kl and max_change must be finite numbers > 0, got {target_kl}, {max_change}"
+        )
     params = trainable_parameters(params)
-    parts = zip(params, direction.split([p.numel() for p in params]))
-    moved = [(p, d.view_as(p)) for p, d in parts if d.any()]
+    sizes = [p.numel() for p in params]
+    if direction.numel() != sum(sizes):
+        raise ValueError(f"direction has {direction.numel()} entries, the trainable parameters {sum(sizes)}")
+    moved = [(p, d.view_as(p)) for p, d in zip(params, direction.split(sizes)) if d.any()]
     largest = direction.abs().max().item()
     if not moved or not largest < float("inf"):  # a zero direction, or NaN/Inf in it: no step
         return 0.0
@@ -200,37 +206,43 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     eta = min(1e-3 / largest, eta_max)  # a probe: no parameter moves by more than 1e-3
     too_short = 0.0  # the largest eta whose KL was below the band, and the smallest above it (or NaN)
     too_long = float("inf")
-    for attempt in range(20):
-        for (p, d), p0 in zip(moved, start):
-            p.copy_(p0 + eta * d)
-        try:
-            new = log_prob_fn()
-        except ValueError:  # a torch distribution that refuses what this trial step made non-finite
-            new = torch.full_like(old, float("nan"))
-        if attempt == 0 and torch.equal(new, old):  # stale, or a saturated policy: autograd tells which
-            with torch.enable_grad():
-                out = log_prob_fn().sum()
-            grads = torch.autograd.grad(out, params, allow_unused=True) if out.requires_grad else []
-            if all(grad is None for grad in grads):
-                for (p, _), p0 in zip(moved, start):
-                    p.copy_(p0)
-                raise ValueError("log_prob_fn() does not depend on the parameters: recompute it from them")
-        log_ratio = new - old
-        kl = (torch.expm1(log_ratio) - log_ratio).mean().item()
-        if target_kl / 2 <= kl <= 1.5 * target_kl or (kl < target_kl / 2 and eta == eta_max):
-            return eta
-        if kl < target_kl / 2:
-            too_short = eta
-        else:
-            too_long = eta
-        # the KL grows like eta^2 for small steps: rescale by that model, at most 10x either way (NaN: 1/10),
-        # and where that leaves the bracket found so far, halve it on a log scale
-        factor = min(max((target_kl / max(kl, 1e-30)) ** 0.5, 0.1), 10.0) if kl < float("inf") else 0.1
-        eta = min(eta * factor, eta_max)
-        if not too_short < eta < too_long:
-            eta = (too_short * too_long) ** 0.5
-    for (p, _), p0 in zip(moved, start):
-        p.copy_(p0)
+    kept = False
+    try:  # whatever happens below, unless a step is kept, every parameter ends as it was (finally)
+        for attempt in range(20):
+            for (p, d), p0 in zip(moved, start):
+                p.copy_(p0 + eta * d)
+            try:
+                new = log_prob_fn()
+            except ValueError:  # a torch distribution that refuses what this trial step made non-finite
+                new = torch.full_like(old, float("nan"))
+            if attempt == 0 and torch.equal(new, old):  # stale, or a saturated policy: autograd tells which
+                with torch.enable_grad():
+                    out = log_prob_fn()
+                    total = out.sum()
+                grads = [None]
+                if total.requires_grad and out.data_ptr() != old.data_ptr():  # not the stored tensor itself
+                    grads = torch.autograd.grad(total, params, allow_unused=True)
+                if all(grad is None for grad in grads):
+                    raise ValueError("log_prob_fn() ignores the parameters: recompute log pi(a|s) from them")
+            log_ratio = new - old
+            kl = (torch.expm1(log_ratio) - log_ratio).mean().item()
+            if target_kl / 2 <= kl <= 1.5 * target_kl or (kl < target_kl / 2 and eta == eta_max):
+                kept = True
+                return eta
+            if kl < target_kl / 2:
+                too_short = eta
+            else:
+                too_long = eta
+            # the KL grows like eta^2 for small steps: rescale by that model, at most 10x either way (NaN:
+            # 1/10), and where that leaves the bracket found so far, halve it on a log scale
+            factor = min(max((target_kl / max(kl, 1e-30)) ** 0.5, 0.1), 10.0) if kl < float("inf") else 0.1
+            eta = min(eta * factor, eta_max)
+            if not too_short < eta < too_long:
+                eta = (too_short * too_long) ** 0.5
+    finally:
+        if not kept:
+            for (p, _), p0 in zip(moved, start):
+                p.copy_(p0)
     return 0.0
 
 
@@ -287,7 +299,8 @@ def smac_batch_mean_step(actor: nn.Module, batch: dict, args: Args) -> dict:
     def batch_log_probs():
         return actor.log_prob(batch["obs"], batch["actions"])
 
-    # ours, not the paper's: eta from the KL the step causes (0: no step); logged: theta's change over eta
+    # ours, not the paper's: eta from the KL the step causes (0: no step); logged as theta's change divided by
+    # --learning-rate, as the fixed step is
     eta = kl_step_(actor, step, batch_log_probs, args.target_kl)
     return {"g": g, "step": step * eta / args.learning_rate, "ell": ell, "kl_eta": eta}
 
@@ -419,7 +432,8 @@ class Actor(nn.Module):
         """a ~ pi(.|s) per row: the numbers forward(obs).sample() draws, without building distributions."""
         out = self.output(obs)
         if self.discrete:
-            probs = torch.softmax(out - out.logsumexp(-1, keepdim=True), -1)  # as Categorical normalizes
+            # bitwise what Categorical(logits=out).sample() draws: it subtracts logsumexp, then takes softmax
+            probs = torch.softmax(out - out.logsumexp(-1, keepdim=True), -1)
             return torch.multinomial(probs, 1, True).squeeze(-1)
         return out + torch.randn_like(out) * torch.exp(self.log_std)  # as Normal.sample: mean + noise * std
 
@@ -454,8 +468,7 @@ def train(args: Args) -> int:
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
 
     # environments (environment i resets with seed + i) and Algorithm 1, line 2: initialise theta and phi
-    video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
-    envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(args.num_envs)]
+    envs = [make_env(args, run_dir, i) for i in range(args.num_envs)]
     act_space = envs[0].action_space
     discrete = isinstance(act_space, gym.spaces.Discrete)
     obs_dim = envs[0].observation_space.shape[0]
@@ -496,7 +509,7 @@ def train(args: Args) -> int:
                 if not np.isfinite(obs).all():  # checked before acting on it
                     raise Diverged("NaN/Inf in an observation")
                 action = actor.act(tensor(normalizer.obs(obs), device)).cpu().numpy()
-                # Discrete(n, start): the policy's index shifted; a Box: the action clipped into it
+                # Discrete(n, start): the index shifted; a Box: the action clipped into it (ours, as CleanRL)
                 env_action = (
                     action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
                 )
@@ -542,7 +555,7 @@ def train(args: Args) -> int:
             value_loss = critic_step(critic, critic_opt, b_obs, tensor(returns, device).reshape(-1))
             # observation statistics: updated after the update that used them
             normalizer.obs_rms.update(buf_obs.reshape(-1, obs_dim))
-            if not finite_state(value_loss, actor, critic, normalizer, buf_rewards):
+            if not finite_state(value_loss, actor, critic, normalizer, b_obs, buf_rewards):
                 raise Diverged("NaN/Inf after the update")
             update += 1
             last_good = checkpoint_state(args, global_step, update, parts)
@@ -569,6 +582,7 @@ def train(args: Args) -> int:
     for env in envs:
         env.close()
     writer.close()
+    stop.release()
     return exit_code
 
 
@@ -629,11 +643,12 @@ def check_args(args: Args) -> None:
 
 
 # plain gymnasium environments; normalization runs in the loop, once per rollout
-def make_env(env_id: str, video_dir: Optional[str] = None) -> gym.Env:
-    if video_dir is None:
-        return gym.make(env_id, disable_env_checker=True)
-    env = gym.make(env_id, disable_env_checker=True, render_mode="rgb_array")
-    return gym.wrappers.RecordVideo(env, video_dir, disable_logger=True)
+def make_env(args: Args, run_dir: str, i: int) -> gym.Env:
+    """Environment i, a plain gymnasium environment; with --capture-video the first records run_dir/videos."""
+    if not args.capture_video or i > 0:
+        return gym.make(args.env_id, disable_env_checker=True)
+    env = gym.make(args.env_id, disable_env_checker=True, render_mode="rgb_array")
+    return gym.wrappers.RecordVideo(env, os.path.join(run_dir, "videos"), disable_logger=True)
 
 
 def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.Space]:
@@ -648,7 +663,7 @@ def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.
             if env.render() is None:
                 raise RuntimeError("render() gave no frame")
         else:
-            env = make_env(env_id)
+            env = gym.make(env_id, disable_env_checker=True)
     except Exception as e:
         hint = " Use Pusher-v5: Pusher-v4 needs mujoco < 3." if env_id.startswith("Pusher-v4") else ""
         what = f"{type(e).__name__}: {str(e)[:150]}".replace("\n", " ")
@@ -729,11 +744,14 @@ def tensor(x: np.ndarray, device: torch.device) -> torch.Tensor:
     return torch.from_numpy(x.astype(np.float32)).to(device)  # (twice as fast as torch.as_tensor for one row)
 
 
-def finite_state(value_loss: float, actor, critic, normalizer: Normalizer, rewards: np.ndarray) -> bool:
-    """No NaN or Inf in the critic's loss, the networks, the normalization statistics or the rewards."""
+def finite_state(value_loss: float, actor, critic, normalizer: Normalizer, obs, rewards: np.ndarray) -> bool:
+    """No NaN or Inf in the critic's loss, the networks, the actor's outputs on the batch (finite parameters
+    can overflow there), the normalization statistics or the rewards."""
     arrays = [normalizer.obs_rms.mean, normalizer.obs_rms.var, normalizer.ret_rms.var, rewards]
-    parameters = list(actor.parameters()) + list(critic.parameters())
-    finite = all(torch.isfinite(p).all() for p in parameters) and all(np.isfinite(x).all() for x in arrays)
+    tensors = list(actor.parameters()) + list(critic.parameters())
+    with torch.no_grad():
+        tensors.append(actor.output(obs))
+    finite = all(torch.isfinite(x).all() for x in tensors) and all(np.isfinite(x).all() for x in arrays)
     return bool(np.isfinite(value_loss) and finite)
 
 
@@ -747,6 +765,11 @@ class StopRequest:
         self.stop_now_at = 1  # the signal that raises StopNow: the first, the second (in the loop), 0: none
         signal.signal(signal.SIGINT, self.handle)
         signal.signal(signal.SIGTERM, self.handle)
+
+    def release(self) -> None:
+        """Python's own handlers back (a Ctrl-C during W&B's upload at exit ends it)."""
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     def handle(self, signum, frame):
         if not self.signal:

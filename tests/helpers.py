@@ -288,6 +288,19 @@ class NanObservationAtReset(BadValueAt):
         return np.full(2, float("nan")) if self.total == 0 else obs, info
 
 
+class SignalsTwiceMidRollout(BadValueAt):
+    """Sends this process SIGTERM on its 1500th step and SIGINT on its 1501st (a second signal), mid-rollout at
+    --num-steps 1000: the run must stop there, not at the end of that rollout and its update."""
+
+    at = -1  # no bad value
+
+    def step(self, action):
+        if self.total + 1 in (1500, 1501):
+            os.kill(os.getpid(), signal.SIGTERM if self.total + 1 == 1500 else signal.SIGINT)
+            time.sleep(0.05)  # the handler runs here
+        return super().step(action)
+
+
 class SignalsWhenBuilt(BadValueAt):
     """Sends this process the signal named by the class attribute `signal_name` when built (during a trainer's
     environment check)."""
@@ -314,6 +327,7 @@ for _name, _cls in (
     ("NanObservationAt155-v0", NanObservationAt155),
     ("NanObservationAtReset-v0", NanObservationAtReset),
     ("SignalsWhenBuilt-v0", SignalsWhenBuilt),
+    ("SignalsTwiceMidRollout-v0", SignalsTwiceMidRollout),
 ):
     gym.register(_name, entry_point=_cls)
 

@@ -236,10 +236,14 @@ def dropout_policy():
     return torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.Dropout(0.5), torch.nn.Linear(16, 2))
 
 
-@pytest.mark.parametrize("mistake", ["stored log-probs", "another module", "dropout"])
+@pytest.mark.parametrize(
+    "mistake", ["stored log-probs", "stored with their graph", "another module", "dropout"]
+)
 def test_kl_step_refuses_a_log_prob_fn_it_cannot_measure_with(mistake):
     """A log_prob_fn that returns stored values (or reads another module) gave KL 0 for every eta: eta 4.5e18 was
-    kept. Dropout made the KL noise. Both are refused with the fix named, every parameter as it was."""
+    kept. Dropout made the KL noise. Both are refused with the fix named, every parameter as it was. Stored with
+    their graph (kept by retain_graph=True, as a shared trunk does) they pass autograd's test, and are refused as
+    the very tensor returned before."""
     policy = dropout_policy() if mistake == "dropout" else separate_heads()["pi"]
     obs, actions, adv = batch(n=256)
     log_probs = torch.distributions.Categorical(logits=policy(obs)).log_prob(actions)
@@ -249,12 +253,17 @@ def test_kl_step_refuses_a_log_prob_fn_it_cannot_measure_with(mistake):
         def log_prob_fn():
             return stored
 
+    elif mistake == "stored with their graph":
+
+        def log_prob_fn():
+            return log_probs
+
     elif mistake == "another module":
         other = separate_heads(seed=1)["pi"]
         log_prob_fn = categorical_log_probs(other, obs, actions)
     else:
         log_prob_fn = categorical_log_probs(policy, obs, actions)
-    direction = BLOCK.smac_direction(policy, log_probs, adv, DAMPING)
+    direction = BLOCK.smac_direction(policy, log_probs, adv, DAMPING, retain_graph=True)
     before = flat(policy)
     with pytest.raises(ValueError, match="eval mode" if mistake == "dropout" else "recompute"):
         BLOCK.kl_step_(policy, direction, log_prob_fn)
@@ -283,14 +292,42 @@ def test_kl_step_does_not_refuse_a_policy_flat_at_its_probe():
     assert policy.weight._version == version  # its direction is zero: not written
 
 
-@pytest.mark.parametrize("target_kl", [-0.01, 0.0, float("nan"), float("inf")])
-def test_kl_step_refuses_a_target_that_is_not_a_positive_number(target_kl):
+@pytest.mark.parametrize("name", ["target_kl", "max_change"])
+@pytest.mark.parametrize("value", [-0.01, 0.0, float("nan"), float("inf")])
+def test_kl_step_refuses_a_target_or_cap_that_is_not_a_positive_number(name, value):
+    """A negative max_change stepped against the direction (descent on J); a target <= 0 raised a TypeError or
+    gave eta 5e-8. Both are refused, and a direction of the wrong length too."""
     module = separate_heads()
     obs, actions, adv = batch()
     log_prob_fn = categorical_log_probs(module["pi"], obs, actions)
     direction = BLOCK.smac_direction(module["pi"], log_prob_fn(), adv, DAMPING)
-    with pytest.raises(ValueError, match="target_kl"):
-        BLOCK.kl_step_(module["pi"], direction, log_prob_fn, target_kl=target_kl)
+    before = flat(module["pi"])
+    with pytest.raises(ValueError, match=name):
+        BLOCK.kl_step_(module["pi"], direction, log_prob_fn, **{name: value})
+    with pytest.raises(ValueError, match="entries"):
+        BLOCK.kl_step_(module["pi"], direction[:-1], log_prob_fn)
+    assert torch.equal(flat(module["pi"]), before)
+
+
+def test_kl_step_leaves_every_parameter_as_it_was_when_log_prob_fn_raises():
+    """An error of the user's own log_prob_fn mid-search (here on its fourth call) propagates, and the trial step
+    it interrupted is undone."""
+    module = separate_heads()
+    obs, actions, adv = batch(n=256)
+    inner = categorical_log_probs(module["pi"], obs, actions)
+    calls = []
+
+    def log_prob_fn():
+        calls.append(1)
+        if len(calls) == 4:
+            raise RuntimeError("the user's own bug")
+        return inner()
+
+    direction = BLOCK.smac_direction(module["pi"], inner(), adv, DAMPING)
+    before = flat(module["pi"])
+    with pytest.raises(RuntimeError, match="own bug"):
+        BLOCK.kl_step_(module["pi"], direction, log_prob_fn, target_kl=1e-6)
+    assert len(calls) == 4 and torch.equal(flat(module["pi"]), before)
 
 
 def test_numpy_log_probabilities_are_refused_like_those_without_a_graph():

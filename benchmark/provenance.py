@@ -1,4 +1,4 @@
-"""Where a run came from (issue 51): the code (git commit, and whether tracked sources differ from it, with a hash
+"""Where a run came from: the code (git commit, and whether tracked sources differ from it, with a hash
 of `git diff`), the machine (host name, CPU model) and the versions of Python and the libraries that set its
 numbers, taken by the lab trainer at each start. runlayer.RunLog writes them into config.json, compact.pack into the
 compact log's header; the sweep refuses to start jobs on a tree whose tracked sources differ from its commit

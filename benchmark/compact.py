@@ -252,6 +252,16 @@ def read_record(path: str) -> dict:
     return rec
 
 
+def check_columns(part: dict, required: list) -> None:
+    """A log's episodes or updates: a dict of columns of equal length holding at least `required` (a log missing
+    one would be counted done and then fail the report), or KeyError / ValueError."""
+    missing = [c for c in required if c not in part]
+    if missing:
+        raise KeyError(", ".join(missing))
+    if len({len(v) for v in part.values()}) > 1:
+        raise ValueError("columns of different lengths")
+
+
 def load(path: str) -> dict:
     """A compact log as the dict aggregate.discover() gives for a run directory (arrays as numpy), plus its
     `provenance` (a list of starts, [] for a log from before they were kept); DamagedLog if it cannot be read.
@@ -263,6 +273,8 @@ def load(path: str) -> dict:
 
     try:
         args = rec.get("args") or {}
+        check_columns(rec["episodes"], EPISODE_COLS)
+        check_columns(rec["updates"], ["update", "global_step"])
         return {
             "task": rec["task"],
             "algo": rec["algo"],

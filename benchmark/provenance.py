@@ -1,5 +1,5 @@
 """Where a run came from: the code (git commit, and whether tracked sources differ from it, with a hash
-of `git diff`), the machine (host name, CPU model) and the versions of Python and the libraries that set its
+of the changed files), the machine (host name, CPU model) and the versions of Python and the libraries that set its
 numbers, taken by the lab trainer at each start. runlayer.RunLog writes them into config.json, compact.pack into the
 compact log's header; the sweep refuses to start jobs on a tree whose tracked sources differ from its commit
 (`--allow-dirty` to start them anyway), and the report says per study which commits and hosts made its logs.
@@ -55,17 +55,30 @@ def commit(repo: str = REPO) -> Optional[str]:
 
 
 def changed_sources(repo: str = REPO) -> list[str]:
-    """The tracked source files that differ from the checked-out commit (staged or not); [] outside a checkout."""
+    """The tracked source files that differ from the checked-out commit (staged or not); [] outside a checkout.
+    Names as git stores them (-z: no quoting), renames as a deletion and an addition."""
     if commit(repo) is None:
         return []
-    out = _git(repo, "diff", "--no-ext-diff", "--name-only", "HEAD", *_pathspec())
-    return out.decode(errors="replace").splitlines() if out else []
+    out = _git(repo, "diff", "--no-ext-diff", "--no-renames", "--name-only", "-z", "HEAD", *_pathspec())
+    return [name for name in out.decode(errors="surrogateescape").split("\0") if name] if out else []
 
 
 def diff_hash(repo: str = REPO) -> Optional[str]:
-    """sha256 of `git diff HEAD` over the sources (binary, no external diff tool), or None when they do not differ."""
-    out = _git(repo, "diff", "--no-ext-diff", "--binary", "HEAD", *_pathspec())
-    return hashlib.sha256(out).hexdigest() if out else None
+    """sha256 over the changed source files' names and contents ("deleted" for a removed one), or None when none
+    differ: what names the code of an edited tree. Not a hash of `git diff`'s text, which a user's git settings
+    (prefixes, colour, diff algorithm, textconv) change for the same edit."""
+    names = changed_sources(repo)
+    if not names:
+        return None
+    digest = hashlib.sha256()
+    for name in sorted(names):
+        path = os.path.join(repo, name)
+        content = "deleted"
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                content = hashlib.sha256(f.read()).hexdigest()
+        digest.update(f"{name}\0{content}\n".encode(errors="surrogateescape"))
+    return digest.hexdigest()
 
 
 def cpu_model() -> str:

@@ -565,9 +565,16 @@ def disagreement(job: Job, args) -> Optional[str]:
     found = []
     if log and os.path.isfile(log):
         try:
-            found.append((log, compact.load(log)["cfg"]))
+            record = compact.load(log)
         except compact.DamagedLog:
-            pass
+            record = None
+        if record is not None and (record["task"], record["algo"]) != (
+            job.task,
+            job.algo,
+        ):  # the report's keys
+            return f"{log} holds {record['task']}/{record['algo']}, the job is {job.task}/{job.algo}"
+        if record is not None:
+            found.append((log, record["cfg"]))
     try:
         run_dir = find_run_dir(job.seed_dir)
     except compact.RunDirConflict:
@@ -582,6 +589,12 @@ def disagreement(job: Job, args) -> Optional[str]:
     return None
 
 
+# flags the sweep sets for each job (fresh_argv, a study's rows), and the trainer's actions that are not a run:
+# not for --extra-flags, where they would silently be overridden or turn every job into something else
+SWEEP_OWNS = {"--env-id", "--optimizer", "--seed", "--exp-name", "--runs-dir", "--total-timesteps"}
+SWEEP_OWNS |= {"--checkpoint-every", "--resume", "--eval-checkpoint", "--plot", "--plot-out"}
+
+
 def check_jobs(jobs: list[Job], extra_flags: str = "") -> None:
     """Before any job starts (--dry-run too): every job's flags as the trainer takes them, and every committed log
     and run directory of a job made with the job's flags. Refused (one line) otherwise: the first problem, and how
@@ -593,6 +606,13 @@ def check_jobs(jobs: list[Job], extra_flags: str = "") -> None:
             trainer.parse_args(extra_flags.split())
         except trainer.ConfigError as e:
             raise Refused(f"--extra-flags {extra_flags!r}: {e}") from None
+        named = {t.split("=")[0].replace("_", "-") for t in extra_flags.split() if t.startswith("--")}
+        owned = sorted(named & SWEEP_OWNS)
+        if owned:
+            raise Refused(
+                f"--extra-flags {extra_flags!r}: {', '.join(owned)} is the sweep's to set for each job (or runs "
+                "something other than the job); nothing was started"
+            )
     refused, other_runs = [], []
     for job in jobs:
         if job.algo == "sb3-a2c":  # not the lab trainer's
@@ -624,7 +644,7 @@ def check_sources(jobs: list[Job]) -> None:
     shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
     raise Refused(
         f"tracked sources differ from commit {provenance.commit()[:12]} ({shown}); commit them, or pass "
-        "--allow-dirty to run on them (each run then records the hash of `git diff`)"
+        "--allow-dirty to run on them (each run then records a hash of the changed files)"
     )
 
 
@@ -1180,7 +1200,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-dirty",
         action="store_true",
         help="start jobs although tracked sources differ from the checked-out commit (refused otherwise; each run "
-        "records the hash of `git diff`)",
+        "records a hash of the changed files)",
     )
     return p
 

@@ -39,6 +39,15 @@ def git(repo, *argv):
     return proc.stdout
 
 
+def files_hash(repo, names):
+    """sha256 over the files' names and contents' sha256, computed here from the files themselves."""
+    digest = hashlib.sha256()
+    for name in sorted(names):
+        with open(os.path.join(repo, name), "rb") as f:
+            digest.update(f"{name}\0{hashlib.sha256(f.read()).hexdigest()}\n".encode())
+    return digest.hexdigest()
+
+
 def the_machine_and_versions(start):
     """A start's host, CPU and versions are this machine's and this environment's."""
     assert start["host"] == socket.gethostname() and start["cpu"]
@@ -56,11 +65,13 @@ def test_a_run_records_its_commit_machine_and_versions_in_config_and_compact_log
     assert start["commit"] == head and start["step"] == 0
     started = calendar.timegm(time.strptime(start["started"], "%Y-%m-%dT%H:%M:%SZ"))
     assert before - 2 <= started <= time.time()
-    # tracked sources differ from the commit here exactly when `git diff HEAD` over them is not empty
+    # tracked sources differ from the commit here exactly when `git diff HEAD` over them names a file
     sources = [".", *(f":(exclude){p}" for p in provenance.NOT_SOURCES)]
-    diff = git(ROOT, "diff", "--no-ext-diff", "--binary", "HEAD", "--", *sources)
-    assert start["dirty"] == bool(diff)
-    assert start["diff_sha256"] == (hashlib.sha256(diff).hexdigest() if diff else None)
+    names = git(ROOT, "diff", "--name-only", "--no-renames", "HEAD", "--", *sources).decode().split()
+    assert start["dirty"] == bool(names)
+    present = all(os.path.isfile(os.path.join(ROOT, n)) for n in names)
+    if present:
+        assert start["diff_sha256"] == (files_hash(ROOT, names) if names else None)
     the_machine_and_versions(start)
     log = compact.pack(run, str(tmp_path / "seed1.json.gz"), "CartPole", "smac", 1, 200)
     assert compact.read_record(log)["provenance"] == [start]  # the compact log's header
@@ -154,7 +165,7 @@ def sweep_in(repo, runs, seeds, *extra):
 
 
 @needs_git
-def test_the_sweep_refuses_tracked_sources_that_differ_from_their_commit(tmp_path):
+def test_the_sweep_refuses_tracked_sources_that_differ_from_their_commit(tmp_path, monkeypatch):
     repo = copy_of_the_code(tmp_path / "repo")
     git(repo, "init", "-q")
     git(repo, "add", "-A")
@@ -186,9 +197,16 @@ def test_the_sweep_refuses_tracked_sources_that_differ_from_their_commit(tmp_pat
     code, out, err = sweep_in(repo, runs, "1-3", "--allow-dirty")
     assert code == 0, out + err
     start = logged_start(repo, 3)
-    diff = git(repo, "diff", "--binary", "HEAD", "--", "benchmark/hparams.py")
     assert start["commit"] == head and start["dirty"] is True
-    assert start["diff_sha256"] == hashlib.sha256(diff).hexdigest()
+    assert start["diff_sha256"] == files_hash(repo, ["benchmark/hparams.py"])
+    # the hash names the code, whatever the user's git settings do to `git diff`'s text
+    settings = {"diff.noprefix": "true", "color.diff": "always", "diff.mnemonicPrefix": "true"}
+    settings["diff.algorithm"] = "histogram"
+    monkeypatch.setenv("GIT_CONFIG_COUNT", str(len(settings)))
+    for i, (key, value) in enumerate(settings.items()):
+        monkeypatch.setenv(f"GIT_CONFIG_KEY_{i}", key)
+        monkeypatch.setenv(f"GIT_CONFIG_VALUE_{i}", value)
+    assert provenance.diff_hash(str(repo)) == start["diff_sha256"]
 
 
 def test_the_report_says_per_study_which_commits_and_hosts_made_its_logs(tmp_path):

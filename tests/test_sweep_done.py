@@ -72,7 +72,19 @@ def header_only(record):
     del record["episodes"], record["updates"]
 
 
-@pytest.mark.parametrize("damage", [foreign, header_only], ids=["foreign JSON", "header without body"])
+def column_missing(record: dict) -> None:
+    del record["episodes"]["episodic_return"]
+
+
+def column_cut_short(record: dict) -> None:
+    record["episodes"]["global_step"] = record["episodes"]["global_step"][:-1]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [foreign, header_only, column_missing, column_cut_short],
+    ids=["foreign JSON", "header without body", "a column missing", "a column cut short"],
+)
 def test_a_log_the_report_leaves_out_is_set_aside_and_its_job_run_again(tmp_path, capsys, damage):
     """Valid gzip, but foreign JSON or a "finished" header without its body: the sweep printed `done (skip)` while the
     report left the log out (KeyError), so the job never ran and the table lost a seed. Now the sweep reads it with
@@ -124,6 +136,21 @@ def test_a_log_of_other_flags_is_refused_before_any_job_starts(
     assert {**tree(runs), **tree(logs)} == before  # nothing renamed, removed or written
 
 
+def test_a_log_at_another_jobs_path_is_refused(tmp_path, capsys):
+    """A log of CartPole/sgd copied to CartPole/smac's path: the sweep counted it done for smac while the report
+    counted it under sgd (it reads task and algo from the record). Now refused in one line naming the log."""
+    runs, logs = tmp_path / "runs", tmp_path / "logs"
+    path = write_log(logs, 1)
+    elsewhere = compact.log_path(str(logs), "CartPole", "smac", 1)
+    os.makedirs(os.path.dirname(elsewhere))
+    os.rename(path, elsewhere)
+    argv = sweep_argv(runs, "1", 200, "--logs-dir", str(logs))
+    argv[argv.index("sgd")] = "smac"
+    capsys.readouterr()
+    code = sweep.main(argv + ["--dry-run"])
+    one_line_error(capsys.readouterr().err, code, elsewhere, "CartPole/sgd")
+
+
 def test_a_run_directory_of_other_flags_is_refused_not_resumed(tmp_path, capsys):
     """A half-done run in the seed directory and `--extra-flags "--ent-coef 0.5"`: it was resumed with its old flags
     (ent_coef 0) and its log said so. Now refused in one line naming the run directory, exit 2, nothing started."""
@@ -161,13 +188,25 @@ def test_a_log_agrees_when_it_predates_a_flag_or_keeps_retired_ones(tmp_path, ca
 
 
 # 6. --extra-flags through the trainer's parser ----------------------------------------------------------------------
-@pytest.mark.parametrize("extra,name", [("--no-such-flag 1", "--no-such-flag"), ("--ent-coef abc", "abc")])
+@pytest.mark.parametrize(
+    "extra,name",
+    [
+        ("--no-such-flag 1", "--no-such-flag"),
+        ("--ent-coef abc", "abc"),
+        ("--eval-checkpoint /nonexistent.pt", "--eval-checkpoint"),
+        ("--resume /nonexistent", "--resume"),
+        ("--seed 7", "--seed"),
+        ("--runs_dir /tmp/elsewhere", "--runs-dir"),
+    ],
+)
 @pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
 def test_extra_flags_the_trainer_refuses_are_one_line_before_anything_runs(
     tmp_path, capsys, extra, name, dry_run
 ):
     """`--extra-flags "--no-such-flag 1"` started every job, each `failed (exit 2)` with the reason only in its
-    sweep.log, and --dry-run showed nothing wrong. Now one line naming it, exit 2, no job started."""
+    sweep.log, and --dry-run showed nothing wrong. Now one line naming it, exit 2, no job started. The same for a
+    flag the sweep sets for each job (silently overridden before) or a trainer action that is not a run (every job
+    would have resumed or evaluated another path)."""
     runs = tmp_path / "runs"
     capsys.readouterr()
     code = sweep.main(

@@ -70,11 +70,12 @@ def compare(run_a: str, run_b: str) -> str:
     common = sorted(set(tags_a) & set(tags_b))
     differ_tags = [t for t in common if not same(tags_a[t], tags_b[t])]
     episodes = len(tags_b.get("charts/episodic_return", []))
-    verdict = "identical" if not differ and not differ_tags else "DIFFERENT"
+    only_a = sorted(set(tags_a) - set(tags_b))
     only_b = sorted(set(tags_b) - set(tags_a))
+    verdict = "identical" if not differ and not differ_tags and not only_a and not only_b else "DIFFERENT"
     return (
         f"{verdict}: checkpoint parts differing {differ or 'none'}; {len(common)} scalar tags, differing "
-        f"{differ_tags or 'none'}; {episodes} episodes; tags only in the second: {only_b}"
+        f"{differ_tags or 'none'}; {episodes} episodes; tags only in one run: {only_a + only_b or 'none'}"
     )
 
 

@@ -520,12 +520,15 @@ def test_progress_counts_only_the_steps_of_this_session(tmp_path, capsys):
 
 
 def _fake_log(logs_dir, task, algo, seed, steps, wall_time_s):
-    """A compact log of a finished run of `steps` steps in `wall_time_s`, with no episodes or updates (a header
-    alone is no log: the report's loader, which the runner uses too, refuses it)."""
+    """A compact log of a finished run of `steps` steps in `wall_time_s`, with empty episode and update columns (a
+    header alone, or a log missing a column, is no log: the report's loader, which the runner uses too, refuses it)."""
     path = os.path.join(logs_dir, task, algo, f"seed{seed}.json.gz")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     record = {"task": task, "algo": algo, "seed": seed, "status": "finished", "global_step": steps}
-    record.update(budget=steps, wall_time_s=wall_time_s, episodes={}, updates={})
+    episodes = {"global_step": [], "episodic_return": [], "episodic_length": []}
+    record.update(
+        budget=steps, wall_time_s=wall_time_s, episodes=episodes, updates={"update": [], "global_step": []}
+    )
     with gzip.open(path, "wt") as f:
         json.dump(record, f)
 

@@ -128,6 +128,19 @@ def committed(data, path: Optional[str] = None, digits: int = 6):
     return out
 
 
+def write_page(pages_dir: str, name: str, title: str, body: list[str]) -> str:
+    """A detail page of REPORT.md, pages_dir/name (benchmark/report/): page.md.j2 around `body` (rendered lines
+    written for REPORT.md's directory, their links moved one directory down). Returns its path."""
+    body = [
+        line.replace("](../docs/", "](../../docs/").replace("](REPORT.md", "](../REPORT.md") for line in body
+    ]
+    os.makedirs(pages_dir, exist_ok=True)
+    path = os.path.join(pages_dir, name)
+    with open(path, "w") as f:
+        f.write(render("page.md.j2", {"title": title, "body": "\n".join(body)}))
+    return path
+
+
 def write_json(path: Optional[str], data) -> None:
     """data (already plain) to path as indented UTF-8 JSON; nothing where path is None."""
     if path is None:

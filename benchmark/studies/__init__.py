@@ -1,0 +1,78 @@
+"""The lab's studies, one module each, and their registry.
+
+A study is everything one question of the lab needs, in one module under benchmark/studies/:
+
+    NAME             what `python -m benchmark.sweep --study NAME` runs; None: the study runs no jobs of its own
+    PREREGISTRATION  the repo-relative path of the toml that fixed its rule before its runs; None: exploratory
+    add_options(p)   (optional) its own flags on the sweep's argparse parser, e.g. the fidelity study's --readings
+    jobs(args)       its job list (sweep.Job) from the sweep's parsed flags; KeyError / ValueError on bad input
+    run(args)        (instead of jobs, optional) a study that measures in-process rather than through jobs;
+                     returns an exit code
+    analyze(where, done) -> result
+                     its analysis of the committed compact logs: a dict (`where`: report.Where, the directories it
+                     reads and writes; `done`: {key: result} of the studies before it in REGISTRY)
+    write(result, where) -> list[str]
+                     its page(s) rendered from the data (benchmark/templates/), and where.commit, the data as JSON
+                     (benchmark/results/); returns the paths written
+    verdict(result, done) -> dict
+                     (optional) its part of the verdict: {"rows": [...], "points": {...}, "design": {...}}
+                     (benchmark/verdict.py puts the parts in the table's order)
+    COMMITTED_ONLY   True: analyzed only by `python -m benchmark.report` over the committed logs, not by
+                     report.write_report on other logs
+
+Its tests are tests/test_study_<key>.py. Adding a study: one module here (and its entry in REGISTRY), one template,
+one pre-registration toml, one test file; docs/harness.md walks through the KL-step study as the example.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from types import ModuleType
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RESULTS = os.path.join(REPO, "benchmark", "results")
+
+# the studies in the order the report analyzes them (a study reads the results of those before it)
+REGISTRY = (
+    "grid",
+    "prereg",
+    "mujoco_5M",
+    "claims",
+    "fidelity",
+    "kl_step",
+    "ablations",
+    "defaults",
+    "sb3",
+    "random_policy",
+)
+
+
+@dataclass
+class Where:
+    """Where the studies read and write. The defaults are the committed files (the report command, with commit=True);
+    a test or a report of one's own points them elsewhere."""
+
+    logs: str = ""  # the stage-1 compact logs ("": aggregate.stage1_logs())
+    headline: str = ""  # the 5M block's compact logs ("": hyperparams.toml's [meta.headline] logs)
+    results: str = os.path.join(RESULTS, "stage1")  # the stage-1 CSVs (aggregate.py's)
+    figures: str = os.path.join(REPO, "docs", "figures")
+    pages: str = os.path.join(REPO, "benchmark", "report")  # REPORT.md's detail pages
+    reps: int = 2000  # bootstrap replicates of the aggregates
+    commit: bool = False  # also write the committed JSON and the fidelity study's CSVs (the report command)
+
+
+def modules() -> list[ModuleType]:
+    """The study modules in REGISTRY's order."""
+    return [importlib.import_module(f"benchmark.studies.{key}") for key in REGISTRY]
+
+
+def key(study: ModuleType) -> str:
+    """A study module's key: its module name (benchmark.studies.<key>)."""
+    return study.__name__.rsplit(".", 1)[1]
+
+
+def named() -> dict[str, ModuleType]:
+    """{NAME: module} of the studies the sweep can run, in REGISTRY's order."""
+    return {s.NAME: s for s in modules() if s.NAME is not None}

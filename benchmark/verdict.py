@@ -1,0 +1,138 @@
+"""The verdict's vocabulary and assembly: the words an answer may use, their tally, and the table the studies' rows
+make (rendered by benchmark/templates/verdict.md.j2 into REPORT.md and README's Results block).
+
+A study module (benchmark/studies/) that answers one of the verdict's questions returns its row(s) from
+`verdict(result, done)`; `assemble` puts every study's rows, points and design keys in the table's order. This module
+knows the words and the order, not the studies.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+from benchmark import pages
+from benchmark.stats import num
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ALPHA = 0.05
+EQUIV_MARGIN = 0.1  # normalized score, the margin of the pre-registration (benchmark/preregistration.toml)
+VERDICT_JSON = os.path.join(REPO, "benchmark", "results", "verdict.json")
+README = os.path.join(REPO, "README.md")
+README_MARKERS = ("<!-- results:begin -->", "<!-- results:end -->")
+ROWS = ("claims", "table", "headline", "sgd_stage1", "sgd_5M", "rank1", "ell")  # the table's rows, in order
+POINTS = ("held", "below_random", "step_size", "curvature")  # the prose points, in order
+DESIGN = (  # the tests' settings, in order
+    "claims",
+    "alpha",
+    "margin",
+    "seeds",
+    "seeds_5M",
+    "paired_seeds",
+    "paired_budget",
+    "damping",
+    "mujoco_budget",
+    "paper_budget",
+)
+ARM = {
+    "sgd-matched": "SGD with step η/λ"
+}  # the verdict's name for an algorithm where it differs from algo_label
+CLAIM_WORD = {  # a claim's verdict (aggregate.evaluate, aggregate.combined) as the verdict says it
+    "held": "held",
+    "direction only": "on direction only",
+    "baseline never reaches it": "baseline never reaches it",
+    "not held": "not held",
+    "waiting": "not yet judged",
+    "beyond budget": "beyond budget",
+    "no runs": "no runs",
+}
+EQUIVALENT = f"equivalent at ±{EQUIV_MARGIN:g}"
+DIFFERENT = "different (Holm)"
+NOT_SHOWN = "not shown either way"
+LITERAL_WORD = {  # the pre-registered study's literal_5M verdict
+    "pending (runs not all in)": "not yet judged",
+    "headline reproduced under the literal reading": "reproduced",
+    "normalization caused the failure": "normalization caused the failure",
+    "the literal reading does not rescue the headline": "not rescued",
+}
+DIAG_WORD = {"grows late in training": "grows", "shrinks": "shrinks", "no change shown": "no change shown"}
+VOCAB = (  # every word an answer may use, in the order counts are listed
+    *CLAIM_WORD.values(),
+    EQUIVALENT,
+    DIFFERENT,
+    NOT_SHOWN,
+    "secondary passes",
+    "secondary fails",
+    "different (Welch)",
+    "below the paper's",
+    "above the paper's",
+    "not shown to differ",
+    "reproduced",
+    "not reproduced",
+    *LITERAL_WORD.values(),
+    "dose-response",
+    "no dose-response detected",
+    *DIAG_WORD.values(),
+    # the notes a row's task may carry
+    "both arms below the random policy",
+    "SGD arm rerun to pair the seeds (amendment 1)",
+    f"{EQUIVALENT} at the stage-1 budget",
+)
+ORDER = {w: i for i, w in enumerate(VOCAB)}
+
+
+def tally(words: list[str]) -> list[list]:
+    """[[word, count], ...] in VOCAB's order, zeros left out."""
+    by = Counter(words)
+    return [[w, by[w]] for w in dict.fromkeys(VOCAB) if by[w]]
+
+
+def tallied_row(row_id: str, numbers: dict, items: list[dict], link: str) -> dict:
+    """A verdict row whose answer counts its items' answers (tally) out of how many there are."""
+    answers = [r["answer"] for r in items]
+    return {"id": row_id, "numbers": numbers, "answer": tally(answers), "of": len(answers), "links": [link]}
+
+
+def block_c_word(r: dict) -> str:
+    """A paired TOST row (stats.paired plus p_holm): equivalent at the margin, different after Holm, or neither."""
+    if r["equivalent"]:
+        return EQUIVALENT
+    return DIFFERENT if num(r.get("p_holm")) is not None and r["p_holm"] < ALPHA else NOT_SHOWN
+
+
+def assemble(parts: list[dict]) -> dict:
+    """The verdict as data from the studies' parts ({"rows", "points", "design"}, each optional): {"design": the
+    tests' settings, "rows": one per question in ROWS' order, "points": the prose points in POINTS' order}."""
+    rows, points, design = {}, {}, {}
+    for part in parts:
+        for row in part.get("rows", ()):
+            rows[row["id"]] = row
+        points.update(part.get("points", {}))
+        design.update(part.get("design", {}))
+    return {
+        "design": {k: design[k] for k in DESIGN if k in design},
+        "rows": [rows[k] for k in ROWS if k in rows],
+        "points": {k: points[k] for k in POINTS if k in points},
+    }
+
+
+def render(data: dict, base: str = "") -> str:
+    """The verdict table and points (benchmark/templates/verdict.md.j2) from the verdict's JSON; `base`: the links'
+    prefix (README: "benchmark/")."""
+    return pages.render("verdict.md.j2", data, base=base)
+
+
+def write_readme(data: dict, path: str = README) -> bool:
+    """README's Results block, between README_MARKERS, rendered from `data`; False where the markers are absent."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    begin, end = README_MARKERS
+    if begin not in text or end not in text:
+        return False
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    new = f"{head}{begin}\n{render(data, base='benchmark/')}{end}{tail}"
+    if new != text:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(new)
+    return True

@@ -966,6 +966,24 @@ def scored_runs(cell: dict) -> list[tuple]:
     )
 
 
+def scores(logs_dirs: list[str], budget: int | None = None) -> dict:
+    """{(task, algo): {seed: normalized final}} over compact logs (a diverged run scores 0, the toml's rule),
+    with the raw finals under key (task, algo, "raw"), and the runs under (task, algo, "runs")."""
+    rand, out = compact.read_random_scores(), {}
+    for d in filter(os.path.isdir, logs_dirs):
+        runs = compact.discover_logs(d)
+        cells = aggregate.load_cells(runs, budgets={r["task"]: budget for r in runs} if budget else None)
+        for (task, algo), cell in cells.items():
+            best = max(hparams.paper_result(task, a)[0] for a in hparams.PAPER_ALGOS)
+            for seed, final, _ in aggregate.scored_runs(cell):
+                score = 0.0 if final is None else stats.normalize(final, rand[task], best)
+                out.setdefault((task, algo), {})[seed] = score
+                out.setdefault((task, algo, "raw"), {})[seed] = final
+        for r in runs:
+            out.setdefault((r["task"], r["algo"], "runs"), {})[r["seed"]] = r
+    return out
+
+
 def _n_scored(cells: dict, task: str, algo: str) -> int:
     return len(scored_runs(cells.get((task, algo), {"finished": [], "diverged": []})))
 

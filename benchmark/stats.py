@@ -4,6 +4,8 @@ two-sample tests and t-intervals, rliable (Agarwal et al. 2021) for aggregates a
 Per task (per-seed final values of two algorithms):
     welch_test           Welch's t-test (scipy.stats.ttest_ind, equal_var=False)
     t_mean_ci            Student-t interval of one cell's mean (n = 5 seeds: the bootstrap under-covers)
+    paired               paired differences: mean, t-interval, TOST at a margin, paired t-test, Welch's test
+    holm                 Holm's step-down adjusted p-values over several tests
     welch_vs_summary     Welch's t-test of our seeds against a paper's mean ± std over n seeds
 Across tasks (scores normalized per task to [random policy = 0, best of the paper's table = 1]):
     normalize            the normalization
@@ -47,6 +49,49 @@ def welch_test(a, b) -> Optional[dict]:
         }
     res = sps.ttest_ind(a, b, equal_var=False)
     return {"diff": diff, "se": se, "t": float(res.statistic), "df": float(res.df), "p": float(res.pvalue)}
+
+
+def paired(x: dict, y: dict, seeds: list[int], margin: float, level: float = 0.90) -> dict:
+    """Paired differences d_s = x_s - y_s over the seeds both have: mean, sd, the t-interval at `level`, TOST at
+    `margin` (equivalent: that interval inside (-margin, margin), the two one-sided tests at (1 - level) / 2 each),
+    the two-sided paired t-test and Welch's test."""
+    common = [s for s in seeds if s in x and s in y]
+    d = np.array([x[s] - y[s] for s in common])
+    out = {"n": len(common), "seeds": common, "mean": float(d.mean()) if len(d) else math.nan}
+    if len(d) < 2:
+        return {
+            **out,
+            "sd": math.nan,
+            "ci": (math.nan, math.nan),
+            "p": math.nan,
+            "p_welch": math.nan,
+            "equivalent": False,
+            "reach": math.nan,
+        }
+    sd = float(d.std(ddof=1))
+    half = float(sps.t.ppf(0.5 + level / 2, len(d) - 1)) * sd / math.sqrt(len(d))
+    ci = (out["mean"] - half, out["mean"] + half)
+    xs, ys = [x[s] for s in common], [y[s] for s in common]
+    p = float(sps.ttest_rel(xs, ys).pvalue) if sd > 0 else 1.0
+    p_welch = float(sps.ttest_ind(xs, ys, equal_var=False).pvalue)
+    return {
+        **out,
+        "sd": sd,
+        "ci": ci,
+        "p": p,
+        "p_welch": p_welch,
+        "equivalent": -margin < ci[0] and ci[1] < margin,
+        "reach": max(abs(ci[0]), abs(ci[1])),
+    }
+
+
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values."""
+    adjusted, running = [0.0] * len(pvalues), 0.0
+    for rank, i in enumerate(sorted(range(len(pvalues)), key=lambda i: pvalues[i])):
+        running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
 
 
 def welch_vs_summary(a, mean_b: float, std_b: float, n_b: int) -> Optional[dict]:

@@ -966,6 +966,12 @@ def scored_runs(cell: dict) -> list[tuple]:
     )
 
 
+def first_episode(run: dict) -> tuple:
+    """A run's first episode (return, length): two runs that share it share the episode before the first update,
+    the pairing test of the pre-registrations."""
+    return float(run["episodes"]["episodic_return"][0]), int(run["episodes"]["episodic_length"][0])
+
+
 def scores(logs_dirs: list[str], budget: int | None = None) -> dict:
     """{(task, algo): {seed: normalized final}} over compact logs (a diverged run scores 0, the toml's rule),
     with the raw finals under key (task, algo, "raw"), and the runs under (task, algo, "runs")."""

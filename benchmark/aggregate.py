@@ -978,10 +978,10 @@ def scores(logs_dirs: list[str], budget: int | None = None) -> dict:
     rand, out = compact.read_random_scores(), {}
     for d in filter(os.path.isdir, logs_dirs):
         runs = compact.discover_logs(d)
-        cells = aggregate.load_cells(runs, budgets={r["task"]: budget for r in runs} if budget else None)
+        cells = load_cells(runs, budgets={r["task"]: budget for r in runs} if budget else None)
         for (task, algo), cell in cells.items():
             best = max(hparams.paper_result(task, a)[0] for a in hparams.PAPER_ALGOS)
-            for seed, final, _ in aggregate.scored_runs(cell):
+            for seed, final, _ in scored_runs(cell):
                 score = 0.0 if final is None else stats.normalize(final, rand[task], best)
                 out.setdefault((task, algo), {})[seed] = score
                 out.setdefault((task, algo, "raw"), {})[seed] = final

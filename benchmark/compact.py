@@ -50,7 +50,9 @@ UPDATE_COLS = [
     "step_perp_norm",
     "actor_update_ms",
     "sps",
+    "eta",  # the step length the actor step applied (trainer.step_length); runs from before it lack it
 ]
+OPTIONAL_UPDATE_COLS = ("eta",)  # columns that an older run's updates.csv (and its committed log) lacks
 FORMAT = 1
 
 
@@ -195,7 +197,13 @@ def _num(x: float):
     return int(x) if float(x).is_integer() and abs(x) < 2**53 else float(f"{x:.6g}")
 
 
-def _columns(path: str, cols: list[str]) -> dict:
+def _columns(path: str, cols: list[str], optional: tuple = ()) -> dict:
+    """cols of the CSV at path, numbers as _num; an `optional` column missing from its header is left out (read
+    as required, it would drop every row)."""
+    if optional and os.path.isfile(path):
+        with open(path, newline="") as f:
+            header = next(csv.reader(f), [])
+        cols = [c for c in cols if c not in optional or c in header]
     data = read_csv_columns(path, cols)
     return {c: [_num(v) for v in data[c].tolist()] for c in cols}
 
@@ -221,7 +229,7 @@ def pack(run_dir: str, out_path: str, task: str, algo: str, seed: int, budget: O
         # each start's commit, host, CPU and versions (provenance.record); None: a run from before they were kept
         "provenance": cfg.get("provenance"),
         "episodes": _columns(os.path.join(run_dir, "episodes.csv"), EPISODE_COLS),
-        "updates": _columns(os.path.join(run_dir, "updates.csv"), UPDATE_COLS),
+        "updates": _columns(os.path.join(run_dir, "updates.csv"), UPDATE_COLS, OPTIONAL_UPDATE_COLS),
     }
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     tmp = out_path + ".tmp"

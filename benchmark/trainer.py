@@ -715,12 +715,12 @@ def cg_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
         return fvp(v) + args.cg_damping * v  # (F + delta I) v
 
     step = x = conjugate_gradient(damped, g, args.cg_iters)
+    eta = args.learning_rate  # theta's change = eta x (updates.csv's eta)
     if args.cg_max_kl > 0:  # eta * step = beta x
-        step = x * (
-            torch.sqrt(2 * args.cg_max_kl / torch.dot(x, damped(x)).clamp_min(1e-30)) / args.learning_rate
-        )
+        scale = torch.sqrt(2 * args.cg_max_kl / torch.dot(x, damped(x)).clamp_min(1e-30)) / args.learning_rate
+        step, eta = x * scale, args.learning_rate * scale.item()
     apply_step_(params, step, args.learning_rate)
-    return {"g": g, "step": step}
+    return {"g": g, "step": step, "eta": eta}
 
 
 def sample_actions(actor: Actor, out: torch.Tensor) -> torch.Tensor:
@@ -871,6 +871,64 @@ def registered_steps() -> dict:
 
 
 ACTOR_STEPS = registered_steps()
+# the steps defined here (step_length knows their eta), not a plugin's
+OWN_STEPS = frozenset(n for n in ACTOR_STEPS if algorithms.step_path(n)[0] == "benchmark.trainer")
+
+
+def step_length(diag: dict, args: Args) -> float:
+    """updates.csv's eta for one actor step: the step length it applied, the scalar with theta's change = eta *
+    the optimizer's own direction (its logged step is theta's change / --learning-rate, so step_norm * eta_paper /
+    eta is the direction's norm): batch-mean SMAC the eta kl_step_ chose under --target-kl (0: no step), otherwise
+    --learning-rate (F~^-1 g, also with --step-normalization and --prev-ef-beta; the per-sample modes move by it
+    times each sample's or the summed F_i^-1 g_i); AC-SGD and AC-Adam --learning-rate (Adam's step size); AC-CG
+    --learning-rate, or TRPO's beta with --cg-max-kl; AC-KFAC --learning-rate times ACKTR's KL-clip factor nu. A
+    step that reports "eta" (a plugin's) gives its own; another plugin's step: NaN."""
+    if "eta" in diag:
+        return float(diag["eta"])
+    if "kl_eta" in diag:
+        return float(diag["kl_eta"])
+    if args.optimizer not in OWN_STEPS:
+        return math.nan
+    return args.learning_rate * float(diag.get("kl_clip_scale", 1.0))
+
+
+def add_csv_columns(path: str, header: list) -> None:
+    """A CSV begun by an earlier trainer with fewer columns, its header a prefix of `header` (a run resumed from
+    before updates.csv had eta): rewritten with `header`, the new columns empty ("" reads as NaN) in its rows and
+    a row of another length (torn) dropped, as truncate_logs_to does; atomic. Any other file is left as it is."""
+    if not os.path.isfile(path) or os.path.getsize(path) == 0:
+        return
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    old = rows[0] if rows else []
+    if not old or len(old) >= len(header) or header[: len(old)] != old:
+        return
+    pad = [""] * (len(header) - len(old))
+    with open(path + ".tmp", "w", newline="") as f:
+        csv.writer(f).writerows([header] + [r + pad for r in rows[1:] if len(r) == len(old)])
+    os.replace(path + ".tmp", path)
+
+
+class LabRunLog(RunLog):
+    """runlayer.RunLog whose updates.csv ends with the column eta: step_length of the update's actor steps (their
+    mean with --num-minibatches / --update-epochs > 1, as the other diagnostics). A run's updates.csv from before
+    the column gets it at the first row this trainer writes (add_csv_columns)."""
+
+    eta = math.nan
+    checked_header = False
+
+    def update(self, update, global_step, value_loss, mean_logprob, entropy, diagnostics, actor_ms) -> None:
+        steps = diagnostics if isinstance(diagnostics, list) else [diagnostics]
+        self.eta = float(np.mean([step_length(d, self.args) for d in steps]))
+        super().update(update, global_step, value_loss, mean_logprob, entropy, diagnostics, actor_ms)
+
+    def write_row(self, name: str, row: dict) -> None:
+        if name == "updates":
+            row = {**row, "eta": self.eta}
+            if not self.checked_header:
+                add_csv_columns(os.path.join(self.run_dir, "updates.csv"), list(row))
+                self.checked_header = True
+        super().write_row(name, row)
 
 
 # --- Run management: run directories, locks, checkpoints, resume, evaluation, plots ---
@@ -1411,7 +1469,7 @@ def train_loop(
         actor_state = {}
         if resume is not None:
             global_step, update, actor_state = restore(resume, nets, rng)
-        log = RunLog(args, run_dir, device, global_step, budget, start)
+        log = LabRunLog(args, run_dir, device, global_step, budget, start)
         video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
         envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(N)]
         obs = np.stack([env.reset(seed=args.seed + update * N + i)[0] for i, env in enumerate(envs)])

@@ -1,0 +1,732 @@
+"""MuJoCo at 5M steps, the budget the paper implies (benchmark/preregistration_5M.toml): the paper's MuJoCo table and
+its six claims that the 1M grid could not judge, on five seeds per cell, by rules fixed before the runs:
+
+    A  the six claims, judged on the 5M runs of the cells each needs
+    B  our 5M cells against the paper's table (Welch from its mean and std; the t-interval at n = 5)
+    C  SMAC against SGD with step eta/lambda (sgd-matched) per task, paired by seed: TOST at the margin, Holm over
+       the six tasks for "different"; on HalfCheetah the sgd-matched arm rerun to pair the seeds (amendment 1)
+    D  the rank-1 term over the whole budget: ||l_bar||^2 / lambda and cos(g, step), first against last fifth
+
+    python -m benchmark.sweep --study mujoco-5M --workers 2   # the runs, in the toml's [execution] order
+
+The compact logs share benchmark/results/logs/norm_5M with HalfCheetah SMAC and AC-CG's 5M headline block (run
+before the rules); the report writes report/mujoco_5M.md (and, committing, benchmark/results/mujoco_5M.json); the
+verdict's rows "table", "headline", "sgd_5M" and "ell" and its points "below_random" and "curvature" are this
+study's.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+from scipy import stats as sps
+
+from benchmark import aggregate, compact, hparams, pages, stats
+from benchmark import verdict as vd
+from benchmark.stats import num
+from benchmark.studies import REPO
+
+NAME = "mujoco-5M"
+PREREGISTRATION = "benchmark/preregistration_5M.toml"
+COMMITTED_ONLY = False
+
+
+# ---- the job list
+def jobs(args) -> list:
+    """The study's jobs from the sweep's flags (--runs-dir, --logs-dir, --checkpoint-every)."""
+    logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
+    return cell_jobs(load_5M(), args.runs_dir, logs, args.checkpoint_every)
+
+
+def cell_jobs(reg: dict, runs_dir=None, logs_dir=None, checkpoint_every=10) -> list:
+    """Each [execution] item "task/algo" over the seeds, in that order, with the reading's flags; the compact logs
+    share a directory with the HalfCheetah 5M headline block."""
+    from benchmark import sweep
+
+    common = reg["common"]
+    runs_dir = runs_dir or os.path.join(REPO, common["runs_dir"])
+    logs_dir = logs_dir or os.path.join(REPO, common["logs"])
+    out = []
+    for item in reg["execution"]["order"]:
+        task, algo = item.split("/")
+        out += sweep.make_jobs(
+            [task],
+            [algo],
+            hparams.parse_seeds(common["seeds"]),
+            {task: common["budget"]},
+            runs_dir,
+            checkpoint_every,
+            extra_flags=hparams.reading_flags(common["reading"]),
+            logs_dir=logs_dir,
+        )
+    return out
+
+
+# ---- the analysis: the rules of preregistration_5M.toml, applied per block
+def load_5M() -> dict:
+    return hparams.load_prereg(hparams.PREREG_5M)
+
+
+def expected_5M(reg: dict) -> list:
+    """(task, algo) of every cell the 5M study needs: its runs, and HalfCheetah's headline block."""
+    cells = [(task, algo) for algo, tasks in reg["runs"].items() for task in tasks]
+    return cells + [("HalfCheetah", "smac"), ("HalfCheetah", "cg")]
+
+
+def _mean(xs: list) -> float:
+    return float(np.mean(xs)) if xs else math.nan
+
+
+def fifths(run: dict, damping: float, budget: int) -> dict:
+    """Block D per run: the medians over updates of ell_sq / lambda, the removed fraction and cos(g, step) in the
+    first fifth (global_step <= budget / 5) and the last fifth (> 4 budget / 5), and the smallest cos."""
+    u = run["updates"]
+    out = {"min_cos": float(np.nanmin(u["cos_g_step"]))}
+    for name, keep in (
+        ("first", u["global_step"] <= budget / 5),
+        ("last", u["global_step"] > 4 * budget / 5),
+    ):
+        ell = u["ell_sq"][keep]
+        out[name] = {
+            "ell_over_lambda": float(np.nanmedian(ell / damping)),
+            "removed": float(np.nanmedian(ell / (damping + ell))),
+            "cos": float(np.nanmedian(u["cos_g_step"][keep])),
+        }
+    return out
+
+
+def last_tenth_length(runs, budget: int) -> float:
+    """The median over runs of each run's mean episode length over its episodes after 0.9 budget."""
+    per_run = []
+    for r in runs:
+        keep = r["episodes"]["global_step"] > 0.9 * budget
+        per_run.append(float(np.mean(r["episodes"]["episodic_length"][keep])))
+    return float(np.median(per_run))
+
+
+def halfcheetah_pairing(sc: dict, reruns: dict, seeds: list) -> dict:
+    """Amendment 1 of preregistration_5M.toml: the seeds whose SMAC run and sgd-matched rerun log the same first
+    episode; block C uses the reruns on HalfCheetah only when all five are in and paired."""
+    smac_runs = sc.get(("HalfCheetah", "smac", "runs"), {})
+    rerun_runs = reruns.get(("HalfCheetah", "sgd-matched", "runs"), {})
+    same = [
+        s
+        for s in seeds
+        if s in smac_runs
+        and s in rerun_runs
+        and aggregate.first_episode(smac_runs[s]) == aggregate.first_episode(rerun_runs[s])
+    ]
+    return {
+        "runs_in": sorted(rerun_runs),
+        "paired_seeds": same,
+        "paired": same == list(seeds),
+        "scores": reruns.get(("HalfCheetah", "sgd-matched"), {}),
+    }
+
+
+def below_random(sc: dict, task: str, algos: list, budget: int) -> list:
+    """The cells of `task` whose mean normalized final is below 0 (the random policy): per cell the raw and
+    normalized mean final, and the peak of its seed-mean curve (100 bins over the budget) with the bin's end step."""
+    rand, best = (
+        compact.read_random_scores()[task],
+        max(hparams.paper_result(task, a)[0] for a in hparams.PAPER_ALGOS),
+    )
+    out = []
+    for algo in algos:
+        score = _mean(list(sc.get((task, algo), {}).values()))
+        if not score < 0:
+            continue
+        span, curves, _ = aggregate.cell_curves(list(sc[(task, algo, "runs")].values()), {task: budget})[
+            (task, algo)
+        ]
+        mean = aggregate.across_seeds(curves)[0]
+        top = int(np.nanargmax(mean))
+        out.append(
+            {
+                "algo": algo,
+                "mean": _mean([v for v in sc[(task, algo, "raw")].values() if v is not None]),
+                "normalized": score,
+                "peak": float(mean[top]),
+                "peak_normalized": stats.normalize(float(mean[top]), rand, best),
+                "peak_step": int(round((top + 1) * span / len(mean))),
+            }
+        )
+    return out
+
+
+def _claims(reg: dict, sc: dict, done: dict, complete: set) -> list:
+    """Block A: the six claims on the 5M runs of the cells each needs (100 bins over 5M = the paper's bin width);
+    a claim whose cells are not all complete waits, with the runs in so far."""
+    wanted = set(reg["blocks"]["claims"]["claims"])
+    claims = [c for c in aggregate.CLAIMS if c["id"] in wanted]
+    runs = [r for cell in complete for r in sc.get((*cell, "runs"), {}).values()]
+    rows = []
+    for c in claims:
+        needs = [(c["task"], c["algo"])] + ([(c["task"], c["ref"])] if "ref" in c else [])
+        if all(cell in complete for cell in needs):
+            rows += aggregate.evaluate(runs, claims=[c])
+        else:
+            waiting = ", ".join(
+                f"{t} {hparams.algo_label(a)} {len(done.get((t, a), []))}/5" for t, a in needs
+            )
+            rows.append(
+                {
+                    "id": c["id"],
+                    "task": c["task"],
+                    "kind": c["kind"],
+                    "algo": c["algo"],
+                    "claim": c["text"],
+                    "verdict": "waiting",
+                    "measured": "runs in: " + waiting,
+                }
+            )
+    return rows
+
+
+def _table(sc: dict, complete: set, budget: int, alpha: float) -> list:
+    """Block B: our complete 5M cells against the paper's table (Welch from summary statistics; the t-interval at
+    n = 5), with the median episode length of the last tenth."""
+    table = []
+    for task, algo in sorted(complete):
+        raw = [v for v in sc[(task, algo, "raw")].values() if v is not None]
+        paper = hparams.paper_result(task, algo) if algo in hparams.PAPER_ALGOS else None
+        if paper is None or len(raw) < 2:
+            continue
+        mean, sd, n = float(np.mean(raw)), float(np.std(raw, ddof=1)), len(raw)
+        p = float(sps.ttest_ind_from_stats(mean, sd, n, paper[0], paper[1], 5, equal_var=False).pvalue)
+        table.append(
+            {
+                "task": task,
+                "algo": algo,
+                "mean": mean,
+                "sd": sd,
+                "n": n,
+                "ci": stats.t_mean_ci(raw),
+                "paper": paper,
+                "p": p,
+                "differs": p < alpha,
+                "length": last_tenth_length(sc[(task, algo, "runs")].values(), budget),
+            }
+        )
+    return table
+
+
+def _below_random_tasks(sc: dict, complete: set, budget: int) -> list:
+    """The tasks where every complete cell ends below the random policy (normalized < 0), with each cell's peak."""
+    algos_of = {}
+    for task, algo in sorted(complete):
+        algos_of.setdefault(task, []).append(algo)
+    out = []
+    for task, algos in algos_of.items():
+        cells = below_random(sc, task, algos, budget)
+        if len(cells) == len(algos):
+            out.append({"task": task, "random": compact.read_random_scores()[task], "cells": cells})
+    return out
+
+
+def _block_c_scores(reg: dict, sc: dict, complete: set, root: str, out: dict) -> tuple[dict, list]:
+    """Block C's scores and the tasks ready for it: amendment 1's HalfCheetah reruns replace the sgd-matched arm
+    there once all five pair (its state goes to out["halfcheetah_pairing"])."""
+    common, eq = reg["common"], reg["blocks"]["equivalence"]
+    seeds = hparams.parse_seeds(common["seeds"])
+    ready = [t for t in eq["tasks"] if (t, "smac") in complete and (t, "sgd-matched") in complete]
+    block_c = dict(sc)
+    amendment = reg.get("amendments", {}).get("halfcheetah_pairing")
+    if amendment is not None:  # amendment 1: HalfCheetah's sgd-matched arm rerun on the SMAC arm's machine
+        reruns = aggregate.scores([os.path.join(root, amendment["logs"])], common["budget"])
+        pairing = halfcheetah_pairing(sc, reruns, seeds)
+        out["halfcheetah_pairing"] = pairing
+        ready = [t for t in ready if t != "HalfCheetah"]
+        if pairing["paired"]:
+            block_c[("HalfCheetah", "sgd-matched")] = pairing["scores"]
+            ready = [t for t in eq["tasks"] if t in ready or t == "HalfCheetah"]
+    return block_c, ready
+
+
+def _equivalence(reg: dict, block_c: dict, ready: list, root: str) -> list:
+    """Block C: SMAC vs sgd-matched, paired TOST at the margin (Holm over the tasks for "different", once every
+    task is in), with the 1M result of the same seeds beside (exploratory)."""
+    common, eq = reg["common"], reg["blocks"]["equivalence"]
+    seeds, alpha, margin = hparams.parse_seeds(common["seeds"]), common["alpha"], common["margin"]
+    rows = [
+        {"task": t, **stats.paired(block_c[(t, "smac")], block_c[(t, "sgd-matched")], seeds, margin)}
+        for t in ready
+    ]
+    stage1 = aggregate.scores([os.path.join(root, os.path.relpath(aggregate.stage1_logs(), REPO))])
+    for r in rows:
+        r["at_1M"] = stats.paired(
+            stage1.get((r["task"], "smac"), {}), stage1.get((r["task"], "sgd-matched"), {}), seeds, margin
+        )
+    for r, p_adj in zip(
+        rows, stats.holm([r["p"] for r in rows]) if len(rows) == len(eq["tasks"]) else [math.nan] * len(rows)
+    ):
+        reach = eq["reachable_margin_at_5"][r["task"]]
+        r.update(
+            reach_margin=reach,
+            equivalent_reach=r["ci"][0] > -reach and r["ci"][1] < reach,
+            p_holm=p_adj,
+            below_random=all(
+                _mean(list(block_c[(r["task"], a)].values())) < 0 for a in ("smac", "sgd-matched")
+            ),
+        )
+        if r["equivalent"]:
+            r["verdict"] = f"equivalent at ±{margin:g}"
+        elif p_adj < alpha:
+            r["verdict"] = f"different (Holm p {p_adj:.3g})"
+        else:
+            r["verdict"] = f"inconclusive (equivalence only at ±{r['reach']:.2f})"
+    return rows
+
+
+def _diagnostics(reg: dict, sc: dict, complete: set) -> list:
+    """Block D: ||l_bar||^2 / lambda and cos(g, step), first vs last fifth, per task (SMAC's runs); the log-ratio
+    of the fifths' medians t-tested against 0."""
+    budget, alpha = reg["common"]["budget"], reg["common"]["alpha"]
+    diag = []
+    for task in reg["blocks"]["diagnostics"]["tasks"]:
+        if (task, "smac") not in complete:
+            continue
+        damping = hparams.settings(task, "smac")["damping"]
+        per_run = [fifths(r, damping, budget) for r in sc[(task, "smac", "runs")].values()]
+        logs_ratio = [
+            math.log10(f["last"]["ell_over_lambda"] / f["first"]["ell_over_lambda"]) for f in per_run
+        ]
+        test = sps.ttest_1samp(logs_ratio, 0.0)
+        grows = test.pvalue < alpha and np.mean(logs_ratio) > 0
+        shrinks = test.pvalue < alpha and np.mean(logs_ratio) < 0
+        diag.append(
+            {
+                "task": task,
+                "damping": damping,
+                "runs": per_run,
+                "log_ratio": float(np.mean(logs_ratio)),
+                "p": float(test.pvalue),
+                "verdict": "grows late in training" if grows else "shrinks" if shrinks else "no change shown",
+            }
+        )
+    return diag
+
+
+def analyze_5M(reg: dict, root: str = REPO) -> dict:
+    """Every block of preregistration_5M.toml on the committed logs; a cell is judged only once its five seeds are
+    in (finished or diverged), and the report says how many runs are in."""
+    common = reg["common"]
+    budget, seeds = common["budget"], hparams.parse_seeds(common["seeds"])
+    sc = aggregate.scores([os.path.join(root, common["logs"])], budget)
+    done = {cell: sorted(sc.get(cell, {})) for cell in expected_5M(reg)}
+    complete = {cell for cell, got in done.items() if got == seeds}
+    planned = {(task, algo) for algo, tasks in reg["runs"].items() for task in tasks}
+    earlier = [
+        cell for cell in done if cell not in planned
+    ]  # HalfCheetah's headline block, run before the rules
+    out = {
+        "runs_in": sum(len(v) for v in done.values()),
+        "runs_expected": len(done) * len(seeds),
+        "done": done,
+        "before_rules": {"cells": earlier, "runs": sum(len(done[cell]) for cell in earlier)},
+    }
+    out["claims"] = _claims(reg, sc, done, complete)
+    out["table"] = _table(sc, complete, budget, common["alpha"])
+    out["below_random"] = _below_random_tasks(sc, complete, budget)
+    block_c, ready = _block_c_scores(reg, sc, complete, root, out)
+    out["equivalence"] = _equivalence(reg, block_c, ready, root)
+    out["diagnostics"] = _diagnostics(reg, sc, complete)
+    return out
+
+
+def analyze(where, done: dict) -> dict:
+    """The study on the committed logs: {"reg": the toml, "res5": analyze_5M's result}."""
+    reg5 = load_5M()
+    return {"reg": reg5, "res5": analyze_5M(reg5)}
+
+
+# ---- report/mujoco_5M.md
+# the words the 5M page may use: a claim's verdict (aggregate.evaluate), a Welch row, a block C row and its reachable
+# margin, amendment 1's state, a block D row (the verdict's vocabulary where the page shares them)
+VOCAB_5M = (
+    "held",
+    "direction only",
+    "baseline never reaches it",
+    "not held",
+    "waiting",
+    "differs",
+    "not shown to differ",
+    "equivalent",
+    "different (Holm)",
+    "inconclusive",
+    "inside",
+    "not inside",
+    "used",
+    "not used yet",
+    "grows late in training",
+    "shrinks",
+    "no change shown",
+)
+PAGE_5M_JSON = os.path.join(REPO, "benchmark", "results", "mujoco_5M.json")
+HEADLINE_DATE, FIRST_MATCHED_DATE = (
+    "2026-11-23",
+    "2026-11-25",
+)  # the HalfCheetah 5M headline block; the unpaired sgd-matched runs
+
+
+def _spread(values: list) -> list:
+    """[median, min, max] of `values`."""
+    return [float(np.median(values)), float(min(values)), float(max(values))]
+
+
+def _runs_page(reg: dict, res: dict) -> dict:
+    """The page's settings and which runs are in: the toml's common block, the runs before and after the rules."""
+    common, before, budget = reg["common"], res["before_rules"], reg["common"]["budget"]
+    seeds = hparams.parse_seeds(common["seeds"])
+    label = hparams.algo_label
+    return {
+        "logs": common["logs"],
+        "reading": common["reading"],
+        "seeds": common["seeds"],
+        "n_seeds": len(seeds),
+        "budget": budget,
+        "fifths": [budget // 5, 4 * budget // 5],
+        "horizon": 1000,  # MuJoCo's episode limit
+        "margin": common["margin"],
+        "levels": {"table": 95, "block_c": 90},  # stats.t_mean_ci's and paired's intervals
+        "runs_in": res["runs_in"],
+        "runs_expected": res["runs_expected"],
+        "after_rules": res["runs_expected"] - before["runs"],
+        "before_rules": {
+            "runs": before["runs"],
+            "cells": [f"{t} {label(a)}" for t, a in before["cells"]],
+            "date": HEADLINE_DATE,
+        },
+        "done": [{"cell": f"{t} {label(a)}", "n": len(v)} for (t, a), v in sorted(res["done"].items())],
+    }
+
+
+def _blocks_ab_page(res: dict) -> dict:
+    """Blocks A and B on the page, and the tasks below the random policy."""
+    label = hparams.algo_label
+    return {
+        "n_claims": len(res["claims"]),
+        "claims": [
+            {
+                "id": r["id"],
+                "task": r["task"],
+                "measured": r.get("measured", ""),
+                "answer": r.get("strict") or r["verdict"],
+            }
+            for r in res["claims"]
+        ],
+        "table": [
+            {
+                "task": r["task"],
+                "algo": label(r["algo"]),
+                "mean": r["mean"],
+                "sd": r["sd"],
+                "ci": list(r["ci"]),
+                "paper": list(r["paper"]),
+                "p": r["p"],
+                "answer": "differs" if r["differs"] else "not shown to differ",
+                "length": r["length"],
+            }
+            for r in res["table"]
+        ],
+        "below_random": [
+            {
+                "task": b["task"],
+                "random": b["random"],
+                "cells": [{**c, "algo": label(c["algo"])} for c in b["cells"]],
+            }
+            for b in res["below_random"]
+        ],
+    }
+
+
+def _block_c_page(reg: dict, res: dict) -> dict:
+    """Block C on the page: per task the paired TOST, its reachable margin, the Holm word and the 1M result."""
+    return {
+        "holm_waits": len(res["equivalence"]) < len(reg["blocks"]["equivalence"]["tasks"]),
+        "rows": [
+            {
+                "task": r["task"],
+                "n": r["n"],
+                "mean": r["mean"],
+                "ci": list(r["ci"]),
+                "reach_margin": r["reach_margin"],
+                "reach_answer": "inside" if r["equivalent_reach"] else "not inside",
+                "answer": "equivalent"
+                if r["equivalent"]
+                else "different (Holm)"
+                if r["p_holm"] < reg["common"]["alpha"]
+                else "inconclusive",
+                "p_holm": r["p_holm"],
+                "reach": r["reach"],
+                "at_1M": {"mean": r["at_1M"]["mean"], "ci": list(r["at_1M"]["ci"])},
+            }
+            for r in res["equivalence"]
+        ],
+        "collapsed": [r["task"] for r in res["equivalence"] if r["below_random"]],
+    }
+
+
+def _diagnostics_page(res: dict) -> list:
+    """Block D on the page: per task the fifths' medians [median, min, max] over the seeds, the smallest cos."""
+    return [
+        {
+            "task": r["task"],
+            "damping": r["damping"],
+            **{
+                f"{part}_{key}": _spread([x[part][key] for x in r["runs"]])
+                for part, key in (
+                    ("first", "ell_over_lambda"),
+                    ("last", "ell_over_lambda"),
+                    ("last", "removed"),
+                    ("first", "cos"),
+                    ("last", "cos"),
+                )
+            },
+            "min_cos": min(x["min_cos"] for x in r["runs"]),
+            "answer": r["verdict"],
+            "p": r["p"],
+        }
+        for r in res["diagnostics"]
+    ]
+
+
+def page_5M(reg: dict, res: dict) -> dict:
+    """Every number and word of report/mujoco_5M.md, from analyze_5M's result: counts, lists and words of VOCAB_5M;
+    benchmark/templates/mujoco_5M.md.j2 only formats them."""
+    out = {
+        **_runs_page(reg, res),
+        **_blocks_ab_page(res),
+        "block_c": _block_c_page(reg, res),
+        "diagnostics": _diagnostics_page(res),
+    }
+    pairing = res.get("halfcheetah_pairing")
+    if pairing is not None:
+        out["pairing"] = {
+            "date": reg["amendments"]["halfcheetah_pairing"]["date"],
+            "unpaired_date": FIRST_MATCHED_DATE,
+            "runs_in": pairing["runs_in"],
+            "paired_seeds": pairing["paired_seeds"],
+            "answer": "used" if pairing["paired"] else "not used yet",
+        }
+    return out
+
+
+def render_5M(data: dict) -> str:
+    """report/mujoco_5M.md's body from page_5M's JSON (benchmark/templates/mujoco_5M.md.j2)."""
+    return pages.render("mujoco_5M.md.j2", data)
+
+
+DIGITS_5M = 7  # 6 would turn a last-fifth median of 125.5505 into 125.55, printed 125.5 at 4 digits
+
+
+def plain_5M(x):
+    """page_5M as JSON, floats to DIGITS_5M significant digits."""
+    return pages.plain(x, DIGITS_5M)
+
+
+def markdown_5M(reg: dict, res: dict, json_path: str | None = None) -> list:
+    """report/mujoco_5M.md: what the 5M runs show so far, by the pre-registered rules, rendered from page_5M's data
+    as JSON (plain_5M), which goes to json_path where given."""
+    data = pages.committed(page_5M(reg, res), json_path, DIGITS_5M)
+    return [render_5M(data)]
+
+
+def write(result: dict, where) -> list[str]:
+    """report/mujoco_5M.md, and where.commit, benchmark/results/mujoco_5M.json."""
+    json_path = PAGE_5M_JSON if where.commit else None
+    body = markdown_5M(result["reg"], result["res5"], json_path)
+    path = pages.write_page(where.pages, "mujoco_5M.md", "The paper's budget: MuJoCo at 5M", body)
+    return [path] + ([json_path] if json_path else [])
+
+
+# ---- the verdict
+def table_row(cells: list, res5: dict) -> dict:
+    """The verdict's row "table": the paper's table at matched budgets, classic control at ours (the grid study's
+    cells; the paper states none) and MuJoCo at 5M (block B), each cell by Welch against the paper's."""
+    matched = [r for r in cells if r["comparable"] and num(r["p_vs_paper"]) is not None]
+    table5 = res5["table"]
+    smac5 = []
+    for r in table5:
+        if r["algo"] == "smac":
+            side = "above the paper's" if r["mean"] > r["paper"][0] else "below the paper's"
+            smac5.append(
+                {
+                    "task": r["task"],
+                    "mean": r["mean"],
+                    "paper": r["paper"][0],
+                    "p": r["p"],
+                    "answer": side if r["differs"] else "not shown to differ",
+                }
+            )
+    smac5.sort(key=lambda r: vd.ORDER[r["answer"]])
+    classic_differ = sum(r["p_vs_paper"] < vd.ALPHA for r in matched)
+    mujoco_differ = sum(bool(r["differs"]) for r in table5)
+    return {
+        "id": "table",
+        "numbers": {
+            "cells": len(matched) + len(table5),
+            "classic": {"cells": len(matched), "differ": classic_differ},
+            "mujoco_5M": {"cells": len(table5), "differ": mujoco_differ},
+            "smac_5M": smac5,
+        },
+        "answer": [["different (Welch)", classic_differ + mujoco_differ]],
+        "links": ["report/grid.md", "report/mujoco_5M.md"],
+    }
+
+
+def headline_row(headline: list, pre: dict) -> dict:
+    """The verdict's row "headline": HalfCheetah at 5M, SMAC vs AC-CG (the headline block's runs, Welch), and under
+    the paper-literal reading (the pre-registered study's block 3, `pre`: its results)."""
+    cells5 = aggregate.load_cells(headline, budgets={"HalfCheetah": 5_000_000}) if headline else {}
+    f5 = {
+        a: [f for _, f, _ in cells5.get(("HalfCheetah", a), {"finished": []})["finished"]]
+        for a in ("smac", "cg")
+    }
+    w5 = stats.welch_test(f5["smac"], f5["cg"])
+    lit = pre["literal_5M"]
+    wl = lit["smac_vs_cg"]
+    return {
+        "id": "headline",
+        "numbers": {
+            "smac": float(np.mean(f5["smac"])) if f5["smac"] else None,
+            "cg": float(np.mean(f5["cg"])) if f5["cg"] else None,
+            "p": w5["p"] if w5 else None,
+            "paper": [hparams.paper_result("HalfCheetah", a)[0] for a in ("smac", "cg")],
+            "literal": {
+                "smac": lit["smac"]["mean"],
+                "cg": lit["cg"]["mean"],
+                "p": wl["p"] if wl else None,
+                "answer": vd.LITERAL_WORD[lit["verdict"]],
+            },
+        },
+        "answer": "reproduced" if w5 and w5["diff"] > 0 and w5["p"] < vd.ALPHA else "not reproduced",
+        "links": ["report/mujoco_5M.md", "report/prereg.md"],
+    }
+
+
+def sgd_5M_tasks(res5: dict, one_eq: set) -> list:
+    """The verdict's row "sgd_5M"'s tasks: block C's word per task, its secondary margin, and its notes (the
+    amendment's rerun, both arms below the random policy, equivalent at the stage-1 budget `one_eq` but not here)."""
+    eq5 = []
+    for r in res5["equivalence"]:
+        word = vd.block_c_word(r)
+        notes = []
+        if r["task"] == "HalfCheetah" and res5.get("halfcheetah_pairing", {}).get("paired"):
+            notes.append("SGD arm rerun to pair the seeds (amendment 1)")
+        if r["below_random"]:
+            notes.append("both arms below the random policy")
+        if r["task"] in one_eq and word != vd.EQUIVALENT:
+            notes.append(f"{vd.EQUIVALENT} at the stage-1 budget")
+        eq5.append(
+            {
+                "task": r["task"],
+                "mean": r["mean"],
+                "ci": list(r["ci"]),
+                "answer": word,
+                "reach_margin": r["reach_margin"],
+                "reach_answer": "secondary passes" if r["equivalent_reach"] else "secondary fails",
+                "notes": notes,
+            }
+        )
+    eq5.sort(key=lambda r: vd.ORDER[r["answer"]])
+    return eq5
+
+
+def ell_tasks(res5: dict) -> list:
+    """The verdict's row "ell"'s tasks: ||l||^2 / lambda over the 5M runs (block D), first vs last fifth, medians
+    over seeds, by damping."""
+    diag = [
+        {
+            "task": r["task"],
+            "damping": r["damping"],
+            "first": float(np.median([x["first"]["ell_over_lambda"] for x in r["runs"]])),
+            "last": float(np.median([x["last"]["ell_over_lambda"] for x in r["runs"]])),
+            "last_max": max(x["last"]["ell_over_lambda"] for x in r["runs"]),
+            "p": r["p"],
+            "answer": vd.DIAG_WORD[r["verdict"]],
+        }
+        for r in res5["diagnostics"]
+    ]
+    diag.sort(key=lambda r: r["damping"])
+    return diag
+
+
+def below_random_point(res5: dict) -> list:
+    """The verdict's point "below_random": the tasks where every algorithm run at 5M ends below the random policy."""
+    return [
+        {
+            "task": b["task"],
+            "random": b["random"],
+            "cells": [
+                {
+                    "algo": vd.ARM.get(c["algo"], hparams.algo_label(c["algo"])),
+                    "mean": c["mean"],
+                    "normalized": c["normalized"],
+                    "peak_normalized": c["peak_normalized"],
+                    "peak_step": c["peak_step"],
+                }
+                for c in b["cells"]
+            ],
+        }
+        for b in res5["below_random"]
+    ]
+
+
+def curvature_point(res5: dict, stage1: list, eq5: list, rank1: list) -> dict:
+    """The verdict's point "curvature": how many tasks show equivalence at the stage-1 budget (`stage1`: [equivalent,
+    of]) and at 5M, the rank-1 term's size where lambda <= 0.01 (the pre-registered study's rank1 figures, with the
+    smallest cos(g, step) at 5M), and ||l||^2 / lambda late in the 5M runs."""
+    low = [r for r in res5["diagnostics"] if r["damping"] <= 0.01]
+    return {
+        "equivalent": {
+            "stage1": stage1,
+            "5M": [sum(r["answer"] == vd.EQUIVALENT for r in eq5), len(eq5)],
+        },
+        "rank1": [
+            {
+                "task": r["task"],
+                "damping": r["damping"],
+                "n": r["n"],
+                "removed": list(r["removed"]),
+                "cos": list(r["cos"]),
+                "min_cos": r["min_cos"],
+                "min_cos_5M": next(
+                    (min(x["min_cos"] for x in b["runs"]) for b in low if b["task"] == r["task"]), None
+                ),
+            }
+            for r in rank1
+        ],
+        "late": [
+            {
+                "task": r["task"],
+                "last": float(np.median([x["last"]["ell_over_lambda"] for x in r["runs"]])),
+            }
+            for r in low
+        ],
+    }
+
+
+def verdict(result: dict, done: dict) -> dict:
+    """The rows "table", "headline", "sgd_5M" and "ell", the points "below_random" and "curvature", and the design's
+    seeds per 5M cell. Reads the grid study's Data (its cells and headline runs) and its verdict row "sgd_stage1"
+    (the tasks equivalent at the stage-1 budget), and the pre-registered study's results and rank1 figures."""
+    res5 = result["res5"]
+    data, pre = done["grid"]["data"], done["prereg"]
+    stage1_row = next(r for r in done["grid"]["verdict"]["rows"] if r["id"] == "sgd_stage1")
+    one_eq = set(stage1_row["numbers"]["tasks"].get(vd.EQUIVALENT, []))
+    eq5, diag = sgd_5M_tasks(res5, one_eq), ell_tasks(res5)
+    rows = [
+        table_row(data.cells, res5),
+        headline_row(data.headline, pre["pre"]),
+        vd.tallied_row("sgd_5M", {"tasks": eq5}, eq5, "report/mujoco_5M.md"),
+        vd.tallied_row("ell", {"tasks": diag}, diag, "report/mujoco_5M.md"),
+    ]
+    points = {
+        "below_random": below_random_point(res5),
+        "curvature": curvature_point(res5, [len(one_eq), stage1_row["of"]], eq5, pre["rank1"]),
+    }
+    design = {"seeds_5M": len(hparams.parse_seeds(result["reg"]["common"]["seeds"]))}
+    return {"rows": rows, "points": points, "design": design}

@@ -1,0 +1,328 @@
+"""MuJoCo at 5M (benchmark/studies/mujoco_5M.py, benchmark/preregistration_5M.toml): its job list, its four blocks
+on hand-made logs and on the committed ones, its page and JSON, its verdict rows and points."""
+
+import gzip
+import json
+import math
+import os
+import types
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from benchmark import aggregate, compact, hparams, pages, sweep
+from benchmark import verdict as vd
+from benchmark.studies import REPO, Where, mujoco_5M, prereg
+
+
+def test_the_jobs_follow_the_toml_execution_order(tmp_path):
+    reg = mujoco_5M.load_5M()
+    args = sweep.build_parser().parse_args(["--study", "mujoco-5M"])
+    jobs = mujoco_5M.jobs(args)
+    assert len(jobs) == 70 and [j.seed for j in jobs[:5]] == [1, 2, 3, 4, 5]
+    assert list(dict.fromkeys(f"{j.task}/{j.algo}" for j in jobs)) == reg["execution"]["order"]
+    assert all(j.budget == 5_000_000 and j.extra_flags == hparams.reading_flags("norm") for j in jobs)
+    assert {j.logs_dir for j in jobs} == {os.path.join(REPO, reg["common"]["logs"])}
+    argv = ["--study", "mujoco-5M", "--runs-dir", str(tmp_path / "r"), "--logs-dir", str(tmp_path / "l")]
+    jobs = mujoco_5M.jobs(sweep.build_parser().parse_args(argv))
+    assert {j.logs_dir for j in jobs} == {str(tmp_path / "l")}
+    assert all(j.seed_dir.startswith(str(tmp_path / "r")) for j in jobs)
+
+
+def test_the_5M_diagnostics_split_a_run_into_its_first_and_last_fifth():
+    """Block D on a hand example: ell_sq 1 in the first fifth, 9 in the last, lambda 0.5."""
+    steps = np.arange(1, 11) * 500  # ten updates over a 5000-step budget
+    ell_sq = np.array([1.0, 1.0, 4, 4, 4, 4, 4, 4, 9.0, 9.0])
+    cos = np.array([0.9, 0.8, 1, 1, 1, 1, 1, 1, 0.5, 0.7])
+    out = mujoco_5M.fifths(
+        {"updates": {"global_step": steps, "ell_sq": ell_sq, "cos_g_step": cos}}, 0.5, 5000
+    )
+    assert out["first"] == pytest.approx({"ell_over_lambda": 2.0, "removed": 1.0 / 1.5, "cos": 0.85})
+    assert out["last"]["ell_over_lambda"] == 18.0 and out["last"]["removed"] == 9.0 / 9.5
+    assert out["last"]["cos"] == 0.6 and out["min_cos"] == 0.5
+
+
+@pytest.fixture(scope="module")
+def committed():
+    """The study on the committed logs: (the toml, analyze_5M's result)."""
+    reg = mujoco_5M.load_5M()
+    return reg, mujoco_5M.analyze_5M(reg)
+
+
+def test_the_5M_study_judges_a_cell_only_with_its_five_seeds(committed):
+    _, res = committed
+    assert res["runs_expected"] == 80  # the 70 new runs and HalfCheetah's 10 of the headline block
+    claims = {c["id"]: c for c in aggregate.CLAIMS}
+    for row in res["claims"]:
+        c = claims[row["id"]]
+        needs = [(c["task"], c["algo"])] + ([(c["task"], c["ref"])] if "ref" in c else [])
+        incomplete = any(len(res["done"].get(cell, [])) < 5 for cell in needs)
+        assert (row["verdict"] == "waiting") == incomplete, row
+
+
+def write_5M_log(root, task, algo, seed, value, updates=None, logs=None):
+    """A finished 5M compact log whose episodes return value(step) (a number: the same at every step), under logs
+    (default: the 5M study's)."""
+    budget = 5_000_000
+    steps = np.linspace(budget / 400, budget, 400)
+    returns = [float(value(s)) if callable(value) else float(value) for s in steps]
+    lengths = np.where(steps > 4_500_000, 500, 100).tolist()  # episodes of 500 steps in the last tenth
+    rec = {
+        "format": 1,
+        "task": task,
+        "algo": algo,
+        "seed": seed,
+        "budget": budget,
+        "status": "finished",
+        "global_step": budget,
+        "args": {},
+        "episodes": {
+            "global_step": steps.tolist(),
+            "episodic_return": returns,
+            "episodic_length": lengths,
+        },
+        "updates": updates or {c: [] for c in compact.UPDATE_COLS},
+    }
+    logs = logs or mujoco_5M.load_5M()["common"]["logs"]
+    path = compact.log_path(os.path.join(root, logs), task, algo, seed)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with gzip.open(path, "wt") as f:
+        json.dump(rec, f)
+
+
+def pusher_sgd_ramp(step: float) -> float:
+    """-1000 at the start, -300 at 5M: passes -441 at about 4M."""
+    return -1000.0 + 700.0 * step / 5e6
+
+
+OFFSETS = [0.01, -0.01, 0.02, 0.0, -0.02]  # paired differences d_s (normalized) of SMAC - sgd-matched
+
+
+def smac_updates(task: str, seed: int) -> dict:
+    """SMAC's updates: ||l||^2 / lambda 1 in the first fifth, 10^(1 + 0.01 seed) in the last; cos 0.95 there."""
+    damping = hparams.settings(task, "smac")["damping"]
+    steps = np.linspace(50_000, 5_000_000, 100)
+    ratio = 10 ** (1 + 0.01 * seed)
+    ell = np.where(steps <= 1e6, 1.0, np.where(steps > 4e6, ratio, 2.0)) * damping
+    updates = {c: [] for c in compact.UPDATE_COLS}
+    updates.update(
+        global_step=steps.tolist(),
+        ell_sq=ell.tolist(),
+        cos_g_step=np.where(steps > 4e6, 0.95, 0.99).tolist(),
+    )
+    return updates
+
+
+def write_hand_logs(root: str, reg: dict) -> None:
+    """Every cell's five seeds: SMAC at the paper's SMAC final (every SMAC claim threshold passed in the first bin);
+    sgd-matched OFFSETS below it (Pusher 0.5 more), HalfCheetah's rerun pairing by its first episode; AC-SGD never
+    reaching 3105 on Humanoid and ramping on Pusher; AC-CG never passing -441 on Pusher."""
+    rand = compact.read_random_scores()
+    level = {"sgd": {"Humanoid": 1000.0}, "cg": {"HalfCheetah": 1766.0, "Pusher": -1000.0}}
+    for task, algo in mujoco_5M.expected_5M(reg):
+        best = max(hparams.paper_result(task, a)[0] for a in hparams.PAPER_ALGOS)
+        smac = hparams.paper_result(task, "smac")[0]
+        for seed in range(1, 6):
+            updates = None
+            if algo == "smac":
+                updates = smac_updates(task, seed)
+                value = smac + (seed - 3)
+            elif algo == "sgd-matched":
+                shift = (0.5 if task == "Pusher" else 0.0) + OFFSETS[seed - 1]
+                value = smac + (seed - 3) - shift * (best - rand[task])
+                if task == "HalfCheetah":  # amendment 1: the rerun block C pairs, its first episode SMAC's
+                    rerun = lambda s, v=value, first=smac + (seed - 3): first if s <= 5e6 / 400 else v  # noqa: E731
+                    logs = reg["amendments"]["halfcheetah_pairing"]["logs"]
+                    write_5M_log(root, task, algo, seed, rerun, logs=logs)
+            elif task == "Pusher" and algo == "sgd":
+                value = pusher_sgd_ramp
+            else:
+                value = level[algo][task] + (seed - 3)
+            write_5M_log(root, task, algo, seed, value, updates)
+
+
+@pytest.fixture(scope="module")
+def hand(tmp_path_factory):
+    """The study on the hand-made logs of write_hand_logs: (the toml, analyze_5M's result)."""
+    root = str(tmp_path_factory.mktemp("hand"))
+    reg = mujoco_5M.load_5M()
+    write_hand_logs(root, reg)
+    return reg, mujoco_5M.analyze_5M(reg, root=root)
+
+
+HAND_VERDICTS = {
+    "hopper-smac-3x": "held",
+    "humanoid-smac-adam-59pct": "held",
+    "humanoid-smac-cg-59pct": "held",
+    "humanoid-sgd-faster": "not held",
+    "pusher-cg-21": "baseline never reaches it",
+    "pusher-sgd-9": "direction only",
+}
+
+
+def test_the_5M_study_applies_its_rules_to_complete_cells_by_hand(hand):
+    reg, res = hand
+    assert res["runs_in"] == res["runs_expected"] == 80
+    # Block A: SMAC passes every threshold in the first bin; AC-SGD never reaches 3105 on Humanoid; AC-CG never
+    # passes -441 on Pusher; AC-SGD does, about 80x later than SMAC (the paper: 1.09x)
+    assert {r["id"]: r.get("strict") or r["verdict"] for r in res["claims"]} == HAND_VERDICTS
+    # Block B: the mean, the t-interval by hand (sd of (-2, -1, 0, 1, 2) = sqrt(2.5)), Welch from the summaries
+    table = {(r["task"], r["algo"]): r for r in res["table"]}
+    assert len(table) == 10
+    hopper = table[("Hopper", "smac")]
+    half = 2.7764451051977987 * math.sqrt(2.5) / math.sqrt(5)
+    assert hopper["mean"] == pytest.approx(331.2)
+    assert hopper["ci"] == pytest.approx((331.2 - half, 331.2 + half))
+    assert not hopper["differs"] and table[("Humanoid", "sgd")]["differs"]
+    assert hopper["length"] == 500.0
+    # Block C: d = OFFSETS (mean 0, sd sqrt(2.5e-4)): equivalent at 0.1; Pusher d = 0.5 + OFFSETS: different (Holm)
+    eq = {r["task"]: r for r in res["equivalence"]}
+    assert res["halfcheetah_pairing"]["paired_seeds"] == [1, 2, 3, 4, 5]
+    assert set(eq) == set(reg["blocks"]["equivalence"]["tasks"])
+    half = 2.131846786326649 * math.sqrt(2.5e-4) / math.sqrt(5)
+    assert eq["Hopper"]["mean"] == pytest.approx(0.0, abs=1e-9)
+    assert eq["Hopper"]["ci"] == pytest.approx((-half, half), abs=1e-9)
+    assert eq["Hopper"]["equivalent"] and vd.block_c_word(eq["Hopper"]) == vd.EQUIVALENT
+    assert eq["Pusher"]["mean"] == pytest.approx(0.5) and vd.block_c_word(eq["Pusher"]) == vd.DIFFERENT
+    p_pusher = sps.ttest_1samp(0.5 + np.array(OFFSETS), 0.0).pvalue
+    assert eq["Pusher"]["p_holm"] == pytest.approx(6 * p_pusher)  # the smallest of six p-values, times six
+    # Block D: ||l||^2 / lambda from 1 to 10^(1 + 0.01 s): log-ratio 1.03 on average, grows late in training
+    diag = {r["task"]: r for r in res["diagnostics"]}
+    assert len(diag) == 6 and diag["Hopper"]["verdict"] == "grows late in training"
+    assert diag["Hopper"]["log_ratio"] == pytest.approx(1.03)
+    assert diag["Hopper"]["runs"][0]["min_cos"] == pytest.approx(0.95)
+
+
+def test_the_5M_page_data_on_the_hand_made_logs(hand):
+    """The page's data: the same numbers, words of VOCAB_5M, medians [min, max] over the seeds by hand."""
+    reg, res = hand
+    eq = {r["task"]: r for r in res["equivalence"]}
+    page = mujoco_5M.page_5M(reg, res)
+    counts = (page["runs_in"], page["runs_expected"], page["after_rules"], page["before_rules"]["runs"])
+    assert counts == (80, 80, 70, 10)
+    assert page["before_rules"]["cells"] == ["HalfCheetah SMAC", "HalfCheetah AC-CG"]
+    assert [c["n"] for c in page["done"]] == [5] * 16
+    assert [r["answer"] for r in page["claims"]] == list(HAND_VERDICTS.values())
+    rows = {r["task"]: r for r in page["block_c"]["rows"]}
+    assert rows["Pusher"]["mean"] == pytest.approx(0.5) and rows["Pusher"]["n"] == 5
+    assert rows["Pusher"]["answer"] == "different (Holm)" and rows["Hopper"]["answer"] == "equivalent"
+    assert rows["Pusher"]["p_holm"] == eq["Pusher"]["p_holm"] and not page["block_c"]["holm_waits"]
+    assert page["pairing"]["answer"] == "used" and page["pairing"]["paired_seeds"] == [1, 2, 3, 4, 5]
+    hopper_d = next(r for r in page["diagnostics"] if r["task"] == "Hopper")
+    assert hopper_d["first_ell_over_lambda"] == pytest.approx([1.0, 1.0, 1.0])
+    assert hopper_d["last_ell_over_lambda"] == pytest.approx([10**1.03, 10**1.01, 10**1.05])
+    assert hopper_d["min_cos"] == pytest.approx(0.95) and hopper_d["answer"] == "grows late in training"
+    words = [r["answer"] for key in ("claims", "table", "diagnostics") for r in page[key]]
+    words += [w for r in page["block_c"]["rows"] for w in (r["answer"], r["reach_answer"])]
+    assert set(words) <= set(mujoco_5M.VOCAB_5M)
+    assert mujoco_5M.render_5M(mujoco_5M.plain_5M(page)) == mujoco_5M.markdown_5M(reg, res)[0]
+
+
+def test_the_verdict_rows_on_the_hand_made_logs(hand):
+    """sgd_5M: Pusher different, the rest equivalent, HalfCheetah noted as rerun; a task equivalent at the stage-1
+    budget but not here is noted; ell: every task grows."""
+    _, res = hand
+    tasks = {t["task"]: t for t in mujoco_5M.sgd_5M_tasks(res, {"Pusher"})}
+    assert [t["answer"] for t in mujoco_5M.sgd_5M_tasks(res, set())] == [vd.EQUIVALENT] * 5 + [vd.DIFFERENT]
+    assert tasks["HalfCheetah"]["notes"] == ["SGD arm rerun to pair the seeds (amendment 1)"]
+    assert tasks["Pusher"]["notes"] == [f"{vd.EQUIVALENT} at the stage-1 budget"]
+    ell = mujoco_5M.ell_tasks(res)
+    assert [t["damping"] for t in ell] == sorted(t["damping"] for t in ell)
+    assert {t["answer"] for t in ell} == {"grows"}
+    assert all(t["first"] == pytest.approx(1.0) and t["last"] == pytest.approx(10**1.03) for t in ell)
+
+
+def test_the_committed_5M_page_is_its_template_on_the_committed_json(committed):
+    with open(mujoco_5M.PAGE_5M_JSON, encoding="utf-8") as f:
+        data = json.load(f)
+    with open(os.path.join(REPO, "benchmark", "report", "mujoco_5M.md"), encoding="utf-8") as f:
+        title, _, part, _, body = f.read().split("\n", 4)
+    assert title == "# The paper's budget: MuJoCo at 5M" and part.startswith(
+        "Part of [the reproduction report]"
+    )
+    assert body == mujoco_5M.render_5M(data)
+    assert data == mujoco_5M.plain_5M(mujoco_5M.page_5M(*committed))
+
+
+def committed_verdict() -> dict:
+    with open(vd.VERDICT_JSON, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_the_committed_block_c_verdicts_are_mujoco_5M_pages():
+    block = open(os.path.join(REPO, "benchmark", "report", "mujoco_5M.md"), encoding="utf-8").read()
+    lines = block.split("### Block C", 1)[1].split("### Block D", 1)[0].splitlines()
+    cells = [r.split(" | ") for r in lines if r.startswith("| ") and r.split(" | ")[1].strip() == "5"]
+    page = {c[0].strip("| "): c[5].startswith("equivalent at ±0.1") for c in cells}
+    rows = {r["id"]: r for r in committed_verdict()["rows"]}
+    ours = {t["task"]: t["answer"] == vd.EQUIVALENT for t in rows["sgd_5M"]["numbers"]["tasks"]}
+    assert ours == page
+
+
+# ---- the study through its contract: analyze, write, verdict
+@pytest.fixture(scope="module")
+def done():
+    """The studies before this one as the report hands them over: the grid study's data (stage-1 runs, their
+    cells, the headline block's runs) and verdict row sgd_stage1 (the committed one), the pre-registered study."""
+    runs = compact.discover_logs(aggregate.stage1_logs())
+    block = hparams.load()["meta"]["headline"]
+    cells = {(t, a) for t in block["tasks"].split(",") for a in block["algos"].split(",")}
+    headline = [
+        r for r in compact.discover_logs(os.path.join(REPO, block["logs"])) if (r["task"], r["algo"]) in cells
+    ]
+    data = types.SimpleNamespace(
+        runs=runs, cells=aggregate.cell_rows(aggregate.load_cells(runs)), headline=headline
+    )
+    stage1 = [r for r in committed_verdict()["rows"] if r["id"] == "sgd_stage1"]
+    out = {"grid": {"data": data, "verdict": {"rows": stage1}}}
+    out["prereg"] = prereg.analyze(Where(), out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def study(done):
+    return mujoco_5M.analyze(Where(), done)
+
+
+def test_write_renders_the_page_and_commits_the_json_only_when_asked(study, tmp_path, monkeypatch):
+    monkeypatch.setattr(mujoco_5M, "PAGE_5M_JSON", str(tmp_path / "mujoco_5M.json"))
+    where = Where(pages=str(tmp_path / "report"), commit=False)
+    assert mujoco_5M.write(study, where) == [str(tmp_path / "report" / "mujoco_5M.md")]
+    assert not (tmp_path / "mujoco_5M.json").exists()
+    where.commit = True
+    assert mujoco_5M.write(study, where)[1] == str(tmp_path / "mujoco_5M.json")
+    for name, committed_path in (
+        ("report/mujoco_5M.md", os.path.join(REPO, "benchmark", "report", "mujoco_5M.md")),
+        ("mujoco_5M.json", os.path.join(REPO, "benchmark", "results", "mujoco_5M.json")),
+    ):
+        with open(tmp_path / name, encoding="utf-8") as a, open(committed_path, encoding="utf-8") as b:
+            assert a.read() == b.read(), name
+
+
+def test_the_verdict_part_is_the_committed_one_and_counts_what_it_lists(study, done):
+    part = pages.plain(mujoco_5M.verdict(study, done))
+    committed = committed_verdict()
+    rows = {r["id"]: r for r in committed["rows"]}
+    assert [r["id"] for r in part["rows"]] == ["table", "headline", "sgd_5M", "ell"]
+    for row in part["rows"]:
+        assert row == rows[row["id"]], row["id"]
+    assert part["points"] == {k: committed["points"][k] for k in ("below_random", "curvature")}
+    assert part["design"] == {"seeds_5M": committed["design"]["seeds_5M"]} == {"seeds_5M": 5}
+    mine = {r["id"]: r for r in part["rows"]}
+    table = mine["table"]["numbers"]
+    assert table["cells"] == table["classic"]["cells"] + table["mujoco_5M"]["cells"]
+    assert table["mujoco_5M"]["cells"] == len(study["res5"]["table"])
+    for s in table["smac_5M"]:  # each 5M SMAC cell on its side of the paper's
+        side = {"below the paper's": s["mean"] < s["paper"], "above the paper's": s["mean"] > s["paper"]}
+        assert side.get(s["answer"], s["p"] >= 0.05), s
+    for key in ("sgd_5M", "ell"):  # each count is its tasks' answers counted
+        tasks = mine[key]["numbers"]["tasks"]
+        assert mine[key]["answer"] == vd.tally([t["answer"] for t in tasks]) and mine[key]["of"] == len(tasks)
+    for t in mine["sgd_5M"]["numbers"]["tasks"]:
+        inside = -vd.EQUIV_MARGIN < t["ci"][0] and t["ci"][1] < vd.EQUIV_MARGIN
+        assert (t["answer"] == vd.EQUIVALENT) == inside, t
+    curvature = part["points"]["curvature"]
+    stage1 = done["grid"]["verdict"]["rows"][0]
+    assert curvature["equivalent"]["stage1"] == [len(stage1["numbers"]["tasks"][vd.EQUIVALENT]), stage1["of"]]
+    assert [r["task"] for r in curvature["rank1"]] == [r["task"] for r in done["prereg"]["rank1"]]

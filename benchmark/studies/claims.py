@@ -88,11 +88,11 @@ def pre_run_verdict(c: dict) -> str:
 def analyze(where, done: dict) -> dict:
     """The claims on the grid study's runs (its Data: stage-1 runs, their cells, the 5M headline block) with MuJoCo
     at 5M's block A in place of the claims beyond the stage-1 budget: {"claims": evaluate_claims' rows, "data": the
-    grid study's Data (its `claims` set to them, as claims_data reads it), "logs": the stage-1 logs dir}."""
+    grid study's Data (its `claims` set to them, as claims_data reads it), "logs": the stage-1 logs dir it read}."""
     d = done["grid"]["data"]
     res5 = done["mujoco_5M"]["res5"]
     d.claims = evaluate_claims(d, res5["claims"])
-    return {"claims": d.claims, "data": d, "logs": where.logs or aggregate.stage1_logs()}
+    return {"claims": d.claims, "data": d, "logs": done["grid"]["logs"]}
 
 
 # ---- report/claims.md

@@ -58,6 +58,7 @@ def mean_band(ax, rows, algo, lw) -> None:
 
 
 def plot_curves(rows, ylabel, title, path) -> bool:
+    """Curve rows (curves_*.csv) as one panel per task, each algorithm's mean ± std; False where there are none."""
     tasks = tasks_in(rows)
     if not tasks:
         return False
@@ -200,6 +201,8 @@ def figures(results_dir: str, out_dir: str, runs: list) -> None:
 
 
 def grid_plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figures_dir: str) -> None:
+    """The grid's rliable aggregates (aggregate.aggregates): grid_aggregate.png (each metric's point and interval per
+    algorithm), grid_sample_efficiency.png (the IQM over the budget), grid_profile.png (the performance profile)."""
     algos = list(agg)
     label = f"tasks: {', '.join(tasks)}; 95 % stratified bootstrap CIs (rliable)"
     fig, axes = plt.subplots(1, len(aggregate.METRICS), figsize=(15, 3.2))

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import csv
 import fcntl
 import functools
 import glob
@@ -46,10 +45,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark import compact, hparams, provenance  # noqa: E402
+from benchmark import compact, hparams, provenance, studies  # noqa: E402
 from benchmark.compact import DEFAULT_RUNS, find_run_dir, read_summary  # noqa: E402,F401
 from benchmark.hparams import parse_budget, parse_seeds  # noqa: E402,F401
-from benchmark.stats import write_csv  # noqa: E402
 
 TRAINER = ["-m", "benchmark.trainer"]  # the lab trainer, run from the repository root (PYTHONPATH)
 DEFAULT_LOGS = os.path.join(REPO, "benchmark", "results", "logs")
@@ -121,265 +119,6 @@ def make_jobs(
         )
         for task, algo, seed in itertools.product(tasks, algos, seeds)
     ]
-
-
-def fidelity_jobs(
-    readings,
-    seeds,
-    budget=hparams.FIDELITY_BUDGET,
-    runs_dir=None,
-    logs_dir=hparams.FIDELITY_LOGS,
-    tasks=hparams.FIDELITY_TASKS,
-    algos=hparams.PAPER_ALGOS,
-) -> list[Job]:
-    """The fidelity study (issue 11): the grid of `tasks` x `algos` once per reading, its flags added."""
-    runs_dir = runs_dir or f"{DEFAULT_RUNS}_fidelity"
-    return [
-        j
-        for r in readings
-        for j in make_jobs(
-            list(tasks),
-            list(algos),
-            seeds,
-            {t: budget for t in tasks},
-            os.path.join(runs_dir, r),
-            extra_flags=hparams.reading_flags(r),
-            logs_dir=os.path.join(logs_dir, r),
-            tag=r,
-        )
-    ]
-
-
-def ablation_jobs(
-    sections=None,
-    seeds=(1, 2, 3),
-    runs_dir=None,
-    budget=hparams.ABLATION_BUDGET,
-    logs_dir=hparams.ABLATION_LOGS,
-    checkpoint_every=10,
-) -> list[Job]:
-    """The ablations (issue 7), seed-major (every section's seed 1, then seed 2, ...): the paper's SMAC row once per
-    task (`batch-mean`), every other variant, and AC-SGD (`sgd`) for reference, one job per run directory."""
-    runs_dir = os.path.abspath(runs_dir or f"{DEFAULT_RUNS}_ablations")
-    cells = [(c.task, c.run_variant, c.flags) for c in hparams.all_cells(sections)]
-    cells += [(t, "sgd", hparams.lookup(t, "sgd")) for t in hparams.ABLATION_REF_TASKS]
-    logs_dir, first = os.path.abspath(logs_dir), {}
-    jobs = [
-        _job(
-            runs_dir, task, variant, seed, budget, flags, checkpoint_every, logs_dir=logs_dir, tag="ablations"
-        )
-        for seed in sorted(seeds)
-        for task, variant, flags in cells
-    ]
-    return [j for j in jobs if first.setdefault(j.seed_dir, j) is j]  # the first job per run directory
-
-
-def prereg_jobs(
-    reg: dict, blocks=None, runs_root=None, logs_root: str = REPO, checkpoint_every=10
-) -> list[Job]:
-    """The pre-registered study (issue 27): every block's jobs in [execution] order ("block" or "block:seeds"),
-    less the runs the toml reuses (block 1's seeds 1-5: the grid's; the lambda block's 0.01: block 1's)."""
-    runs_root = runs_root or f"{DEFAULT_RUNS}_prereg"
-    jobs = []
-    for item in reg["execution"]["order"]:
-        name, _, seeds = item.partition(":")
-        b = reg["blocks"][name]
-        seeds = parse_seeds(seeds or b["seeds"])
-        if (blocks and name not in blocks) or not seeds:
-            continue
-        extra, logs = list(reg["common"][f"reading_flags_{b['reading']}"]), os.path.join(logs_root, b["logs"])
-        # (sub-grid, task, algo, flags): one sub-grid per damping, named and tagged lam<value>
-        if name == "lambda":
-            # --damping becomes lam, --learning-rate eta_over_lambda * lam
-            smac = hparams.lookup(b["task"], "smac")
-            scale = {smac.index("--damping") + 1: 1, smac.index("--learning-rate") + 1: b["eta_over_lambda"]}
-            cells = [
-                (
-                    f"lam{lam:g}",
-                    b["task"],
-                    "smac",
-                    [f"{scale[i] * lam:g}" if i in scale else flag for i, flag in enumerate(smac)],
-                )
-                for lam in b["damping"]
-                if lam != 1e-2
-            ]
-        else:
-            seeds = [s for s in seeds if s > 5] if name == "equivalence" else seeds
-            cells = [
-                ("", task, algo, hparams.lookup(task, algo))
-                for task in ([b["task"]] if "task" in b else b["tasks"])
-                for algo in b["algos"]
-            ]
-        jobs += [
-            _job(
-                os.path.join(runs_root, name, sub),
-                task,
-                algo,
-                s,
-                b["budget"],
-                flags,
-                checkpoint_every,
-                extra_flags=extra,
-                logs_dir=os.path.join(logs, sub) if sub else logs,
-                tag=sub or name,
-            )
-            for sub, task, algo, flags in cells
-            for s in seeds
-        ]
-    return jobs
-
-
-def mujoco5m_jobs(reg: dict, runs_dir=None, logs_dir=None, checkpoint_every=10) -> list[Job]:
-    """Issue 37's 5M runs (preregistration_5M.toml): each [execution] item "task/algo" over the seeds, in that order,
-    with the reading's flags; the compact logs share a directory with the HalfCheetah 5M headline block."""
-    common = reg["common"]
-    runs_dir = runs_dir or os.path.join(REPO, common["runs_dir"])
-    logs_dir = logs_dir or os.path.join(REPO, common["logs"])
-    jobs = []
-    for item in reg["execution"]["order"]:
-        task, algo = item.split("/")
-        jobs += make_jobs(
-            [task],
-            [algo],
-            parse_seeds(common["seeds"]),
-            {task: common["budget"]},
-            runs_dir,
-            checkpoint_every,
-            extra_flags=hparams.reading_flags(common["reading"]),
-            logs_dir=logs_dir,
-        )
-    return jobs
-
-
-def defaults_jobs(seeds, runs_dir=None, logs_dir=hparams.DEFAULTS_LOGS, checkpoint_every=10) -> list[Job]:
-    """The normalization-defaults sweep (hparams.DEFAULTS_*): every setting x task x algorithm x seed, longest first."""
-    runs_dir = runs_dir or f"{DEFAULT_RUNS}_defaults"
-    jobs = []
-    for setting, env_id, algo, seed in itertools.product(
-        hparams.DEFAULTS_SETTINGS, hparams.DEFAULTS_ROWS, ("smac", "sgd", "adam"), seeds
-    ):
-        eta, alpha, lam = hparams.DEFAULTS_ROWS[env_id][algo]
-        flags = [
-            "--env-id",
-            env_id,
-            "--optimizer",
-            algo,
-            "--learning-rate",
-            str(eta),
-            "--critic-learning-rate",
-            str(alpha),
-        ] + (["--damping", str(lam)] if lam else [])
-        jobs.append(
-            _job(
-                os.path.join(runs_dir, setting),
-                env_id.split("-v")[0],
-                algo,
-                seed,
-                hparams.DEFAULTS_STEPS[env_id],
-                flags,
-                checkpoint_every,
-                extra_flags=hparams.DEFAULTS_SETTINGS[setting],
-                logs_dir=os.path.join(logs_dir, setting),
-                tag=setting,
-            )
-        )
-    return sorted(jobs, key=lambda j: -j.budget)
-
-
-def sb3_run(task: str, seed: int, budget: int, seed_dir: str) -> int:
-    """One SB3 A2C run with SB3's own defaults (n_steps 5, RMSprop 7e-4, ent_coef 0, vf_coef 0.5, max_grad_norm 0.5,
-    gae_lambda 1, 64-64 tanh, shared optimizer), 1000-step episodes, writing episodes.csv, summary.json and config.json
-    (what the harness reads) to seed_dir/sb3; an unfinished run starts over (needs `pip install stable-baselines3`)."""
-    import gymnasium as gym
-    import stable_baselines3
-    import torch
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    hparams.register_horizons()
-    torch.set_num_threads(1)
-    env_id, out = hparams.trainer_env_id(task).split(":")[-1], os.path.join(seed_dir, "sb3")
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(
-            {
-                "args": {
-                    "env_id": env_id,
-                    "seed": seed,
-                    "total_timesteps": budget,
-                    "algo": "sb3-a2c defaults",
-                },
-                "stable_baselines3": stable_baselines3.__version__,
-            },
-            f,
-            indent=2,
-        )
-    with open(os.path.join(out, "episodes.csv"), "w", newline="") as episodes:
-        writer = csv.writer(episodes)
-        writer.writerow(["global_step", "episodic_return", "episodic_length"])
-
-        class LogEpisodes(BaseCallback):  # SB3 calls _on_step after every environment step
-            def _on_step(self) -> bool:
-                for info in self.locals["infos"]:
-                    if "episode" in info:  # added by SB3's Monitor wrapper when an episode ends
-                        writer.writerow([self.num_timesteps, info["episode"]["r"], info["episode"]["l"]])
-                return True
-
-        start = time.time()
-        model = stable_baselines3.A2C("MlpPolicy", gym.make(env_id), seed=seed, device="cpu", verbose=0)
-        model.learn(total_timesteps=budget, callback=LogEpisodes())
-    with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump(
-            {
-                "status": "finished",
-                "global_step": budget,
-                "wall_time_s": time.time() - start,
-                "sps": budget / (time.time() - start),
-            },
-            f,
-            indent=2,
-        )
-    return 0
-
-
-def random_scores(tasks, steps: int = 50_000, seed: int = 0, out: str = compact.RANDOM_SCORES) -> list[dict]:
-    """The random policy's score per task (the 0 of the normalized scores): seeded uniform actions, 1000-step episodes,
-    `steps` steps; the last bin of the paper's smoothed curve (100 bins over `steps`, EWM 0.1), as for a trained run."""
-    import gymnasium as gym
-    import numpy as np
-
-    hparams.register_horizons()
-    from benchmark.protocol import smoothed_curve
-
-    rows = []
-    for task in tasks:
-        env = gym.make(hparams.trainer_env_id(task), disable_env_checker=True)
-        env.action_space.seed(seed)
-        env.reset(seed=seed)
-        ends, returns, total = [], [], 0.0
-        for t in range(1, steps + 1):
-            _, r, term, trunc, _ = env.step(env.action_space.sample())
-            total += float(r)
-            if term or trunc:
-                ends.append(t)
-                returns.append(total)
-                total = 0.0
-                env.reset()
-        env.close()
-        curve = smoothed_curve(np.array(ends), np.array(returns), steps)
-        rows.append(
-            {
-                "task": task,
-                "env_id": hparams.task_info(task)["env_id"],
-                "steps": steps,
-                "episodes": len(returns),
-                "score": f"{curve[-1]:.6g}",
-                "mean_return": f"{np.mean(returns):.6g}",
-                "std_return": f"{np.std(returns, ddof=1):.6g}" if len(returns) > 1 else "",
-            }
-        )
-        print(rows[-1], flush=True)
-    write_csv(out, rows)
-    return rows
 
 
 def committed_log(job: Job) -> Optional[str]:
@@ -1134,10 +873,12 @@ def build_parser() -> argparse.ArgumentParser:
     add = p.add_argument
     add(
         "--study",
-        choices=("grid", "fidelity", "ablations", "prereg", "mujoco-5M", "defaults", "sb3", "random"),
+        choices=tuple(studies.named()),
         default="grid",
-        help="job list: grid (--tasks x --algos x --seeds), fidelity (--readings), ablations "
-        "(--sections), prereg (--blocks), mujoco-5M (preregistration_5M.toml), defaults, sb3 (SB3 A2C on --tasks), random (the random policy's scores) (default: grid)",
+        help="the study whose jobs to run: "
+        + ", ".join(studies.named())
+        + " (benchmark/studies/: each module "
+        "says what its study runs; default: grid, --tasks x --algos x --seeds)",
     )
     add("--tasks", default="all", help="comma list of tasks, or all, classic, mujoco (default: all)")
     add("--algos", default="all", help=f"comma list of {', '.join(hparams.algos())}, or all, paper")
@@ -1148,14 +889,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="steps per run: N or classic=N,mujoco=M,<Task>=K (a task wins over its group) "
         f"(default: the study's; grid {DEFAULT_BUDGET})",
     )
-    add(
-        "--reading",
-        default="literal",
-        help="grid: the hparams.READINGS entry whose trainer flags every job gets (default: literal)",
-    )
-    add("--readings", default="all", help="fidelity: comma list of readings (a+b for a union) or all")
-    add("--sections", default="all", help=f"ablations: comma list of {', '.join(hparams.SECTIONS)} or all")
-    add("--blocks", default="all", help="prereg: comma list of preregistration.toml's blocks or all")
     add(
         "--runs-dir",
         default=None,
@@ -1169,24 +902,10 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the study's; grid: results/logs/<reading> with the default --runs-dir; 'none': off)",
     )
     add("--extra-flags", default="", help="trainer flags added to every job, e.g. '--num-minibatches 10'")
-    add(
-        "--extend-from",
-        default=None,
-        help="runs root of a smaller-budget grid whose finished run of the same job a "
-        "job with nothing in --runs-dir continues (a copy)",
-    )
     add("--workers", type=int, default=os.cpu_count() or 1, help="parallel trainers, or Ray CPUs")
     add("--backend", choices=("local", "ray"), default="local")
     add("--ray-address", default="local", help="local (start Ray here), auto or host:port (a cluster)")
     add("--checkpoint-every", type=int, default=10, help="checkpoint period in updates (default: 10)")
-    add(
-        "--horizon",
-        choices=hparams.HORIZONS,
-        default="paper",
-        help="paper: 1000-step episodes (the paper's "
-        "protocol); gym: each id's registered TimeLimit (default: paper)",
-    )
-    add("--num-steps", type=int, default=None, help="override T (steps per update); tests only")
     add(
         "--time-limit",
         default=None,
@@ -1202,6 +921,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="start jobs although tracked sources differ from the checked-out commit (refused otherwise; each run "
         "records a hash of the changed files)",
     )
+    for study in studies.modules():  # each study's own flags
+        if hasattr(study, "add_options"):
+            study.add_options(p)
     return p
 
 
@@ -1247,85 +969,16 @@ def _names(spec: str, known=None, what: str = "") -> Optional[list[str]]:
 
 
 def study_jobs(args) -> list[Job]:
-    """The chosen study's job list (raises KeyError / ValueError on bad input)."""
-
-    def seeds(default: str) -> list[int]:
-        return parse_seeds(args.seeds or default)
-
-    logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
-    if args.study == "fidelity":
-        readings = _names(args.readings) or list(hparams.READINGS)
-        for r in readings:
-            hparams.reading_flags(r)
-        budget = int(args.budget or hparams.FIDELITY_BUDGET)
-        return fidelity_jobs(
-            readings, seeds(hparams.FIDELITY_SEEDS), budget, args.runs_dir, logs or hparams.FIDELITY_LOGS
-        )
-    if args.study == "ablations":
-        return ablation_jobs(
-            _names(args.sections, hparams.SECTIONS, "section"),
-            seeds(hparams.ABLATION_SEEDS),
-            args.runs_dir,
-            int(args.budget or hparams.ABLATION_BUDGET),
-            logs or hparams.ABLATION_LOGS,
-            args.checkpoint_every,
-        )
-    if args.study == "prereg":
-        reg = hparams.load_prereg()
-        return prereg_jobs(
-            reg,
-            _names(args.blocks, reg["blocks"], "block"),
-            args.runs_dir,
-            os.path.abspath(logs) if logs else REPO,
-            args.checkpoint_every,
-        )
-    if args.study == "mujoco-5M":
-        return mujoco5m_jobs(
-            hparams.load_prereg(hparams.PREREG_5M), args.runs_dir, logs, args.checkpoint_every
-        )
-    if args.study == "defaults":
-        return defaults_jobs(
-            seeds("1-5"), args.runs_dir, logs or hparams.DEFAULTS_LOGS, args.checkpoint_every
-        )
-    tasks = select(args.tasks, "task")
-    if args.study == "sb3":  # outside reference (sb3_run)
-        tasks = tasks if args.tasks != "all" else hparams.tasks("mujoco")
-        seeds_, budget, root = (
-            seeds("1-3"),
-            int(args.budget or 300_000),
-            os.path.abspath(args.runs_dir or DEFAULT_RUNS),
-        )
-        return [_job(root, t, "sb3-a2c", s, budget) for s in seeds_ for t in tasks]
-    algos, seeds_ = select(args.algos, "algo"), seeds(DEFAULT_SEEDS)
-    budgets = parse_budget(args.budget or DEFAULT_BUDGET, tasks)
-    reading_flags = hparams.reading_flags(args.reading)
-    default_runs = DEFAULT_RUNS if args.reading == "literal" else f"{DEFAULT_RUNS}_{args.reading}"
-    args.runs_dir = args.runs_dir or default_runs
-    if args.logs_dir is None:
-        logs = (
-            os.path.join(DEFAULT_LOGS, args.reading)
-            if os.path.abspath(args.runs_dir) == default_runs
-            else None
-        )
-    return make_jobs(
-        tasks,
-        algos,
-        seeds_,
-        budgets,
-        args.runs_dir,
-        args.checkpoint_every,
-        args.horizon,
-        args.num_steps,
-        reading_flags + args.extra_flags.split(),
-        logs,
-        extend_from=args.extend_from,
-    )
+    """The chosen study's job list (benchmark/studies/<module>.jobs; raises KeyError / ValueError on bad input)."""
+    return studies.named()[args.study].jobs(args)
 
 
 def _main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["sb3-run"]:  # one SB3 job, launched by the runner (command())
-        return sb3_run(argv[1], int(argv[2]), int(argv[3]), argv[4])
+        from benchmark.studies import sb3
+
+        return sb3.sb3_run(argv[1], int(argv[2]), int(argv[3]), argv[4])
     args = build_parser().parse_args(argv)
     if args.workers < 1 or (args.num_steps is not None and args.num_steps < 1) or args.checkpoint_every < 1:
         print("error: --workers, --num-steps and --checkpoint-every must be >= 1", file=sys.stderr)
@@ -1334,16 +987,9 @@ def _main(argv=None) -> int:
         deadline = None if args.time_limit is None else time.time() + parse_duration(args.time_limit)
         if deadline is not None and args.backend == "ray":
             raise ValueError("--time-limit works with the local backend only")
-        if args.study == "random":
-            tasks, steps = select(args.tasks, "task"), int(args.budget or 50_000)
-            if args.dry_run:
-                print(
-                    f"[sweep] random: would measure {', '.join(tasks)} at {steps:,} steps "
-                    f"each and write {os.path.relpath(compact.RANDOM_SCORES, REPO)}"
-                )
-                return 0
-            random_scores(tasks, steps)
-            return 0
+        study = studies.named()[args.study]
+        if hasattr(study, "run"):  # a study that measures in-process (the random policy's scores)
+            return study.run(args)
         jobs = study_jobs(args)
         check_jobs(jobs, args.extra_flags)
         if not args.dry_run and not args.allow_dirty:

@@ -135,7 +135,7 @@ def write_defaults_csv(path: str = CSV, logs_dir: str = LOGS) -> Optional[str]:
     return write_rows(defaults_rows(logs_dir), path)
 
 
-def scores(rows: list[dict]) -> tuple[dict, list[str], dict]:
+def scores(rows: list[dict], settings=SETTINGS) -> tuple[dict, list[str], dict]:
     """(seed-mean final by (setting, env_id, algo), the env ids, each setting's score): the mean over the task x
     algorithm cells of the seed-mean final min-max normalized per task over every setting and algorithm."""
     cells: dict = {}
@@ -146,7 +146,7 @@ def scores(rows: list[dict]) -> tuple[dict, list[str], dict]:
     lo, hi = ({e: extreme(v for k, v in mean.items() if k[1] == e) for e in envs} for extreme in (min, max))
     score = {
         s: float(np.mean([(mean[(s, e, a)] - lo[e]) / (hi[e] - lo[e] + 1e-12) for e in envs for a in ALGOS]))
-        for s in SETTINGS
+        for s in settings
     }
     return mean, envs, score
 
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
         description="the normalization-defaults sweep: final "
         "returns per setting, each setting's score and the rule's choice",
     ).parse_args(argv)
-    rows = defaults_rows()
+    rows = defaults_rows(LOGS)
     if len(rows) < len(SETTINGS) * len(ROWS) * 3:
         print(
             f"error: {len(rows)} runs in {LOGS}; run `python -m benchmark.sweep --study defaults`",

@@ -1,9 +1,9 @@
-"""Aggregate runs with the paper's protocol -> small CSVs (final values, curves, SMAC diagnostics) that
-benchmark/report.py turns into REPORT.md; the paper's timestep claims, the fidelity study's score, the stage-1
-grid's cells and rliable aggregates, and the toy MDP's cosine study.
+"""Aggregate runs with the paper's protocol -> small CSVs (final values, curves, SMAC diagnostics), shared by the
+studies (benchmark/studies/): the cells and their rliable aggregates, the normalized scores, the paper's timestep
+claims and their evaluation, and the toy MDP's cosine study.
 
 Usage: aggregate.py [--runs-dir DIR | --logs-dir DIR] [--results-dir DIR] [--budget B] (default: the stage-1 grid's
-committed compact logs -> results/stage1), or a subcommand: claims LOGS, fidelity score|adam-check|rule, toy, defaults.
+committed compact logs -> results/stage1), or a subcommand: claims LOGS, toy.
 
 The protocol (100 bins, carry-forward, EWM 0.1, mean and ddof-1 std across seeds, final = last bin) is
 benchmark/protocol.py. Which runs count: finished with global_step >= B ("complete"); diverged runs (summary.json)
@@ -15,11 +15,9 @@ median over the bin's updates in each run, then median and 10%/90% quantiles (li
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
-import tempfile
 import warnings
 from typing import Optional, Union
 
@@ -631,139 +629,6 @@ def combined(row: dict) -> str:
     return max(mine, theirs, key=ORDER.index) if mine in ORDER and theirs in ORDER else mine
 
 
-# ---- The fidelity study (issue 11): which reading of what the paper leaves unsaid reproduces its claims?
-# The rule was written before any fidelity run; the runs and the score follow it, not the other way round.
-FIDELITY_RULE = """\
-Score of a reading = the number of the paper's classic-control milestone claims (benchmark/milestones.py,
-Acrobot and CartPole: 10 claims, all within the 150k-step budget; Pendulum's only quantitative claim is at
-1.5M steps, beyond this study's budget) that hold on 3 seeds x 150k steps with all five algorithms at the
-paper's rows, judged on the seed-mean of the paper's protocol (100 bins, EWM 0.1).
-Round 1: every single-change reading above. Round 2: if at least two readings score above `literal`,
-the union of the two best (ties by fewer actor steps per rollout) is run as one more reading.
-The chosen reading is the highest score; ties go to fewer changes from `literal`, then to fewer actor
-steps per rollout (cheaper), then to the order of READINGS. If nothing scores above `literal`, the
-harness keeps `literal` and the report says that no reading reproduced the claims."""
-CLAIM_COLUMNS = ("id", "task", "claim", "measured", "seeds", "verdict")  # claims.csv, after "reading"
-
-
-def fidelity_score(
-    logs_dir=hparams.FIDELITY_LOGS, results_dir=hparams.FIDELITY_RESULTS, write=True
-) -> list[dict]:
-    """Evaluate every classic-control claim for every reading with logs; write scores.csv and claims.csv."""
-    rows, claim_rows, final_rows = [], [], []
-    for r in sorted(os.listdir(logs_dir)) if os.path.isdir(logs_dir) else []:
-        runs = compact.discover_logs(os.path.join(logs_dir, r))
-        if not runs:
-            continue
-        verdicts = evaluate(runs, tasks=hparams.FIDELITY_TASKS)
-        rows.append(
-            {
-                "reading": r,
-                "flags": " ".join(hparams.reading_flags(r)),
-                "changes": hparams.READINGS[r][1] if r in hparams.READINGS else len(r.split("+")),
-                "held": sum(v["verdict"] == "held" for v in verdicts),
-                "evaluable": sum(v["verdict"] in ("held", "not held") for v in verdicts),
-                "runs": len(runs),
-                "diverged": sum(x["status"] == "diverged" for x in runs),
-            }
-        )
-        claim_rows += [{"reading": r, **{k: v[k] for k in CLAIM_COLUMNS}} for v in verdicts]
-        for (task, algo), (_, curves, _) in sorted(cell_curves(runs).items()):
-            mean = across_seeds(curves)[0]
-            final_rows.append(
-                {
-                    "reading": r,
-                    "task": task,
-                    "algo": algo,
-                    "seeds": len(curves),
-                    "final": f"{mean[-1]:.4g}",
-                    "peak": f"{np.nanmax(mean):.4g}",
-                    "finals_per_seed": ";".join(f"{c[-1]:.4g}" for c in curves),
-                }
-            )
-    if write and rows:
-        for name, data in (("scores.csv", rows), ("claims.csv", claim_rows), ("finals.csv", final_rows)):
-            write_csv(os.path.join(results_dir, name), data)
-    return rows
-
-
-def rescored(rows: list[dict], verdicts: dict, drop: set) -> list[dict]:
-    """The score rows with "held" recounted from verdicts ({reading: {claim id: row}}) without the claims in drop."""
-    return [
-        {
-            **r,
-            "held": sum(
-                v["verdict"] == "held" for cid, v in verdicts[r["reading"]].items() if cid not in drop
-            ),
-        }
-        for r in rows
-    ]
-
-
-def fidelity_choose(rows: list[dict]) -> str:
-    """The rule's choice among scored readings."""
-
-    def steps_per_rollout(name: str) -> int:  # actor steps per rollout of a reading: minibatches x epochs
-        flags = hparams.reading_flags(name)
-        return math.prod(
-            int(flags[flags.index(f) + 1]) if f in flags else 1
-            for f in ("--num-minibatches", "--update-epochs")
-        )
-
-    order = list(hparams.READINGS)
-    best = min(
-        rows,
-        key=lambda r: (
-            -r["held"],
-            r["changes"],
-            steps_per_rollout(r["reading"]),
-            order.index(r["reading"]) if r["reading"] in order else len(order),
-        ),
-    )
-    literal = next((r for r in rows if r["reading"] == "literal"), None)
-    return "literal" if literal and best["held"] <= literal["held"] else best["reading"]
-
-
-def adam_check(budget: int = 111_000, seed: int = 1) -> dict:
-    """Run the paper's CartPole AC-Adam row (paper-literal) and measure how far the actor moved:
-    max |theta - theta_0| over parameters against the bound 3.2 * eta * (number of Adam steps)."""
-    import torch
-
-    from benchmark import trainer
-
-    with tempfile.TemporaryDirectory() as tmp:
-        assert (
-            trainer.main(
-                hparams.lookup("CartPole", "adam")
-                + [
-                    "--total-timesteps",
-                    str(budget),
-                    "--seed",
-                    str(seed),
-                    "--runs-dir",
-                    tmp,
-                    "--no-tensorboard",
-                ]
-            )
-            == 0
-        )
-        run = os.path.join(tmp, os.listdir(tmp)[0])
-        ckpt = trainer.load_checkpoint(run)  # weights_only: loading runs no code
-        args = trainer.args_from_checkpoint(ckpt["args"])
-        torch.manual_seed(args.seed)  # the trainer's initialization, rebuilt
-        init = trainer.Actor(4, 2, True, args.hidden_sizes, args.log_std_init, args.activation)
-        moved = max((ckpt["actor"][k] - v).abs().max().item() for k, v in init.state_dict().items())
-        summary = json.load(open(os.path.join(run, "summary.json")))
-    return {
-        "seed": seed,
-        "adam_steps": ckpt["update"],
-        "eta": args.learning_rate,
-        "max_param_change": moved,
-        "bound": 3.2 * args.learning_rate * ckpt["update"],
-        "mean_return_last10": summary["mean_return_last10"],
-    }
-
-
 # ---- The toy MDP's cosine study (smac_numpy.py keeps the MDP's core): python -m benchmark.aggregate toy
 def toy_sm_expected(theta: np.ndarray, lam_p: float, damping: float) -> np.ndarray:
     """Exact expectation of the per-sample SM step over (x, a) ~ d(x) pi(a|x), sum_{x,a} d(x) pi(a|x) ell A /
@@ -1066,110 +931,6 @@ def aggregates(cells: dict, min_seeds: int, results_dir: str, reps: int) -> Opti
     }
 
 
-# ---- The normalization-defaults sweep (hparams.DEFAULTS_*): its runs' final returns and the rule written before it ran
-DEFAULTS_CSV = os.path.join(REPO, "docs", "defaults_sweep.csv")
-DEFAULTS_ALGOS = ("smac", "sgd", "adam")
-
-
-def defaults_rows(logs_dir: str = hparams.DEFAULTS_LOGS) -> list[dict]:
-    """One row per run: final return = mean episodic return over the last 10% of the run's steps."""
-    rows = []
-    for setting in hparams.DEFAULTS_SETTINGS:
-        for run in compact.discover_logs(os.path.join(logs_dir, setting)):
-            ep, steps = run["episodes"], int(run["job_budget"])
-            tail = ep["episodic_return"][ep["global_step"] > 0.9 * steps]
-            rows.append(
-                {
-                    "setting": setting,
-                    "env_id": run["cfg"]["env_id"],
-                    "algo": run["algo"],
-                    "seed": run["seed"],
-                    "steps": steps,
-                    "status": run["status"],
-                    "final_return": f"{tail.mean():.6g}" if tail.size else "",
-                }
-            )
-    return rows
-
-
-def write_defaults_csv(path: str = DEFAULTS_CSV, logs_dir: str = hparams.DEFAULTS_LOGS) -> Optional[str]:
-    """docs/defaults_sweep.csv from the sweep's compact logs (None, and nothing written, without them)."""
-    rows = defaults_rows(logs_dir)
-    if rows:
-        write_csv(path, sorted(rows, key=lambda r: (r["setting"], r["env_id"], r["algo"], r["seed"])))
-    return path if rows else None
-
-
-def defaults_main(argv=None) -> int:
-    """Score = mean over the task x algorithm cells of the seed-mean final return min-max normalized per task over
-    every setting and algorithm; the rule picks the highest."""
-    argparse.ArgumentParser(
-        prog="aggregate.py defaults",
-        description="the normalization-defaults sweep: final "
-        "returns per setting, each setting's score and the rule's choice",
-    ).parse_args(argv)
-    rows = defaults_rows()
-    if len(rows) < len(hparams.DEFAULTS_SETTINGS) * len(hparams.DEFAULTS_ROWS) * 3:
-        print(
-            f"error: {len(rows)} runs in {hparams.DEFAULTS_LOGS}; run `python -m benchmark.sweep --study defaults`",
-            file=sys.stderr,
-        )
-        return 2
-    cells: dict = {}
-    for r in rows:
-        cells.setdefault((r["setting"], r["env_id"], r["algo"]), []).append(float(r["final_return"]))
-    mean = {k: float(np.mean(v)) for k, v in cells.items()}
-    envs = sorted({k[1] for k in mean})
-    lo, hi = ({e: extreme(v for k, v in mean.items() if k[1] == e) for e in envs} for extreme in (min, max))
-    score = {
-        s: float(
-            np.mean(
-                [(mean[(s, e, a)] - lo[e]) / (hi[e] - lo[e] + 1e-12) for e in envs for a in DEFAULTS_ALGOS]
-            )
-        )
-        for s in hparams.DEFAULTS_SETTINGS
-    }
-    print(
-        "| setting | "
-        + " | ".join(f"{e.split('-v')[0]} {a}" for e in envs for a in DEFAULTS_ALGOS)
-        + " | score |"
-    )
-    for s in hparams.DEFAULTS_SETTINGS:
-        print(
-            f"| {s} | "
-            + " | ".join(f"{mean[(s, e, a)]:.1f}" for e in envs for a in DEFAULTS_ALGOS)
-            + f" | {score[s]:.3f} |"
-        )
-    print(f"chosen by the rule: {max(score, key=score.get)}")
-    return 0
-
-
-# ---- Command lines
-def fidelity_main(argv=None) -> int:
-    p = argparse.ArgumentParser(
-        prog="aggregate.py fidelity", description="score the fidelity study's readings"
-    )
-    p.add_argument("cmd", choices=["score", "adam-check", "rule"])
-    cmd = p.parse_args(argv).cmd
-    if cmd == "rule":
-        print(FIDELITY_RULE)
-    elif cmd == "adam-check":
-        res = adam_check()
-        os.makedirs(hparams.FIDELITY_RESULTS, exist_ok=True)
-        with open(os.path.join(hparams.FIDELITY_RESULTS, "adam_check.json"), "w") as f:
-            json.dump(res, f, indent=2)
-        print(res)
-    else:
-        rows = fidelity_score()
-        for r in rows:
-            print(
-                f"{r['reading']:28s} held {r['held']}/{r['evaluable']}  runs {r['runs']}  diverged {r['diverged']}"
-            )
-        if rows:
-            print(f"chosen by the rule: {fidelity_choose(rows)}")
-    return 0
-
-
 def claims_main(argv=None) -> int:
     p = argparse.ArgumentParser(
         prog="aggregate.py claims", description="the paper's timestep claims on some runs"
@@ -1185,9 +946,9 @@ def claims_main(argv=None) -> int:
 
 
 def main(argv=None) -> int:
-    """The aggregation CLI, or a subcommand: toy, fidelity, claims, defaults."""
+    """The aggregation CLI, or a subcommand: toy, claims."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    sub = {"toy": toy_main, "fidelity": fidelity_main, "claims": claims_main, "defaults": defaults_main}
+    sub = {"toy": toy_main, "claims": claims_main}
     if argv and argv[0] in sub:
         return sub[argv[0]](argv[1:])
     p = argparse.ArgumentParser(

@@ -441,30 +441,6 @@ def all_cells(sections=None) -> list[Cell]:
     return [c for s in (sections or SECTIONS) for c in section_cells(s)]
 
 
-# The paper-silent normalization defaults (docs/implementation.md): 4 settings x 3 tasks x 3 algorithms x 5 seeds.
-# Rule, fixed before running: the default is the setting with the highest mean, over every task x algorithm cell, of
-# the min-max normalized final return (min and max per task over all settings and algorithms); final return = mean
-# episodic return over the last 10% of training steps, averaged over seeds.
-DEFAULTS_SETTINGS = {
-    "obs+reward": ["--norm-obs", "--norm-reward", "--no-norm-adv"],
-    "obs": ["--norm-obs", "--no-norm-reward", "--no-norm-adv"],
-    "none": ["--no-norm-obs", "--no-norm-reward", "--no-norm-adv"],
-    "obs+reward+adv": ["--norm-obs", "--norm-reward", "--norm-adv"],
-}
-DEFAULTS_ROWS = {  # the paper's rows (eta, alpha, lambda), on the registered (gym) horizons
-    "CartPole-v1": {"smac": (5e-3, 1e-3, 0.1), "sgd": (7e-3, 1e-3, None), "adam": (7e-5, 1e-3, None)},
-    "Pendulum-v1": {"smac": (6e-3, 1e-3, 0.1), "sgd": (5e-2, 1e-3, None), "adam": (7e-4, 1e-3, None)},
-    "Hopper-v4": {"smac": (1e-2, 1e-4, 1.0), "sgd": (1e-3, 1e-4, None), "adam": (1e-4, 1e-4, None)},
-}
-# as run (docs/defaults_sweep.csv)
-DEFAULTS_STEPS = {
-    "CartPole-v1": 200_000,
-    "Pendulum-v1": 200_000,
-    "Hopper-v4": 300_000,
-}
-DEFAULTS_LOGS = os.path.join(REPO, "benchmark", "results", "logs", "defaults")
-
-
 # The paper's 1000-step horizon ("In all environments, episodes have a horizon of 1000 timesteps") for ids registered
 # shorter (Acrobot-v1 and CartPole-v1 500, Pendulum-v1 200, Pusher-v5 100): copies with a 1000-step TimeLimit, same
 # entry point and kwargs, reached through gymnasium's `module:id` syntax: --env-id benchmark.hparams:CartPole_T1000-v1

@@ -6,9 +6,8 @@ import math
 import os
 
 import numpy as np
-import pytest
 
-from benchmark import aggregate, compact, hparams, sweep, trainer
+from benchmark import aggregate, compact, sweep, trainer
 
 BUDGET = 100_000
 
@@ -155,68 +154,6 @@ def test_claims_without_a_paper_step_are_judged_once_either_algorithm_crosses():
     assert row["verdict"] == "not held" and row["measured"] == "smac does not reach 750 (paper 60k)"
 
 
-def test_every_claim_kind_has_a_written_rule_and_the_report_names_why_a_verdict_changes():
-    """Each claim is judged twice (report.evaluate_claims): over the run's budget and over another span. Acrobot
-    SMAC jumps at 20k in a 500k run: 5k bins cross -400 at 75k (> 1.25 x 40k: not held), the 1.5k bins of the
-    first 150k at 36k (held): the bin width. CartPole AC-KFAC sits at 300 until 200k, then 900: "never above
-    400" fails over 500k and holds over the first 150k: the run length."""
-    from benchmark import report
-
-    assert {c["kind"] for c in aggregate.CLAIMS} == set(aggregate.RULES)
-    runs = [fake_run("Acrobot", "smac", s, 20_000, low=-1000.0, high=-100.0, budget=500_000) for s in (1, 2)]
-    runs += [fake_run("CartPole", "kfac", s, 200_000, low=300.0, high=900.0, budget=500_000) for s in (1, 2)]
-    d = report.Data(runs=runs, headline=[], final={}, diag={})
-    d.claims = report.evaluate_claims(d)
-    rows = {c["id"]: c for c in d.claims}
-    acro, kfac = rows["acrobot-smac-40k"], rows["cartpole-kfac-40pct"]
-    assert acro["verdict"] == "not held" and "75k" in acro["measured"]
-    assert acro["other"]["verdict"] == "held" and "36k" in acro["other"]["measured"]
-    assert kfac["verdict"] == "not held" and kfac["other"]["verdict"] == "held"
-    assert report.change_cause(acro) == "bin width" and report.change_cause(kfac) == "run length"
-    assert rows["pendulum-cg-1.5M"]["other"] is None
-    assert report.claim_data(acro)["other"]["cause"] == "bin width"  # what claims.md prints beside it
-    assert report.claim_data(kfac)["other"]["cause"] == "run length"
-    pairs = report.literal_vs_norm(d)[1]  # beside the earlier literal grid's finals at 300k
-    assert report.reading_by_verdict(pairs, "smac") == {"not distinguishable": ["Acrobot"]}
-    assert report.reading_by_verdict(pairs, "sgd") == {}  # no AC-SGD runs
-
-
-def test_adam_check_moves_within_adams_bound_and_loads_its_checkpoint_safely():
-    """3 Adam steps of the paper's CartPole AC-Adam row: no parameter moves more than 3.2 eta per step
-    ((1 - beta1) / sqrt(1 - beta2) = 3.16); the checkpoint is read by the trainer's weights_only loader."""
-    c = aggregate.adam_check(budget=3000)
-    assert c["adam_steps"] == 3 and c["seed"] == 1
-    assert 0 < c["max_param_change"] <= c["bound"] == pytest.approx(3.2 * c["eta"] * 3)
-
-
-def test_fidelity_choice_rule():
-    rows = [
-        {"reading": "literal", "held": 2, "changes": 0},
-        {"reading": "sum", "held": 5, "changes": 1},
-        {"reading": "minibatch-100", "held": 5, "changes": 1},
-        {"reading": "norm", "held": 1, "changes": 1},
-    ]
-    assert aggregate.fidelity_choose(rows) == "sum"  # tie on score and changes: fewer actor steps per rollout
-    rows[1]["held"] = 4
-    assert aggregate.fidelity_choose(rows) == "minibatch-100"
-    assert (
-        aggregate.fidelity_choose(
-            [{"reading": "literal", "held": 3, "changes": 0}, {"reading": "relu", "held": 3, "changes": 1}]
-        )
-        == "literal"
-    )
-    assert hparams.reading_flags("sum+minibatch-10") == ["--loss-reduction", "sum", "--num-minibatches", "10"]
-    # rescored without a claim: relu held 2 (one of them the dropped claim), literal 1 -> tie -> literal
-    rows = [{"reading": "literal", "held": 1, "changes": 0}, {"reading": "relu", "held": 2, "changes": 1}]
-    verdicts = {
-        "literal": {"a": {"verdict": "held"}, "k": {"verdict": "not held"}},
-        "relu": {"a": {"verdict": "held"}, "k": {"verdict": "held"}},
-    }
-    assert aggregate.fidelity_choose(rows) == "relu"
-    rest = aggregate.rescored(rows, verdicts, {"k"})
-    assert [r["held"] for r in rest] == [1, 1] and aggregate.fidelity_choose(rest) == "literal"
-
-
 def test_pack_load_round_trip_and_sweep_skips_committed_runs(tmp_path):
     assert (
         trainer.main(
@@ -319,28 +256,9 @@ def test_strict_verdict_names_by_hand():
     assert aggregate.combined({**rows["size-ok"], "other": {"verdict": "beyond budget"}}) == "held"
 
 
-def test_the_committed_fidelity_csvs_are_what_the_committed_logs_give(tmp_path):
-    """`python -m benchmark.report` regenerates them (its claims.csv had gone stale: '16k' where the code gives
-    '16.5k')."""
-    aggregate.fidelity_score(results_dir=str(tmp_path))
-    for name in ("scores.csv", "claims.csv", "finals.csv"):
-        committed = open(os.path.join(hparams.FIDELITY_RESULTS, name), "rb").read()
-        assert (tmp_path / name).read_bytes() == committed, name
-
-
-def test_the_fidelity_section_reads_the_csvs_it_has_just_written(tmp_path):
-    """report.py's fidelity data writes the study's CSVs before its finals table reads them (it used to read
-    the previous run's finals.csv): its finals are those of the file it has just written."""
-    from benchmark import report, stats
-
-    data = report.fidelity_data(results_dir=str(tmp_path), write=True)
-    written = stats.read_csv(str(tmp_path / "finals.csv"))
-    assert written and data["finals"] is not None
-    by = {(r["reading"], r["task"], r["algo"]): float(r["final"]) for r in written}
-    cols = [(t, a) for t in hparams.FIDELITY_TASKS for a in hparams.PAPER_ALGOS]
-    assert [(c["task"], c["algo"]) for c in data["finals"]["columns"]] == [
-        (t, hparams.algo_label(a)) for t, a in cols
-    ]
-    assert [r["reading"] for r in data["finals"]["rows"]] == data["names"]
-    for row in data["finals"]["rows"]:
-        assert row["finals"] == [by.get((row["reading"], t, a)) for t, a in cols]
+def test_peaks_find_a_run_that_rose_and_fell():
+    """aggregate.peaks: the maximum of each finished seed's smoothed curve, the end step of its bin, the final."""
+    up_down = np.array([0.0, 5.0, 9.0, 4.0, -1.0])  # 5 bins of 200k over 1M: peak 9 in bin 3 (ends at 600k)
+    flat = np.array([1.0, 1.0, 1.0, 1.0, 2.0])
+    cell = {"finished": [(1, -1.0, up_down), (2, 2.0, flat)], "diverged": [], "short": []}
+    assert aggregate.peaks(cell, 1_000_000) == [(1, 9.0, 600_000, -1.0), (2, 2.0, 1_000_000, 2.0)]

@@ -24,6 +24,7 @@ from benchmark import (  # noqa: E402
     protocol,
     sweep,
 )
+from benchmark.studies import random_policy  # noqa: E402
 
 PY = sys.executable
 SWEEP = ["-m", "benchmark.sweep"]  # the one way in: python -m benchmark.<module>
@@ -441,7 +442,7 @@ def test_sweep_bad_flags_are_one_line_exit_2_even_with_dry_run(argv, needle, cap
 def test_random_study_dry_run_measures_and_writes_nothing(monkeypatch, capsys):
     """`--study random --dry-run` ran the measurement and rewrote benchmark/results/random_scores.csv."""
     monkeypatch.setattr(
-        sweep, "random_scores", lambda *a, **k: pytest.fail("a dry run measured the random policy")
+        random_policy, "random_scores", lambda *a, **k: pytest.fail("a dry run measured the random policy")
     )
     assert sweep.main(["--study", "random", "--dry-run", "--tasks", "CartPole,Hopper"]) == 0
     (line,) = [line for line in capsys.readouterr().out.splitlines() if "CartPole" in line]

@@ -63,3 +63,18 @@ def test_welch_vs_summary_matches_welch_on_the_raw_sample():
     full = stats.welch_test(a, b)
     assert vs["t"] == pytest.approx(full["t"]) and vs["p"] == pytest.approx(full["p"])
     assert vs["diff"] == pytest.approx(2.5 - 6.0) and stats.welch_vs_summary([1.0], 0.0, 1.0, 5) is None
+
+
+def test_plots_save_titles_lays_out_writes_and_closes(tmp_path):
+    import matplotlib.image
+    import matplotlib.pyplot as plt
+
+    from benchmark import stats
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1])
+    path = str(tmp_path / "f.png")
+    stats.save(fig, path, "title", dpi=50, rect=(0, 0, 1, 0.9), fontsize=7)
+    assert matplotlib.image.imread(path).shape[:2] == (100, 150)  # 3 x 2 inches at 50 dpi
+    assert fig._suptitle.get_text() == "title" and fig._suptitle.get_fontsize() == 7
+    assert not plt.fignum_exists(fig.number)  # closed

@@ -620,25 +620,6 @@ def test_the_committed_page_is_its_template_on_the_committed_json(tmp_path):
     assert set(_words(data)) <= set(ablations.VOCAB)
 
 
-# ------------------------------------------------------------------------------------------
-# The study's jobs and its outputs
-# ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "argv",
-    [
-        [],
-        ["--sections", "fisher"],
-        ["--sections", "damping,prev_ef", "--seeds", "2", "--budget", "1000", "--runs-dir", "/tmp/r"],
-        ["--logs-dir", "none", "--checkpoint-every", "4"],
-        ["--logs-dir", "/tmp/logs"],
-    ],
-)
-def test_the_jobs_are_the_sweeps(argv):
-    parse = sweep.build_parser().parse_args
-    mine = ablations.jobs(parse(["--study", "ablations"] + argv))
-    assert mine == sweep.study_jobs(parse(["--study", "ablations"] + argv))
-
-
 def test_sections_is_the_studys_option_and_an_unknown_section_is_refused():
     import argparse
 

@@ -6,23 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from benchmark import sweep
 from benchmark.studies import REPO, Where, defaults
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        [],
-        ["--seeds", "2"],
-        ["--runs-dir", "/tmp/r", "--logs-dir", "none", "--checkpoint-every", "3"],
-        ["--logs-dir", "/l"],
-    ],
-)
-def test_the_jobs_are_the_sweeps(argv):
-    parse = sweep.build_parser().parse_args
-    mine = defaults.jobs(parse(["--study", "defaults"] + argv))
-    assert mine == sweep.study_jobs(parse(["--study", "defaults"] + argv))
 
 
 def test_the_jobs_cover_every_setting_task_algorithm_and_seed_longest_first():

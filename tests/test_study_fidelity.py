@@ -58,34 +58,6 @@ def fake_run(task, algo, seed, jump_at, low=0.0, high=1000.0, budget=BUDGET, sta
     }
 
 
-# ---- the job list
-@pytest.mark.parametrize(
-    "argv",
-    [
-        [],
-        ["--readings", "norm+envs-8"],
-        [
-            "--readings",
-            "norm,relu",
-            "--seeds",
-            "1-2",
-            "--budget",
-            "1000",
-            "--runs-dir",
-            "/tmp/r",
-            "--logs-dir",
-            "none",
-        ],
-        ["--logs-dir", "/tmp/logs"],
-    ],
-)
-def test_the_jobs_are_the_sweeps(argv):
-    parse = sweep.build_parser().parse_args
-    assert fid.jobs(parse(["--study", "fidelity"] + argv)) == sweep.study_jobs(
-        parse(["--study", "fidelity"] + argv)
-    )
-
-
 def test_readings_is_the_studys_option_and_an_unknown_reading_is_refused():
     import argparse
 

@@ -24,34 +24,6 @@ GRID_COMMAND = [
 ]
 
 
-# ---- the job list and the grid's flags
-@pytest.mark.parametrize(
-    "argv",
-    [
-        [],
-        GRID_COMMAND,
-        ["--tasks", "Walker2d", "--algos", "smac", "--seeds", "1,2"],
-        [
-            "--reading",
-            "norm",
-            "--runs-dir",
-            "/tmp/r",
-            "--logs-dir",
-            "none",
-            "--horizon",
-            "gym",
-            "--num-steps",
-            "8",
-        ],
-        ["--tasks", "classic", "--algos", "paper", "--logs-dir", "/tmp/l", "--extend-from", "/tmp/small"],
-    ],
-)
-def test_the_jobs_are_the_sweeps_grid_jobs(argv):
-    assert grid.jobs(sweep.build_parser().parse_args(argv)) == sweep.study_jobs(
-        sweep.build_parser().parse_args(argv)
-    )
-
-
 def test_the_committed_command_runs_the_grid_the_design_states(tmp_path):
     jobs = grid.jobs(sweep.build_parser().parse_args(GRID_COMMAND))
     d = grid.design()
@@ -61,25 +33,6 @@ def test_the_committed_command_runs_the_grid_the_design_states(tmp_path):
     assert {j.logs_dir for j in jobs} == {os.path.join(sweep.DEFAULT_LOGS, "norm")}
     argv = GRID_COMMAND + ["--runs-dir", str(tmp_path / "r")]  # a runs dir of one's own: no compact logs
     assert {j.logs_dir for j in grid.jobs(sweep.build_parser().parse_args(argv))} == {None}
-
-
-def test_add_options_gives_the_grid_flags_the_sweep_has():
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    grid.add_options(parser)
-    ours = {a.dest: a for a in parser._actions if a.dest != "help"}
-    sweeps = {a.dest: a for a in sweep.build_parser()._actions}
-    assert sorted(ours) == ["extend_from", "horizon", "num_steps", "reading"]
-    for dest, a in ours.items():
-        b = sweeps[dest]
-        assert (a.option_strings, a.default, a.choices, a.type, a.help) == (
-            b.option_strings,
-            b.default,
-            b.choices,
-            b.type,
-            b.help,
-        ), dest
 
 
 # ---- cells and aggregates on hand-made logs

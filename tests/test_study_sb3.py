@@ -11,20 +11,6 @@ from benchmark import sweep
 from benchmark.studies import sb3
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        [],
-        ["--tasks", "CartPole,Hopper"],
-        ["--tasks", "classic", "--seeds", "4", "--budget", "1000", "--runs-dir", "/tmp/r"],
-        ["--tasks", "all"],
-    ],
-)
-def test_the_jobs_are_the_sweeps(argv):
-    parse = sweep.build_parser().parse_args
-    assert sb3.jobs(parse(["--study", "sb3"] + argv)) == sweep.study_jobs(parse(["--study", "sb3"] + argv))
-
-
 def test_the_default_jobs_are_the_mujoco_tasks_at_300k():
     jobs = sb3.jobs(sweep.build_parser().parse_args(["--study", "sb3"]))
     assert {j.algo for j in jobs} == {"sb3-a2c"} and {j.budget for j in jobs} == {300_000}

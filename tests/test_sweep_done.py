@@ -244,17 +244,7 @@ STUDIES = {  # each committed logs directory, and the command that made it (docs
         "sgd-matched",
     ]
     + ["--budget", "5000000", "--logs-dir", f"{LOGS}/norm_5M_paired"],
-    "kl_step": ["--reading", "norm", "--seeds", "1-5", "--tasks", "CartPole,Pendulum,Hopper,HalfCheetah"]
-    + [
-        "--algos",
-        "smac",
-        "--budget",
-        STAGE1,
-        "--extra-flags",
-        "--target-kl 0.01",
-        "--logs-dir",
-        f"{LOGS}/kl_step",
-    ],
+    "kl_step": ["--study", "kl-step"],  # the study its pre-registration names, now by name
     "prereg": ["--study", "prereg"],
     "ablations": ["--study", "ablations"],
     "defaults": ["--study", "defaults"],
@@ -300,3 +290,25 @@ def test_a_cut_off_last_csv_line_is_not_packed_as_a_row(tmp_path):
             assert cut[part][column].tolist() == pytest.approx(values.tolist(), nan_ok=True), (part, column)
     assert cut["updates"]["update"].tolist() == [1, 2, 3, 4]
     assert cut["episodes"]["global_step"].max() <= 400 and 39 not in cut["episodes"]["global_step"].tolist()
+
+
+# every study's job list, as the sweep built it before the studies became modules -------------------------------------
+def test_every_studys_job_list_is_the_one_the_sweep_built_before_the_studies_moved():
+    """tests/data/study_jobs.json: the digest of each command's jobs, made by the sweep when each study's job list
+    still lived in sweep.py (tests/study_jobs.py says how); the sweep over benchmark/studies/ builds the same."""
+    import study_jobs
+
+    with open(os.path.join(ROOT, "tests", "data", "study_jobs.json"), encoding="utf-8") as f:
+        assert study_jobs.digests() == json.load(f)
+
+
+def test_the_kl_step_study_by_name_runs_the_jobs_its_logs_came_from(monkeypatch):
+    """`--study kl-step` builds exactly the jobs of the command its pre-registration gives (a grid with
+    --extra-flags '--target-kl 0.01'), whose digest was made before the study had a name."""
+    import study_jobs
+
+    with open(os.path.join(ROOT, "tests", "data", "study_jobs.json"), encoding="utf-8") as f:
+        registered = json.load(f)["grid (KL step's command)"]
+    monkeypatch.chdir(ROOT)
+    jobs = sweep.study_jobs(sweep.build_parser().parse_args(["--study", "kl-step", "--runs-dir", "runs"]))
+    assert [len(jobs), study_jobs.digest(jobs)] == registered

@@ -1,0 +1,266 @@
+"""REPORT.md, its verdict and README's Results block (benchmark/report.py, benchmark/verdict.py): the report's own
+data (per-task rows, deviations) against independent recomputations, the committed JSON against the data functions on
+the committed logs, the committed pages against their templates on the committed JSON, the verdict's words and counts,
+and the whole loop over the studies on hand-made runs."""
+
+import gzip
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+
+from benchmark import aggregate, compact, hparams, pages, report, stats, verdict
+from benchmark.studies import grid, mujoco_5M, prereg
+
+
+def write_log(logs, task, algo, seed, value, status="finished", last_step=None):
+    budget = aggregate.stage1_budget(task)
+    steps = np.linspace(budget / 200, budget, 200)
+    last = last_step or (budget if status == "finished" else budget // 2)
+    rec = {
+        "format": 1,
+        "task": task,
+        "algo": algo,
+        "seed": seed,
+        "budget": budget,
+        "status": status,
+        "global_step": last,
+        "args": {"damping": 0.1},
+        "episodes": {
+            "global_step": steps.tolist(),
+            "episodic_return": list(value) if np.ndim(value) else [value] * 200,
+            "episodic_length": [5] * 200,
+        },
+        "updates": {c: [] for c in compact.UPDATE_COLS},
+    }
+    path = compact.log_path(str(logs), task, algo, seed)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with gzip.open(path, "wt") as f:
+        json.dump(rec, f)
+
+
+def committed_json(path: str) -> dict:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def committed_page(name: str) -> str:
+    with open(os.path.join(report.REPO, "benchmark", name), encoding="utf-8") as f:
+        return f.read()
+
+
+def detail_body(name: str) -> str:
+    """A committed detail page's body; the page must be page.md.j2 around it."""
+    text = committed_page(os.path.join("report", name))
+    title, _, _, _, body = text.split("\n", 4)
+    assert text == pages.render("page.md.j2", {"title": title[len("# ") :], "body": body})
+    return body
+
+
+@pytest.fixture(scope="module")
+def stage1():
+    """The committed stage-1 runs as the grid study's Data, with their cells (no bootstrap)."""
+    runs = compact.discover_logs(aggregate.stage1_logs())
+    d = grid.Data(runs=runs, headline=[], final={}, diag={})
+    d.cells = aggregate.cell_rows(aggregate.load_cells(runs))
+    return d
+
+
+def test_the_committed_deviations_page_is_its_template_on_the_committed_json(stage1):
+    data = committed_json(report.DEVIATIONS_JSON)
+    assert detail_body("deviations.md") == pages.render("deviations.md.j2", data)
+    assert data == pages.committed(report.deviations_data(stage1))
+
+
+def test_deviations_list_the_diverged_runs(stage1):
+    assert committed_json(report.DEVIATIONS_JSON)["diverged"] is None
+    assert not any(r["status"] == "diverged" for r in stage1.runs)
+    run = {"task": "Hopper", "algo": "smac", "seed": 3, "status": "diverged", "last_step": 123_000}
+    d = grid.Data(runs=[{**run, "status": "finished"}, run], headline=[], final={}, diag={})
+    data = report.deviations_data(d)
+    assert data["diverged"] == [{"task": "Hopper", "algo": "smac", "seed": 3, "step": 123_000}]
+    meta = hparams.load()["meta"]
+    assert (data["kfac_fill_rule"], data["sgd_matched_rule"]) == (
+        meta["kfac_fill_rule"],
+        meta["sgd_matched_rule"],
+    )
+
+
+def test_the_committed_report_is_its_template_on_the_committed_json():
+    text = committed_page("REPORT.md")
+    date = re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", text).group(0)
+    rendered = verdict.render(committed_json(verdict.VERDICT_JSON))
+    assert text == pages.render(
+        "report.md.j2", committed_json(report.REPORT_JSON), date=date, verdict=rendered
+    )
+    assert "date" not in committed_json(report.REPORT_JSON)
+
+
+def test_the_committed_report_json_is_report_data_on_the_committed_logs(stage1):
+    """report_data from the studies' results: the grid's Data and its stage-1 paired comparisons (seeds 1-5), the
+    pre-registered study's block 1 (20 seeds), MuJoCo at 5M."""
+    done = {
+        "grid": {"data": stage1, "equiv": grid.stage1_equiv(aggregate.stage1_logs())},
+        "prereg": {"pre": prereg.results(prereg.load())},
+        "mujoco_5M": {"res5": mujoco_5M.analyze_5M(mujoco_5M.load_5M())},
+    }
+    assert committed_json(report.REPORT_JSON) == pages.committed(report.report_data(done))
+
+
+def test_the_per_task_rows_recomputed():
+    """SMAC, sgd-matched and the best paper baseline from cells.csv; the step ratio from the paper's rows; the TOST
+    word from the 90 % CI against ±0.1; SMAC at 5M from the 5M page's data; the paper's SMAC from its table."""
+    rows = committed_json(report.REPORT_JSON)["per_task"]
+    cells = {(r["task"], r["algo"]): r for r in stats.read_csv(os.path.join(grid.STAGE1, "cells.csv"))}
+    five = {r["task"]: r for r in committed_json(mujoco_5M.PAGE_5M_JSON)["table"] if r["algo"] == "SMAC"}
+    block1 = prereg.load()["blocks"]["equivalence"]["tasks"]
+    assert [r["task"] for r in rows] == hparams.tasks()
+    for r in rows:
+        t = r["task"]
+        for key, algo in (("smac", "smac"), ("matched", "sgd-matched")):
+            assert r[key]["mean"] == pytest.approx(float(cells[(t, algo)]["mean"]), rel=1e-5)
+            assert r[key]["std"] == pytest.approx(float(cells[(t, algo)]["std"]), rel=1e-5)
+        base = {a: float(cells[(t, a)]["mean"]) for a in hparams.PAPER_ALGOS if a != "smac"}
+        best = max(base, key=base.get)
+        assert r["best"]["algo"] == hparams.algo_label(best)
+        assert r["best"]["mean"] == pytest.approx(base[best], rel=1e-5)
+        smac, sgd = hparams.settings(t, "smac"), hparams.settings(t, "sgd")
+        ratio = smac["learning_rate"] / smac["damping"] / sgd["learning_rate"]
+        assert r["step_ratio"] == pytest.approx(ratio, rel=1e-5)
+        assert r["paper"] == list(hparams.paper_result(t, "smac"))
+        e = r["equivalence"]
+        assert e["n"] == (20 if t in block1 else 5)
+        assert e["ci"][0] <= e["mean"] <= e["ci"][1]
+        assert (e["answer"] == "equivalent") == (-0.1 < e["ci"][0] and e["ci"][1] < 0.1), t
+        assert e["answer"] in report.EQUIV_WORDS and r["at_5M"]["kind"] in report.AT_5M_KINDS
+        if hparams.group(t) == "mujoco":
+            at5 = r["at_5M"]
+            assert at5["kind"] == "final"
+            assert [at5["mean"], at5["std"], at5["p"]] == pytest.approx(
+                [five[t]["mean"], five[t]["sd"], five[t]["p"]], rel=1e-5
+            )
+        else:
+            assert r["at_5M"] == {"kind": "same as stage 1"}
+
+
+def test_a_report_of_ones_own_logs_is_its_template_on_its_json(tmp_path):
+    """Constant returns: each final is that constant; mean ± std (ddof 1) and n over the seeds by hand; a cell not
+    run is None; the algorithms in the registry's order; the page is the template on results/report.json."""
+    logs, out = tmp_path / "logs", tmp_path / "out"
+    for seed, value in ((1, 400.0), (2, 410.0), (3, 430.0)):
+        write_log(logs, "CartPole", "smac", seed, value)
+    write_log(logs, "CartPole", "cg", 1, 300.0)
+    write_log(logs, "Hopper", "sgd", 1, 50.0)
+    write_log(logs, "Hopper", "sgd", 2, 0.0, status="diverged")
+    path = report.logs_report(str(logs), str(out))
+    data = committed_json(os.path.join(out, "results", "report.json"))
+    assert data["runs"] == 6 and data["algos"] == ["SMAC", "AC-SGD", "AC-CG"]
+    cart, hopper = data["rows"]
+    assert (cart["task"], cart["budget"]) == ("CartPole", aggregate.stage1_budget("CartPole"))
+    smac = cart["cells"][0]
+    assert smac["n"] == 3 and smac["mean"] == pytest.approx(np.mean([400, 410, 430]), rel=1e-5)
+    assert smac["std"] == pytest.approx(np.std([400, 410, 430], ddof=1), rel=1e-5)
+    assert cart["cells"][1] is None and cart["cells"][2] == {
+        "mean": pytest.approx(300.0),
+        "std": None,
+        "n": 1,
+    }
+    assert hopper["cells"][0] is None and hopper["cells"][1]["n"] == 1 and hopper["cells"][2] is None
+    assert data["figures"] == sorted(f for f in os.listdir(out) if f.endswith(".png")) and data["figures"]
+    with open(path, encoding="utf-8") as f:
+        assert f.read() == pages.render("logs_report.md.j2", data)
+
+
+def committed_verdict() -> dict:
+    with open(verdict.VERDICT_JSON, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_readme_results_block_is_the_rendering_of_the_committed_verdict():
+    text = open(verdict.README, encoding="utf-8").read()
+    begin, end = verdict.README_MARKERS
+    block = text.split(begin, 1)[1].split(end, 1)[0]
+    assert block == "\n" + verdict.render(committed_verdict(), base="benchmark/")
+    path = os.path.join(os.path.dirname(verdict.README), "benchmark", "REPORT.md")
+    assert verdict.render(committed_verdict()) in open(path, encoding="utf-8").read()
+    assert os.path.getsize(path) <= 15_000
+
+
+def answers(data: dict) -> list[str]:
+    """Every answer word of a verdict: the rows' answers, their tasks' answers and notes, the readings' reasons."""
+    out = []
+
+    def walk(x, key=None):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                walk(v, k)
+        elif isinstance(x, list):
+            if key in ("answer", "pre_run", "at_5M") and x and isinstance(x[0], list):
+                out.extend(w for w, _ in x)
+            elif key == "notes":
+                out.extend(x)
+            else:
+                for v in x:
+                    walk(v)
+        elif key in ("answer", "reach_answer") and isinstance(x, str):
+            out.append(x)
+
+    walk(data)
+    return out
+
+
+def test_the_committed_verdict_speaks_only_the_vocabulary_and_counts_what_it_lists():
+    data = committed_verdict()
+    words = answers(data)
+    assert words and set(words) <= set(verdict.VOCAB), set(words) - set(verdict.VOCAB)
+    rows = {r["id"]: r for r in data["rows"]}
+    assert list(rows) == ["claims", "table", "headline", "sgd_stage1", "sgd_5M", "rank1", "ell"]
+    claims = rows["claims"]
+    assert sum(n for _, n in claims["answer"]) == sum(n for _, n in claims["numbers"]["pre_run"]) == 22
+    assert sum(n for _, n in claims["numbers"]["at_5M"]) == claims["numbers"]["n_5M"] == 6
+    table = rows["table"]["numbers"]
+    assert table["cells"] == table["classic"]["cells"] + table["mujoco_5M"]["cells"] == 25
+    assert rows["table"]["answer"] == [
+        ["different (Welch)", table["classic"]["differ"] + table["mujoco_5M"]["differ"]]
+    ]
+    for s in table["smac_5M"]:  # each 5M SMAC cell on its side of the paper's
+        side = {"below the paper's": s["mean"] < s["paper"], "above the paper's": s["mean"] > s["paper"]}
+        assert side.get(s["answer"], s["p"] >= 0.05), s
+    for key in ("sgd_stage1", "sgd_5M", "rank1", "ell"):  # each count is its tasks' answers counted
+        r = rows[key]
+        tasks = r["numbers"]["tasks"]
+        listed = (
+            [w for w, ts in tasks.items() for _ in ts]
+            if isinstance(tasks, dict)
+            else [t["answer"] for t in tasks]
+        )
+        assert r["answer"] == verdict.tally(listed) and r["of"] == len(listed), key
+    for t in rows["sgd_5M"]["numbers"]["tasks"] + rows["rank1"]["numbers"]["tasks"]:
+        inside = -t["reach_margin"] < t["ci"][0] and t["ci"][1] < t["reach_margin"]
+        assert t["reach_answer"] == ("secondary passes" if inside else "secondary fails"), t
+        inside = -verdict.EQUIV_MARGIN < t["ci"][0] and t["ci"][1] < verdict.EQUIV_MARGIN
+        assert (t["answer"] == verdict.EQUIVALENT) == inside, t
+    slope = rows["rank1"]["numbers"]["slope"]
+    assert slope["span"] == pytest.approx([slope["decades"] * x for x in slope["ci"]], rel=1e-4)
+    held = data["points"]["held"]
+    assert len(held["ahead"]) + len(held["not_ahead"]) == held["n"] == dict(claims["answer"])["held"]
+
+
+def test_verdict_words_by_hand():
+    assert verdict.tally(["not held", "held", "not held", verdict.NOT_SHOWN]) == [
+        ["held", 1],
+        ["not held", 2],
+        [verdict.NOT_SHOWN, 1],
+    ]
+    r = {"equivalent": False, "p_holm": 0.01}
+    assert verdict.block_c_word(r) == verdict.DIFFERENT
+    assert verdict.block_c_word({**r, "p_holm": 0.2}) == verdict.NOT_SHOWN
+    assert verdict.block_c_word({**r, "p_holm": float("nan")}) == verdict.NOT_SHOWN
+    assert verdict.block_c_word({**r, "equivalent": True}) == verdict.EQUIVALENT == "equivalent at ±0.1"
+    assert pages.committed({"a": (1.23456789, float("nan")), "b": np.float64(2.0), "c": np.bool_(True)}) == {
+        "a": [1.23457, None],
+        "b": 2.0,
+        "c": True,
+    }

@@ -100,9 +100,53 @@ def block_c_word(r: dict) -> str:
     return DIFFERENT if num(r.get("p_holm")) is not None and r["p_holm"] < ALPHA else NOT_SHOWN
 
 
+def count(row: dict, word: str) -> int:
+    """How many of a tallied row's items answered `word` (0 where none)."""
+    return dict(row["answer"]).get(word, 0)
+
+
+def summary(rows: dict) -> dict:
+    """The numbers of the verdict's opening sentences, read from its rows so that they say no more than the table:
+    the headline's answer, the claims held (strict names, and under the rules fixed before the runs), the MuJoCo
+    cells at 5M that differ from the paper's table, SMAC against SGD with step η/λ at 5M (equivalent, different
+    after Holm, of how many tasks), and where the rank-1 term is largest (neither shown, of how many; the λ slope's
+    answer); "curvature": DIFFERENT where SMAC differs from SGD with step η/λ in either, else NOT_SHOWN. A part
+    whose row is missing is None."""
+    out = {"headline": None, "claims": None, "table": None, "sgd_5M": None, "rank1": None, "curvature": None}
+    if "headline" in rows:
+        h = rows["headline"]
+        out["headline"] = {"answer": h["answer"], "smac": h["numbers"]["smac"], "cg": h["numbers"]["cg"]}
+        out["headline"]["p"] = h["numbers"]["p"]
+    if "claims" in rows:
+        c = rows["claims"]
+        held = count(c, CLAIM_WORD["held"])
+        out["claims"] = {
+            "held": held,
+            "of": c["numbers"]["n"],
+            "held_pre_run": dict(c["numbers"]["pre_run"]).get("held", 0),
+        }
+    if "table" in rows:
+        out["table"] = rows["table"]["numbers"]["mujoco_5M"]
+    if "sgd_5M" in rows:
+        r = rows["sgd_5M"]
+        out["sgd_5M"] = {"equivalent": count(r, EQUIVALENT), "different": count(r, DIFFERENT), "of": r["of"]}
+    if "rank1" in rows:
+        r = rows["rank1"]
+        out["rank1"] = {
+            "neither": count(r, NOT_SHOWN),
+            "of": r["of"],
+            "slope": r["numbers"]["slope"]["answer"],
+        }
+    if out["sgd_5M"] and out["rank1"]:  # a curvature effect: SMAC different from SGD with step η/λ somewhere
+        shown = out["sgd_5M"]["different"] + count(rows["rank1"], DIFFERENT)
+        out["curvature"] = DIFFERENT if shown else NOT_SHOWN
+    return out
+
+
 def assemble(parts: list[dict]) -> dict:
     """The verdict as data from the studies' parts ({"rows", "points", "design"}, each optional): {"design": the
-    tests' settings, "rows": one per question in ROWS' order, "points": the prose points in POINTS' order}."""
+    tests' settings, "rows": one per question in ROWS' order, "points": the prose points in POINTS' order,
+    "summary": the opening sentences' numbers (summary)}."""
     rows, points, design = {}, {}, {}
     for part in parts:
         for row in part.get("rows", ()):
@@ -113,6 +157,7 @@ def assemble(parts: list[dict]) -> dict:
         "design": {k: design[k] for k in DESIGN if k in design},
         "rows": [rows[k] for k in ROWS if k in rows],
         "points": {k: points[k] for k in POINTS if k in points},
+        "summary": summary(rows),
     }
 
 

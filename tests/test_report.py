@@ -264,3 +264,41 @@ def test_verdict_words_by_hand():
         "b": 2.0,
         "c": True,
     }
+
+
+def test_the_opening_sentences_say_no_more_than_the_rows():
+    """verdict.summary on the committed rows: each number is its row's, recounted here from the row's own task
+    lists; the curvature word is NOT_SHOWN exactly when no task of either row is different after Holm."""
+    rows = {r["id"]: r for r in committed_verdict()["rows"]}
+    s = verdict.summary(rows)
+    assert s["headline"]["answer"] == rows["headline"]["answer"]
+    assert [s["headline"]["smac"], s["headline"]["cg"], s["headline"]["p"]] == [
+        rows["headline"]["numbers"][k] for k in ("smac", "cg", "p")
+    ]
+    claims = rows["claims"]
+    assert (
+        s["claims"]["held"] == dict(claims["answer"]).get("held", 0)
+        and s["claims"]["of"] == claims["numbers"]["n"]
+    )
+    five = [t["answer"] for t in rows["sgd_5M"]["numbers"]["tasks"]]
+    assert s["sgd_5M"] == {
+        "equivalent": five.count(verdict.EQUIVALENT),
+        "different": five.count(verdict.DIFFERENT),
+        "of": len(five),
+    }
+    largest = [t["answer"] for t in rows["rank1"]["numbers"]["tasks"]]
+    assert s["rank1"]["neither"] == largest.count(verdict.NOT_SHOWN) and s["rank1"]["of"] == len(largest)
+    different = five.count(verdict.DIFFERENT) + largest.count(verdict.DIFFERENT)
+    assert s["curvature"] == (verdict.DIFFERENT if different else verdict.NOT_SHOWN)
+    rows["sgd_5M"] = {
+        **rows["sgd_5M"],
+        "answer": [[verdict.DIFFERENT, 1]],
+    }  # one task apart: the word follows
+    assert verdict.summary(rows)["curvature"] == verdict.DIFFERENT
+    assert verdict.summary({})["curvature"] is None  # no rows, no sentences
+
+
+def test_readme_results_open_with_the_summary_before_the_table():
+    text = open(verdict.README, encoding="utf-8").read()
+    block = text.split(verdict.README_MARKERS[0], 1)[1]
+    assert block.index("**In short.**") < block.index("| Question |")

@@ -238,9 +238,7 @@ def test_the_committed_5M_page_is_its_template_on_the_committed_json(committed):
         data = json.load(f)
     with open(os.path.join(REPO, "benchmark", "report", "mujoco_5M.md"), encoding="utf-8") as f:
         title, _, part, _, body = f.read().split("\n", 4)
-    assert title == "# The paper's budget: MuJoCo at 5M" and part.startswith(
-        "Part of [the reproduction report]"
-    )
+    assert title == f"# {mujoco_5M.TITLE}" and part.startswith("Part of [the reproduction report]")
     assert body == mujoco_5M.render_5M(data)
     assert data == mujoco_5M.plain_5M(mujoco_5M.page_5M(*committed))
 

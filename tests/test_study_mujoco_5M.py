@@ -298,6 +298,20 @@ def test_write_renders_the_page_and_commits_the_json_only_when_asked(study, tmp_
             assert a.read() == b.read(), name
 
 
+def test_the_below_random_point_counts_the_algorithms_run_and_names_the_others(study, done):
+    """Each task of the point "below_random": n_run = the cells it lists = the task's complete 5M cells; those and
+    the ones not run are the stage-1 grid's algorithms, each once. On the committed logs: Pusher, 4 of 6."""
+    points = pages.plain(mujoco_5M.verdict(study, done))["points"]["below_random"]
+    labels = [vd.ARM.get(a, hparams.algo_label(a)) for a in hparams.algos()]
+    seeds = hparams.parse_seeds(study["reg"]["common"]["seeds"])
+    for b in points:
+        listed = [c["algo"] for c in b["cells"]]
+        complete = [a for (t, a), got in study["res5"]["done"].items() if t == b["task"] and got == seeds]
+        assert b["n_run"] == len(listed) == len(complete) and b["n_algos"] == len(labels)
+        assert sorted(listed + b["not_run"]) == sorted(labels)
+    assert [(b["task"], b["n_run"], b["n_algos"], len(b["not_run"])) for b in points] == [("Pusher", 4, 6, 2)]
+
+
 def test_the_verdict_part_is_the_committed_one_and_counts_what_it_lists(study, done):
     part = pages.plain(mujoco_5M.verdict(study, done))
     committed = committed_verdict()

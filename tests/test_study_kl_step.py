@@ -1,7 +1,12 @@
 """The KL-step study (benchmark/studies/kl_step.py): its jobs, now named, against the command its pre-registration
 gives and against its committed logs; results' numbers against scipy and hand computation, its words from VOCAB;
-the committed page = its template on the committed JSON, and write's bytes the committed ones."""
+the step length eta: updates.csv's eta (benchmark.trainer.step_length) and its reconstruction from the other columns
+(kl_step.eta_ratio, for the logs written before the column) on short lab runs with --target-kl (eta chosen per update)
+and with the paper's fixed eta, on a run resumed from an updates.csv without the column and on the committed logs of
+the fixed-eta arm; the committed page = its template on the committed JSON, and write's bytes the committed ones."""
 
+import csv
+import glob
 import gzip
 import json
 import math
@@ -11,9 +16,10 @@ import shutil
 
 import numpy as np
 import pytest
+from helpers import only_run, run_main
 from scipy import stats as sps
 
-from benchmark import compact, pages, sweep
+from benchmark import compact, hparams, pages, sweep, trainer
 from benchmark.studies import REPO, Where, kl_step
 
 LOGS = os.path.join(REPO, "benchmark", "results", "logs")
@@ -106,8 +112,8 @@ def test_the_committed_rows_by_scipy(res):
     assert {r["verdict"] for r in rows} <= set(kl_step.VOCAB)
 
 
-def test_the_committed_step_ratios_by_hand(res):
-    """step_ratio = median over runs of each run's median step_norm, KL arm over the fixed-eta arm."""
+def test_the_committed_param_change_ratios_by_hand(res):
+    """param_change_ratio = median over runs of each run's median step_norm, KL arm over the fixed-eta arm."""
     for r in res["tasks"]:
         medians = {}
         for arm, logs in (("kl", "kl_step"), ("fixed", "norm")):
@@ -118,7 +124,168 @@ def test_the_committed_step_ratios_by_hand(res):
                     step_norm = np.array(json.load(f)["updates"]["step_norm"], dtype=float)
                 per_run.append(np.nanmedian(step_norm))
             medians[arm] = np.median(per_run)
-        assert r["step_ratio"] == pytest.approx(medians["kl"] / medians["fixed"])
+        assert r["param_change_ratio"] == pytest.approx(medians["kl"] / medians["fixed"])
+
+
+# ---- the step length eta: logged, and reconstructed for the logs from before the column
+TWO = ["--env-id", "CartPole-v1", "--num-steps", "64", "--total-timesteps", "128"]  # two updates
+SHORT = [
+    "--num-steps",
+    "64",
+    "--total-timesteps",
+    "320",
+    "--learning-rate",
+    "0.005",
+    "--damping",
+    "0.1",
+]  # five
+
+
+def updates_of(runs) -> dict:
+    run = only_run(runs)
+    data = compact.read_csv_columns(os.path.join(run, "updates.csv"), compact.UPDATE_COLS)
+    assert len(data["update"]) == 5
+    return data
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_reconstructed_eta_matches_the_logged_eta_under_target_kl(tmp_path, env_id):
+    assert run_main(tmp_path, "--env-id", env_id, *SHORT, "--target-kl", "0.01") == 0
+    u = updates_of(tmp_path)
+    assert np.all(u["eta"] > 0) and np.ptp(u["eta"]) > 0  # chosen per update, not the fixed 0.005
+    np.testing.assert_allclose(kl_step.eta_ratio(u, 0.1) * 0.005, u["eta"], rtol=1e-5)
+
+
+def test_fixed_eta_is_logged_and_reconstructs_to_one(tmp_path):
+    assert run_main(tmp_path, "--env-id", "CartPole-v1", *SHORT) == 0
+    u = updates_of(tmp_path)
+    assert np.all(u["eta"] == 0.005)
+    np.testing.assert_allclose(kl_step.eta_ratio(u, 0.1), 1.0, rtol=1e-5)
+
+
+def test_a_run_resumed_from_an_updates_csv_without_eta_gets_the_column(tmp_path):
+    """A run begun before the column: its rows keep their values, eta empty (NaN); the new rows log eta."""
+    assert run_main(tmp_path, *TWO) == 0
+    run = only_run(tmp_path)
+    path = os.path.join(run, "updates.csv")
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0][-1] == "eta"
+    with open(path, "w", newline="") as f:  # as the trainer wrote it before the column
+        csv.writer(f).writerows(r[:-1] for r in rows)
+    assert run_main(tmp_path, "--resume", run, "--total-timesteps", "256") == 0
+    u = compact.read_csv_columns(path, compact.UPDATE_COLS)
+    assert list(u["update"]) == [1, 2, 3, 4] and np.isnan(u["eta"][:2]).all()
+    assert list(u["eta"][2:]) == [trainer.Args().learning_rate] * 2
+
+
+def test_a_run_without_eta_packs_its_updates(tmp_path):
+    """compact.pack of an updates.csv without eta keeps its rows (a log without the column, as the old ones)."""
+    assert run_main(tmp_path, *TWO) == 0
+    run = only_run(tmp_path)
+    path = os.path.join(run, "updates.csv")
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows(r[:-1] for r in rows)
+    out = compact.pack(run, str(tmp_path / "seed1.json.gz"), "CartPole", "smac", 1)
+    u = compact.load(out)["updates"]
+    assert "eta" not in u and list(u["update"]) == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "optimizer, flags, eta",
+    [("sgd", [], 0.005), ("cg", ["--cg-max-kl", "0.01"], None), ("kfac", ["--kfac-kl-clip", "1e-9"], None)],
+)
+def test_step_length_of_the_baselines(tmp_path, optimizer, flags, eta):
+    """AC-SGD: --learning-rate; AC-CG with --cg-max-kl: TRPO's beta = |theta change| / |x|, chosen per update;
+    AC-KFAC: --learning-rate times ACKTR's clip factor (a tiny --kfac-kl-clip: below --learning-rate)."""
+    assert run_main(tmp_path, *TWO, "--learning-rate", "0.005", "--optimizer", optimizer, *flags) == 0
+    u = compact.read_csv_columns(os.path.join(only_run(tmp_path), "updates.csv"), compact.UPDATE_COLS)
+    assert np.all(np.isfinite(u["eta"]))
+    if eta is not None:
+        assert np.all(u["eta"] == eta)
+    else:
+        assert np.all(u["eta"] > 0) and np.all(u["eta"] != 0.005)
+
+
+@pytest.mark.parametrize("task", ["CartPole", "Pendulum", "Hopper", "HalfCheetah"])
+def test_the_fixed_eta_arm_reconstructs_to_one(task):
+    """The stage-1 grid's SMAC runs of the kl_step study's tasks (its fixed-eta arm), with hyperparams.toml's
+    damping: eta_ratio = 1 on every update, to the logs' 6 significant digits and the float32 step's rounding."""
+    paths = sorted(glob.glob(os.path.join(LOGS, f"norm/{task}/smac/seed*.json.gz")))
+    if not paths:
+        pytest.skip("no committed fixed-eta logs")
+    for path in paths:
+        r = kl_step.eta_ratio(compact.load(path)["updates"], hparams.settings(task, "smac")["damping"])
+        assert len(r) > 0 and np.abs(r - 1).max() < 3e-5, path
+
+
+def eta_by_hand(u: dict, damping: float) -> np.ndarray:
+    """eta / eta_paper from a log's columns, written out: sqrt((P lambda)^2 + (Q (lambda + L))^2) / G."""
+    g, ell, par, perp = (
+        np.array(u[c], dtype=float) for c in ("g_norm", "ell_sq", "step_par_norm", "step_perp_norm")
+    )
+    return np.sqrt((perp * damping) ** 2 + (par * (damping + ell)) ** 2) / g
+
+
+def test_the_committed_eta_ratios_by_hand(res):
+    """The registered quantity: per task, the median over the KL arm's runs of each run's median eta / eta_paper,
+    reconstructed (no committed log holds eta); the check, the largest |ratio - 1| over the fixed-eta arm's updates."""
+    n, check, n_check = 0, 0.0, 0
+    for r in res["tasks"]:
+        damping = hparams.settings(r["task"], "smac")["damping"]
+        per_run, errors = [], []
+        for seed in res["seeds"]:
+            kl = compact.load(os.path.join(LOGS, "kl_step", r["task"], "smac", f"seed{seed}.json.gz"))[
+                "updates"
+            ]
+            fixed = compact.load(os.path.join(LOGS, "norm", r["task"], "smac", f"seed{seed}.json.gz"))[
+                "updates"
+            ]
+            assert "eta" not in kl
+            per_run.append(np.median(eta_by_hand(kl, damping)))
+            errors.append(np.abs(eta_by_hand(fixed, damping) - 1))
+            n += len(kl["update"])
+        errors = np.concatenate(errors)
+        assert r["eta_ratio_runs"] == pytest.approx(per_run, rel=1e-12)
+        assert r["eta_ratio"] == pytest.approx(np.median(per_run), rel=1e-12)
+        assert r["eta_check"] == pytest.approx(errors.max(), rel=1e-9) and r["eta_check_updates"] == len(
+            errors
+        )
+        assert r["eta_logged"] == 0
+        check, n_check = max(check, errors.max()), n_check + len(errors)
+    assert res["eta"] == {"updates": n, "logged": 0, "check": pytest.approx(check), "check_updates": n_check}
+    assert 0 < res["eta"]["check"] < 3e-5
+    ratio = {r["task"]: r["eta_ratio"] for r in res["tasks"]}  # the KL arm's eta against the paper's
+    assert ratio["CartPole"] > 10 and ratio["HalfCheetah"] < 1
+
+
+def test_a_logged_eta_is_read_and_the_rows_without_it_reconstructed():
+    """run_eta_ratio: the log's eta over the run's learning rate where an update has it, the reconstruction where it
+    is NaN (rows of a run resumed from before the column), the reconstruction alone where the log has no column."""
+    run = compact.load(os.path.join(LOGS, "kl_step", "CartPole", "smac", "seed1.json.gz"))
+    lr, damping = run["cfg"]["learning_rate"], run["cfg"]["damping"]
+    rebuilt = eta_by_hand(run["updates"], damping)
+    r, logged = kl_step.run_eta_ratio(run)
+    assert logged == 0 and r == pytest.approx(rebuilt, rel=1e-12)
+    eta = np.full(len(rebuilt), 0.123)
+    eta[:10] = np.nan
+    run["updates"]["eta"] = eta
+    r, logged = kl_step.run_eta_ratio(run)
+    assert logged == len(rebuilt) - 10
+    assert r[:10] == pytest.approx(rebuilt[:10], rel=1e-12) and np.all(r[10:] == 0.123 / lr)
+
+
+def test_a_fresh_runs_compact_log_gives_its_logged_eta(tmp_path):
+    """A --target-kl run packed as the study's logs are: run_eta_ratio reads every update's eta from it."""
+    assert run_main(tmp_path, "--env-id", "CartPole-v1", *SHORT, "--target-kl", "0.01") == 0
+    run = compact.load(
+        compact.pack(only_run(tmp_path), str(tmp_path / "seed1.json.gz"), "CartPole", "smac", 1)
+    )
+    r, logged = kl_step.run_eta_ratio(run)
+    assert logged == 5 and np.all(r == np.asarray(run["updates"]["eta"]) / 0.005)
+    np.testing.assert_allclose(r, kl_step.eta_ratio(run["updates"], 0.1), rtol=1e-5)
 
 
 def test_welchs_branch_is_the_welch_satterthwaite_interval_written_out():

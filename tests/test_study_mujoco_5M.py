@@ -238,9 +238,7 @@ def test_the_committed_5M_page_is_its_template_on_the_committed_json(committed):
         data = json.load(f)
     with open(os.path.join(REPO, "benchmark", "report", "mujoco_5M.md"), encoding="utf-8") as f:
         title, _, part, _, body = f.read().split("\n", 4)
-    assert title == "# The paper's budget: MuJoCo at 5M" and part.startswith(
-        "Part of [the reproduction report]"
-    )
+    assert title == f"# {mujoco_5M.TITLE}" and part.startswith("Part of [the reproduction report]")
     assert body == mujoco_5M.render_5M(data)
     assert data == mujoco_5M.plain_5M(mujoco_5M.page_5M(*committed))
 
@@ -298,6 +296,20 @@ def test_write_renders_the_page_and_commits_the_json_only_when_asked(study, tmp_
     ):
         with open(tmp_path / name, encoding="utf-8") as a, open(committed_path, encoding="utf-8") as b:
             assert a.read() == b.read(), name
+
+
+def test_the_below_random_point_counts_the_algorithms_run_and_names_the_others(study, done):
+    """Each task of the point "below_random": n_run = the cells it lists = the task's complete 5M cells; those and
+    the ones not run are the stage-1 grid's algorithms, each once. On the committed logs: Pusher, 4 of 6."""
+    points = pages.plain(mujoco_5M.verdict(study, done))["points"]["below_random"]
+    labels = [vd.ARM.get(a, hparams.algo_label(a)) for a in hparams.algos()]
+    seeds = hparams.parse_seeds(study["reg"]["common"]["seeds"])
+    for b in points:
+        listed = [c["algo"] for c in b["cells"]]
+        complete = [a for (t, a), got in study["res5"]["done"].items() if t == b["task"] and got == seeds]
+        assert b["n_run"] == len(listed) == len(complete) and b["n_algos"] == len(labels)
+        assert sorted(listed + b["not_run"]) == sorted(labels)
+    assert [(b["task"], b["n_run"], b["n_algos"], len(b["not_run"])) for b in points] == [("Pusher", 4, 6, 2)]
 
 
 def test_the_verdict_part_is_the_committed_one_and_counts_what_it_lists(study, done):

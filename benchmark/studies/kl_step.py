@@ -13,6 +13,8 @@ The same jobs, spelled out (the toml's header): python -m benchmark.sweep --task
 '--target-kl 0.01' --runs-dir benchmark/runs_kl_step --logs-dir benchmark/results/logs/kl_step.
 
 results() returns the numbers and the words (VOCAB); markdown() renders them with benchmark/templates/kl_step.md.j2.
+Beside the rule, the toml's `also`: the step length eta the KL arm chose against the paper's eta, read from updates.csv's
+eta where a log has it and reconstructed (eta_ratio) for the logs written before that column, the study's own.
 """
 
 from __future__ import annotations
@@ -75,9 +77,82 @@ def jobs(args) -> list:
     )
 
 
+# ---- the step length eta: logged by runs since updates.csv has the column, reconstructed for the older logs
+ETA_COLUMNS = ("g_norm", "ell_sq", "step_par_norm", "step_perp_norm")  # what eta_ratio reads
+
+
+def eta_ratio(updates: dict, damping: float) -> np.ndarray:
+    """eta / eta_paper of every update of a batch-mean SMAC run (eta: the step length applied, kl_step_'s under
+    --target-kl; eta_paper: the run's --learning-rate), from its updates.csv / compact log columns and its damping
+    lambda (the run's --damping, hyperparams.toml's SMAC row):
+
+        r = sqrt((P lambda)^2 + (Q (lambda + L))^2) / G
+
+    What the trainer logs (smac_a2c.step_diagnostics on benchmark.trainer.smac_step's diagnostics, float64 of the
+    float32 vectors): G = g_norm = |g|, g the policy gradient after its entropy bonus, --loss-reduction and
+    --max-grad-norm clipping (the g the direction is computed from); L = ell_sq = |l|^2, l = l_bar as the direction
+    used it; the logged step s = r d, d = (lambda I + l l^T)^-1 g = (g - l (l.g) / (lambda + L)) / lambda the
+    Sherman-Morrison direction (theta's change is eta d, and s = that change / eta_paper: kl_step_'s eta times
+    d / eta_paper, or d itself with the fixed eta); Q = step_par_norm = |l.s| / |l|, P = step_perp_norm =
+    sqrt(|s|^2 - Q^2). Writing g = g_par + g_perp along l and across it, l (l.g) = L g_par, so
+    d = g_perp / lambda + g_par / (lambda + L): P = r |g_perp| / lambda, Q = r |g_par| / (lambda + L), and
+    |g|^2 = |g_perp|^2 + |g_par|^2 gives r above. One actor step per update (--num-minibatches 1, --update-epochs
+    1: with more, the row holds the means of each step's norms and r is not exact); not for --step-normalization,
+    --prev-ef-beta or the per-sample modes (there P and Q are NaN, so r is). 0 for an update in which kl_step_
+    took no step; NaN where a column is missing or NaN, or g = 0.
+
+    Accuracy: on the fixed-eta arm's committed logs (benchmark/results/logs/norm) r = 1 to within 3e-5 on every
+    update of the study's four tasks, a median error of about 1e-6 per run on every task: their numbers have 6
+    significant digits, and Q, the float32 step's component along l, carries float32 rounding of |s|, amplified
+    where L >> lambda (Pusher, lambda = 0.01, L up to 133: up to 6e-4 on single updates). On a fresh run's
+    updates.csv (full precision) it matched the logged eta / eta_paper to 1e-5 (tests/test_study_kl_step.py)."""
+    n = max((len(v) for v in updates.values()), default=0)
+    if any(c not in updates for c in ETA_COLUMNS):
+        return np.full(n, np.nan)
+    g, L, Q, P = (np.asarray(updates[c], dtype=np.float64) for c in ETA_COLUMNS)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.hypot(P * damping, Q * (damping + L)) / g
+    return np.where(g > 0, r, np.nan)
+
+
+def run_eta_ratio(run: dict) -> tuple[np.ndarray, int]:
+    """(eta / eta_paper of every update of one compact log, how many of them the log holds): updates.csv's eta over
+    the run's --learning-rate where the update logged it, eta_ratio's reconstruction (with the run's damping) where
+    the log has no column eta or the update none (the rows of a run begun before the column)."""
+    u = run["updates"]
+    r = eta_ratio(u, run["cfg"]["damping"])
+    if "eta" not in u:
+        return r, 0
+    logged = np.asarray(u["eta"], dtype=np.float64)
+    have = np.isfinite(logged)
+    return np.where(have, logged / run["cfg"]["learning_rate"], r), int(have.sum())
+
+
+def eta_of_arms(kl_runs: dict, fixed_runs: dict) -> dict:
+    """The KL arm's step length against the paper's eta (preregistration_kl_step.toml's `also`): the median over runs
+    of each run's median eta / eta_paper, with the runs' medians and how many updates logged eta / were
+    reconstructed; and the reconstruction's check on the fixed-eta arm, where eta / eta_paper is 1 by construction:
+    the largest |eta_ratio - 1| over its updates."""
+    per_run, logged, n = [], 0, 0
+    for seed in sorted(kl_runs):
+        r, k = run_eta_ratio(kl_runs[seed])
+        per_run.append(float(np.nanmedian(r)))
+        logged, n = logged + k, n + len(r)
+    fixed = [eta_ratio(run["updates"], run["cfg"]["damping"]) for run in fixed_runs.values()]
+    return {
+        "eta_ratio": float(np.median(per_run)),
+        "eta_ratio_runs": per_run,
+        "eta_updates": n,
+        "eta_logged": logged,
+        "eta_check": float(max(np.nanmax(np.abs(r - 1)) for r in fixed)),
+        "eta_check_updates": sum(len(r) for r in fixed),
+    }
+
+
 # ---- the rule on the committed logs
 def median_step_norm(runs: dict) -> float:
-    """The median over runs of each run's median |theta change| / eta_paper (updates.csv's step_norm)."""
+    """The median over runs of each run's median |theta change| / eta_paper (updates.csv's step_norm): the parameter
+    change, not the step length eta (it is eta times the direction's norm, which the arms do not share)."""
     return float(np.median([np.nanmedian(r["updates"]["step_norm"]) for r in runs.values()]))
 
 
@@ -132,10 +207,24 @@ def _task_row(task: str, common: dict, seeds: list, root: str) -> dict:
         fixed_finals=[fixed_scores[s] for s in seeds],
         kl_raw=[kl[(task, "smac", "raw")][s] for s in seeds],
         fixed_raw=[fixed[(task, "smac", "raw")][s] for s in seeds],
-        step_ratio=median_step_norm(kl_runs) / median_step_norm(fixed_runs),
+        param_change_ratio=median_step_norm(kl_runs) / median_step_norm(fixed_runs),
+        **eta_of_arms(kl_runs, {s: fixed_runs[s] for s in seeds if s in fixed_runs}),
         **compare(kl_scores, fixed_scores, seeds, paired_test),
     )
     return row
+
+
+def eta_summary(done: list) -> dict | None:
+    """Over the complete tasks' rows: the KL arm's updates, how many logged eta (the others reconstructed), and the
+    reconstruction's check on the fixed-eta arm (the largest |eta_ratio - 1| over its updates). None before any."""
+    if not done:
+        return None
+    return {
+        "updates": sum(r["eta_updates"] for r in done),
+        "logged": sum(r["eta_logged"] for r in done),
+        "check": max(r["eta_check"] for r in done),
+        "check_updates": sum(r["eta_check_updates"] for r in done),
+    }
 
 
 def results(root: str = REPO) -> dict:
@@ -159,6 +248,7 @@ def results(root: str = REPO) -> dict:
         "seeds": seeds,
         "n_seeds": len(seeds),
         "tasks": rows,
+        "eta": eta_summary(done),
     }
 
 

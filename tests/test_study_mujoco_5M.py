@@ -407,3 +407,23 @@ def test_the_verdict_part_is_the_committed_one_and_counts_what_it_lists(study, d
     stage1 = done["grid"]["verdict"]["rows"][0]
     assert curvature["equivalent"]["stage1"] == [len(stage1["numbers"]["tasks"][vd.EQUIVALENT]), stage1["of"]]
     assert [r["task"] for r in curvature["rank1"]] == [r["task"] for r in done["prereg"]["rank1"]]
+
+
+def test_report_details_count_the_runs_before_the_rules_and_date_the_amendment(committed):
+    """REPORT.md's line on the study: 80 runs; those of the cells the toml's [runs] does not list (the headline
+    block, run before the rules) counted by their seeds in the logs; the amendment after the first sgd-matched runs;
+    the committed report.json holds the same."""
+    reg, res = committed
+    out = mujoco_5M.details({"reg": reg, "res5": res})
+    planned = {(t, a) for a, tasks in reg["runs"].items() for t in tasks}
+    logs = os.path.join(REPO, reg["common"]["logs"])
+    earlier = [(t, a) for t, a in mujoco_5M.expected_5M(reg) if (t, a) not in planned]
+    n_earlier = sum(len(os.listdir(os.path.join(logs, t, a))) for t, a in earlier)
+    assert earlier == [("HalfCheetah", "smac"), ("HalfCheetah", "cg")]
+    assert (out["runs"], out["before_rules"], out["after_rules"]) == (80, n_earlier, 80 - n_earlier)
+    assert n_earlier == 10
+    amendment = reg["amendments"]["halfcheetah_pairing"]
+    assert out["amendment"]["date"] == amendment["date"] and out["amendment"]["reruns"] == 5
+    assert out["amendment"]["after_first_runs"] and out["amendment"]["first_runs_date"] < amendment["date"]
+    with open(os.path.join(REPO, "benchmark", "results", "report.json"), encoding="utf-8") as f:
+        assert json.load(f)["mujoco_5M"] == out

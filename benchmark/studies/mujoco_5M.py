@@ -638,6 +638,31 @@ def _pairing_page(reg: dict, res: dict, pairing: dict) -> dict:
     }
 
 
+def details(result: dict) -> dict:
+    """REPORT.md's line on this study: how many 5M runs the page judges, how many of them ran before the rules were
+    written (the HalfCheetah headline block), and, where HalfCheetah's block C uses amendment 1's reruns, the
+    amendment's date, its reruns and the date of the sgd-matched runs it was written after."""
+    reg, res = result["reg"], result["res5"]
+    before = res["before_rules"]
+    out = {
+        "runs": res["runs_expected"],
+        "before_rules": before["runs"],
+        "after_rules": res["runs_expected"] - before["runs"],
+        "before_cells": [f"{t} {hparams.algo_label(a)}" for t, a in before["cells"]],
+        "before_date": HEADLINE_DATE,
+    }
+    pairing = res.get("halfcheetah_pairing")
+    if pairing is not None and pairing["paired"]:
+        date = reg["amendments"]["halfcheetah_pairing"]["date"]
+        out["amendment"] = {
+            "date": date,
+            "reruns": len(pairing["runs_in"]),
+            "first_runs_date": FIRST_MATCHED_DATE,
+            "after_first_runs": date > FIRST_MATCHED_DATE,
+        }
+    return out
+
+
 def render_5M(data: dict) -> str:
     """report/mujoco_5M.md's body from page_5M's JSON (benchmark/templates/mujoco_5M.md.j2)."""
     return pages.render("mujoco_5M.md.j2", data)

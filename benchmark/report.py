@@ -28,7 +28,7 @@ if REPO not in sys.path:
 
 from benchmark import aggregate, algorithms, compact, figures, hparams, pages, provenance, studies, verdict  # noqa: E402
 from benchmark.stats import num, read_csv  # noqa: E402
-from benchmark.studies import Where  # noqa: E402
+from benchmark.studies import Where, mujoco_5M  # noqa: E402
 from benchmark.studies.grid import budget_groups, by_cell, design, step_ratio  # noqa: E402
 
 REPORT = os.path.join(REPO, "benchmark", "REPORT.md")
@@ -157,6 +157,7 @@ def report_data(done: dict) -> dict:
         "paper_budget_note": aggregate.PAPER_BUDGET_NOTE,
         "per_task": per_task_data(done["grid"]["data"], equiv, done["mujoco_5M"]["res5"]),
         "provenance": provenance_data(study_logs()),
+        "mujoco_5M": mujoco_5M.details(done["mujoco_5M"]),
     }
 
 

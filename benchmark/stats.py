@@ -5,6 +5,7 @@ Per task (per-seed final values of two algorithms):
     welch_test           Welch's t-test (scipy.stats.ttest_ind, equal_var=False)
     t_mean_ci            Student-t interval of one cell's mean (n = 5 seeds: the bootstrap under-covers)
     paired               paired differences: mean, t-interval, TOST at a margin, paired t-test, Welch's test
+    unpaired             the same by Welch's test, for arms whose seeds do not pair
     holm                 Holm's step-down adjusted p-values over several tests
     welch_vs_summary     Welch's t-test of our seeds against a paper's mean ± std over n seeds
 Across tasks (scores normalized per task to [random policy = 0, best of the paper's table = 1]):
@@ -80,6 +81,36 @@ def paired(x: dict, y: dict, seeds: list[int], margin: float, level: float = 0.9
         "ci": ci,
         "p": p,
         "p_welch": p_welch,
+        "equivalent": -margin < ci[0] and ci[1] < margin,
+        "reach": max(abs(ci[0]), abs(ci[1])),
+    }
+
+
+def unpaired(x: dict, y: dict, seeds: list[int], margin: float, level: float = 0.90) -> dict:
+    """mean(x) - mean(y) over the seeds each has, by Welch's test (welch_test), in paired's shape: n (the seeds in
+    both), the Welch t-interval at `level` (Welch-Satterthwaite df), TOST at `margin` on it, the two-sided p."""
+    xs, ys = [x[s] for s in seeds if s in x], [y[s] for s in seeds if s in y]
+    w = welch_test(xs, ys)
+    out = {"n": min(len(xs), len(ys)), "seeds": [s for s in seeds if s in x and s in y], "sd": math.nan}
+    if w is None:
+        nan = math.nan
+        return {
+            **out,
+            "mean": nan,
+            "ci": (nan, nan),
+            "p": nan,
+            "p_welch": nan,
+            "equivalent": False,
+            "reach": nan,
+        }
+    half = float(sps.t.ppf(0.5 + level / 2, w["df"])) * w["se"]
+    ci = (w["diff"] - half, w["diff"] + half)
+    return {
+        **out,
+        "mean": w["diff"],
+        "ci": ci,
+        "p": w["p"],
+        "p_welch": w["p"],
         "equivalent": -margin < ci[0] and ci[1] < margin,
         "reach": max(abs(ci[0]), abs(ci[1])),
     }

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from benchmark import stats
 
@@ -78,3 +79,14 @@ def test_plots_save_titles_lays_out_writes_and_closes(tmp_path):
     assert matplotlib.image.imread(path).shape[:2] == (100, 150)  # 3 x 2 inches at 50 dpi
     assert fig._suptitle.get_text() == "title" and fig._suptitle.get_fontsize() == 7
     assert not plt.fignum_exists(fig.number)  # closed
+
+
+def test_unpaired_is_welch_in_paireds_shape_by_hand():
+    """x = (1, 2, 3), y = (0, 0, 3): diff 1, se^2 = 1/3 + 3/3, Welch-Satterthwaite df = (4/3)^2 / ((1/3)^2/2 + 1/2)."""
+    out = stats.unpaired({1: 1.0, 2: 2.0, 3: 3.0}, {1: 0.0, 2: 0.0, 3: 3.0}, [1, 2, 3], margin=0.5)
+    se, df = math.sqrt(4 / 3), (4 / 3) ** 2 / ((1 / 3) ** 2 / 2 + 1 / 2)
+    half = float(sps.t.ppf(0.95, df)) * se
+    assert out["n"] == 3 and out["mean"] == pytest.approx(1.0)
+    assert out["ci"] == pytest.approx((1 - half, 1 + half))
+    assert out["p"] == pytest.approx(2 * sps.t.sf(1 / se, df))
+    assert not out["equivalent"] and out["reach"] == pytest.approx(1 + half)

@@ -194,6 +194,87 @@ def test_the_5M_study_applies_its_rules_to_complete_cells_by_hand(hand):
     assert diag["Hopper"]["runs"][0]["min_cos"] == pytest.approx(0.95)
 
 
+def test_the_halfcheetah_arms_by_their_leading_episodes_and_both_block_c_rows_by_hand(hand):
+    """Amendment 1 on the hand-made logs: the rerun logs SMAC's first episode, then the first sgd-matched arm's value,
+    which that arm logs throughout (SMAC's own on seed 4, whose offset is 0); SMAC's first update comes at 50k steps,
+    after four 12.5k-step episodes. The first arm pairs on seed 4 only, so its block C row is Welch's."""
+    reg, res = hand
+    pairing = res["halfcheetah_pairing"]
+    shared = {r["seed"]: r for r in pairing["shared_episodes"]}
+    assert [shared[s]["rerun_smac"] for s in range(1, 6)] == [1, 1, 1, 400, 1]
+    assert [shared[s]["rerun_original"] for s in range(1, 6)] == [0, 0, 0, 400, 0]
+    assert [shared[s]["original_smac"] for s in range(1, 6)] == [0, 0, 0, 400, 0]
+    assert {shared[s]["rerun_stage1"] for s in range(1, 6)} == {None}  # no stage-1 logs under the hand root
+    assert pairing["original_paired_seeds"] == [4] and pairing["episodes_before_update"] == [4]
+    rand = compact.read_random_scores()["HalfCheetah"]
+    best = max(hparams.paper_result("HalfCheetah", a)[0] for a in hparams.PAPER_ALGOS)
+    smac = [
+        (hparams.paper_result("HalfCheetah", "smac")[0] + s - 3 - rand) / (best - rand) for s in range(1, 6)
+    ]
+    first = [x - o for x, o in zip(smac, OFFSETS)]
+    row = pairing["original_arm"]
+    assert row["test"] == "Welch" and row["n"] == 5
+    assert row["mean"] == pytest.approx(np.mean(smac) - np.mean(first))
+    assert row["p"] == pytest.approx(sps.ttest_ind(smac, first, equal_var=False).pvalue)
+    p_six = [row["p"] if r["task"] == "HalfCheetah" else r["p"] for r in res["equivalence"]]
+    assert row["p_holm"] == pytest.approx(sorted(p_six)[-1])  # p 1 here: Holm leaves the largest as it is
+    assert row["equivalent"]
+    page = mujoco_5M.page_5M(reg, res)["pairing"]
+    assert [(a["test"], a["answer"]) for a in page["arms"]] == [
+        ("paired", "equivalent"),
+        ("Welch", "equivalent"),
+    ]
+    assert page["arms"][0]["mean"] == next(
+        r["mean"] for r in res["equivalence"] if r["task"] == "HalfCheetah"
+    )
+    assert page["shared_episodes"] == pairing["shared_episodes"] and not page["original_paired"]
+
+
+def leading_alike(a: dict, b: dict) -> int:
+    """The leading episodes two runs log alike, by numpy: the first index where return or length differ."""
+    n = min(len(a["episodes"]["episodic_return"]), len(b["episodes"]["episodic_return"]))
+    differ = np.flatnonzero(
+        (np.asarray(a["episodes"]["episodic_return"][:n]) != np.asarray(b["episodes"]["episodic_return"][:n]))
+        | (
+            np.asarray(a["episodes"]["episodic_length"][:n])
+            != np.asarray(b["episodes"]["episodic_length"][:n])
+        )
+    )
+    return int(differ[0]) if differ.size else n
+
+
+def test_the_committed_halfcheetah_arms_share_only_the_episode_before_the_first_update(committed):
+    """On the committed logs: the rerun shares with the SMAC run its first episode, the one before the first update,
+    and nothing more; the first sgd-matched runs share none with either; their block C row is Welch's."""
+    reg, res = committed
+    pairing = res["halfcheetah_pairing"]
+    sc = aggregate.scores([os.path.join(REPO, reg["common"]["logs"])], 5_000_000)
+    rr = aggregate.scores([os.path.join(REPO, reg["amendments"]["halfcheetah_pairing"]["logs"])], 5_000_000)
+    s1 = aggregate.scores([aggregate.stage1_logs()])
+    smac, first = sc[("HalfCheetah", "smac", "runs")], sc[("HalfCheetah", "sgd-matched", "runs")]
+    rerun, stage1 = rr[("HalfCheetah", "sgd-matched", "runs")], s1[("HalfCheetah", "sgd-matched", "runs")]
+    by_hand = [
+        {
+            "seed": s,
+            "rerun_smac": leading_alike(rerun[s], smac[s]),
+            "rerun_original": leading_alike(rerun[s], first[s]),
+            "original_smac": leading_alike(first[s], smac[s]),
+            "rerun_stage1": leading_alike(rerun[s], stage1[s]),
+        }
+        for s in range(1, 6)
+    ]
+    assert pairing["shared_episodes"] == by_hand
+    assert [r["rerun_smac"] for r in by_hand] == [1] * 5 and pairing["episodes_before_update"] == [1]
+    assert [r["rerun_original"] for r in by_hand] == [0] * 5 == [r["original_smac"] for r in by_hand]
+    assert pairing["original_paired_seeds"] == []
+    x = [sc[("HalfCheetah", "smac")][s] for s in range(1, 6)]
+    y = [sc[("HalfCheetah", "sgd-matched")][s] for s in range(1, 6)]
+    row = pairing["original_arm"]
+    assert row["test"] == "Welch" and row["mean"] == pytest.approx(np.mean(x) - np.mean(y))
+    assert row["p"] == pytest.approx(sps.ttest_ind(x, y, equal_var=False).pvalue)
+    assert not row["equivalent"] and row["reach"] > reg["common"]["margin"]
+
+
 def test_the_5M_page_data_on_the_hand_made_logs(hand):
     """The page's data: the same numbers, words of VOCAB_5M, medians [min, max] over the seeds by hand."""
     reg, res = hand
@@ -338,3 +419,23 @@ def test_the_verdict_part_is_the_committed_one_and_counts_what_it_lists(study, d
     stage1 = done["grid"]["verdict"]["rows"][0]
     assert curvature["equivalent"]["stage1"] == [len(stage1["numbers"]["tasks"][vd.EQUIVALENT]), stage1["of"]]
     assert [r["task"] for r in curvature["rank1"]] == [r["task"] for r in done["prereg"]["rank1"]]
+
+
+def test_report_details_count_the_runs_before_the_rules_and_date_the_amendment(committed):
+    """REPORT.md's line on the study: 80 runs; those of the cells the toml's [runs] does not list (the headline
+    block, run before the rules) counted by their seeds in the logs; the amendment after the first sgd-matched runs;
+    the committed report.json holds the same."""
+    reg, res = committed
+    out = mujoco_5M.details({"reg": reg, "res5": res})
+    planned = {(t, a) for a, tasks in reg["runs"].items() for t in tasks}
+    logs = os.path.join(REPO, reg["common"]["logs"])
+    earlier = [(t, a) for t, a in mujoco_5M.expected_5M(reg) if (t, a) not in planned]
+    n_earlier = sum(len(os.listdir(os.path.join(logs, t, a))) for t, a in earlier)
+    assert earlier == [("HalfCheetah", "smac"), ("HalfCheetah", "cg")]
+    assert (out["runs"], out["before_rules"], out["after_rules"]) == (80, n_earlier, 80 - n_earlier)
+    assert n_earlier == 10
+    amendment = reg["amendments"]["halfcheetah_pairing"]
+    assert out["amendment"]["date"] == amendment["date"] and out["amendment"]["reruns"] == 5
+    assert out["amendment"]["after_first_runs"] and out["amendment"]["first_runs_date"] < amendment["date"]
+    with open(os.path.join(REPO, "benchmark", "results", "report.json"), encoding="utf-8") as f:
+        assert json.load(f)["mujoco_5M"] == out

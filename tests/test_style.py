@@ -29,3 +29,41 @@ def test_the_pinned_ruff_is_the_one_that_runs():
         if line.startswith("ruff==")
     ]
     assert pinned and ruff("--version").stdout.split()[-1] == pinned[0]
+
+
+def product_text() -> dict:
+    """{path: text} of the text a reader gets: the page templates, README.md, docs/*.md and the generated pages."""
+    import glob
+
+    paths = glob.glob(os.path.join(ROOT, "benchmark", "templates", "*.j2"))
+    paths += [os.path.join(ROOT, "README.md"), *glob.glob(os.path.join(ROOT, "docs", "*.md"))]
+    paths += [os.path.join(ROOT, "benchmark", p) for p in ("REPORT.md", "ABLATIONS.md")]
+    paths += glob.glob(os.path.join(ROOT, "benchmark", "report", "*.md"))
+    return {p: open(p, encoding="utf-8").read() for p in paths}
+
+
+def test_every_command_the_pages_name_is_a_module():
+    """Each `python -m benchmark...` the pages and docs name resolves to a module of this checkout."""
+    import importlib.util
+    import re
+
+    named = {
+        (os.path.relpath(p, ROOT), m)
+        for p, text in product_text().items()
+        for m in re.findall(r"python -m (benchmark(?:\.\w+)+)", text)
+    }
+    assert named
+    missing = sorted((p, m) for p, m in named if importlib.util.find_spec(m) is None)
+    assert missing == []
+
+
+def test_the_templates_readme_and_docs_name_no_issue_number():
+    """Product text says what a thing is, not which issue made it (the tomls, registrations, are not checked)."""
+    import re
+
+    hits = {
+        os.path.relpath(p, ROOT): re.findall(r"\b[Ii]ssues? \d+", text)
+        for p, text in product_text().items()
+        if p.endswith((".j2", "README.md")) or os.sep + "docs" + os.sep in p
+    }
+    assert {p: h for p, h in hits.items() if h} == {}

@@ -106,22 +106,70 @@ def last_tenth_length(runs, budget: int) -> float:
     return float(np.median(per_run))
 
 
-def halfcheetah_pairing(sc: dict, reruns: dict, seeds: list) -> dict:
-    """Amendment 1 of preregistration_5M.toml: the seeds whose SMAC run and sgd-matched rerun log the same first
-    episode; block C uses the reruns on HalfCheetah only when all five are in and paired."""
-    smac_runs = sc.get(("HalfCheetah", "smac", "runs"), {})
-    rerun_runs = reruns.get(("HalfCheetah", "sgd-matched", "runs"), {})
+def shared_episodes(a: dict, b: dict) -> int:
+    """How many leading episodes two runs log alike (return and length, as logged)."""
+    ea, eb = a["episodes"], b["episodes"]
+    n = min(len(ea["episodic_return"]), len(eb["episodic_return"]))
     same = [
-        s
-        for s in seeds
-        if s in smac_runs
-        and s in rerun_runs
-        and aggregate.first_episode(smac_runs[s]) == aggregate.first_episode(rerun_runs[s])
+        ea["episodic_return"][i] == eb["episodic_return"][i]
+        and ea["episodic_length"][i] == eb["episodic_length"][i]
+        for i in range(n)
     ]
+    return same.index(False) if False in same else n
+
+
+def episodes_before_update(run: dict) -> int | None:
+    """How many episodes a run logs by its first update's step; None where it logs no update."""
+    steps = run["updates"]["global_step"]
+    if len(steps) == 0:
+        return None
+    return int(np.sum(np.asarray(run["episodes"]["global_step"]) <= steps[0]))
+
+
+def _shared(a: dict | None, b: dict | None) -> int | None:
+    return None if a is None or b is None else shared_episodes(a, b)
+
+
+def halfcheetah_pairing(sc: dict, reruns: dict, seeds: list, stage1: dict | None = None) -> dict:
+    """Amendment 1 of preregistration_5M.toml: the seeds whose SMAC run and sgd-matched rerun log the same first
+    episode (block C uses the reruns on HalfCheetah only when all five are in and paired); the same for the first
+    sgd-matched runs; per seed how many leading episodes the rerun shares with the SMAC run, with the first
+    sgd-matched run and with the stage-1 grid's sgd-matched run (`stage1`: its scores), and the first run with the
+    SMAC run; and how many episodes the runs log before their first update."""
+    cell = ("HalfCheetah", "smac", "runs"), ("HalfCheetah", "sgd-matched", "runs")
+    smac_runs, original_runs = sc.get(cell[0], {}), sc.get(cell[1], {})
+    rerun_runs, stage1_runs = reruns.get(cell[1], {}), (stage1 or {}).get(cell[1], {})
+
+    def same_first(runs):
+        return [
+            s
+            for s in seeds
+            if s in smac_runs
+            and s in runs
+            and aggregate.first_episode(smac_runs[s]) == aggregate.first_episode(runs[s])
+        ]
+
+    same = same_first(rerun_runs)
+    shared = [
+        {
+            "seed": s,
+            "rerun_smac": _shared(rerun_runs[s], smac_runs.get(s)),
+            "rerun_original": _shared(rerun_runs[s], original_runs.get(s)),
+            "original_smac": _shared(original_runs.get(s), smac_runs.get(s)),
+            "rerun_stage1": _shared(rerun_runs[s], stage1_runs.get(s)),
+        }
+        for s in seeds
+        if s in rerun_runs
+    ]
+    runs = [*smac_runs.values(), *original_runs.values(), *rerun_runs.values()]
+    before = {episodes_before_update(r) for r in runs} - {None}
     return {
         "runs_in": sorted(rerun_runs),
         "paired_seeds": same,
         "paired": same == list(seeds),
+        "original_paired_seeds": same_first(original_runs),
+        "shared_episodes": shared,
+        "episodes_before_update": sorted(before),
         "scores": reruns.get(("HalfCheetah", "sgd-matched"), {}),
     }
 
@@ -236,7 +284,9 @@ def _below_random_tasks(sc: dict, complete: set, budget: int) -> list:
     return out
 
 
-def _block_c_scores(reg: dict, sc: dict, complete: set, root: str, out: dict) -> tuple[dict, list]:
+def _block_c_scores(
+    reg: dict, sc: dict, complete: set, stage1: dict, root: str, out: dict
+) -> tuple[dict, list]:
     """Block C's scores and the tasks ready for it: amendment 1's HalfCheetah reruns replace the sgd-matched arm
     there once all five pair (its state goes to out["halfcheetah_pairing"])."""
     common, eq = reg["common"], reg["blocks"]["equivalence"]
@@ -244,9 +294,9 @@ def _block_c_scores(reg: dict, sc: dict, complete: set, root: str, out: dict) ->
     ready = [t for t in eq["tasks"] if (t, "smac") in complete and (t, "sgd-matched") in complete]
     block_c = dict(sc)
     amendment = reg.get("amendments", {}).get("halfcheetah_pairing")
-    if amendment is not None:  # amendment 1: HalfCheetah's sgd-matched arm rerun on the SMAC arm's machine
+    if amendment is not None:  # amendment 1: HalfCheetah's sgd-matched arm rerun, paired by the first episode
         reruns = aggregate.scores([os.path.join(root, amendment["logs"])], common["budget"])
-        pairing = halfcheetah_pairing(sc, reruns, seeds)
+        pairing = halfcheetah_pairing(sc, reruns, seeds, stage1)
         out["halfcheetah_pairing"] = pairing
         ready = [t for t in ready if t != "HalfCheetah"]
         if pairing["paired"]:
@@ -255,39 +305,69 @@ def _block_c_scores(reg: dict, sc: dict, complete: set, root: str, out: dict) ->
     return block_c, ready
 
 
-def _equivalence(reg: dict, block_c: dict, ready: list, root: str) -> list:
+def _tost_row(reg: dict, row: dict, p_adj: float, block_c: dict) -> dict:
+    """A block C row's secondary margin, Holm p, below-random flag and verdict (row: stats.paired's or unpaired's)."""
+    alpha, margin = reg["common"]["alpha"], reg["common"]["margin"]
+    reach = reg["blocks"]["equivalence"]["reachable_margin_at_5"][row["task"]]
+    row.update(
+        reach_margin=reach,
+        equivalent_reach=row["ci"][0] > -reach and row["ci"][1] < reach,
+        p_holm=p_adj,
+        below_random=all(
+            _mean(list(block_c[(row["task"], a)].values())) < 0 for a in ("smac", "sgd-matched")
+        ),
+    )
+    if row["equivalent"]:
+        row["verdict"] = f"equivalent at ±{margin:g}"
+    elif p_adj < alpha:
+        row["verdict"] = f"different (Holm p {p_adj:.3g})"
+    else:
+        row["verdict"] = f"inconclusive (equivalence only at ±{row['reach']:.2f})"
+    return row
+
+
+def _equivalence(reg: dict, block_c: dict, ready: list, stage1: dict) -> list:
     """Block C: SMAC vs sgd-matched, paired TOST at the margin (Holm over the tasks for "different", once every
     task is in), with the 1M result of the same seeds beside (exploratory)."""
     common, eq = reg["common"], reg["blocks"]["equivalence"]
-    seeds, alpha, margin = hparams.parse_seeds(common["seeds"]), common["alpha"], common["margin"]
+    seeds, margin = hparams.parse_seeds(common["seeds"]), common["margin"]
     rows = [
         {"task": t, **stats.paired(block_c[(t, "smac")], block_c[(t, "sgd-matched")], seeds, margin)}
         for t in ready
     ]
-    stage1 = aggregate.scores([os.path.join(root, os.path.relpath(aggregate.stage1_logs(), REPO))])
     for r in rows:
+        r["test"] = "paired"
         r["at_1M"] = stats.paired(
             stage1.get((r["task"], "smac"), {}), stage1.get((r["task"], "sgd-matched"), {}), seeds, margin
         )
-    for r, p_adj in zip(
-        rows, stats.holm([r["p"] for r in rows]) if len(rows) == len(eq["tasks"]) else [math.nan] * len(rows)
-    ):
-        reach = eq["reachable_margin_at_5"][r["task"]]
-        r.update(
-            reach_margin=reach,
-            equivalent_reach=r["ci"][0] > -reach and r["ci"][1] < reach,
-            p_holm=p_adj,
-            below_random=all(
-                _mean(list(block_c[(r["task"], a)].values())) < 0 for a in ("smac", "sgd-matched")
-            ),
-        )
-        if r["equivalent"]:
-            r["verdict"] = f"equivalent at ±{margin:g}"
-        elif p_adj < alpha:
-            r["verdict"] = f"different (Holm p {p_adj:.3g})"
-        else:
-            r["verdict"] = f"inconclusive (equivalence only at ±{r['reach']:.2f})"
-    return rows
+    holm = stats.holm([r["p"] for r in rows]) if len(rows) == len(eq["tasks"]) else [math.nan] * len(rows)
+    return [_tost_row(reg, r, p_adj, block_c) for r, p_adj in zip(rows, holm)]
+
+
+def original_arm_row(reg: dict, sc: dict, rows: list, pairing: dict) -> dict | None:
+    """Block C on HalfCheetah with the first sgd-matched runs (of FIRST_MATCHED_DATE, in the study's logs) against
+    the same SMAC runs, not pre-registered: the paired test where all its seeds pair with SMAC's by the first episode,
+    otherwise Welch's (stats.unpaired; the rule preregistration_kl_step.toml fixed for arms that do not pair); its
+    Holm p over block C's six tasks with it in the rerun's place. None until block C's HalfCheetah row is in."""
+    seeds, margin = hparams.parse_seeds(reg["common"]["seeds"]), reg["common"]["margin"]
+    if not any(r["task"] == "HalfCheetah" for r in rows):
+        return None
+    smac, original = sc.get(("HalfCheetah", "smac"), {}), sc.get(("HalfCheetah", "sgd-matched"), {})
+    paired_test = pairing["original_paired_seeds"] == list(seeds)
+    test = stats.paired if paired_test else stats.unpaired
+    row = {
+        "task": "HalfCheetah",
+        **test(smac, original, seeds, margin),
+        "test": "paired" if paired_test else "Welch",
+    }
+    family = [row["p"] if r["task"] == "HalfCheetah" else r["p"] for r in rows]
+    holm = (
+        stats.holm(family)
+        if len(rows) == len(reg["blocks"]["equivalence"]["tasks"])
+        else [math.nan] * len(rows)
+    )
+    p_adj = holm[[r["task"] for r in rows].index("HalfCheetah")]
+    return _tost_row(reg, row, p_adj, sc)
 
 
 def _diagnostics(reg: dict, sc: dict, complete: set) -> list:
@@ -340,8 +420,13 @@ def analyze_5M(reg: dict, root: str = REPO) -> dict:
     out["claims"] = _claims(reg, sc, done, complete)
     out["table"] = _table(sc, complete, budget, common["alpha"])
     out["below_random"] = _below_random_tasks(sc, complete, budget)
-    block_c, ready = _block_c_scores(reg, sc, complete, root, out)
-    out["equivalence"] = _equivalence(reg, block_c, ready, root)
+    stage1 = aggregate.scores([os.path.join(root, os.path.relpath(aggregate.stage1_logs(), REPO))])
+    block_c, ready = _block_c_scores(reg, sc, complete, stage1, root, out)
+    out["equivalence"] = _equivalence(reg, block_c, ready, stage1)
+    if "halfcheetah_pairing" in out:
+        out["halfcheetah_pairing"]["original_arm"] = original_arm_row(
+            reg, sc, out["equivalence"], out["halfcheetah_pairing"]
+        )
     out["diagnostics"] = _diagnostics(reg, sc, complete)
     return out
 
@@ -370,6 +455,8 @@ VOCAB_5M = (
     "not inside",
     "used",
     "not used yet",
+    "paired",
+    "Welch",
     "grows late in training",
     "shrinks",
     "no change shown",
@@ -452,6 +539,13 @@ def _blocks_ab_page(res: dict) -> dict:
     }
 
 
+def _block_c_answer(reg: dict, r: dict) -> str:
+    """A block C row's word of VOCAB_5M: equivalent at the margin, different after Holm, or neither."""
+    if r["equivalent"]:
+        return "equivalent"
+    return "different (Holm)" if r["p_holm"] < reg["common"]["alpha"] else "inconclusive"
+
+
 def _block_c_page(reg: dict, res: dict) -> dict:
     """Block C on the page: per task the paired TOST, its reachable margin, the Holm word and the 1M result."""
     return {
@@ -464,11 +558,7 @@ def _block_c_page(reg: dict, res: dict) -> dict:
                 "ci": list(r["ci"]),
                 "reach_margin": r["reach_margin"],
                 "reach_answer": "inside" if r["equivalent_reach"] else "not inside",
-                "answer": "equivalent"
-                if r["equivalent"]
-                else "different (Holm)"
-                if r["p_holm"] < reg["common"]["alpha"]
-                else "inconclusive",
+                "answer": _block_c_answer(reg, r),
                 "p_holm": r["p_holm"],
                 "reach": r["reach"],
                 "at_1M": {"mean": r["at_1M"]["mean"], "ci": list(r["at_1M"]["ci"])},
@@ -514,12 +604,71 @@ def page_5M(reg: dict, res: dict) -> dict:
     }
     pairing = res.get("halfcheetah_pairing")
     if pairing is not None:
-        out["pairing"] = {
-            "date": reg["amendments"]["halfcheetah_pairing"]["date"],
-            "unpaired_date": FIRST_MATCHED_DATE,
-            "runs_in": pairing["runs_in"],
-            "paired_seeds": pairing["paired_seeds"],
-            "answer": "used" if pairing["paired"] else "not used yet",
+        out["pairing"] = _pairing_page(reg, res, pairing)
+    return out
+
+
+def _arm_row(reg: dict, r: dict, arm: str) -> dict:
+    """One row of the page's HalfCheetah block C with either sgd-matched arm: its test, numbers and word."""
+    return {
+        "arm": arm,
+        "test": r["test"],
+        "n": r["n"],
+        "mean": r["mean"],
+        "ci": list(r["ci"]),
+        "p": r["p"],
+        "answer": _block_c_answer(reg, r),
+        "p_holm": r["p_holm"],
+        "reach": r["reach"],
+    }
+
+
+def _pairing_page(reg: dict, res: dict, pairing: dict) -> dict:
+    """Amendment 1 on the page: the reruns' pairing, the first arm's, the leading episodes each pair of runs
+    shares per seed, and block C on HalfCheetah with each sgd-matched arm (the rerun's row is block C's)."""
+    amendment = reg["amendments"]["halfcheetah_pairing"]
+    rows = []
+    used = next((r for r in res["equivalence"] if r["task"] == "HalfCheetah"), None)
+    if used is not None and pairing["paired"]:
+        rows.append(_arm_row(reg, used, f"rerun of {amendment['date']} (block C's)"))
+    if pairing.get("original_arm") is not None:
+        rows.append(_arm_row(reg, pairing["original_arm"], f"{FIRST_MATCHED_DATE} (not pre-registered)"))
+    return {
+        "date": amendment["date"],
+        "logs": amendment["logs"],
+        "unpaired_date": FIRST_MATCHED_DATE,
+        "runs_in": pairing["runs_in"],
+        "paired_seeds": pairing["paired_seeds"],
+        "answer": "used" if pairing["paired"] else "not used yet",
+        "original_paired_seeds": pairing["original_paired_seeds"],
+        "original_paired": pairing["original_paired_seeds"] == hparams.parse_seeds(reg["common"]["seeds"]),
+        "shared_episodes": pairing["shared_episodes"],
+        "episodes_before_update": pairing["episodes_before_update"],
+        "arms": rows,
+    }
+
+
+def details(result: dict) -> dict:
+    """REPORT.md's line on this study: how many 5M runs the page judges, how many of them ran before the rules were
+    written (the HalfCheetah headline block), and, where HalfCheetah's block C uses amendment 1's reruns, the
+    amendment's date, its reruns and the date of the sgd-matched runs it was written after."""
+    reg, res = result["reg"], result["res5"]
+    before = res["before_rules"]
+    out = {
+        "runs": res["runs_expected"],
+        "before_rules": before["runs"],
+        "after_rules": res["runs_expected"] - before["runs"],
+        "before_cells": [f"{t} {hparams.algo_label(a)}" for t, a in before["cells"]],
+        "before_date": HEADLINE_DATE,
+    }
+    pairing = res.get("halfcheetah_pairing")
+    if pairing is not None and pairing["paired"]:
+        date = reg["amendments"]["halfcheetah_pairing"]["date"]
+        out["amendment"] = {
+            "date": date,
+            "reruns": len(pairing["runs_in"]),
+            "first_runs_date": FIRST_MATCHED_DATE,
+            "after_first_runs": date > FIRST_MATCHED_DATE,
         }
     return out
 

@@ -987,6 +987,14 @@ def _names(spec: str, known=None, what: str = "") -> Optional[list[str]]:
     return names
 
 
+def logs_dir_of(args, default: Optional[str] = None) -> Optional[str]:
+    """The compact-log root the sweep's --logs-dir names for a study's jobs: None for 'none' (no compact logs),
+    `default` where the flag is not given, else the flag's directory."""
+    if (args.logs_dir or "").lower() == "none":
+        return None
+    return args.logs_dir or default
+
+
 def study_jobs(args) -> list[Job]:
     """The chosen study's job list (benchmark/studies/<module>.jobs; raises KeyError / ValueError on bad input)."""
     return studies.named()[args.study].jobs(args)

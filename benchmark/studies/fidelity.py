@@ -70,7 +70,7 @@ def jobs(args) -> list:
     """The study's jobs from the sweep's flags (--readings, --seeds, --budget, --runs-dir, --logs-dir)."""
     from benchmark import sweep
 
-    logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
+    logs = sweep.logs_dir_of(args)
     readings = sweep._names(args.readings) or list(hparams.READINGS)
     for r in readings:
         hparams.reading_flags(r)

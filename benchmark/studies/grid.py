@@ -67,7 +67,7 @@ def jobs(args) -> list:
     benchmark/results/logs/<reading>."""
     from benchmark import sweep
 
-    logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
+    logs = sweep.logs_dir_of(args)
     tasks = sweep.select(args.tasks, "task")
     algos, seeds = sweep.select(args.algos, "algo"), sweep.parse_seeds(args.seeds or sweep.DEFAULT_SEEDS)
     budgets = sweep.parse_budget(args.budget or sweep.DEFAULT_BUDGET, tasks)

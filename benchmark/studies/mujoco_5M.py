@@ -36,7 +36,9 @@ COMMITTED_ONLY = False
 # ---- the job list
 def jobs(args) -> list:
     """The study's jobs from the sweep's flags (--runs-dir, --logs-dir, --checkpoint-every)."""
-    logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
+    from benchmark import sweep
+
+    logs = sweep.logs_dir_of(args)
     return cell_jobs(load_5M(), args.runs_dir, logs, args.checkpoint_every)
 
 

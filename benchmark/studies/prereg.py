@@ -49,7 +49,7 @@ def jobs(args) -> list:
     """The study's jobs from the sweep's flags (--blocks, --runs-dir, --logs-dir, --checkpoint-every)."""
     from benchmark import sweep
 
-    logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
+    logs = sweep.logs_dir_of(args)
     reg = load()
     return block_jobs(
         reg,

@@ -65,6 +65,11 @@ def _rank(seq, x) -> int:
     return seq.index(x) if x in seq else 99
 
 
+def by_cell(rows) -> dict:
+    """{(task, algo): row} of rows that name a task and an algorithm (CSV rows, cell rows)."""
+    return {(r["task"], r["algo"]): r for r in rows}
+
+
 # ---- Aggregation
 def smac_diagnostics(u: dict, lam: float, cfg: Optional[dict] = None) -> dict:
     """Per-update SMAC diagnostics from updates.csv columns (arrays) and the damping lambda, s = |l_bar|^2:

@@ -77,10 +77,6 @@ def expected_5M(reg: dict) -> list:
     return cells + [("HalfCheetah", "smac"), ("HalfCheetah", "cg")]
 
 
-def _mean(xs: list) -> float:
-    return float(np.mean(xs)) if xs else math.nan
-
-
 def fifths(run: dict, damping: float, budget: int) -> dict:
     """Block D per run: the medians over updates of ell_sq / lambda, the removed fraction and cos(g, step) in the
     first fifth (global_step <= budget / 5) and the last fifth (> 4 budget / 5), and the smallest cos."""
@@ -137,7 +133,7 @@ def below_random(sc: dict, task: str, algos: list, budget: int) -> list:
     )
     out = []
     for algo in algos:
-        score = _mean(list(sc.get((task, algo), {}).values()))
+        score = stats.mean_or_nan(list(sc.get((task, algo), {}).values()))
         if not score < 0:
             continue
         span, curves, _ = aggregate.cell_curves(list(sc[(task, algo, "runs")].values()), {task: budget})[
@@ -148,7 +144,7 @@ def below_random(sc: dict, task: str, algos: list, budget: int) -> list:
         out.append(
             {
                 "algo": algo,
-                "mean": _mean([v for v in sc[(task, algo, "raw")].values() if v is not None]),
+                "mean": stats.mean_or_nan([v for v in sc[(task, algo, "raw")].values() if v is not None]),
                 "normalized": score,
                 "peak": float(mean[top]),
                 "peak_normalized": stats.normalize(float(mean[top]), rand, best),
@@ -270,7 +266,7 @@ def _equivalence(reg: dict, block_c: dict, ready: list, root: str) -> list:
             equivalent_reach=r["ci"][0] > -reach and r["ci"][1] < reach,
             p_holm=p_adj,
             below_random=all(
-                _mean(list(block_c[(r["task"], a)].values())) < 0 for a in ("smac", "sgd-matched")
+                stats.mean_or_nan(list(block_c[(r["task"], a)].values())) < 0 for a in ("smac", "sgd-matched")
             ),
         )
         if r["equivalent"]:
@@ -456,11 +452,7 @@ def _block_c_page(reg: dict, res: dict) -> dict:
                 "ci": list(r["ci"]),
                 "reach_margin": r["reach_margin"],
                 "reach_answer": "inside" if r["equivalent_reach"] else "not inside",
-                "answer": "equivalent"
-                if r["equivalent"]
-                else "different (Holm)"
-                if r["p_holm"] < reg["common"]["alpha"]
-                else "inconclusive",
+                "answer": vd.tost_page_word(r, reg["common"]["alpha"]),
                 "p_holm": r["p_holm"],
                 "reach": r["reach"],
                 "at_1M": {"mean": r["at_1M"]["mean"], "ci": list(r["at_1M"]["ci"])},
@@ -529,19 +521,12 @@ def plain_5M(x):
     return pages.plain(x, DIGITS_5M)
 
 
-def markdown_5M(reg: dict, res: dict, json_path: str | None = None) -> list:
-    """report/mujoco_5M.md: what the 5M runs show so far, by the pre-registered rules, rendered from page_5M's data
-    as JSON (plain_5M), which goes to json_path where given."""
-    data = pages.committed(page_5M(reg, res), json_path, DIGITS_5M)
-    return [render_5M(data)]
-
-
 def write(result: dict, where) -> list[str]:
-    """report/mujoco_5M.md, and where.commit, benchmark/results/mujoco_5M.json."""
-    json_path = PAGE_5M_JSON if where.commit else None
-    body = markdown_5M(result["reg"], result["res5"], json_path)
-    path = pages.write_page(where.pages, "mujoco_5M.md", "The paper's budget: MuJoCo at 5M", body)
-    return [path] + ([json_path] if json_path else [])
+    """report/mujoco_5M.md: what the 5M runs show so far, by the pre-registered rules, rendered from page_5M's data
+    as JSON (plain_5M); and where.commit, that JSON, benchmark/results/mujoco_5M.json."""
+    data = page_5M(result["reg"], result["res5"])
+    title = "The paper's budget: MuJoCo at 5M"
+    return pages.write_study_page(where, "mujoco_5M.md", title, data, PAGE_5M_JSON, DIGITS_5M)
 
 
 # ---- the verdict

@@ -65,6 +65,11 @@ def _rank(seq, x) -> int:
     return seq.index(x) if x in seq else 99
 
 
+def by_cell(rows) -> dict:
+    """{(task, algo): row} of rows that name a task and an algorithm (CSV rows, cell rows)."""
+    return {(r["task"], r["algo"]): r for r in rows}
+
+
 # ---- Aggregation
 def smac_diagnostics(u: dict, lam: float, cfg: Optional[dict] = None) -> dict:
     """Per-update SMAC diagnostics from updates.csv columns (arrays) and the damping lambda, s = |l_bar|^2:
@@ -118,19 +123,9 @@ def aggregate(
                 file=sys.stderr,
             )
             return {"runs": 0, "cells": 0, "budgets": {}}
-        if budget_spec:  # sweep.py --budget syntax, else each task's largest job budget
-            budgets = hparams.parse_budget(budget_spec, sorted({r["task"] for r in runs}) or None)
-        else:
-            budgets = {
-                t: max(int(r["job_budget"] or r["last_step"]) for r in runs if r["task"] == t)
-                for t in dict.fromkeys(r["task"] for r in runs)
-            }
+        budgets = _budgets(runs, budget_spec)
         os.makedirs(results_dir, exist_ok=True)
-        groups: dict = {}
-        for r in runs:
-            if r["task"] in budgets:
-                r["class"] = classify(r, budgets[r["task"]])
-                groups.setdefault((r["task"], r["algo"]), []).append(r)
+        groups = _classified_cells(runs, budgets)
         out = {
             name: []
             for name in "curves_return curves_logprob final diagnostics diagnostics_summary runs".split()
@@ -138,119 +133,164 @@ def aggregate(
         for key in sorted(
             groups, key=lambda k: (_rank(hparams.tasks(), k[0]), _rank(hparams.algos(), k[1]), *k)
         ):
-            (task, algo), budget, cell = key, budgets[key[0]], groups[key]
-            steps = [int(round(e)) for e in (np.arange(N_BINS) + 1) * budget / N_BINS]
-            used = sorted(
-                (r for r in cell if r["class"] in ("complete", "diverged")), key=lambda r: r["seed"]
-            )
-            lasts = [min(r["last_step"], budget) if r["class"] == "diverged" else budget for r in used]
-            ret_curves, logp_curves = (
-                [
-                    smoothed_curve(r[log]["global_step"], r[log][col], budget, last)
-                    for r, last in zip(used, lasts)
-                ]
-                for log, col in (("episodes", "episodic_return"), ("updates", "mean_logprob"))
-            )
-            finals = {id(r): c[-1] for r, c in zip(used, ret_curves) if r["class"] == "complete"}
-            out["runs"] += [
-                {
-                    "task": task,
-                    "algo": algo,
-                    "seed": r["seed"],
-                    "budget": budget,
-                    "class": r["class"],
-                    "status": r["status"],
-                    "global_step": r["last_step"],
-                    "episodes": int(r["episodes"]["global_step"].size),
-                    "final_smoothed": f"{finals[id(r)]:.6g}" if id(r) in finals else "",
-                }
-                for r in cell
-            ]
-            if not used:
-                continue
-            for name, curves in (("curves_return", ret_curves), ("curves_logprob", logp_curves)):
-                mean, std, n = across_seeds(np.array(curves))
-                out[name] += [
-                    {
-                        "task": task,
-                        "algo": algo,
-                        "bin": k,
-                        "step": steps[k],
-                        "mean": _f(mean[k]),
-                        "std": _f(std[k]),
-                        "n": int(n[k]),
-                    }
-                    for k in range(N_BINS)
-                ]
-            fin = [v for v in finals.values() if np.isfinite(v)]
-            final_mean, final_std = _mean_std(fin)
-            paper = (
-                hparams.paper_result(task, algo)
-                if task in hparams.tasks() and algo in hparams.algos()
-                else None
-            )
-            out["final"].append(
-                {
-                    "task": task,
-                    "algo": algo,
-                    "budget": budget,
-                    "n_seeds": len(fin),
-                    "seeds": ";".join(str(r["seed"]) for r in used if r["class"] == "complete"),
-                    **{f"n_{c}": sum(r["class"] == c for r in cell) for c in ("diverged", "incomplete")},
-                    "final_mean": final_mean,
-                    "final_std": final_std,
-                    "final_std_ddof0": _f(np.std(fin, ddof=0)) if fin else "",
-                    "finals": ";".join(f"{v:.6g}" for v in fin),
-                    "paper_mean": paper[0] if paper else "",
-                    "paper_std": paper[1] if paper else "",
-                    "paper_text_std": (hparams.paper_text_std(task, algo) or "") if paper else "",
-                }
-            )
-            # SMAC diagnostics (rows exist only where the trainer logged ell_sq, i.e. smac)
-            per_seed: dict = {}
-            for r in used:
-                u, lam = r["updates"], r["damping"]
-                if u["ell_sq"].size and np.isfinite(u["ell_sq"]).any() and lam:
-                    for name, v in smac_diagnostics(u, lam, r.get("cfg")).items():
-                        per_seed.setdefault(name, []).append(bin_quantiles(u["global_step"], v, budget))
-            if not per_seed:
-                continue
-            n_seeds = len(per_seed["cos_g_step"])
-            cols, srow = {}, {"task": task, "algo": algo, "damping": used[0]["damping"], "n_seeds": n_seeds}
-            for name, mats in per_seed.items():
-                m = np.array(mats)
-                cols.update(
-                    {
-                        f"{name}_median": np.nanmedian(m, 0),
-                        f"{name}_p10": np.nanquantile(m, 0.1, 0),
-                        f"{name}_p90": np.nanquantile(m, 0.9, 0),
-                    }
-                )
-                run_medians = [np.nanmedian(x) for x in mats]  # each run: median over its bins
-                last10 = np.concatenate([x[-10:] for x in mats])  # the last 10% of training
-                srow.update(
-                    {
-                        f"{name}_median": _f(np.median(run_medians)),
-                        f"{name}_min_run": _f(np.min(run_medians)),
-                        f"{name}_max_run": _f(np.max(run_medians)),
-                        f"{name}_last10pct_median": _f(np.nanmedian(last10)),
-                    }
-                )
-            out["diagnostics"] += [
-                {
-                    "task": task,
-                    "algo": algo,
-                    "bin": k,
-                    "step": steps[k],
-                    "n": n_seeds,
-                    **{c: _f(v[k]) for c, v in cols.items()},
-                }
-                for k in range(N_BINS)
-            ]
-            out["diagnostics_summary"].append(srow)
+            _aggregate_cell(out, key, budgets[key[0]], groups[key])
         for name, rows in out.items():
             write_csv(os.path.join(results_dir, name + ".csv"), rows)
         return {"runs": len(runs), "cells": len(out["final"]), "budgets": budgets}
+
+
+def _budgets(runs: list[dict], budget_spec: Optional[str]) -> dict:
+    """{task: steps} the runs are judged at: budget_spec (sweep.py --budget syntax), else each task's largest job
+    budget."""
+    if budget_spec:
+        return hparams.parse_budget(budget_spec, sorted({r["task"] for r in runs}) or None)
+    return {
+        t: max(int(r["job_budget"] or r["last_step"]) for r in runs if r["task"] == t)
+        for t in dict.fromkeys(r["task"] for r in runs)
+    }
+
+
+def _classified_cells(runs: list[dict], budgets: dict) -> dict:
+    """{(task, algo): runs} of the runs whose task has a budget, each run's "class" set (classify) at it."""
+    groups: dict = {}
+    for r in runs:
+        if r["task"] in budgets:
+            r["class"] = classify(r, budgets[r["task"]])
+            groups.setdefault((r["task"], r["algo"]), []).append(r)
+    return groups
+
+
+def _aggregate_cell(out: dict, key: tuple, budget: int, cell: list[dict]) -> None:
+    """Append one (task, algo) cell's rows to each of out's tables: its runs, its return and log-prob curves, its
+    final values and its SMAC diagnostics."""
+    task, algo = key
+    steps = [int(round(e)) for e in (np.arange(N_BINS) + 1) * budget / N_BINS]
+    used = sorted((r for r in cell if r["class"] in ("complete", "diverged")), key=lambda r: r["seed"])
+    lasts = [min(r["last_step"], budget) if r["class"] == "diverged" else budget for r in used]
+    ret_curves, logp_curves = (
+        [smoothed_curve(r[log]["global_step"], r[log][col], budget, last) for r, last in zip(used, lasts)]
+        for log, col in (("episodes", "episodic_return"), ("updates", "mean_logprob"))
+    )
+    finals = {id(r): c[-1] for r, c in zip(used, ret_curves) if r["class"] == "complete"}
+    out["runs"] += _run_rows(task, algo, budget, cell, finals)
+    if not used:
+        return
+    for name, curves in (("curves_return", ret_curves), ("curves_logprob", logp_curves)):
+        out[name] += _curve_rows(task, algo, steps, curves)
+    out["final"].append(_final_row(task, algo, budget, cell, used, finals))
+    _add_diagnostics(out, task, algo, steps, budget, used)
+
+
+def _run_rows(task: str, algo: str, budget: int, cell: list[dict], finals: dict) -> list[dict]:
+    """runs.csv's rows of a cell: each run's class, status, steps, episodes and final smoothed return (finals:
+    {id(run): final} of the complete runs)."""
+    return [
+        {
+            "task": task,
+            "algo": algo,
+            "seed": r["seed"],
+            "budget": budget,
+            "class": r["class"],
+            "status": r["status"],
+            "global_step": r["last_step"],
+            "episodes": int(r["episodes"]["global_step"].size),
+            "final_smoothed": f"{finals[id(r)]:.6g}" if id(r) in finals else "",
+        }
+        for r in cell
+    ]
+
+
+def _curve_rows(task: str, algo: str, steps: list[int], curves: list) -> list[dict]:
+    """A curves CSV's rows of a cell: per bin, the mean, std and count across seeds of the seeds' curves."""
+    mean, std, n = across_seeds(np.array(curves))
+    return [
+        {
+            "task": task,
+            "algo": algo,
+            "bin": k,
+            "step": steps[k],
+            "mean": _f(mean[k]),
+            "std": _f(std[k]),
+            "n": int(n[k]),
+        }
+        for k in range(N_BINS)
+    ]
+
+
+def _final_row(task: str, algo: str, budget: int, cell: list, used: list, finals: dict) -> dict:
+    """final.csv's row of a cell: the complete runs' finite finals, their mean and std, the runs left out, and the
+    paper's value where the paper has the cell."""
+    fin = [v for v in finals.values() if np.isfinite(v)]
+    final_mean, final_std = _mean_std(fin)
+    paper = hparams.paper_result(task, algo) if task in hparams.tasks() and algo in hparams.algos() else None
+    return {
+        "task": task,
+        "algo": algo,
+        "budget": budget,
+        "n_seeds": len(fin),
+        "seeds": ";".join(str(r["seed"]) for r in used if r["class"] == "complete"),
+        **{f"n_{c}": sum(r["class"] == c for r in cell) for c in ("diverged", "incomplete")},
+        "final_mean": final_mean,
+        "final_std": final_std,
+        "final_std_ddof0": _f(np.std(fin, ddof=0)) if fin else "",
+        "finals": ";".join(f"{v:.6g}" for v in fin),
+        "paper_mean": paper[0] if paper else "",
+        "paper_std": paper[1] if paper else "",
+        "paper_text_std": (hparams.paper_text_std(task, algo) or "") if paper else "",
+    }
+
+
+def _smac_bins(used: list[dict], budget: int) -> dict:
+    """{diagnostic: [per run, its per-bin median]} of the runs that logged ell_sq (SMAC's) with a damping."""
+    per_seed: dict = {}
+    for r in used:
+        u, lam = r["updates"], r["damping"]
+        if u["ell_sq"].size and np.isfinite(u["ell_sq"]).any() and lam:
+            for name, v in smac_diagnostics(u, lam, r.get("cfg")).items():
+                per_seed.setdefault(name, []).append(bin_quantiles(u["global_step"], v, budget))
+    return per_seed
+
+
+def _add_diagnostics(out: dict, task: str, algo: str, steps: list[int], budget: int, used: list) -> None:
+    """Append a cell's SMAC diagnostics to out: per bin, the median and 10%/90% quantiles across seeds
+    ("diagnostics"), and one summary row of the runs' medians and the last 10% of training
+    ("diagnostics_summary"). Rows exist only where the trainer logged ell_sq, i.e. smac."""
+    per_seed = _smac_bins(used, budget)
+    if not per_seed:
+        return
+    n_seeds = len(per_seed["cos_g_step"])
+    cols, srow = {}, {"task": task, "algo": algo, "damping": used[0]["damping"], "n_seeds": n_seeds}
+    for name, mats in per_seed.items():
+        m = np.array(mats)
+        cols.update(
+            {
+                f"{name}_median": np.nanmedian(m, 0),
+                f"{name}_p10": np.nanquantile(m, 0.1, 0),
+                f"{name}_p90": np.nanquantile(m, 0.9, 0),
+            }
+        )
+        run_medians = [np.nanmedian(x) for x in mats]  # each run: median over its bins
+        last10 = np.concatenate([x[-10:] for x in mats])  # the last 10% of training
+        srow.update(
+            {
+                f"{name}_median": _f(np.median(run_medians)),
+                f"{name}_min_run": _f(np.min(run_medians)),
+                f"{name}_max_run": _f(np.max(run_medians)),
+                f"{name}_last10pct_median": _f(np.nanmedian(last10)),
+            }
+        )
+    out["diagnostics"] += [
+        {
+            "task": task,
+            "algo": algo,
+            "bin": k,
+            "step": steps[k],
+            "n": n_seeds,
+            **{c: _f(v[k]) for c, v in cols.items()},
+        }
+        for k in range(N_BINS)
+    ]
+    out["diagnostics_summary"].append(srow)
 
 
 # ---- The paper's timestep claims (section Results) as data, and their evaluation on our runs
@@ -526,99 +566,131 @@ def seed_mean_crossing(cell: tuple, threshold: float) -> Optional[int]:
 def evaluate(runs: list[dict], tasks=None, claims=CLAIMS, windows: Optional[dict] = None) -> list[dict]:
     """One row per claim; a judged one has steps: (crossing step or None,) for reach_by, (algo's, ref's) with
     paper_ratio for slower / faster. windows: {task: steps} the 100 bins span instead of the runs' budget."""
-    cells, rows = cell_curves(runs, windows), []
-
-    def crossings(
-        task, algo, thr
-    ) -> tuple:  # (the seed-mean curve's first crossing, per-seed ones, sorted as text)
-        span, curves, _ = cells[(task, algo)]
-        seeds = [first_crossing(c, thr, span) for c in curves]
-        spread = ", ".join(fmt_step(s) for s in sorted(seeds, key=lambda s: math.inf if s is None else s))
-        return seed_mean_crossing(cells[(task, algo)], thr), seeds, spread
-
+    cells = cell_curves(runs, windows)
+    rows = []
     for c in claims:
         if tasks and c["task"] not in tasks:
             continue
-        task, algo, kind, thr = c["task"], c["algo"], c["kind"], c.get("threshold")
-        row = dict(
-            id=c["id"], task=task, claim=c["text"], kind=kind, algo=algo, measured="", seeds="", verdict=""
-        )
-        needed = [algo] + ([c["ref"]] if "ref" in c else [])
-        if any((task, a) not in cells for a in needed):
-            rows.append({**row, "verdict": "no runs"})
-            continue
-        budget = min(cells[(task, a)][2] for a in needed)
-        if c["needs"] is not None and budget < c["needs"]:
-            rows.append(
-                {
-                    **row,
-                    "measured": f"budget {fmt_step(budget)} < {fmt_step(c['needs'])}",
-                    "verdict": "beyond budget",
-                }
-            )
-            continue
-        if kind == "reach_by":
-            t, _, spread = crossings(task, algo, thr)
-            held = t is not None and t <= TOL * c["step"]
-            row.update(
-                measured=f"{algo} "
-                + (f"reaches {thr:g} at {fmt_step(t)}" if t is not None else f"does not reach {thr:g}")
-                + f" (paper {fmt_step(c['step'])})",
-                seeds=spread,
-                steps=(t,),
-            )
-        elif kind in ("slower", "faster"):
-            t, seeds, spread = crossings(task, algo, thr)
-            t_ref, seeds_ref, spread_ref = crossings(task, c["ref"], thr)
-            # compare over the span both cells cover: a crossing past the shorter one was not seen by the other
-            t, t_ref = (None if x is None or x > budget else x for x in (t, t_ref))
-            if c["needs"] is None and t is None and t_ref is None and budget < PAPER_BUDGET:
-                rows.append(
-                    {
-                        **row,
-                        "verdict": "beyond budget",
-                        "measured": f"neither reaches {thr:g} by "
-                        f"{fmt_step(budget)} (the paper gives no step; its budget: {fmt_step(PAPER_BUDGET)})",
-                    }
-                )
-                continue
-            pairs = ((t, seeds), (t_ref, seeds_ref))
-            (slow, slow_seeds), (fast, fast_seeds) = pairs if kind == "slower" else pairs[::-1]
-            held = fast is not None and (slow is None or slow > fast)
-            row["strict"] = strict_verdict(
-                "held" if held else "not held", slow, fast, fast_seeds, slow_seeds, c.get("ratio")
-            )
-            ratio = f"{t / t_ref:.2f}x" if t and t_ref else "n/a"
-            paper = f", paper {c['ratio']:.2f}x" if "ratio" in c else ""
-            row.update(
-                measured=f"{algo} {fmt_step(t)} vs {c['ref']} {fmt_step(t_ref)}: {ratio}{paper}",
-                seeds=f"{algo}: {spread}; {c['ref']}: {spread_ref}",
-                steps=(t, t_ref),
-                per_seed=(seeds, seeds_ref),
-                reach=budget,
-                paper_ratio=c.get("ratio"),
-            )
-        elif kind == "never_above":
-            curves = cells[(task, algo)][1]
-            peak = float(np.nanmax(across_seeds(curves)[0]))
-            held = peak <= thr
-            row.update(
-                measured=f"{algo} peak {peak:.1f} (threshold {thr:g})",
-                seeds=", ".join(f"{np.nanmax(x):.0f}" for x in curves),
-            )
-        elif kind == "below_until":
-            span, curves, _ = cells[(task, algo)]
-            k = int(np.ceil(c["step"] / span * N_BINS))
-            diff = float(
-                np.nanmean(across_seeds(curves)[0][:k] - across_seeds(cells[(task, c["ref"])][1])[0][:k])
-            )
-            held = diff < 0
-            row.update(measured=f"mean({algo} - {c['ref']}) over the first {fmt_step(c['step'])}: {diff:.1f}")
-        else:
-            raise ValueError(f"unknown claim kind {kind!r}")
-        verdict = "held" if held else "not held"
-        rows.append({**row, "verdict": verdict, "strict": row.get("strict") or verdict})
+        rows.append(judge_claim(c, cells))
     return rows
+
+
+def judge_claim(c: dict, cells: dict) -> dict:
+    """A claim's row on the cells (cell_curves): "no runs" where a cell it needs is missing, "beyond budget" where
+    the runs stop before the step it needs, else the judgement of its kind (JUDGES)."""
+    task, algo = c["task"], c["algo"]
+    row = dict(
+        id=c["id"], task=task, claim=c["text"], kind=c["kind"], algo=algo, measured="", seeds="", verdict=""
+    )
+    needed = [algo] + ([c["ref"]] if "ref" in c else [])
+    if any((task, a) not in cells for a in needed):
+        return {**row, "verdict": "no runs"}
+    budget = min(cells[(task, a)][2] for a in needed)
+    if c["needs"] is not None and budget < c["needs"]:
+        return {
+            **row,
+            "measured": f"budget {fmt_step(budget)} < {fmt_step(c['needs'])}",
+            "verdict": "beyond budget",
+        }
+    if c["kind"] not in JUDGES:
+        raise ValueError(f"unknown claim kind {c['kind']!r}")
+    return JUDGES[c["kind"]](c, row, cells, budget)
+
+
+def _crossings(cells: dict, task: str, algo: str, thr: float) -> tuple:
+    """A cell's crossings of thr: the seed-mean curve's first crossing, the per-seed ones, and those sorted as
+    text."""
+    span, curves, _ = cells[(task, algo)]
+    seeds = [first_crossing(c, thr, span) for c in curves]
+    spread = ", ".join(fmt_step(s) for s in sorted(seeds, key=lambda s: math.inf if s is None else s))
+    return seed_mean_crossing(cells[(task, algo)], thr), seeds, spread
+
+
+def _judged(row: dict, held: bool) -> dict:
+    """The row with its verdict, and its strict verdict where the judgement set none."""
+    verdict = "held" if held else "not held"
+    return {**row, "verdict": verdict, "strict": row.get("strict") or verdict}
+
+
+def _judge_reach_by(c: dict, row: dict, cells: dict, budget: int) -> dict:
+    """reach_by: the seed-mean curve crosses the threshold by TOL x the paper's step."""
+    algo, thr = c["algo"], c["threshold"]
+    t, _, spread = _crossings(cells, c["task"], algo, thr)
+    held = t is not None and t <= TOL * c["step"]
+    row.update(
+        measured=f"{algo} "
+        + (f"reaches {thr:g} at {fmt_step(t)}" if t is not None else f"does not reach {thr:g}")
+        + f" (paper {fmt_step(c['step'])})",
+        seeds=spread,
+        steps=(t,),
+    )
+    return _judged(row, held)
+
+
+def _judge_order(c: dict, row: dict, cells: dict, budget: int) -> dict:
+    """slower / faster: the faster algorithm crosses the threshold, and before the slower one (or the slower one
+    never does), over the span both cells cover; its strict verdict weighs the ratio and the seeds (STRICT)."""
+    task, algo, thr = c["task"], c["algo"], c["threshold"]
+    t, seeds, spread = _crossings(cells, task, algo, thr)
+    t_ref, seeds_ref, spread_ref = _crossings(cells, task, c["ref"], thr)
+    # compare over the span both cells cover: a crossing past the shorter one was not seen by the other
+    t, t_ref = (None if x is None or x > budget else x for x in (t, t_ref))
+    if c["needs"] is None and t is None and t_ref is None and budget < PAPER_BUDGET:
+        return {
+            **row,
+            "verdict": "beyond budget",
+            "measured": f"neither reaches {thr:g} by "
+            f"{fmt_step(budget)} (the paper gives no step; its budget: {fmt_step(PAPER_BUDGET)})",
+        }
+    pairs = ((t, seeds), (t_ref, seeds_ref))
+    (slow, slow_seeds), (fast, fast_seeds) = pairs if c["kind"] == "slower" else pairs[::-1]
+    held = fast is not None and (slow is None or slow > fast)
+    row["strict"] = strict_verdict(
+        "held" if held else "not held", slow, fast, fast_seeds, slow_seeds, c.get("ratio")
+    )
+    ratio = f"{t / t_ref:.2f}x" if t and t_ref else "n/a"
+    paper = f", paper {c['ratio']:.2f}x" if "ratio" in c else ""
+    row.update(
+        measured=f"{algo} {fmt_step(t)} vs {c['ref']} {fmt_step(t_ref)}: {ratio}{paper}",
+        seeds=f"{algo}: {spread}; {c['ref']}: {spread_ref}",
+        steps=(t, t_ref),
+        per_seed=(seeds, seeds_ref),
+        reach=budget,
+        paper_ratio=c.get("ratio"),
+    )
+    return _judged(row, held)
+
+
+def _judge_never_above(c: dict, row: dict, cells: dict, budget: int) -> dict:
+    """never_above: the seed-mean curve's peak stays at or below the threshold."""
+    algo, thr = c["algo"], c["threshold"]
+    curves = cells[(c["task"], algo)][1]
+    peak = float(np.nanmax(across_seeds(curves)[0]))
+    row.update(
+        measured=f"{algo} peak {peak:.1f} (threshold {thr:g})",
+        seeds=", ".join(f"{np.nanmax(x):.0f}" for x in curves),
+    )
+    return _judged(row, peak <= thr)
+
+
+def _judge_below_until(c: dict, row: dict, cells: dict, budget: int) -> dict:
+    """below_until: the seed-mean curve lies below the reference's on average up to the paper's step."""
+    task, algo = c["task"], c["algo"]
+    span, curves, _ = cells[(task, algo)]
+    k = int(np.ceil(c["step"] / span * N_BINS))
+    diff = float(np.nanmean(across_seeds(curves)[0][:k] - across_seeds(cells[(task, c["ref"])][1])[0][:k]))
+    row.update(measured=f"mean({algo} - {c['ref']}) over the first {fmt_step(c['step'])}: {diff:.1f}")
+    return _judged(row, diff < 0)
+
+
+# a claim's kind -> its judgement (c, row, cells, budget) -> the judged row
+JUDGES = {
+    "reach_by": _judge_reach_by,
+    "slower": _judge_order,
+    "faster": _judge_order,
+    "never_above": _judge_never_above,
+    "below_until": _judge_below_until,
+}
 
 
 def combined(row: dict) -> str:

@@ -141,6 +141,16 @@ def write_page(pages_dir: str, name: str, title: str, body: list[str]) -> str:
     return path
 
 
+def write_study_page(where, name: str, title: str, data, json_path: str, digits: int = 6) -> list[str]:
+    """A study's detail page from its data: the data as plain JSON (`committed`, to json_path where where.commit),
+    rendered by benchmark/templates/<name>.j2 and written as where.pages/name under `title` (write_page); where:
+    studies.Where. Returns the paths written, the page first."""
+    path_json = json_path if where.commit else None
+    body = [render(name + ".j2", committed(data, path_json, digits))]
+    path = write_page(where.pages, name, title, body)
+    return [path] + ([path_json] if path_json else [])
+
+
 def write_json(path: Optional[str], data) -> None:
     """data (already plain) to path as indented UTF-8 JSON; nothing where path is None."""
     if path is None:

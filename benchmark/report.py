@@ -29,7 +29,7 @@ if REPO not in sys.path:
 from benchmark import aggregate, algorithms, compact, figures, hparams, pages, provenance, studies, verdict  # noqa: E402
 from benchmark.stats import num, read_csv  # noqa: E402
 from benchmark.studies import Where, mujoco_5M  # noqa: E402
-from benchmark.studies.grid import budget_groups, by_cell, design, step_ratio  # noqa: E402
+from benchmark.studies.grid import budget_groups, design, step_ratio  # noqa: E402
 
 REPORT = os.path.join(REPO, "benchmark", "REPORT.md")
 DEVIATIONS_JSON = os.path.join(REPO, "benchmark", "results", "deviations.json")
@@ -105,7 +105,7 @@ def per_task_data(d, equiv: dict, res5: dict) -> list[dict]:
     """REPORT.md's per-task rows: SMAC, the best baseline, sgd-matched at the stage-1 budget ({mean, std}); SMAC -
     sgd-matched (normalized, paired; `answer` a word of EQUIV_WORDS); the step ratio; SMAC at 5M (MuJoCo, `kind`
     "same as stage 1" / "runs in" / "final") beside the paper's SMAC, the one pair of columns at the same budget."""
-    by = by_cell(d.cells)
+    by = aggregate.by_cell(d.cells)
     at5 = {r["task"]: r for r in res5["table"] if r["algo"] == "smac"}
 
     def cell(r: Optional[dict]) -> Optional[dict]:
@@ -227,7 +227,7 @@ def logs_report_data(logs_dir: str, n_runs: int, final: list[dict], pictures: li
     commits and hosts made the logs (provenance_data)."""
     algos = [a for a in hparams.algos() if any(r["algo"] == a for r in final)]
     algos += sorted({r["algo"] for r in final} - set(algos))
-    cells = {(r["task"], r["algo"]): r for r in final}
+    cells = aggregate.by_cell(final)
     rows = []
     for task in dict.fromkeys(r["task"] for r in final):
         row = []

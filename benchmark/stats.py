@@ -232,6 +232,11 @@ def num(x) -> Optional[float]:
     return v if math.isfinite(v) else None
 
 
+def mean_or_nan(xs: list) -> float:
+    """The mean of xs as a float; NaN where xs is empty (a cell without runs)."""
+    return float(np.mean(xs)) if xs else math.nan
+
+
 def fmt(x) -> str:
     """Measured numbers: 4 significant digits (Python's 'g': an exponent only below 1e-4), whole numbers from
     1000 to 1e5 in magnitude, an exponent from 1e5 up, '–' for missing or non-finite."""

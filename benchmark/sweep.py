@@ -733,90 +733,109 @@ def run_local(
     settled = [j for j in jobs if settled_now(j)]
     queue = settled + [j for j in jobs if j not in settled]
     prog = Progress(jobs, progress_interval)
-
-    def reap(block: bool):
-        for name, (job, proc, state) in list(running.items()):
-            rc = proc.wait() if block else proc.poll()
-            if rc is not None:
-                result = {"name": name, "state": state, "outcome": outcome(job, rc), "rc": rc}
-                results[name] = result
-                try:
-                    save_compact_log(job)
-                except Exception as e:
-                    if not bad_job(e):
-                        raise
-                    print(f"[sweep] {name}: its compact log was not written: {e}", flush=True)
-                release(job)
-                prog.stopped(job)
-                del running[name]
-                if not interrupted:
-                    print(
-                        ("\n" if prog.tty else "") + f"[sweep] {name}: {result['outcome']} (exit {rc})",
-                        flush=True,
-                    )
-
     try:
         while queue or running:
             while queue and len(running) < workers:
-                job = queue.pop(0)
-                try:
-                    reason = past_time_limit(job, deadline) if deadline is not None else None
-                    state, cmd = (None, None) if reason is not None else prepare(job)
-                    proc = None if cmd is None else launch(job, cmd)
-                except Exception as e:
-                    release(job)
-                    if not bad_job(e):
-                        raise
-                    results[job.name] = {"name": job.name, "state": "failed", "outcome": "failed", "rc": None}
-                    prog.skip(job.name)
-                    print(("\n" if prog.tty else "") + f"[sweep] {job.name}: failed: {e}", flush=True)
-                    continue
-                if reason is not None:
-                    results[job.name] = {
-                        "name": job.name,
-                        "state": "not started",
-                        "outcome": "not started (time limit)",
-                        "rc": None,
-                    }
-                    prog.skip(job.name)
-                    print(f"[sweep] {job.name}: not started: {reason}", flush=True)
-                    continue
-                if cmd is None:
-                    results[job.name] = {"name": job.name, "state": state, "outcome": state, "rc": 0}
-                    prog.skip(job.name)
-                else:
-                    running[job.name] = (job, proc, state)
-            reap(block=False)
-            timed_out = sum(1 for r in results.values() if r["outcome"] == "not started (time limit)")
+                _start_job(queue.pop(0), deadline, results, running, prog)
+            _reap(running, results, prog, block=False, quiet=False)
             prog.show(
-                count_done(results), [r[0] for r in running.values()], len(queue), not_started=timed_out
+                count_done(results),
+                [r[0] for r in running.values()],
+                len(queue),
+                not_started=_timed_out(results),
             )
             time.sleep(0.2)
     except KeyboardInterrupt:
         interrupted = True
-        print(
-            f"\n[sweep] Ctrl-C: sending SIGINT to {len(running)} trainer(s) and waiting for them "
-            f"to write checkpoint.pt and summary.json ...",
-            flush=True,
-        )
-        for _job, proc, _ in running.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        while running:
-            try:
-                reap(block=True)
-            except KeyboardInterrupt:
-                print("[sweep] still waiting for the trainers to stop (they are saving)", flush=True)
-        for job in queue:
-            results[job.name] = {
-                "name": job.name,
-                "state": "not started",
-                "outcome": "not started",
-                "rc": None,
-            }
-    timed_out = sum(1 for r in results.values() if r["outcome"] == "not started (time limit)")
-    prog.show(count_done(results), [], len(queue), force=True, not_started=timed_out)
+        _interrupt(running, results, prog, queue)
+    prog.show(count_done(results), [], len(queue), force=True, not_started=_timed_out(results))
     return {"results": results, "interrupted": interrupted}
+
+
+def _timed_out(results: dict) -> int:
+    """How many jobs were not started because they would end past the time limit."""
+    return sum(1 for r in results.values() if r["outcome"] == "not started (time limit)")
+
+
+def _start_job(job: Job, deadline: Optional[float], results: dict, running: dict, prog: Progress) -> None:
+    """Launch the job's trainer into `running`, or record in `results` why it does not run: it would end past the
+    deadline, it failed to prepare or launch, or it has nothing to run (done or diverged)."""
+    try:
+        reason = past_time_limit(job, deadline) if deadline is not None else None
+        state, cmd = (None, None) if reason is not None else prepare(job)
+        proc = None if cmd is None else launch(job, cmd)
+    except Exception as e:
+        release(job)
+        if not bad_job(e):
+            raise
+        results[job.name] = {"name": job.name, "state": "failed", "outcome": "failed", "rc": None}
+        prog.skip(job.name)
+        print(("\n" if prog.tty else "") + f"[sweep] {job.name}: failed: {e}", flush=True)
+        return
+    if reason is not None:
+        results[job.name] = {
+            "name": job.name,
+            "state": "not started",
+            "outcome": "not started (time limit)",
+            "rc": None,
+        }
+        prog.skip(job.name)
+        print(f"[sweep] {job.name}: not started: {reason}", flush=True)
+        return
+    if cmd is None:
+        results[job.name] = {"name": job.name, "state": state, "outcome": state, "rc": 0}
+        prog.skip(job.name)
+    else:
+        running[job.name] = (job, proc, state)
+
+
+def _reap(running: dict, results: dict, prog: Progress, block: bool, quiet: bool) -> None:
+    """Collect the running trainers that ended (with block, wait for each): record their results, write their
+    compact logs and release their run directories; quiet: print no outcome lines (after Ctrl-C)."""
+    for name, (job, proc, state) in list(running.items()):
+        rc = proc.wait() if block else proc.poll()
+        if rc is not None:
+            result = {"name": name, "state": state, "outcome": outcome(job, rc), "rc": rc}
+            results[name] = result
+            try:
+                save_compact_log(job)
+            except Exception as e:
+                if not bad_job(e):
+                    raise
+                print(f"[sweep] {name}: its compact log was not written: {e}", flush=True)
+            release(job)
+            prog.stopped(job)
+            del running[name]
+            if not quiet:
+                print(
+                    ("\n" if prog.tty else "") + f"[sweep] {name}: {result['outcome']} (exit {rc})",
+                    flush=True,
+                )
+
+
+def _interrupt(running: dict, results: dict, prog: Progress, queue: list[Job]) -> None:
+    """After Ctrl-C: send SIGINT to the running trainers, wait for them to save (through further Ctrl-Cs), and
+    record the queue's jobs as not started."""
+    print(
+        f"\n[sweep] Ctrl-C: sending SIGINT to {len(running)} trainer(s) and waiting for them "
+        f"to write checkpoint.pt and summary.json ...",
+        flush=True,
+    )
+    for _job, proc, _ in running.values():
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+    while running:
+        try:
+            _reap(running, results, prog, block=True, quiet=True)
+        except KeyboardInterrupt:
+            print("[sweep] still waiting for the trainers to stop (they are saving)", flush=True)
+    for job in queue:
+        results[job.name] = {
+            "name": job.name,
+            "state": "not started",
+            "outcome": "not started",
+            "rc": None,
+        }
 
 
 def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: float) -> dict:
@@ -966,6 +985,14 @@ def _names(spec: str, known=None, what: str = "") -> Optional[list[str]]:
         if known is not None and name not in known:
             raise KeyError(f"--{what}s: unknown {what} {name!r}; known: {', '.join(known)}")
     return names
+
+
+def logs_dir_of(args, default: Optional[str] = None) -> Optional[str]:
+    """The compact-log root the sweep's --logs-dir names for a study's jobs: None for 'none' (no compact logs),
+    `default` where the flag is not given, else the flag's directory."""
+    if (args.logs_dir or "").lower() == "none":
+        return None
+    return args.logs_dir or default
 
 
 def study_jobs(args) -> list[Job]:

@@ -1220,30 +1220,14 @@ def plot_curve(steps: np.ndarray, returns: np.ndarray, budget: Optional[int] = N
 
 
 def plot_runs(run_dirs: tuple, out: str) -> str:
+    """Plot the runs (run directories, or files in them) into the PNG `out`: each run's return, raw and by the
+    paper's protocol, and for SMAC runs |l_bar|^2 / lambda and cos(g, step) over the steps; returns out."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import matplotlib.ticker
 
-    runs = []  # (run directory, its flags, episodes.csv, updates.csv)
-    for d in run_dirs:
-        d = os.path.dirname(d) if os.path.isfile(d) else d
-        if not os.path.isfile(os.path.join(d, "episodes.csv")):
-            raise ConfigError(f"--plot: {d!r} is not a run directory (no episodes.csv)")
-        try:
-            with open(os.path.join(d, "config.json")) as f:
-                cfg = dict(json.load(f)["args"])
-        except (OSError, ValueError, KeyError, TypeError):
-            cfg = {}  # a missing or unreadable config.json: the run is still plotted, unlabelled
-        runs.append(
-            (
-                d,
-                cfg,
-                read_run_csv(os.path.join(d, "episodes.csv"), ("global_step", "episodic_return")),
-                read_run_csv(os.path.join(d, "updates.csv"), ("global_step", "ell_sq", "cos_g_step")),
-            )
-        )
+    runs = [_plotted_run(d) for d in run_dirs]  # (run directory, its flags, episodes.csv, updates.csv)
     if not any(ep["global_step"].size for _, _, ep, _ in runs):
         raise ConfigError(
             "--plot: no finished episode in " + ", ".join(repr(r[0]) for r in runs) + "; nothing to plot"
@@ -1255,6 +1239,41 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
     ]
     fig, axes = plt.subplots(1, 3 if smac else 1, figsize=(15 if smac else 6.5, 4.2), squeeze=False)
     axes = axes[0]
+    _draw_runs(axes, runs, smac)
+    _label_axes(axes, smac)
+    fig.tight_layout()
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        fig.savefig(out, dpi=110)
+    except OSError as e:
+        raise ConfigError(f"--plot-out {out!r}: cannot write there ({e.strerror or e})") from None
+    finally:
+        plt.close(fig)
+    return out
+
+
+def _plotted_run(d: str) -> tuple:
+    """(run directory, its flags, episodes.csv, updates.csv) of a run directory or a file in one; its flags are
+    {} when config.json is missing or unreadable (the run is still plotted, unlabelled)."""
+    d = os.path.dirname(d) if os.path.isfile(d) else d
+    if not os.path.isfile(os.path.join(d, "episodes.csv")):
+        raise ConfigError(f"--plot: {d!r} is not a run directory (no episodes.csv)")
+    try:
+        with open(os.path.join(d, "config.json")) as f:
+            cfg = dict(json.load(f)["args"])
+    except (OSError, ValueError, KeyError, TypeError):
+        cfg = {}
+    return (
+        d,
+        cfg,
+        read_run_csv(os.path.join(d, "episodes.csv"), ("global_step", "episodic_return")),
+        read_run_csv(os.path.join(d, "updates.csv"), ("global_step", "ell_sq", "cos_g_step")),
+    )
+
+
+def _draw_runs(axes, runs: list[tuple], smac: list[tuple]) -> None:
+    """Draw each run in its colour: its return (raw, faint; the protocol's curve, bold and labelled) on axes[0],
+    and for the SMAC runs |l_bar|^2 / lambda on axes[1] and cos(g, step) on axes[2]."""
     for i, (d, cfg, ep, up) in enumerate(runs):
         color, label = (
             f"C{i % 10}",
@@ -1274,6 +1293,12 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
         if (d, cfg, ep, up) in smac and up["global_step"].size:
             axes[1].plot(up["global_step"], up["ell_sq"] / damping_of(cfg), color=color, lw=1)
             axes[2].plot(up["global_step"], up["cos_g_step"], color=color, lw=1)
+
+
+def _label_axes(axes, smac: list[tuple]) -> None:
+    """The plot's titles, axis labels, legend, grid and step ticks (the SMAC axes only where there are SMAC runs)."""
+    import matplotlib.ticker
+
     axes[0].set(
         xlabel="environment steps",
         ylabel="episodic return",
@@ -1294,15 +1319,6 @@ def plot_runs(run_dirs: tuple, out: str) -> str:
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())
-    fig.tight_layout()
-    try:
-        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-        fig.savefig(out, dpi=110)
-    except OSError as e:
-        raise ConfigError(f"--plot-out {out!r}: cannot write there ({e.strerror or e})") from None
-    finally:
-        plt.close(fig)
-    return out
 
 
 def damping_of(cfg: dict) -> float:

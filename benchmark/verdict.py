@@ -100,6 +100,14 @@ def block_c_word(r: dict) -> str:
     return DIFFERENT if num(r.get("p_holm")) is not None and r["p_holm"] < ALPHA else NOT_SHOWN
 
 
+def tost_page_word(r: dict, alpha: float) -> str:
+    """A paired TOST row's word on a study's page, in its pre-registration's words: "equivalent" at the margin,
+    "different (Holm)" where the Holm-adjusted p is below alpha, else "inconclusive"."""
+    if r["equivalent"]:
+        return "equivalent"
+    return "different (Holm)" if r["p_holm"] < alpha else "inconclusive"
+
+
 def count(row: dict, word: str) -> int:
     """How many of a tallied row's items answered `word` (0 where none)."""
     return dict(row["answer"]).get(word, 0)

@@ -129,7 +129,7 @@ def jobs(args) -> list:
     --checkpoint-every)."""
     from benchmark import sweep
 
-    logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
+    logs = sweep.logs_dir_of(args)
     return ablation_jobs(
         sweep._names(args.sections, hparams.SECTIONS, "section"),
         hparams.parse_seeds(args.seeds or SEEDS),

@@ -24,7 +24,7 @@ import numpy as np
 from benchmark import aggregate, hparams, pages, stats
 from benchmark import verdict as vd
 from benchmark.studies import REPO
-from benchmark.studies.grid import PAGE_DIGITS, Data, by_cell, cell_data
+from benchmark.studies.grid import PAGE_DIGITS, Data, cell_data
 
 NAME = None  # its runs are the grid study's and MuJoCo at 5M's
 PREREGISTRATION = (
@@ -202,19 +202,12 @@ def headline_data(d: Data) -> dict:
     return out
 
 
-def claims_markdown(d: Data, logs_dir: str, json_path: Optional[str] = None) -> list[str]:
-    """report/claims.md's body: claims_data as JSON (to json_path where given) rendered by templates/claims.md.j2."""
-    data = pages.committed(claims_data(d, logs_dir), json_path, PAGE_DIGITS)
-    return [pages.render("claims.md.j2", data)]
-
-
 def write(result: dict, where) -> list[str]:
-    """report/claims.md, and where.commit, benchmark/results/claims.json."""
-    json_path = CLAIMS_JSON if where.commit else None
-    body = claims_markdown(result["data"], result["logs"], json_path)
+    """report/claims.md (claims_data rendered by templates/claims.md.j2), and where.commit,
+    benchmark/results/claims.json."""
+    data = claims_data(result["data"], result["logs"])
     title = "The paper's timestep claims, claim by claim, and the 5M block"
-    path = pages.write_page(where.pages, "claims.md", title, body)
-    return [path] + ([json_path] if json_path else [])
+    return pages.write_study_page(where, "claims.md", title, data, CLAIMS_JSON, PAGE_DIGITS)
 
 
 # ---- the held claims: does each show SMAC ahead?
@@ -237,7 +230,7 @@ def bin_width(c: dict, other: bool) -> int:
 def _reach_by_reading(c: dict, d: Data, claim: dict, out: dict) -> dict:
     """held_reading of a "reach_by" claim: another algorithm's milestone, SMAC's rival first in our runs, or ahead."""
     if c["algo"] != "smac":
-        smac = by_cell(d.cells).get((c["task"], "smac"))
+        smac = aggregate.by_cell(d.cells).get((c["task"], "smac"))
         return {
             **out,
             "reason": "another algorithm's milestone",

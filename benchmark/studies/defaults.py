@@ -61,7 +61,9 @@ CSV = os.path.join(REPO, "docs", "defaults_sweep.csv")
 # ---- the job list
 def jobs(args) -> list:
     """The study's jobs from the sweep's flags (--seeds, --runs-dir, --logs-dir, --checkpoint-every)."""
-    logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
+    from benchmark import sweep
+
+    logs = sweep.logs_dir_of(args)
     seeds = hparams.parse_seeds(args.seeds or SEEDS)
     return defaults_jobs(seeds, args.runs_dir, logs or LOGS, args.checkpoint_every)
 

@@ -70,7 +70,7 @@ def jobs(args) -> list:
     """The study's jobs from the sweep's flags (--readings, --seeds, --budget, --runs-dir, --logs-dir)."""
     from benchmark import sweep
 
-    logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
+    logs = sweep.logs_dir_of(args)
     readings = sweep._names(args.readings) or list(hparams.READINGS)
     for r in readings:
         hparams.reading_flags(r)
@@ -367,11 +367,6 @@ def fidelity_data(logs_dir=LOGS, results_dir=RESULTS, write: bool = False) -> di
 
 
 # ---- the earlier literal grid beside the stage-1 runs: literal against norm, cell by cell
-def by_cell(rows) -> dict:
-    """{(task, algo): row} of CSV rows."""
-    return {(r["task"], r["algo"]): r for r in rows}
-
-
 def final_data(r: Optional[dict]) -> Optional[dict]:
     """A final.csv row as a cell's numbers: mean, std, n seeds, diverged seeds (None where none); None: no row."""
     if r is None:
@@ -401,7 +396,7 @@ def literal_vs_norm(d) -> tuple[int, dict]:
     """reading_pairs of the earlier literal grid and the stage-1 runs (d: the grid study's Data), computed once per
     report (cached on d.readings)."""
     if d.readings is None:
-        d.readings = reading_pairs(by_cell(read_csv(os.path.join(GRID_300K, "final.csv"))), d.runs)
+        d.readings = reading_pairs(aggregate.by_cell(read_csv(os.path.join(GRID_300K, "final.csv"))), d.runs)
     return d.readings
 
 
@@ -486,7 +481,7 @@ def _pairs_data(span: int, pairs: dict) -> dict:
 def grid_300k_data(d) -> Optional[dict]:
     """The earlier literal grid (3 seeds x 300k steps, results/grid_300k/) and the stage-1 runs over its first steps
     beside it (`pairs`: None without them); `sb3`: the SB3 A2C reference rows (None without them). None: no grid."""
-    final = by_cell(read_csv(os.path.join(GRID_300K, "final.csv")))
+    final = aggregate.by_cell(read_csv(os.path.join(GRID_300K, "final.csv")))
     if not final:
         return None
     out = {
@@ -535,10 +530,7 @@ def analyze(where, done: dict) -> dict:
 
 def write(result: dict, where) -> list[str]:
     """report/readings.md, and where.commit, benchmark/results/readings.json."""
-    json_path = READINGS_JSON if where.commit else None
-    body = [render_readings(pages.committed(result["readings"], json_path))]
-    path = pages.write_page(where.pages, "readings.md", PAGE_TITLE, body)
-    return [path] + ([json_path] if json_path else [])
+    return pages.write_study_page(where, "readings.md", PAGE_TITLE, result["readings"], READINGS_JSON)
 
 
 # ---- command line

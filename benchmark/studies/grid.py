@@ -67,7 +67,7 @@ def jobs(args) -> list:
     benchmark/results/logs/<reading>."""
     from benchmark import sweep
 
-    logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
+    logs = sweep.logs_dir_of(args)
     tasks = sweep.select(args.tasks, "task")
     algos, seeds = sweep.select(args.algos, "algo"), sweep.parse_seeds(args.seeds or sweep.DEFAULT_SEEDS)
     budgets = sweep.parse_budget(args.budget or sweep.DEFAULT_BUDGET, tasks)
@@ -110,11 +110,6 @@ class Data:
     readings: Optional[tuple] = None  # literal_vs_norm output, computed once
 
 
-def by_cell(rows) -> dict:
-    """Rows by (task, algo)."""
-    return {(r["task"], r["algo"]): r for r in rows}
-
-
 def load(
     logs_dir: Optional[str] = None, headline_dir: Optional[str] = None, results_dir: str = STAGE1
 ) -> Data:
@@ -139,7 +134,7 @@ def load(
     return Data(
         runs=runs,
         headline=headline,
-        final=by_cell(res("final.csv")),
+        final=aggregate.by_cell(res("final.csv")),
         diag={r["task"]: r for r in res("diagnostics_summary.csv") if r["algo"] == "smac"},
     )
 
@@ -374,7 +369,7 @@ def stage1_data(c: dict) -> dict:
     }
     if not c["rows"]:
         return out
-    by = by_cell(c["rows"])
+    by = aggregate.by_cell(c["rows"])
     for t in hparams.tasks():
         row = []
         for a in hparams.algos():
@@ -407,18 +402,10 @@ def grid_data(d: Data, c: dict) -> dict:
     return {**stage1_data(c), "ordering": ordering_data(d), "diagnostics": diagnostics_data(d)}
 
 
-def grid_markdown(d: Data, c: dict, json_path: Optional[str] = None) -> list[str]:
-    """report/grid.md's body: grid_data as JSON (to json_path where given) rendered by templates/grid.md.j2."""
-    data = pages.committed(grid_data(d, c), json_path, PAGE_DIGITS)
-    return [pages.render("grid.md.j2", data)]
-
-
 def write(result: dict, where) -> list[str]:
-    """report/grid.md, and where.commit, benchmark/results/grid.json."""
-    json_path = GRID_JSON if where.commit else None
-    body = grid_markdown(result["data"], result["grid"], json_path)
-    path = pages.write_page(where.pages, "grid.md", PAGE_TITLE, body)
-    return [path] + ([json_path] if json_path else [])
+    """report/grid.md (grid_data rendered by templates/grid.md.j2), and where.commit, benchmark/results/grid.json."""
+    data = grid_data(result["data"], result["grid"])
+    return pages.write_study_page(where, "grid.md", PAGE_TITLE, data, GRID_JSON, PAGE_DIGITS)
 
 
 # ---- the verdict

@@ -56,11 +56,7 @@ def jobs(args) -> list:
     from benchmark import sweep
 
     common = load()["common"]
-    logs = (
-        None
-        if (args.logs_dir or "").lower() == "none"
-        else (args.logs_dir or os.path.join(REPO, common["logs"]))
-    )
+    logs = sweep.logs_dir_of(args, os.path.join(REPO, common["logs"]))
     flags = hparams.reading_flags(common["reading"]) + ["--target-kl", f"{common['target_kl']:g}"]
     return sweep.make_jobs(
         common["tasks"],

@@ -36,7 +36,9 @@ COMMITTED_ONLY = False
 # ---- the job list
 def jobs(args) -> list:
     """The study's jobs from the sweep's flags (--runs-dir, --logs-dir, --checkpoint-every)."""
-    logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
+    from benchmark import sweep
+
+    logs = sweep.logs_dir_of(args)
     return cell_jobs(load_5M(), args.runs_dir, logs, args.checkpoint_every)
 
 
@@ -73,10 +75,6 @@ def expected_5M(reg: dict) -> list:
     """(task, algo) of every cell the 5M study needs: its runs, and HalfCheetah's headline block."""
     cells = [(task, algo) for algo, tasks in reg["runs"].items() for task in tasks]
     return cells + [("HalfCheetah", "smac"), ("HalfCheetah", "cg")]
-
-
-def _mean(xs: list) -> float:
-    return float(np.mean(xs)) if xs else math.nan
 
 
 def fifths(run: dict, damping: float, budget: int) -> dict:
@@ -183,7 +181,7 @@ def below_random(sc: dict, task: str, algos: list, budget: int) -> list:
     )
     out = []
     for algo in algos:
-        score = _mean(list(sc.get((task, algo), {}).values()))
+        score = stats.mean_or_nan(list(sc.get((task, algo), {}).values()))
         if not score < 0:
             continue
         span, curves, _ = aggregate.cell_curves(list(sc[(task, algo, "runs")].values()), {task: budget})[
@@ -194,7 +192,7 @@ def below_random(sc: dict, task: str, algos: list, budget: int) -> list:
         out.append(
             {
                 "algo": algo,
-                "mean": _mean([v for v in sc[(task, algo, "raw")].values() if v is not None]),
+                "mean": stats.mean_or_nan([v for v in sc[(task, algo, "raw")].values() if v is not None]),
                 "normalized": score,
                 "peak": float(mean[top]),
                 "peak_normalized": stats.normalize(float(mean[top]), rand, best),
@@ -314,7 +312,7 @@ def _tost_row(reg: dict, row: dict, p_adj: float, block_c: dict) -> dict:
         equivalent_reach=row["ci"][0] > -reach and row["ci"][1] < reach,
         p_holm=p_adj,
         below_random=all(
-            _mean(list(block_c[(row["task"], a)].values())) < 0 for a in ("smac", "sgd-matched")
+            stats.mean_or_nan(list(block_c[(row["task"], a)].values())) < 0 for a in ("smac", "sgd-matched")
         ),
     )
     if row["equivalent"]:
@@ -539,13 +537,6 @@ def _blocks_ab_page(res: dict) -> dict:
     }
 
 
-def _block_c_answer(reg: dict, r: dict) -> str:
-    """A block C row's word of VOCAB_5M: equivalent at the margin, different after Holm, or neither."""
-    if r["equivalent"]:
-        return "equivalent"
-    return "different (Holm)" if r["p_holm"] < reg["common"]["alpha"] else "inconclusive"
-
-
 def _block_c_page(reg: dict, res: dict) -> dict:
     """Block C on the page: per task the paired TOST, its reachable margin, the Holm word and the 1M result."""
     return {
@@ -558,7 +549,7 @@ def _block_c_page(reg: dict, res: dict) -> dict:
                 "ci": list(r["ci"]),
                 "reach_margin": r["reach_margin"],
                 "reach_answer": "inside" if r["equivalent_reach"] else "not inside",
-                "answer": _block_c_answer(reg, r),
+                "answer": vd.tost_page_word(r, reg["common"]["alpha"]),
                 "p_holm": r["p_holm"],
                 "reach": r["reach"],
                 "at_1M": {"mean": r["at_1M"]["mean"], "ci": list(r["at_1M"]["ci"])},
@@ -617,7 +608,7 @@ def _arm_row(reg: dict, r: dict, arm: str) -> dict:
         "mean": r["mean"],
         "ci": list(r["ci"]),
         "p": r["p"],
-        "answer": _block_c_answer(reg, r),
+        "answer": vd.tost_page_word(r, reg["common"]["alpha"]),
         "p_holm": r["p_holm"],
         "reach": r["reach"],
     }
@@ -686,13 +677,6 @@ def plain_5M(x):
     return pages.plain(x, DIGITS_5M)
 
 
-def markdown_5M(reg: dict, res: dict, json_path: str | None = None) -> list:
-    """report/mujoco_5M.md: what the 5M runs show so far, by the pre-registered rules, rendered from page_5M's data
-    as JSON (plain_5M), which goes to json_path where given."""
-    data = pages.committed(page_5M(reg, res), json_path, DIGITS_5M)
-    return [render_5M(data)]
-
-
 # the paper states its MuJoCo budget nowhere; its HalfCheetah text implies 5M (aggregate.PAPER_BUDGET_NOTE)
 TITLE = (
     "MuJoCo at 5M: the paper's budget on HalfCheetah (inferred from its text), assumed for the other tasks"
@@ -700,11 +684,10 @@ TITLE = (
 
 
 def write(result: dict, where) -> list[str]:
-    """report/mujoco_5M.md, and where.commit, benchmark/results/mujoco_5M.json."""
-    json_path = PAGE_5M_JSON if where.commit else None
-    body = markdown_5M(result["reg"], result["res5"], json_path)
-    path = pages.write_page(where.pages, "mujoco_5M.md", TITLE, body)
-    return [path] + ([json_path] if json_path else [])
+    """report/mujoco_5M.md: what the 5M runs show so far, by the pre-registered rules, rendered from page_5M's data
+    as JSON (plain_5M); and where.commit, that JSON, benchmark/results/mujoco_5M.json."""
+    data = page_5M(result["reg"], result["res5"])
+    return pages.write_study_page(where, "mujoco_5M.md", TITLE, data, PAGE_5M_JSON, DIGITS_5M)
 
 
 # ---- the verdict

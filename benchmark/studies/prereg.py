@@ -49,7 +49,7 @@ def jobs(args) -> list:
     """The study's jobs from the sweep's flags (--blocks, --runs-dir, --logs-dir, --checkpoint-every)."""
     from benchmark import sweep
 
-    logs = None if (args.logs_dir or "").lower() == "none" else args.logs_dir
+    logs = sweep.logs_dir_of(args)
     reg = load()
     return block_jobs(
         reg,
@@ -159,10 +159,6 @@ def step_change(run: dict, damping: float) -> tuple[float, float]:
     return (float(np.median(cos[ok])), float(np.median(change[ok]))) if ok.any() else (math.nan, math.nan)
 
 
-def _mean(xs: list) -> float:
-    return float(np.mean(xs)) if xs else math.nan
-
-
 def _equivalence(reg: dict, sc: dict) -> list:
     """Block 1: per task SMAC - sgd-matched paired over the block's seeds, TOST at the margin at the toml's
     interval level, Holm over the tasks for "different", the power calculation's reachable margin beside."""
@@ -215,9 +211,9 @@ def _lambda(reg: dict, sc: dict, root: str) -> dict:
         fr = [step_fraction_removed(runs[s], lam) for s in seeds2 if s in runs]
         ch = [step_change(runs[s], lam) for s in seeds2 if s in runs]
         fractions[lam] = {
-            "removed": (_mean(fr), min(fr, default=math.nan), max(fr, default=math.nan)),
-            "cos": _mean([c for c, _ in ch]),
-            "change": _mean([c for _, c in ch]),
+            "removed": (stats.mean_or_nan(fr), min(fr, default=math.nan), max(fr, default=math.nan)),
+            "cos": stats.mean_or_nan([c for c, _ in ch]),
+            "change": stats.mean_or_nan([c for _, c in ch]),
         }
     full = [s for s in seeds2 if s in control and all(s in per_lam[lam]["smac"] for lam in b2["damping"])]
     x = np.log10(np.array(b2["damping"]))
@@ -259,7 +255,7 @@ def _literal_5M(reg: dict, root: str) -> dict:
         res3[algo] = {
             "finals": raw,
             "n": len(lit.get(("HalfCheetah", algo), {})),
-            "mean": _mean(raw),
+            "mean": stats.mean_or_nan(raw),
             "std": float(np.std(raw, ddof=1)) if len(raw) > 1 else math.nan,
             "ci": stats.t_mean_ci(raw),
             "vs_norm": stats.welch_test(raw, raw_norm),
@@ -369,11 +365,7 @@ def _block1_page(reg: dict, res: dict) -> dict:
                 "p_welch": r["p_welch"],
                 "reach_margin": r["reach_margin"],
                 "reach_answer": "equivalent" if r["equivalent_reach"] else "not shown",
-                "answer": "equivalent"
-                if r["equivalent"]
-                else "different (Holm)"
-                if r["p_holm"] < alpha
-                else "inconclusive",
+                "answer": vd.tost_page_word(r, alpha),
                 "reach": r["reach"],
                 "complete": r["complete"],
             }
@@ -473,19 +465,11 @@ def render_prereg(data: dict) -> str:
     return pages.render("prereg.md.j2", data)
 
 
-def markdown(reg: dict, res: dict, json_path: str | None = None) -> list:
-    """report/prereg.md: the pre-registered study in full, rules applied as written, rendered from page_prereg's data as
-    JSON (6 significant digits), which goes to json_path where given."""
-    data = pages.committed(page_prereg(reg, res), json_path)
-    return [render_prereg(data)]
-
-
 def write(result: dict, where) -> list[str]:
-    """report/prereg.md, and where.commit, benchmark/results/prereg.json."""
-    json_path = PAGE_PREREG_JSON if where.commit else None
-    body = markdown(result["reg"], result["pre"], json_path)
-    path = pages.write_page(where.pages, "prereg.md", "The pre-registered study", body)
-    return [path] + ([json_path] if json_path else [])
+    """report/prereg.md: the pre-registered study in full, rules applied as written, rendered from page_prereg's data
+    as JSON (6 significant digits); and where.commit, that JSON, benchmark/results/prereg.json."""
+    data = page_prereg(result["reg"], result["pre"])
+    return pages.write_study_page(where, "prereg.md", "The pre-registered study", data, PAGE_PREREG_JSON)
 
 
 # ---- the verdict

@@ -233,6 +233,36 @@ def test_the_verdict_rows_on_the_hand_made_logs(hand):
     assert all(t["first"] == pytest.approx(1.0) and t["last"] == pytest.approx(10**1.03) for t in ell)
 
 
+def test_the_table_row_counts_only_the_cells_at_a_matched_budget():
+    """Classic control (the paper states no budget) stands beside the answer, not in it: the answer counts the 5M
+    MuJoCo cells only, out of those cells."""
+    classic = [  # two classic-control cells that differ from the paper's, one that does not, one not comparable
+        {"comparable": True, "p_vs_paper": 0.01},
+        {"comparable": True, "p_vs_paper": 0.001},
+        {"comparable": True, "p_vs_paper": 0.5},
+        {"comparable": False, "p_vs_paper": 0.001},
+        {"comparable": True, "p_vs_paper": "–"},  # no p: left out
+    ]
+    five = [
+        {
+            "task": "Hopper",
+            "algo": "smac",
+            "mean": 100.0,
+            "paper": (331.2, 10.0),
+            "p": 0.001,
+            "differs": True,
+        },
+        {"task": "Pusher", "algo": "cg", "mean": -500.0, "paper": (-449.2, 5.0), "p": 0.3, "differs": False},
+    ]
+    row = mujoco_5M.table_row(classic, {"table": five})
+    n = row["numbers"]
+    assert n["classic"] == {"cells": 3, "differ": 2, "matched": False}
+    assert n["mujoco_5M"] == {"cells": 2, "differ": 1, "matched": True}
+    assert n["cells"] == 5  # every cell compared stays in the data
+    assert row["answer"] == [["different (Welch)", 1]] and row["of"] == 2
+    assert [s["answer"] for s in n["smac_5M"]] == ["below the paper's"]
+
+
 def test_the_committed_5M_page_is_its_template_on_the_committed_json(committed):
     with open(mujoco_5M.PAGE_5M_JSON, encoding="utf-8") as f:
         data = json.load(f)
@@ -312,7 +342,8 @@ def test_the_verdict_part_is_the_committed_one_and_counts_what_it_lists(study, d
     mine = {r["id"]: r for r in part["rows"]}
     table = mine["table"]["numbers"]
     assert table["cells"] == table["classic"]["cells"] + table["mujoco_5M"]["cells"]
-    assert table["mujoco_5M"]["cells"] == len(study["res5"]["table"])
+    assert table["mujoco_5M"]["cells"] == len(study["res5"]["table"]) == mine["table"]["of"]
+    assert mine["table"]["answer"] == [["different (Welch)", table["mujoco_5M"]["differ"]]]
     for s in table["smac_5M"]:  # each 5M SMAC cell on its side of the paper's
         side = {"below the paper's": s["mean"] < s["paper"], "above the paper's": s["mean"] > s["paper"]}
         assert side.get(s["answer"], s["p"] >= 0.05), s

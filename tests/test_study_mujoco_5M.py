@@ -187,6 +187,11 @@ def test_the_5M_study_applies_its_rules_to_complete_cells_by_hand(hand):
     assert eq["Pusher"]["mean"] == pytest.approx(0.5) and vd.block_c_word(eq["Pusher"]) == vd.DIFFERENT
     p_pusher = sps.ttest_1samp(0.5 + np.array(OFFSETS), 0.0).pvalue
     assert eq["Pusher"]["p_holm"] == pytest.approx(6 * p_pusher)  # the smallest of six p-values, times six
+    # the TOST p; d = OFFSETS on five tasks (to rounding): about the same p, the smallest x 6 by Holm, carried on
+    se = math.sqrt(2.5e-4) / math.sqrt(5)
+    p_tost = sps.t.sf(0.1 / se, 4)  # both one-sided tests at mean 0
+    assert eq["Hopper"]["p_tost"] == pytest.approx(p_tost) and eq["Pusher"]["p_tost"] > 0.99
+    assert eq["Hopper"]["p_tost_holm"] == pytest.approx(6 * p_tost, rel=1e-4)
     # Block D: ||l||^2 / lambda from 1 to 10^(1 + 0.01 s): log-ratio 1.03 on average, grows late in training
     diag = {r["task"]: r for r in res["diagnostics"]}
     assert len(diag) == 6 and diag["Hopper"]["verdict"] == "grows late in training"
@@ -224,6 +229,9 @@ def test_the_verdict_rows_on_the_hand_made_logs(hand):
     budget but not here is noted; ell: every task grows."""
     _, res = hand
     tasks = {t["task"]: t for t in mujoco_5M.sgd_5M_tasks(res, {"Pusher"})}
+    eq = {r["task"]: r for r in res["equivalence"]}
+    for t in tasks.values():  # the TOST p and, for information, its Holm-adjusted value
+        assert [t["p_tost"], t["p_tost_holm"]] == [eq[t["task"]]["p_tost"], eq[t["task"]]["p_tost_holm"]]
     assert [t["answer"] for t in mujoco_5M.sgd_5M_tasks(res, set())] == [vd.EQUIVALENT] * 5 + [vd.DIFFERENT]
     assert tasks["HalfCheetah"]["notes"] == ["SGD arm rerun to pair the seeds (amendment 1)"]
     assert tasks["Pusher"]["notes"] == [f"{vd.EQUIVALENT} at the stage-1 budget"]

@@ -430,10 +430,13 @@ def step_ratio(task: str) -> float:
 
 def sgd_stage1_row(equiv: dict) -> dict:
     """The verdict's row "sgd_stage1": SMAC against SGD with step eta/lambda at the stage-1 budget (exploratory), per
-    task the paired TOST word (verdict.block_c_word), Holm over the tasks with runs for "different". Its numbers'
-    `tasks` ({word: [task, ...]}) and `of` (the tasks judged) are the stage-1 per-task words the 5M study reads."""
+    task the paired TOST word (verdict.block_c_word), Holm over the tasks with runs for "different" only. Its numbers'
+    `tasks` ({word: [task, ...]}) and `of` (the tasks judged) are the stage-1 per-task words the 5M study reads;
+    `p_tost` ({task: [TOST p, that p Holm-adjusted over the tasks]}) the equivalence test's p, the adjusted one for
+    information (the word "equivalent" takes no Holm)."""
     one = {t: r for t, r in equiv.items() if r.get("n")}
     p_holm = dict(zip(one, stats.holm([r["p"] for r in one.values()])))
+    p_tost_holm = dict(zip(one, stats.holm([r["p_tost"] for r in one.values()])))
     stage1 = [{"task": t, "answer": vd.block_c_word({**r, "p_holm": p_holm[t]})} for t, r in one.items()]
     budgets = aggregate.stage1_budgets()
     numbers = {
@@ -442,6 +445,7 @@ def sgd_stage1_row(equiv: dict) -> dict:
             w: [r["task"] for r in stage1 if r["answer"] == w]
             for w, _ in vd.tally([r["answer"] for r in stage1])
         },
+        "p_tost": {t: [r["p_tost"], p_tost_holm[t]] for t, r in one.items()},
     }
     return vd.tallied_row("sgd_stage1", numbers, stage1, "report/grid.md")
 

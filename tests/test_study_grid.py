@@ -441,7 +441,13 @@ def test_the_stage1_row_holms_over_the_tasks_with_runs():
     equiv = {
         "Acrobot": {"n": 5, "p": 0.01, "p_tost": 0.5, "equivalent": False},
         "CartPole": {"n": 5, "p": 0.04, "p_tost": 0.9, "equivalent": False},
-        "Pendulum": {"n": 5, "p": 0.02, "p_tost": 0.02, "equivalent": True},
+        "Pendulum": {
+            "n": 5,
+            "p": 0.02,
+            "p_tost": 0.02,
+            "equivalent": True,
+            "means": {"smac": 0.61, "sgd-matched": 0.6, "adam": 1.58, "cg": 0.56},
+        },
         "Hopper": {"n": 0, "p": float("nan"), "p_tost": float("nan"), "equivalent": False},
     }
     row = grid.sgd_stage1_row(equiv)
@@ -449,6 +455,17 @@ def test_the_stage1_row_holms_over_the_tasks_with_runs():
         "Acrobot": [0.5, 1.0],
         "CartPole": [0.9, 1.0],
         "Pendulum": [0.02, pytest.approx(0.06)],
+    }
+    # the equivalent task's arms, more than the margin below AC-Adam's best and above half the paper's: can speak
+    curvature = row["numbers"]["curvature"]
+    assert curvature["can"] == ["Pendulum"] and curvature["n_can"] == 1
+    (cell,) = curvature["groups"][vd.SPEAKS]
+    assert cell == {
+        "task": "Pendulum",
+        "arms": [0.61, 0.6],
+        "best": 1.58,
+        "best_algo": "AC-Adam",
+        "answer": vd.SPEAKS,
     }
     assert row["id"] == "sgd_stage1" and row["of"] == 3 and row["links"] == ["report/grid.md"]
     assert row["numbers"]["tasks"] == {vd.EQUIVALENT: ["Pendulum"], vd.DIFFERENT: ["Acrobot", "CartPole"]}

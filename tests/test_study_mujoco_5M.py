@@ -271,6 +271,44 @@ def test_the_table_row_counts_only_the_cells_at_a_matched_budget():
     assert [s["answer"] for s in n["smac_5M"]] == ["below the paper's"]
 
 
+def test_an_equivalence_speaks_to_curvature_only_with_room_below_the_best_and_above_half_the_papers():
+    """verdict.curvature_word on the stage-1 seed means (SMAC / SGD with step eta/lambda, the grid's best): at the
+    ceiling, failing alike, or between; and the 5M point on the hand-made logs (every arm at the task's best)."""
+    cases = {
+        "Acrobot": ([0.999, 0.998], 1.003, vd.AT_BEST),  # within 0.1 of AC-CG's 1.003
+        "CartPole": ([1.009, 1.009], 1.009, vd.AT_BEST),
+        "Pendulum": ([0.306, 0.307], 0.956, vd.FAIL_ALIKE),  # below 0.5 (room below the best does not help)
+        "Humanoid": ([0.056, 0.057], 0.073, vd.FAIL_ALIKE),  # below 0.5 and at the best: failing comes first
+        "Hopper": ([0.609, 0.600], 1.581, vd.SPEAKS),
+        "Swimmer": ([0.970, 0.969], 1.130, vd.SPEAKS),
+        "just below": ([0.6, 0.5], 0.7, vd.AT_BEST),  # 0.6 is not more than 0.1 below 0.7
+        "half": ([0.5, 0.55], 0.9, vd.SPEAKS),  # exactly half the paper's best is enough
+    }
+    for task, (arms, best, word) in cases.items():
+        assert vd.curvature_word(arms, best) == word, task
+    out = vd.curvature_cells({"Hopper": {"smac": 0.609, "sgd-matched": 0.6, "adam": 1.581}})
+    assert out["can"] == ["Hopper"] and out["groups"][vd.SPEAKS][0]["best_algo"] == "AC-Adam"
+
+
+def test_the_curvature_point_on_the_hand_made_logs(hand):
+    """Five tasks equivalent at 5M on the hand-made logs, both arms at the best seed mean of the task's 5M cells
+    (HalfCheetah: AC-CG 0.64 below SMAC's 1, with the rerun arm; Humanoid: AC-SGD 0.20): none can speak to
+    curvature; the stage-1 part is the grid row's, passed through."""
+    _, res = hand
+    eq5 = mujoco_5M.sgd_5M_tasks(res, set())
+    stage1 = {"numbers": {"tasks": {vd.EQUIVALENT: ["Hopper"]}, "curvature": {"can": ["Hopper"]}}, "of": 9}
+    point = mujoco_5M.curvature_point(res, stage1, eq5, [])
+    assert point["equivalent"] == {"stage1": [1, 9], "5M": [5, 6]}
+    assert point["speaks"]["stage1"] == {"can": ["Hopper"]}
+    five = point["speaks"]["5M"]
+    assert five["n_can"] == 0 and five["can"] == [] and list(five["groups"]) == [vd.AT_BEST]
+    cells = {c["task"]: c for c in five["groups"][vd.AT_BEST]}
+    assert list(cells) == ["HalfCheetah", "Hopper", "Swimmer", "Walker2d", "Humanoid"]
+    for task in ("HalfCheetah", "Hopper", "Swimmer", "Humanoid"):  # SMAC at the paper's best: 1
+        assert cells[task]["arms"] == pytest.approx([1.0, 1.0]) and cells[task]["best"] == pytest.approx(1.0)
+    assert point["rule"] == {"half": vd.HALF, "margin": vd.EQUIV_MARGIN}
+
+
 def test_the_committed_5M_page_is_its_template_on_the_committed_json(committed):
     with open(mujoco_5M.PAGE_5M_JSON, encoding="utf-8") as f:
         data = json.load(f)
@@ -364,4 +402,9 @@ def test_the_verdict_part_is_the_committed_one_and_counts_what_it_lists(study, d
     curvature = part["points"]["curvature"]
     stage1 = done["grid"]["verdict"]["rows"][0]
     assert curvature["equivalent"]["stage1"] == [len(stage1["numbers"]["tasks"][vd.EQUIVALENT]), stage1["of"]]
+    # of the tasks equivalent at the stage-1 budget, Hopper and Swimmer can speak to curvature; none at 5M
+    assert curvature["speaks"]["stage1"]["can"] == ["Hopper", "Swimmer"]
+    assert curvature["speaks"]["5M"]["n_can"] == 0
+    for budget, (n, _) in curvature["equivalent"].items():
+        assert sum(len(cs) for cs in curvature["speaks"][budget]["groups"].values()) == n, budget
     assert [r["task"] for r in curvature["rank1"]] == [r["task"] for r in done["prereg"]["rank1"]]

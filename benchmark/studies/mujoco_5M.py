@@ -248,7 +248,8 @@ def _block_c_scores(reg: dict, sc: dict, complete: set, root: str, out: dict) ->
 def _equivalence(reg: dict, block_c: dict, ready: list, root: str) -> list:
     """Block C: SMAC vs sgd-matched, paired TOST at the margin (Holm over the tasks for "different", once every
     task is in), with the 1M result of the same seeds beside (exploratory). p_tost_holm: the TOST p Holm-adjusted over
-    the tasks, for information only (the registration applies Holm to "different", not to "equivalent")."""
+    the tasks, for information only (the registration applies Holm to "different", not to "equivalent"); `means`:
+    every algorithm's seed-mean normalized final at 5M on the task (the arms block C compares)."""
     common, eq = reg["common"], reg["blocks"]["equivalence"]
     seeds, alpha, margin = hparams.parse_seeds(common["seeds"]), common["alpha"], common["margin"]
     rows = [
@@ -269,6 +270,7 @@ def _equivalence(reg: dict, block_c: dict, ready: list, root: str) -> list:
             equivalent_reach=r["ci"][0] > -reach and r["ci"][1] < reach,
             p_holm=p_adj,
             p_tost_holm=p_tost_adj,
+            means=aggregate.seed_means(block_c, r["task"]),
             below_random=all(
                 _mean(list(block_c[(r["task"], a)].values())) < 0 for a in ("smac", "sgd-matched")
             ),
@@ -690,16 +692,27 @@ def below_random_point(res5: dict) -> list:
     ]
 
 
-def curvature_point(res5: dict, stage1: list, eq5: list, rank1: list) -> dict:
-    """The verdict's point "curvature": how many tasks show equivalence at the stage-1 budget (`stage1`: [equivalent,
-    of]) and at 5M, the rank-1 term's size where lambda <= 0.01 (the pre-registered study's rank1 figures, with the
-    smallest cos(g, step) at 5M), and ||l||^2 / lambda late in the 5M runs."""
+def curvature_point(res5: dict, stage1_row: dict, eq5: list, rank1: list) -> dict:
+    """The verdict's point "curvature": how many tasks show equivalence at the stage-1 budget (the grid study's row
+    "sgd_stage1") and at 5M, and of those which can speak to curvature (verdict.curvature_word: both arms at least
+    half the paper's best and more than the margin below the best any algorithm reaches on the task in the same runs;
+    at 5M on block C's scores and the 5M cells), the rank-1 term's size where lambda <= 0.01 (the pre-registered
+    study's rank1 figures, with the smallest cos(g, step) at 5M), and ||l||^2 / lambda late in the 5M runs."""
     low = [r for r in res5["diagnostics"] if r["damping"] <= 0.01]
+    one = stage1_row["numbers"]
+    equivalent_5M = {t["task"] for t in eq5 if t["answer"] == vd.EQUIVALENT}
     return {
         "equivalent": {
-            "stage1": stage1,
-            "5M": [sum(r["answer"] == vd.EQUIVALENT for r in eq5), len(eq5)],
+            "stage1": [len(one["tasks"].get(vd.EQUIVALENT, [])), stage1_row["of"]],
+            "5M": [len(equivalent_5M), len(eq5)],
         },
+        "speaks": {
+            "stage1": one["curvature"],
+            "5M": vd.curvature_cells(
+                {r["task"]: r["means"] for r in res5["equivalence"] if r["task"] in equivalent_5M}
+            ),
+        },
+        "rule": {"half": vd.HALF, "margin": vd.EQUIV_MARGIN},
         "rank1": [
             {
                 "task": r["task"],
@@ -741,7 +754,7 @@ def verdict(result: dict, done: dict) -> dict:
     ]
     points = {
         "below_random": below_random_point(res5),
-        "curvature": curvature_point(res5, [len(one_eq), stage1_row["of"]], eq5, pre["rank1"]),
+        "curvature": curvature_point(res5, stage1_row, eq5, pre["rank1"]),
     }
     design = {"seeds_5M": len(hparams.parse_seeds(result["reg"]["common"]["seeds"]))}
     return {"rows": rows, "points": points, "design": design}

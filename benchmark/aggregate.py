@@ -927,6 +927,13 @@ def scores(logs_dirs: list[str], budget: int | None = None) -> dict:
     return out
 
 
+def seed_means(sc: dict, task: str) -> dict:
+    """{algo: the mean over seeds of its normalized finals} of `task`'s cells in `scores`' output `sc`."""
+    return {
+        k[1]: float(np.mean(list(v.values()))) for k, v in sc.items() if len(k) == 2 and k[0] == task and v
+    }
+
+
 def _n_scored(cells: dict, task: str, algo: str) -> int:
     return len(scored_runs(cells.get((task, algo), {"finished": [], "diverged": []})))
 

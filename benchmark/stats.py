@@ -4,7 +4,7 @@ two-sample tests and t-intervals, rliable (Agarwal et al. 2021) for aggregates a
 Per task (per-seed final values of two algorithms):
     welch_test           Welch's t-test (scipy.stats.ttest_ind, equal_var=False)
     t_mean_ci            Student-t interval of one cell's mean (n = 5 seeds: the bootstrap under-covers)
-    paired               paired differences: mean, t-interval, TOST at a margin, paired t-test, Welch's test
+    paired               paired differences: mean, t-interval, TOST at a margin (and its p), paired t-test, Welch's
     unpaired             the same by Welch's test, for arms whose seeds do not pair
     holm                 Holm's step-down adjusted p-values over several tests
     welch_vs_summary     Welch's t-test of our seeds against a paper's mean ± std over n seeds
@@ -54,8 +54,8 @@ def welch_test(a, b) -> Optional[dict]:
 
 def paired(x: dict, y: dict, seeds: list[int], margin: float, level: float = 0.90) -> dict:
     """Paired differences d_s = x_s - y_s over the seeds both have: mean, sd, the t-interval at `level`, TOST at
-    `margin` (equivalent: that interval inside (-margin, margin), the two one-sided tests at (1 - level) / 2 each),
-    the two-sided paired t-test and Welch's test."""
+    `margin` (equivalent: that interval inside (-margin, margin), the two one-sided tests at (1 - level) / 2 each)
+    with the TOST p (tost_p), the two-sided paired t-test and Welch's test."""
     common = [s for s in seeds if s in x and s in y]
     d = np.array([x[s] - y[s] for s in common])
     out = {"n": len(common), "seeds": common, "mean": float(d.mean()) if len(d) else math.nan}
@@ -66,6 +66,7 @@ def paired(x: dict, y: dict, seeds: list[int], margin: float, level: float = 0.9
             "ci": (math.nan, math.nan),
             "p": math.nan,
             "p_welch": math.nan,
+            "p_tost": math.nan,
             "equivalent": False,
             "reach": math.nan,
         }
@@ -81,6 +82,7 @@ def paired(x: dict, y: dict, seeds: list[int], margin: float, level: float = 0.9
         "ci": ci,
         "p": p,
         "p_welch": p_welch,
+        "p_tost": tost_p(d, margin),
         "equivalent": -margin < ci[0] and ci[1] < margin,
         "reach": max(abs(ci[0]), abs(ci[1])),
     }
@@ -114,6 +116,18 @@ def unpaired(x: dict, y: dict, seeds: list[int], margin: float, level: float = 0
         "equivalent": -margin < ci[0] and ci[1] < margin,
         "reach": max(abs(ci[0]), abs(ci[1])),
     }
+
+
+def tost_p(d, margin: float) -> float:
+    """The p-value of TOST at `margin` on paired differences d: the larger of the two one-sided one-sample t-tests,
+    mean(d) > -margin and mean(d) < +margin (scipy.stats.ttest_1samp); below (1 - level) / 2 exactly where paired's
+    interval at `level` lies inside (-margin, margin). Where every d is the same: 0 inside the margin, else 1."""
+    d = np.asarray(d, dtype=np.float64)
+    if d.std() == 0.0:
+        return 0.0 if abs(float(d.mean())) < margin else 1.0
+    lower = sps.ttest_1samp(d, -margin, alternative="greater").pvalue
+    upper = sps.ttest_1samp(d, margin, alternative="less").pvalue
+    return float(max(lower, upper))
 
 
 def holm(pvalues: list[float]) -> list[float]:

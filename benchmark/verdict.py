@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-from benchmark import pages
+from benchmark import hparams, pages
 from benchmark.stats import num
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -55,6 +55,9 @@ LITERAL_WORD = {  # the pre-registered study's literal_5M verdict
     "normalization caused the failure": "normalization caused the failure",
     "the literal reading does not rescue the headline": "not rescued",
 }
+# whether a task's equivalence of SMAC and SGD with step eta/lambda can speak to curvature (curvature_word)
+SPEAKS, AT_BEST, FAIL_ALIKE = "can speak to curvature", "both at the task's best", "both fail alike"
+HALF = 0.5  # normalized: half the best of the paper's table
 DIAG_WORD = {"grows late in training": "grows", "shrinks": "shrinks", "no change shown": "no change shown"}
 VOCAB = (  # every word an answer may use, in the order counts are listed
     *CLAIM_WORD.values(),
@@ -73,6 +76,9 @@ VOCAB = (  # every word an answer may use, in the order counts are listed
     "dose-response",
     "no dose-response detected",
     *DIAG_WORD.values(),
+    SPEAKS,
+    AT_BEST,
+    FAIL_ALIKE,
     # the notes a row's task may carry
     "both arms below the random policy",
     "SGD arm rerun to pair the seeds (amendment 1)",
@@ -149,6 +155,44 @@ def summary(rows: dict) -> dict:
         shown = out["sgd_5M"]["different"] + count(rows["rank1"], DIFFERENT)
         out["curvature"] = DIFFERENT if shown else NOT_SHOWN
     return out
+
+
+def curvature_word(arms: list[float], best: float) -> str:
+    """Whether an equivalence of SMAC and SGD with step eta/lambda on a task can speak to curvature, from the arms'
+    seed-mean normalized finals `arms` and `best`, the best seed-mean final any algorithm reaches on that task in the
+    same runs: only where both arms end at least HALF (half the best of the paper's table; else both fail alike,
+    FAIL_ALIKE) and both more than the margin below `best` (else both sit at the best the task shows, AT_BEST, where
+    no algorithm is seen to do better and the arms cannot differ by more than the margin)."""
+    if min(arms) < HALF:
+        return FAIL_ALIKE
+    if max(arms) >= best - EQUIV_MARGIN:
+        return AT_BEST
+    return SPEAKS
+
+
+def curvature_cells(means: dict) -> dict:
+    """{task: {algo: seed-mean normalized final}} of the tasks where the two arms are equivalent -> {"groups": {word:
+    [per task the arms' means, the best and its algorithm]} by curvature_word's answer in VOCAB's order; "can": the
+    tasks that can speak to curvature, "n_can": how many}."""
+    cells = []
+    for task, m in means.items():
+        top = max(m, key=m.get)
+        arms = [m["smac"], m["sgd-matched"]]
+        cells.append(
+            {
+                "task": task,
+                "arms": arms,
+                "best": m[top],
+                "best_algo": ARM.get(top, hparams.algo_label(top)),
+                "answer": curvature_word(arms, m[top]),
+            }
+        )
+    can = [c["task"] for c in cells if c["answer"] == SPEAKS]
+    return {
+        "groups": {w: [c for c in cells if c["answer"] == w] for w, _ in tally([c["answer"] for c in cells])},
+        "can": can,
+        "n_can": len(can),
+    }
 
 
 def assemble(parts: list[dict]) -> dict:

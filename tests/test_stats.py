@@ -90,3 +90,22 @@ def test_unpaired_is_welch_in_paireds_shape_by_hand():
     assert out["ci"] == pytest.approx((1 - half, 1 + half))
     assert out["p"] == pytest.approx(2 * sps.t.sf(1 / se, df))
     assert not out["equivalent"] and out["reach"] == pytest.approx(1 + half)
+
+
+def test_the_tost_p_is_the_larger_one_sided_p_and_below_alpha_exactly_where_the_interval_is_inside():
+    """Paired differences d: the TOST p at margin m is max(P one-sided t-test mean > -m, mean < +m), by hand from
+    the t distribution; below 0.05 exactly where paired's 90 % interval lies inside (-m, m)."""
+    from scipy import stats as sps
+
+    d = np.array([0.03, -0.02, 0.05, 0.01, -0.04])
+    se = d.std(ddof=1) / math.sqrt(5)
+    by_hand = max(sps.t.sf((d.mean() + 0.1) / se, 4), sps.t.cdf((d.mean() - 0.1) / se, 4))
+    assert stats.tost_p(d, 0.1) == pytest.approx(by_hand)
+    x = {s: float(v) for s, v in enumerate(d, 1)}
+    zero = {s: 0.0 for s in x}
+    for margin in (0.02, 0.05, 0.06, 0.1):
+        row = stats.paired(x, zero, list(x), margin)
+        assert row["p_tost"] == pytest.approx(stats.tost_p(d, margin))
+        assert (row["p_tost"] < 0.05) == row["equivalent"], margin
+    assert stats.tost_p([0.01] * 3, 0.1) == 0.0 and stats.tost_p([0.2] * 3, 0.1) == 1.0
+    assert math.isnan(stats.paired({1: 0.0}, {1: 0.0}, [1], 0.1)["p_tost"])

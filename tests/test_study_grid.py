@@ -389,14 +389,37 @@ def test_the_study_on_synthetic_runs(tmp_path):
 # ---- the verdict by hand
 def test_the_stage1_row_holms_over_the_tasks_with_runs():
     """Three judged tasks (a fourth without runs is left out): raw p 0.01, 0.02, 0.04 -> Holm 0.03, 0.04, 0.04;
-    one interval inside the margin."""
+    one interval inside the margin. The TOST p stands beside each task, Holm-adjusted only for information: TOST p
+    0.5, 0.9, 0.02 -> Holm 1, 1, 0.06, and Pendulum stays equivalent (Holm is the difference test's)."""
     equiv = {
-        "Acrobot": {"n": 5, "p": 0.01, "equivalent": False},
-        "CartPole": {"n": 5, "p": 0.04, "equivalent": False},
-        "Pendulum": {"n": 5, "p": 0.02, "equivalent": True},
-        "Hopper": {"n": 0, "p": float("nan"), "equivalent": False},
+        "Acrobot": {"n": 5, "p": 0.01, "p_tost": 0.5, "equivalent": False},
+        "CartPole": {"n": 5, "p": 0.04, "p_tost": 0.9, "equivalent": False},
+        "Pendulum": {
+            "n": 5,
+            "p": 0.02,
+            "p_tost": 0.02,
+            "equivalent": True,
+            "means": {"smac": 0.61, "sgd-matched": 0.6, "adam": 1.58, "cg": 0.56},
+        },
+        "Hopper": {"n": 0, "p": float("nan"), "p_tost": float("nan"), "equivalent": False},
     }
     row = grid.sgd_stage1_row(equiv)
+    assert row["numbers"]["p_tost"] == {
+        "Acrobot": [0.5, 1.0],
+        "CartPole": [0.9, 1.0],
+        "Pendulum": [0.02, pytest.approx(0.06)],
+    }
+    # the equivalent task's arms, more than the margin below AC-Adam's best and above half the paper's: can speak
+    curvature = row["numbers"]["curvature"]
+    assert curvature["can"] == ["Pendulum"] and curvature["n_can"] == 1
+    (cell,) = curvature["groups"][vd.SPEAKS]
+    assert cell == {
+        "task": "Pendulum",
+        "arms": [0.61, 0.6],
+        "best": 1.58,
+        "best_algo": "AC-Adam",
+        "answer": vd.SPEAKS,
+    }
     assert row["id"] == "sgd_stage1" and row["of"] == 3 and row["links"] == ["report/grid.md"]
     assert row["numbers"]["tasks"] == {vd.EQUIVALENT: ["Pendulum"], vd.DIFFERENT: ["Acrobot", "CartPole"]}
     assert row["answer"] == [[vd.EQUIVALENT, 1], [vd.DIFFERENT, 2]]

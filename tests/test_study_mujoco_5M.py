@@ -187,6 +187,11 @@ def test_the_5M_study_applies_its_rules_to_complete_cells_by_hand(hand):
     assert eq["Pusher"]["mean"] == pytest.approx(0.5) and vd.block_c_word(eq["Pusher"]) == vd.DIFFERENT
     p_pusher = sps.ttest_1samp(0.5 + np.array(OFFSETS), 0.0).pvalue
     assert eq["Pusher"]["p_holm"] == pytest.approx(6 * p_pusher)  # the smallest of six p-values, times six
+    # the TOST p; d = OFFSETS on five tasks (to rounding): about the same p, the smallest x 6 by Holm, carried on
+    se = math.sqrt(2.5e-4) / math.sqrt(5)
+    p_tost = sps.t.sf(0.1 / se, 4)  # both one-sided tests at mean 0
+    assert eq["Hopper"]["p_tost"] == pytest.approx(p_tost) and eq["Pusher"]["p_tost"] > 0.99
+    assert eq["Hopper"]["p_tost_holm"] == pytest.approx(6 * p_tost, rel=1e-4)
     # Block D: ||l||^2 / lambda from 1 to 10^(1 + 0.01 s): log-ratio 1.03 on average, grows late in training
     diag = {r["task"]: r for r in res["diagnostics"]}
     assert len(diag) == 6 and diag["Hopper"]["verdict"] == "grows late in training"
@@ -305,6 +310,9 @@ def test_the_verdict_rows_on_the_hand_made_logs(hand):
     budget but not here is noted; ell: every task grows."""
     _, res = hand
     tasks = {t["task"]: t for t in mujoco_5M.sgd_5M_tasks(res, {"Pusher"})}
+    eq = {r["task"]: r for r in res["equivalence"]}
+    for t in tasks.values():  # the TOST p and, for information, its Holm-adjusted value
+        assert [t["p_tost"], t["p_tost_holm"]] == [eq[t["task"]]["p_tost"], eq[t["task"]]["p_tost_holm"]]
     assert [t["answer"] for t in mujoco_5M.sgd_5M_tasks(res, set())] == [vd.EQUIVALENT] * 5 + [vd.DIFFERENT]
     assert tasks["HalfCheetah"]["notes"] == ["SGD arm rerun to pair the seeds (amendment 1)"]
     assert tasks["Pusher"]["notes"] == [f"{vd.EQUIVALENT} at the stage-1 budget"]
@@ -312,6 +320,74 @@ def test_the_verdict_rows_on_the_hand_made_logs(hand):
     assert [t["damping"] for t in ell] == sorted(t["damping"] for t in ell)
     assert {t["answer"] for t in ell} == {"grows"}
     assert all(t["first"] == pytest.approx(1.0) and t["last"] == pytest.approx(10**1.03) for t in ell)
+
+
+def test_the_table_row_counts_only_the_cells_at_a_matched_budget():
+    """Classic control (the paper states no budget) stands beside the answer, not in it: the answer counts the 5M
+    MuJoCo cells only, out of those cells."""
+    classic = [  # two classic-control cells that differ from the paper's, one that does not, one not comparable
+        {"comparable": True, "p_vs_paper": 0.01},
+        {"comparable": True, "p_vs_paper": 0.001},
+        {"comparable": True, "p_vs_paper": 0.5},
+        {"comparable": False, "p_vs_paper": 0.001},
+        {"comparable": True, "p_vs_paper": "–"},  # no p: left out
+    ]
+    five = [
+        {
+            "task": "Hopper",
+            "algo": "smac",
+            "mean": 100.0,
+            "paper": (331.2, 10.0),
+            "p": 0.001,
+            "differs": True,
+        },
+        {"task": "Pusher", "algo": "cg", "mean": -500.0, "paper": (-449.2, 5.0), "p": 0.3, "differs": False},
+    ]
+    row = mujoco_5M.table_row(classic, {"table": five})
+    n = row["numbers"]
+    assert n["classic"] == {"cells": 3, "differ": 2, "matched": False}
+    assert n["mujoco_5M"] == {"cells": 2, "differ": 1, "matched": True}
+    assert n["cells"] == 5  # every cell compared stays in the data
+    assert row["answer"] == [["different (Welch)", 1]] and row["of"] == 2
+    assert [s["answer"] for s in n["smac_5M"]] == ["below the paper's"]
+
+
+def test_an_equivalence_speaks_to_curvature_only_with_room_below_the_best_and_above_half_the_papers():
+    """verdict.curvature_word on the stage-1 seed means (SMAC / SGD with step eta/lambda, the grid's best): at the
+    ceiling, failing alike, or between; and the 5M point on the hand-made logs (every arm at the task's best)."""
+    cases = {
+        "Acrobot": ([0.999, 0.998], 1.003, vd.AT_BEST),  # within 0.1 of AC-CG's 1.003
+        "CartPole": ([1.009, 1.009], 1.009, vd.AT_BEST),
+        "Pendulum": ([0.306, 0.307], 0.956, vd.FAIL_ALIKE),  # below 0.5 (room below the best does not help)
+        "Humanoid": ([0.056, 0.057], 0.073, vd.FAIL_ALIKE),  # below 0.5 and at the best: failing comes first
+        "Hopper": ([0.609, 0.600], 1.581, vd.SPEAKS),
+        "Swimmer": ([0.970, 0.969], 1.130, vd.SPEAKS),
+        "just below": ([0.6, 0.5], 0.7, vd.AT_BEST),  # 0.6 is not more than 0.1 below 0.7
+        "half": ([0.5, 0.55], 0.9, vd.SPEAKS),  # exactly half the paper's best is enough
+    }
+    for task, (arms, best, word) in cases.items():
+        assert vd.curvature_word(arms, best) == word, task
+    out = vd.curvature_cells({"Hopper": {"smac": 0.609, "sgd-matched": 0.6, "adam": 1.581}})
+    assert out["can"] == ["Hopper"] and out["groups"][vd.SPEAKS][0]["best_algo"] == "AC-Adam"
+
+
+def test_the_curvature_point_on_the_hand_made_logs(hand):
+    """Five tasks equivalent at 5M on the hand-made logs, both arms at the best seed mean of the task's 5M cells
+    (HalfCheetah: AC-CG 0.64 below SMAC's 1, with the rerun arm; Humanoid: AC-SGD 0.20): none can speak to
+    curvature; the stage-1 part is the grid row's, passed through."""
+    _, res = hand
+    eq5 = mujoco_5M.sgd_5M_tasks(res, set())
+    stage1 = {"numbers": {"tasks": {vd.EQUIVALENT: ["Hopper"]}, "curvature": {"can": ["Hopper"]}}, "of": 9}
+    point = mujoco_5M.curvature_point(res, stage1, eq5, [])
+    assert point["equivalent"] == {"stage1": [1, 9], "5M": [5, 6]}
+    assert point["speaks"]["stage1"] == {"can": ["Hopper"]}
+    five = point["speaks"]["5M"]
+    assert five["n_can"] == 0 and five["can"] == [] and list(five["groups"]) == [vd.AT_BEST]
+    cells = {c["task"]: c for c in five["groups"][vd.AT_BEST]}
+    assert list(cells) == ["HalfCheetah", "Hopper", "Swimmer", "Walker2d", "Humanoid"]
+    for task in ("HalfCheetah", "Hopper", "Swimmer", "Humanoid"):  # SMAC at the paper's best: 1
+        assert cells[task]["arms"] == pytest.approx([1.0, 1.0]) and cells[task]["best"] == pytest.approx(1.0)
+    assert point["rule"] == {"half": vd.HALF, "margin": vd.EQUIV_MARGIN}
 
 
 def test_the_committed_5M_page_is_its_template_on_the_committed_json(committed):
@@ -405,7 +481,8 @@ def test_the_verdict_part_is_the_committed_one_and_counts_what_it_lists(study, d
     mine = {r["id"]: r for r in part["rows"]}
     table = mine["table"]["numbers"]
     assert table["cells"] == table["classic"]["cells"] + table["mujoco_5M"]["cells"]
-    assert table["mujoco_5M"]["cells"] == len(study["res5"]["table"])
+    assert table["mujoco_5M"]["cells"] == len(study["res5"]["table"]) == mine["table"]["of"]
+    assert mine["table"]["answer"] == [["different (Welch)", table["mujoco_5M"]["differ"]]]
     for s in table["smac_5M"]:  # each 5M SMAC cell on its side of the paper's
         side = {"below the paper's": s["mean"] < s["paper"], "above the paper's": s["mean"] > s["paper"]}
         assert side.get(s["answer"], s["p"] >= 0.05), s
@@ -418,6 +495,11 @@ def test_the_verdict_part_is_the_committed_one_and_counts_what_it_lists(study, d
     curvature = part["points"]["curvature"]
     stage1 = done["grid"]["verdict"]["rows"][0]
     assert curvature["equivalent"]["stage1"] == [len(stage1["numbers"]["tasks"][vd.EQUIVALENT]), stage1["of"]]
+    # of the tasks equivalent at the stage-1 budget, Hopper and Swimmer can speak to curvature; none at 5M
+    assert curvature["speaks"]["stage1"]["can"] == ["Hopper", "Swimmer"]
+    assert curvature["speaks"]["5M"]["n_can"] == 0
+    for budget, (n, _) in curvature["equivalent"].items():
+        assert sum(len(cs) for cs in curvature["speaks"][budget]["groups"].values()) == n, budget
     assert [r["task"] for r in curvature["rank1"]] == [r["task"] for r in done["prereg"]["rank1"]]
 
 

@@ -171,15 +171,19 @@ def compute(
 
 def stage1_equiv(logs_dir: str) -> dict:
     """{task: SMAC - sgd-matched} on the normalized finals of logs_dir, paired over the stage-1 seeds 1-5
-    (stats.paired, TOST at the margin): exploratory, no rule fixed before the runs."""
+    (stats.paired, TOST at the margin): exploratory, no rule fixed before the runs; `means`: every algorithm's
+    seed-mean normalized final on the task (aggregate.seed_means)."""
     sc = aggregate.scores([logs_dir])
     return {
-        t: stats.paired(
-            sc.get((t, "smac"), {}),
-            sc.get((t, "sgd-matched"), {}),
-            list(range(1, STAGE1_SEEDS + 1)),
-            vd.EQUIV_MARGIN,
-        )
+        t: {
+            **stats.paired(
+                sc.get((t, "smac"), {}),
+                sc.get((t, "sgd-matched"), {}),
+                list(range(1, STAGE1_SEEDS + 1)),
+                vd.EQUIV_MARGIN,
+            ),
+            "means": aggregate.seed_means(sc, t),
+        }
         for t in hparams.tasks()
     }
 
@@ -417,10 +421,14 @@ def step_ratio(task: str) -> float:
 
 def sgd_stage1_row(equiv: dict) -> dict:
     """The verdict's row "sgd_stage1": SMAC against SGD with step eta/lambda at the stage-1 budget (exploratory), per
-    task the paired TOST word (verdict.block_c_word), Holm over the tasks with runs for "different". Its numbers'
-    `tasks` ({word: [task, ...]}) and `of` (the tasks judged) are the stage-1 per-task words the 5M study reads."""
+    task the paired TOST word (verdict.block_c_word), Holm over the tasks with runs for "different" only. Its numbers'
+    `tasks` ({word: [task, ...]}) and `of` (the tasks judged) are the stage-1 per-task words the 5M study reads;
+    `p_tost` ({task: [TOST p, that p Holm-adjusted over the tasks]}) the equivalence test's p, the adjusted one for
+    information (the word "equivalent" takes no Holm); `curvature` (verdict.curvature_cells): of the equivalent tasks,
+    which can speak to curvature by verdict.curvature_word's rule on the grid's seed means."""
     one = {t: r for t, r in equiv.items() if r.get("n")}
     p_holm = dict(zip(one, stats.holm([r["p"] for r in one.values()])))
+    p_tost_holm = dict(zip(one, stats.holm([r["p_tost"] for r in one.values()])))
     stage1 = [{"task": t, "answer": vd.block_c_word({**r, "p_holm": p_holm[t]})} for t, r in one.items()]
     budgets = aggregate.stage1_budgets()
     numbers = {
@@ -429,6 +437,10 @@ def sgd_stage1_row(equiv: dict) -> dict:
             w: [r["task"] for r in stage1 if r["answer"] == w]
             for w, _ in vd.tally([r["answer"] for r in stage1])
         },
+        "p_tost": {t: [r["p_tost"], p_tost_holm[t]] for t, r in one.items()},
+        "curvature": vd.curvature_cells(
+            {r["task"]: one[r["task"]]["means"] for r in stage1 if r["answer"] == vd.EQUIVALENT}
+        ),
     }
     return vd.tallied_row("sgd_stage1", numbers, stage1, "report/grid.md")
 

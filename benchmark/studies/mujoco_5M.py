@@ -303,14 +303,17 @@ def _block_c_scores(
     return block_c, ready
 
 
-def _tost_row(reg: dict, row: dict, p_adj: float, block_c: dict) -> dict:
-    """A block C row's secondary margin, Holm p, below-random flag and verdict (row: stats.paired's or unpaired's)."""
+def _tost_row(reg: dict, row: dict, p_adj: float, block_c: dict, p_tost_adj: float) -> dict:
+    """A block C row's secondary margin, Holm p (and, for information, its TOST p Holm-adjusted), every algorithm's
+    seed-mean normalized final on the task, below-random flag and verdict (row: stats.paired's or unpaired's)."""
     alpha, margin = reg["common"]["alpha"], reg["common"]["margin"]
     reach = reg["blocks"]["equivalence"]["reachable_margin_at_5"][row["task"]]
     row.update(
         reach_margin=reach,
         equivalent_reach=row["ci"][0] > -reach and row["ci"][1] < reach,
         p_holm=p_adj,
+        p_tost_holm=p_tost_adj,
+        means=aggregate.seed_means(block_c, row["task"]),
         below_random=all(
             stats.mean_or_nan(list(block_c[(row["task"], a)].values())) < 0 for a in ("smac", "sgd-matched")
         ),
@@ -326,7 +329,9 @@ def _tost_row(reg: dict, row: dict, p_adj: float, block_c: dict) -> dict:
 
 def _equivalence(reg: dict, block_c: dict, ready: list, stage1: dict) -> list:
     """Block C: SMAC vs sgd-matched, paired TOST at the margin (Holm over the tasks for "different", once every
-    task is in), with the 1M result of the same seeds beside (exploratory)."""
+    task is in), with the 1M result of the same seeds beside (exploratory). p_tost_holm: the TOST p Holm-adjusted over
+    the tasks, for information only (the registration applies Holm to "different", not to "equivalent"); `means`:
+    every algorithm's seed-mean normalized final at 5M on the task (the arms block C compares)."""
     common, eq = reg["common"], reg["blocks"]["equivalence"]
     seeds, margin = hparams.parse_seeds(common["seeds"]), common["margin"]
     rows = [
@@ -338,8 +343,12 @@ def _equivalence(reg: dict, block_c: dict, ready: list, stage1: dict) -> list:
         r["at_1M"] = stats.paired(
             stage1.get((r["task"], "smac"), {}), stage1.get((r["task"], "sgd-matched"), {}), seeds, margin
         )
-    holm = stats.holm([r["p"] for r in rows]) if len(rows) == len(eq["tasks"]) else [math.nan] * len(rows)
-    return [_tost_row(reg, r, p_adj, block_c) for r, p_adj in zip(rows, holm)]
+    every = len(rows) == len(eq["tasks"])
+    holm = stats.holm([r["p"] for r in rows]) if every else [math.nan] * len(rows)
+    holm_tost = stats.holm([r["p_tost"] for r in rows]) if every else [math.nan] * len(rows)
+    return [
+        _tost_row(reg, r, p_adj, block_c, p_tost_adj) for r, p_adj, p_tost_adj in zip(rows, holm, holm_tost)
+    ]
 
 
 def original_arm_row(reg: dict, sc: dict, rows: list, pairing: dict) -> dict | None:
@@ -365,7 +374,7 @@ def original_arm_row(reg: dict, sc: dict, rows: list, pairing: dict) -> dict | N
         else [math.nan] * len(rows)
     )
     p_adj = holm[[r["task"] for r in rows].index("HalfCheetah")]
-    return _tost_row(reg, row, p_adj, sc)
+    return _tost_row(reg, {"p_tost": math.nan, **row}, p_adj, sc, math.nan)
 
 
 def _diagnostics(reg: dict, sc: dict, complete: set) -> list:
@@ -692,9 +701,11 @@ def write(result: dict, where) -> list[str]:
 
 # ---- the verdict
 def table_row(cells: list, res5: dict) -> dict:
-    """The verdict's row "table": the paper's table at matched budgets, classic control at ours (the grid study's
-    cells; the paper states none) and MuJoCo at 5M (block B), each cell by Welch against the paper's."""
-    matched = [r for r in cells if r["comparable"] and num(r["p_vs_paper"]) is not None]
+    """The verdict's row "table": the paper's table, each cell by Welch against the paper's mean and std. Its answer
+    counts the cells at a matched budget only, MuJoCo at 5M (block B: `matched` True); the classic-control cells at
+    our budgets (the grid study's; the paper states none) stand beside, `matched` False, not counted. `cells`: every
+    cell compared, `of`: the cells counted."""
+    compared = [r for r in cells if r["comparable"] and num(r["p_vs_paper"]) is not None]
     table5 = res5["table"]
     smac5 = []
     for r in table5:
@@ -710,17 +721,24 @@ def table_row(cells: list, res5: dict) -> dict:
                 }
             )
     smac5.sort(key=lambda r: vd.ORDER[r["answer"]])
-    classic_differ = sum(r["p_vs_paper"] < vd.ALPHA for r in matched)
-    mujoco_differ = sum(bool(r["differs"]) for r in table5)
+    groups = {
+        "classic": {
+            "cells": len(compared),
+            "differ": sum(r["p_vs_paper"] < vd.ALPHA for r in compared),
+            "matched": False,
+        },
+        "mujoco_5M": {
+            "cells": len(table5),
+            "differ": sum(bool(r["differs"]) for r in table5),
+            "matched": True,
+        },
+    }
+    counted = [g for g in groups.values() if g["matched"]]
     return {
         "id": "table",
-        "numbers": {
-            "cells": len(matched) + len(table5),
-            "classic": {"cells": len(matched), "differ": classic_differ},
-            "mujoco_5M": {"cells": len(table5), "differ": mujoco_differ},
-            "smac_5M": smac5,
-        },
-        "answer": [["different (Welch)", classic_differ + mujoco_differ]],
+        "numbers": {"cells": len(compared) + len(table5), **groups, "smac_5M": smac5},
+        "answer": [["different (Welch)", sum(g["differ"] for g in counted)]],
+        "of": sum(g["cells"] for g in counted),
         "links": ["report/grid.md", "report/mujoco_5M.md"],
     }
 
@@ -756,8 +774,10 @@ def headline_row(headline: list, pre: dict) -> dict:
 
 
 def sgd_5M_tasks(res5: dict, one_eq: set) -> list:
-    """The verdict's row "sgd_5M"'s tasks: block C's word per task, its secondary margin, and its notes (the
-    amendment's rerun, both arms below the random policy, equivalent at the stage-1 budget `one_eq` but not here)."""
+    """The verdict's row "sgd_5M"'s tasks: block C's word per task, its TOST p (and, for information, that p
+    Holm-adjusted over the tasks: the registration applies Holm to "different" only), its secondary margin, and its
+    notes (the amendment's rerun, both arms below the random policy, equivalent at the stage-1 budget `one_eq` but
+    not here)."""
     eq5 = []
     for r in res5["equivalence"]:
         word = vd.block_c_word(r)
@@ -774,6 +794,8 @@ def sgd_5M_tasks(res5: dict, one_eq: set) -> list:
                 "mean": r["mean"],
                 "ci": list(r["ci"]),
                 "answer": word,
+                "p_tost": r["p_tost"],
+                "p_tost_holm": r["p_tost_holm"],
                 "reach_margin": r["reach_margin"],
                 "reach_answer": "secondary passes" if r["equivalent_reach"] else "secondary fails",
                 "notes": notes,
@@ -827,16 +849,27 @@ def below_random_point(res5: dict) -> list:
     ]
 
 
-def curvature_point(res5: dict, stage1: list, eq5: list, rank1: list) -> dict:
-    """The verdict's point "curvature": how many tasks show equivalence at the stage-1 budget (`stage1`: [equivalent,
-    of]) and at 5M, the rank-1 term's size where lambda <= 0.01 (the pre-registered study's rank1 figures, with the
-    smallest cos(g, step) at 5M), and ||l||^2 / lambda late in the 5M runs."""
+def curvature_point(res5: dict, stage1_row: dict, eq5: list, rank1: list) -> dict:
+    """The verdict's point "curvature": how many tasks show equivalence at the stage-1 budget (the grid study's row
+    "sgd_stage1") and at 5M, and of those which can speak to curvature (verdict.curvature_word: both arms at least
+    half the paper's best and more than the margin below the best any algorithm reaches on the task in the same runs;
+    at 5M on block C's scores and the 5M cells), the rank-1 term's size where lambda <= 0.01 (the pre-registered
+    study's rank1 figures, with the smallest cos(g, step) at 5M), and ||l||^2 / lambda late in the 5M runs."""
     low = [r for r in res5["diagnostics"] if r["damping"] <= 0.01]
+    one = stage1_row["numbers"]
+    equivalent_5M = {t["task"] for t in eq5 if t["answer"] == vd.EQUIVALENT}
     return {
         "equivalent": {
-            "stage1": stage1,
-            "5M": [sum(r["answer"] == vd.EQUIVALENT for r in eq5), len(eq5)],
+            "stage1": [len(one["tasks"].get(vd.EQUIVALENT, [])), stage1_row["of"]],
+            "5M": [len(equivalent_5M), len(eq5)],
         },
+        "speaks": {
+            "stage1": one["curvature"],
+            "5M": vd.curvature_cells(
+                {r["task"]: r["means"] for r in res5["equivalence"] if r["task"] in equivalent_5M}
+            ),
+        },
+        "rule": {"half": vd.HALF, "margin": vd.EQUIV_MARGIN},
         "rank1": [
             {
                 "task": r["task"],
@@ -878,7 +911,7 @@ def verdict(result: dict, done: dict) -> dict:
     ]
     points = {
         "below_random": below_random_point(res5),
-        "curvature": curvature_point(res5, [len(one_eq), stage1_row["of"]], eq5, pre["rank1"]),
+        "curvature": curvature_point(res5, stage1_row, eq5, pre["rank1"]),
     }
     design = {"seeds_5M": len(hparams.parse_seeds(result["reg"]["common"]["seeds"]))}
     return {"rows": rows, "points": points, "design": design}

@@ -119,11 +119,12 @@ def count(row: dict, word: str) -> int:
     return dict(row["answer"]).get(word, 0)
 
 
-def summary(rows: dict) -> dict:
+def summary(rows: dict, points: dict) -> dict:
     """The numbers of the verdict's opening sentences, read from its rows so that they say no more than the table:
     the headline's answer, the claims held (strict names, and under the rules fixed before the runs), the MuJoCo
     cells at 5M that differ from the paper's table, SMAC against SGD with step η/λ at 5M (equivalent, different
-    after Holm, of how many tasks), and where the rank-1 term is largest (neither shown, of how many; the λ slope's
+    after Holm, of how many tasks; of the equivalent ones, how many can speak to curvature, from the point
+    "curvature"), and where the rank-1 term is largest (neither shown, of how many; the λ slope's
     answer); "curvature": DIFFERENT where SMAC differs from SGD with step η/λ in either, else NOT_SHOWN. A part
     whose row is missing is None."""
     out = {"headline": None, "claims": None, "table": None, "sgd_5M": None, "rank1": None, "curvature": None}
@@ -151,6 +152,8 @@ def summary(rows: dict) -> dict:
             "of": r["of"],
             "slope": r["numbers"]["slope"]["answer"],
         }
+    if out["sgd_5M"] and "curvature" in points:  # of the equivalent tasks, those whose equivalence can speak
+        out["sgd_5M"]["can_speak"] = points["curvature"]["speaks"]["5M"]["n_can"]
     if out["sgd_5M"] and out["rank1"]:  # a curvature effect: SMAC different from SGD with step η/λ somewhere
         shown = out["sgd_5M"]["different"] + count(rows["rank1"], DIFFERENT)
         out["curvature"] = DIFFERENT if shown else NOT_SHOWN
@@ -209,7 +212,7 @@ def assemble(parts: list[dict]) -> dict:
         "design": {k: design[k] for k in DESIGN if k in design},
         "rows": [rows[k] for k in ROWS if k in rows],
         "points": {k: points[k] for k in POINTS if k in points},
-        "summary": summary(rows),
+        "summary": summary(rows, points),
     }
 
 

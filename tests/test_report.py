@@ -269,8 +269,10 @@ def test_verdict_words_by_hand():
 def test_the_opening_sentences_say_no_more_than_the_rows():
     """verdict.summary on the committed rows: each number is its row's, recounted here from the row's own task
     lists; the curvature word is NOT_SHOWN exactly when no task of either row is different after Holm."""
-    rows = {r["id"]: r for r in committed_verdict()["rows"]}
-    s = verdict.summary(rows)
+    committed = committed_verdict()
+    rows = {r["id"]: r for r in committed["rows"]}
+    points = committed["points"]
+    s = verdict.summary(rows, points)
     assert s["headline"]["answer"] == rows["headline"]["answer"]
     assert [s["headline"]["smac"], s["headline"]["cg"], s["headline"]["p"]] == [
         rows["headline"]["numbers"][k] for k in ("smac", "cg", "p")
@@ -281,10 +283,12 @@ def test_the_opening_sentences_say_no_more_than_the_rows():
         and s["claims"]["of"] == claims["numbers"]["n"]
     )
     five = [t["answer"] for t in rows["sgd_5M"]["numbers"]["tasks"]]
+    speaks = points["curvature"]["speaks"]["5M"]["groups"].get("can speak to curvature", [])
     assert s["sgd_5M"] == {
         "equivalent": five.count(verdict.EQUIVALENT),
         "different": five.count(verdict.DIFFERENT),
         "of": len(five),
+        "can_speak": len(speaks),
     }
     largest = [t["answer"] for t in rows["rank1"]["numbers"]["tasks"]]
     assert s["rank1"]["neither"] == largest.count(verdict.NOT_SHOWN) and s["rank1"]["of"] == len(largest)
@@ -294,8 +298,8 @@ def test_the_opening_sentences_say_no_more_than_the_rows():
         **rows["sgd_5M"],
         "answer": [[verdict.DIFFERENT, 1]],
     }  # one task apart: the word follows
-    assert verdict.summary(rows)["curvature"] == verdict.DIFFERENT
-    assert verdict.summary({})["curvature"] is None  # no rows, no sentences
+    assert verdict.summary(rows, points)["curvature"] == verdict.DIFFERENT
+    assert verdict.summary({}, {})["curvature"] is None  # no rows, no sentences
 
 
 def test_readme_results_open_with_the_summary_before_the_table():

@@ -2,6 +2,7 @@
 process or in a subprocess, with readers for the one run it leaves."""
 
 import csv
+import gzip
 import json
 import os
 import re
@@ -15,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from benchmark import compact, trainer
+from benchmark import aggregate, compact, trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -353,3 +354,79 @@ def load_copy_block():
     module = types.ModuleType("copied_smac_block")
     exec(compile("\n\n".join(copied), "copy_block", "exec"), module.__dict__)
     return module
+
+
+# hand-made runs and logs for the studies' tests
+def write_log(logs, task, algo, seed, value, status="finished", last_step=None, budget=None, length=5):
+    """A compact log of 200 episodes evenly over `budget` (default: the task's stage-1 budget), each returning
+    `value` (or one value per episode), of `length` steps; a run not finished stops at last_step (default: half)."""
+    budget = budget or aggregate.stage1_budget(task)
+    steps = np.linspace(budget / 200, budget, 200)
+    last = last_step or (budget if status == "finished" else budget // 2)
+    rec = {
+        "format": 1,
+        "task": task,
+        "algo": algo,
+        "seed": seed,
+        "budget": budget,
+        "status": status,
+        "global_step": last,
+        "args": {"damping": 0.1},
+        "episodes": {
+            "global_step": steps.tolist(),
+            "episodic_return": list(value) if np.ndim(value) else [value] * 200,
+            "episodic_length": [length] * 200,
+        },
+        "updates": {c: [] for c in compact.UPDATE_COLS},
+    }
+    path = compact.log_path(str(logs), task, algo, seed)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with gzip.open(path, "wt") as f:
+        json.dump(rec, f)
+
+
+def stepped_run(task, algo, seed, jump_at, low=0.0, high=1000.0, budget=100_000, status="finished"):
+    """A loaded run (as compact.discover_logs gives it): one episode per 500 steps; return `low` before `jump_at`, `high` from it on."""
+    steps = np.arange(500, budget + 1, 500, dtype=np.float64)
+    returns = np.where(steps <= jump_at, low, high)
+    return {
+        "task": task,
+        "algo": algo,
+        "seed": seed,
+        "job_budget": budget,
+        "last_step": budget,
+        "status": status,
+        "episodes": {"global_step": steps, "episodic_return": returns},
+    }
+
+
+def raw_run(runs, task, algo, seed, budget, final_level, ell_sq, lam, T=1000):
+    """A finished trainer run directory whose returns ramp to final_level; SMAC's updates log ell_sq, |g| 2,
+    |step| 1.5, cos 0.99 and the step's part along l_bar 0.3."""
+    rd = os.path.join(runs, task, algo, f"seed{seed}", f"{task}__{algo}__{seed}__0")
+    os.makedirs(rd)
+    with open(os.path.join(os.path.dirname(rd), "job.json"), "w") as f:
+        json.dump({"task": task, "algo": algo, "seed": seed, "budget": budget}, f)
+    with open(os.path.join(rd, "config.json"), "w") as f:
+        json.dump(
+            {"args": {"damping": lam if algo == "smac" else 1.0, "num_steps": T, "fisher": "batch-mean"}}, f
+        )
+    with open(os.path.join(rd, "summary.json"), "w") as f:
+        json.dump({"status": "finished", "global_step": budget}, f)
+    steps = np.arange(T, budget + 1, T)
+    with open(os.path.join(rd, "episodes.csv"), "w") as f:
+        f.write("global_step,episodic_return,episodic_length\n")
+        for s in steps:
+            f.write(f"{s},{final_level * s / budget},{T}\n")
+    g_norm, par = 2.0, 0.3
+    with open(os.path.join(rd, "updates.csv"), "w") as f:
+        f.write(
+            "update,global_step,value_loss,mean_logprob,entropy,ell_sq,g_norm,step_norm,cos_g_step,"
+            "step_par_norm,step_perp_norm,actor_update_ms,sps\n"
+        )
+        for k, s in enumerate(steps, 1):
+            if algo == "smac":
+                f.write(f"{k},{s},1,-1,1,{ell_sq},{g_norm},1.5,0.99,{par},1.4,1,1\n")
+            else:
+                f.write(f"{k},{s},1,-1,1,nan,{g_norm},{g_norm},1,nan,nan,1,1\n")
+    return g_norm, par

@@ -6,31 +6,17 @@ import math
 import os
 
 import numpy as np
+from helpers import stepped_run
 
 from benchmark import aggregate, compact, sweep, trainer
 
 BUDGET = 100_000
 
 
-def fake_run(task, algo, seed, jump_at, low=0.0, high=1000.0, budget=BUDGET, status="finished"):
-    """One episode per 500 steps; return `low` before `jump_at`, `high` from it on."""
-    steps = np.arange(500, budget + 1, 500, dtype=np.float64)
-    returns = np.where(steps <= jump_at, low, high)
-    return {
-        "task": task,
-        "algo": algo,
-        "seed": seed,
-        "job_budget": budget,
-        "last_step": budget,
-        "status": status,
-        "episodes": {"global_step": steps, "episodic_return": returns},
-    }
-
-
 def test_first_crossing_by_hand():
     # bins of 1000 steps; a jump after bin 49 -> EWM(0.1) s_k = 1000 (1 - 0.9^(k-49)) for k >= 50;
     # >= 750 first when 0.9^m <= 0.25, m = 14 (0.9^13 = 0.254, 0.9^14 = 0.229): bin 63, step 64k
-    run = fake_run("CartPole", "smac", 1, 50_000)
+    run = stepped_run("CartPole", "smac", 1, 50_000)
     _, curves, _ = aggregate.cell_curves([run])[("CartPole", "smac")]
     assert aggregate.first_crossing(curves[0], 750, BUDGET) == 64_000
     assert aggregate.first_crossing(curves[0], 1001, BUDGET) is None
@@ -93,10 +79,10 @@ CLAIMS = [
 
 
 def test_claim_verdicts_by_hand():
-    runs = [fake_run("CartPole", "smac", s, 50_000) for s in (1, 2)]
-    runs += [fake_run("CartPole", "cg", 1, 60_000)]  # crosses at 74k: slower than smac -> held
-    runs += [fake_run("CartPole", "sgd", 1, 40_000)]  # crosses at 54k: faster -> "sgd slower" not held
-    runs += [fake_run("CartPole", "kfac", 1, 0, high=300.0)]  # constant 300: never above 400 -> held
+    runs = [stepped_run("CartPole", "smac", s, 50_000) for s in (1, 2)]
+    runs += [stepped_run("CartPole", "cg", 1, 60_000)]  # crosses at 74k: slower than smac -> held
+    runs += [stepped_run("CartPole", "sgd", 1, 40_000)]  # crosses at 54k: faster -> "sgd slower" not held
+    runs += [stepped_run("CartPole", "kfac", 1, 0, high=300.0)]  # constant 300: never above 400 -> held
     rows = {r["id"]: r for r in aggregate.evaluate(runs, claims=CLAIMS)}
     assert rows["reach"]["verdict"] == "held" and "64k" in rows["reach"]["measured"]
     assert rows["reach-late"]["verdict"] == "not held"  # 64k > 1.25 x 40k
@@ -112,7 +98,7 @@ def test_crossing_step_moves_with_the_bin_width():
     1k bins (over the budget) -> bin 19 + 14 = 33 ends at 34k; 2k bins (100 bins over a 200k window, the
     last 50 empty) -> bin 9 + 14 = 23 ends at 48k; 500-step bins (over the first 50k) -> bin 39 + 14 = 53
     ends at 27k."""
-    runs = [fake_run("CartPole", "smac", 1, 20_000)]
+    runs = [stepped_run("CartPole", "smac", 1, 20_000)]
     for windows, step in ((None, 34_000), ({"CartPole": 200_000}, 48_000), ({"CartPole": 50_000}, 27_000)):
         span, curves, reach = aggregate.cell_curves(runs, windows)[("CartPole", "smac")]
         assert aggregate.first_crossing(curves[0], 750, span) == step
@@ -141,14 +127,14 @@ def test_claims_without_a_paper_step_are_judged_once_either_algorithm_crosses():
     """needs None ("twice as fast", no step in the paper): beyond budget only while neither crosses."""
     claim = aggregate._slower("x", "CartPole", "cg", 750, 2.0, None, "cg twice as slow")
     assert claim["needs"] is None
-    flat = [fake_run("CartPole", a, 1, BUDGET) for a in ("smac", "cg")]  # neither ever jumps
+    flat = [stepped_run("CartPole", a, 1, BUDGET) for a in ("smac", "cg")]  # neither ever jumps
     row = aggregate.evaluate(flat, claims=[claim])[0]
     # the verdict word, and the threshold named
     assert row["verdict"] == "beyond budget" and "750" in row["measured"]
-    runs = [fake_run("CartPole", "smac", 1, 20_000), fake_run("CartPole", "cg", 1, BUDGET)]
+    runs = [stepped_run("CartPole", "smac", 1, 20_000), stepped_run("CartPole", "cg", 1, BUDGET)]
     row = aggregate.evaluate(runs, claims=[claim])[0]
     assert row["verdict"] == "held" and row["steps"] == (None, 34_000)  # cg never, smac at 34k
-    runs = [fake_run("CartPole", "smac", 1, BUDGET), fake_run("CartPole", "cg", 1, 20_000)]
+    runs = [stepped_run("CartPole", "smac", 1, BUDGET), stepped_run("CartPole", "cg", 1, 20_000)]
     assert aggregate.evaluate(runs, claims=[claim])[0]["verdict"] == "not held"
     row = aggregate.evaluate(flat, claims=[CLAIMS[0]])[0]
     assert row["verdict"] == "not held" and row["measured"] == "smac does not reach 750 (paper 60k)"
@@ -233,10 +219,14 @@ def test_sweep_packs_a_finished_run(tmp_path):
 def test_strict_verdict_names_by_hand():
     """Issue 27's names for a slower claim that holds on its direction: held only when the ratio is within 1.25x
     of the paper's and the per-seed crossings separate; 'baseline never reaches it' when it never crosses."""
-    smac = [fake_run("CartPole", "smac", s, 50_000) for s in (1, 2)]  # both seeds cross at 64k
-    late = [fake_run("CartPole", "cg", s, j) for s, j in ((1, 60_000), (2, 62_000))]  # 74k, 76k: 1.16x-1.19x
-    mixed = [fake_run("CartPole", "sgd", s, j) for s, j in ((1, 60_000), (2, 45_000))]  # 74k and 59k: overlap
-    never = [fake_run("CartPole", "adam", 1, 10**9)]
+    smac = [stepped_run("CartPole", "smac", s, 50_000) for s in (1, 2)]  # both seeds cross at 64k
+    late = [
+        stepped_run("CartPole", "cg", s, j) for s, j in ((1, 60_000), (2, 62_000))
+    ]  # 74k, 76k: 1.16x-1.19x
+    mixed = [
+        stepped_run("CartPole", "sgd", s, j) for s, j in ((1, 60_000), (2, 45_000))
+    ]  # 74k and 59k: overlap
+    never = [stepped_run("CartPole", "adam", 1, 10**9)]
     claims = [
         aggregate._slower("size-ok", "CartPole", "cg", 750, 1.15, 60_000, "cg 15% more"),
         aggregate._slower("size-off", "CartPole", "cg", 750, 2.0, 40_000, "cg 100% more"),

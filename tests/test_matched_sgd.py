@@ -22,6 +22,8 @@ import torch
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from helpers import raw_run  # noqa: E402
+
 from benchmark import (  # noqa: E402
     aggregate,  # noqa: E402
     hparams,
@@ -191,36 +193,6 @@ def test_welch_hand_example():
 # ------------------------------------------------------------------------------------------
 # aggregate -> report -> figure on synthetic run directories (no training)
 # ------------------------------------------------------------------------------------------
-def _fake_run(runs, task, algo, seed, budget, final_level, ell_sq, lam, T=1000):
-    import json
-
-    rd = os.path.join(runs, task, algo, f"seed{seed}", f"{task}__{algo}__{seed}__0")
-    os.makedirs(rd)
-    with open(os.path.join(os.path.dirname(rd), "job.json"), "w") as f:
-        json.dump({"task": task, "algo": algo, "seed": seed, "budget": budget}, f)
-    with open(os.path.join(rd, "config.json"), "w") as f:
-        json.dump(
-            {"args": {"damping": lam if algo == "smac" else 1.0, "num_steps": T, "fisher": "batch-mean"}}, f
-        )
-    with open(os.path.join(rd, "summary.json"), "w") as f:
-        json.dump({"status": "finished", "global_step": budget}, f)
-    steps = np.arange(T, budget + 1, T)
-    with open(os.path.join(rd, "episodes.csv"), "w") as f:
-        f.write("global_step,episodic_return,episodic_length\n")
-        for s in steps:
-            f.write(f"{s},{final_level * s / budget},{T}\n")
-    g_norm, par = 2.0, 0.3
-    with open(os.path.join(rd, "updates.csv"), "w") as f:
-        f.write(
-            "update,global_step,value_loss,mean_logprob,entropy,ell_sq,g_norm,step_norm,cos_g_step,"
-            "step_par_norm,step_perp_norm,actor_update_ms,sps\n"
-        )
-        for k, s in enumerate(steps, 1):
-            if algo == "smac":
-                f.write(f"{k},{s},1,-1,1,{ell_sq},{g_norm},1.5,0.99,{par},1.4,1,1\n")
-            else:
-                f.write(f"{k},{s},1,-1,1,nan,{g_norm},{g_norm},1,nan,nan,1,1\n")
-    return g_norm, par
 
 
 def test_pipeline_on_synthetic_runs(tmp_path):
@@ -234,9 +206,9 @@ def test_pipeline_on_synthetic_runs(tmp_path):
     B = aggregate.stage1_budgets()["Humanoid"]
     lam = hparams.settings("Humanoid", "smac")["damping"]
     for seed, (a, b) in enumerate([(300, 200), (310, 190), (305, 230)], 1):
-        g_norm, par = _fake_run(runs, "Humanoid", "smac", seed, B, a, ell_sq=2.0 * lam, lam=lam)
-        _fake_run(runs, "Humanoid", "sgd-matched", seed, B, b, ell_sq=0.0, lam=lam)
-    _fake_run(runs, "Hopper", "smac", 1, B, 10, ell_sq=0.01, lam=1.0)  # no sgd-matched: no comparison row
+        g_norm, par = raw_run(runs, "Humanoid", "smac", seed, B, a, ell_sq=2.0 * lam, lam=lam)
+        raw_run(runs, "Humanoid", "sgd-matched", seed, B, b, ell_sq=0.0, lam=lam)
+    raw_run(runs, "Hopper", "smac", 1, B, 10, ell_sq=0.01, lam=1.0)  # no sgd-matched: no comparison row
     assert compact.main(["pack", runs, "--logs", logs]) == 0
     where = Where(
         logs=logs,

@@ -3,42 +3,16 @@ data (per-task rows, deviations) against independent recomputations, the committ
 the committed logs, the committed pages against their templates on the committed JSON, the verdict's words and counts,
 and the whole loop over the studies on hand-made runs."""
 
-import gzip
 import json
 import os
 import re
 
 import numpy as np
 import pytest
+from helpers import write_log
 
 from benchmark import aggregate, compact, hparams, pages, report, stats, verdict
 from benchmark.studies import grid, mujoco_5M, prereg
-
-
-def write_log(logs, task, algo, seed, value, status="finished", last_step=None):
-    budget = aggregate.stage1_budget(task)
-    steps = np.linspace(budget / 200, budget, 200)
-    last = last_step or (budget if status == "finished" else budget // 2)
-    rec = {
-        "format": 1,
-        "task": task,
-        "algo": algo,
-        "seed": seed,
-        "budget": budget,
-        "status": status,
-        "global_step": last,
-        "args": {"damping": 0.1},
-        "episodes": {
-            "global_step": steps.tolist(),
-            "episodic_return": list(value) if np.ndim(value) else [value] * 200,
-            "episodic_length": [5] * 200,
-        },
-        "updates": {c: [] for c in compact.UPDATE_COLS},
-    }
-    path = compact.log_path(str(logs), task, algo, seed)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with gzip.open(path, "wt") as f:
-        json.dump(rec, f)
 
 
 def committed_json(path: str) -> dict:

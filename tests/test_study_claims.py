@@ -2,12 +2,12 @@
 changes, the HalfCheetah claims from the 5M block, whether a held claim shows SMAC ahead, on hand-made logs with
 known answers; the page, JSON and verdict part on the committed logs."""
 
-import gzip
 import json
 import os
 
 import numpy as np
 import pytest
+from helpers import stepped_run, write_log
 from scipy import stats as sps
 
 from benchmark import aggregate, compact, pages
@@ -15,48 +15,6 @@ from benchmark import verdict as vd
 from benchmark.studies import REPO, Where, claims, grid, mujoco_5M
 
 TITLE = "The paper's timestep claims, claim by claim, and the 5M block"
-
-
-def fake_run(task, algo, seed, jump_at, low=0.0, high=1000.0, budget=100_000, status="finished"):
-    """One episode per 500 steps; return `low` before `jump_at`, `high` from it on."""
-    steps = np.arange(500, budget + 1, 500, dtype=np.float64)
-    returns = np.where(steps <= jump_at, low, high)
-    return {
-        "task": task,
-        "algo": algo,
-        "seed": seed,
-        "job_budget": budget,
-        "last_step": budget,
-        "status": status,
-        "episodes": {"global_step": steps, "episodic_return": returns},
-    }
-
-
-def write_log(logs, task, algo, seed, value, budget=None, length=5):
-    """A finished compact log of 200 episodes evenly over `budget` (default: the task's stage-1 budget), each
-    returning `value` (an array: one per episode)."""
-    budget = budget or aggregate.stage1_budget(task)
-    steps = np.linspace(budget / 200, budget, 200)
-    rec = {
-        "format": 1,
-        "task": task,
-        "algo": algo,
-        "seed": seed,
-        "budget": budget,
-        "status": "finished",
-        "global_step": budget,
-        "args": {"damping": 0.1},
-        "episodes": {
-            "global_step": steps.tolist(),
-            "episodic_return": list(value) if np.ndim(value) else [value] * 200,
-            "episodic_length": [length] * 200,
-        },
-        "updates": {c: [] for c in compact.UPDATE_COLS},
-    }
-    path = compact.log_path(str(logs), task, algo, seed)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with gzip.open(path, "wt") as f:
-        json.dump(rec, f)
 
 
 def no_runs(runs=(), headline=()) -> grid.Data:
@@ -70,8 +28,12 @@ def test_every_claim_kind_has_a_written_rule_and_the_study_names_why_a_verdict_c
     36k (held): the bin width. CartPole AC-KFAC sits at 300 until 200k, then 900: "never above 400" fails over 500k
     and holds over the first 150k: the run length."""
     assert {c["kind"] for c in aggregate.CLAIMS} == set(aggregate.RULES)
-    runs = [fake_run("Acrobot", "smac", s, 20_000, low=-1000.0, high=-100.0, budget=500_000) for s in (1, 2)]
-    runs += [fake_run("CartPole", "kfac", s, 200_000, low=300.0, high=900.0, budget=500_000) for s in (1, 2)]
+    runs = [
+        stepped_run("Acrobot", "smac", s, 20_000, low=-1000.0, high=-100.0, budget=500_000) for s in (1, 2)
+    ]
+    runs += [
+        stepped_run("CartPole", "kfac", s, 200_000, low=300.0, high=900.0, budget=500_000) for s in (1, 2)
+    ]
     d = no_runs(runs)
     d.claims = claims.evaluate_claims(d)
     rows = {c["id"]: c for c in d.claims}

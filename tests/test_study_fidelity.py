@@ -9,6 +9,7 @@ import types
 
 import numpy as np
 import pytest
+from helpers import stepped_run
 from scipy import stats as sps
 
 from benchmark import aggregate, compact, hparams, pages, stats, sweep
@@ -41,21 +42,6 @@ def grid_data(runs: list) -> types.SimpleNamespace:
 @pytest.fixture(scope="module")
 def stage1_runs():
     return compact.discover_logs(aggregate.stage1_logs())
-
-
-def fake_run(task, algo, seed, jump_at, low=0.0, high=1000.0, budget=BUDGET, status="finished"):
-    """One episode per 500 steps; return `low` before `jump_at`, `high` from it on."""
-    steps = np.arange(500, budget + 1, 500, dtype=np.float64)
-    returns = np.where(steps <= jump_at, low, high)
-    return {
-        "task": task,
-        "algo": algo,
-        "seed": seed,
-        "job_budget": budget,
-        "last_step": budget,
-        "status": status,
-        "episodes": {"global_step": steps, "episodic_return": returns},
-    }
 
 
 def test_readings_is_the_studys_option_and_an_unknown_reading_is_refused():
@@ -145,7 +131,9 @@ def test_norm_runs_over_their_first_steps_beside_the_literal_grid():
 def test_literal_vs_norm_is_computed_once_and_groups_the_tasks():
     """Acrobot SMAC runs beside the earlier literal grid's finals at 300k: not distinguishable; no AC-SGD runs, no
     groups; the pairs are cached on the Data."""
-    runs = [fake_run("Acrobot", "smac", s, 20_000, low=-1000.0, high=-100.0, budget=500_000) for s in (1, 2)]
+    runs = [
+        stepped_run("Acrobot", "smac", s, 20_000, low=-1000.0, high=-100.0, budget=500_000) for s in (1, 2)
+    ]
     d = grid_data(runs)
     pairs = fid.literal_vs_norm(d)[1]
     assert fid.reading_by_verdict(pairs, "smac") == {"not distinguishable": ["Acrobot"]}

@@ -2,13 +2,13 @@
 compact logs with known answers, its page and JSON on the committed logs, its verdict row and point, and the figures
 (benchmark/figures.py) it draws."""
 
-import gzip
 import itertools
 import json
 import os
 
 import numpy as np
 import pytest
+from helpers import raw_run, write_log
 
 from benchmark import aggregate, compact, figures, hparams, pages, stats, sweep
 from benchmark import verdict as vd
@@ -36,32 +36,6 @@ def test_the_committed_command_runs_the_grid_the_design_states(tmp_path):
 
 
 # ---- cells and aggregates on hand-made logs
-
-
-def write_log(logs, task, algo, seed, value, status="finished", last_step=None):
-    budget = aggregate.stage1_budget(task)
-    steps = np.linspace(budget / 200, budget, 200)
-    last = last_step or (budget if status == "finished" else budget // 2)
-    rec = {
-        "format": 1,
-        "task": task,
-        "algo": algo,
-        "seed": seed,
-        "budget": budget,
-        "status": status,
-        "global_step": last,
-        "args": {"damping": 0.1},
-        "episodes": {
-            "global_step": steps.tolist(),
-            "episodic_return": list(value) if np.ndim(value) else [value] * 200,
-            "episodic_length": [5] * 200,
-        },
-        "updates": {c: [] for c in compact.UPDATE_COLS},
-    }
-    path = compact.log_path(str(logs), task, algo, seed)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with gzip.open(path, "wt") as f:
-        json.dump(rec, f)
 
 
 def test_grid_section_by_hand(tmp_path):
@@ -284,36 +258,6 @@ def test_the_design_the_report_states_is_the_committed_grid_and_prereg():
 
 
 # ---- the study on synthetic runs: raw runs -> compact logs -> analyze -> write
-def fake_run(runs, task, algo, seed, budget, final_level, ell_sq, lam, T=1000):
-    """A finished trainer run directory whose returns ramp to final_level; SMAC's updates log ell_sq, |g| 2,
-    |step| 1.5, cos 0.99 and the step's part along l_bar 0.3 (tests/test_matched_sgd.py's _fake_run)."""
-    rd = os.path.join(runs, task, algo, f"seed{seed}", f"{task}__{algo}__{seed}__0")
-    os.makedirs(rd)
-    with open(os.path.join(os.path.dirname(rd), "job.json"), "w") as f:
-        json.dump({"task": task, "algo": algo, "seed": seed, "budget": budget}, f)
-    with open(os.path.join(rd, "config.json"), "w") as f:
-        json.dump(
-            {"args": {"damping": lam if algo == "smac" else 1.0, "num_steps": T, "fisher": "batch-mean"}}, f
-        )
-    with open(os.path.join(rd, "summary.json"), "w") as f:
-        json.dump({"status": "finished", "global_step": budget}, f)
-    steps = np.arange(T, budget + 1, T)
-    with open(os.path.join(rd, "episodes.csv"), "w") as f:
-        f.write("global_step,episodic_return,episodic_length\n")
-        for s in steps:
-            f.write(f"{s},{final_level * s / budget},{T}\n")
-    g_norm, par = 2.0, 0.3
-    with open(os.path.join(rd, "updates.csv"), "w") as f:
-        f.write(
-            "update,global_step,value_loss,mean_logprob,entropy,ell_sq,g_norm,step_norm,cos_g_step,"
-            "step_par_norm,step_perp_norm,actor_update_ms,sps\n"
-        )
-        for k, s in enumerate(steps, 1):
-            if algo == "smac":
-                f.write(f"{k},{s},1,-1,1,{ell_sq},{g_norm},1.5,0.99,{par},1.4,1,1\n")
-            else:
-                f.write(f"{k},{s},1,-1,1,nan,{g_norm},{g_norm},1,nan,nan,1,1\n")
-    return g_norm, par
 
 
 def test_the_study_on_synthetic_runs(tmp_path):
@@ -323,9 +267,9 @@ def test_the_study_on_synthetic_runs(tmp_path):
     budget = aggregate.stage1_budgets()["Humanoid"]
     lam = hparams.settings("Humanoid", "smac")["damping"]
     for seed, (a, b) in enumerate([(300, 200), (310, 190), (305, 230)], 1):
-        g_norm, par = fake_run(runs, "Humanoid", "smac", seed, budget, a, ell_sq=2.0 * lam, lam=lam)
-        fake_run(runs, "Humanoid", "sgd-matched", seed, budget, b, ell_sq=0.0, lam=lam)
-    fake_run(runs, "Hopper", "smac", 1, budget, 10, ell_sq=0.01, lam=1.0)  # no sgd-matched: no comparison
+        g_norm, par = raw_run(runs, "Humanoid", "smac", seed, budget, a, ell_sq=2.0 * lam, lam=lam)
+        raw_run(runs, "Humanoid", "sgd-matched", seed, budget, b, ell_sq=0.0, lam=lam)
+    raw_run(runs, "Hopper", "smac", 1, budget, 10, ell_sq=0.01, lam=1.0)  # no sgd-matched: no comparison
     assert compact.main(["pack", runs, "--logs", logs]) == 0
     res, figs = tmp_path / "res", tmp_path / "figs"
     where = Where(

@@ -100,13 +100,18 @@ def test_a_run_resumed_past_starts_it_did_not_record_says_so(tmp_path):
 
 
 def copy_of_the_code(dst):
-    """This working tree's code (benchmark/ without its results and runs, smac_a2c.py) and a README, in dst."""
+    """This working tree's code (benchmark/ without its results and runs, smac_a2c.py, smac_numpy.py) and a README,
+    in dst."""
     shutil.copytree(
         os.path.join(ROOT, "benchmark"),
         os.path.join(dst, "benchmark"),
         ignore=shutil.ignore_patterns("results", "runs*", "__pycache__"),
     )
-    shutil.copy(os.path.join(ROOT, "smac_a2c.py"), dst)
+    for name in (
+        "smac_a2c.py",
+        "smac_numpy.py",
+    ):  # the reference, and the numpy port aggregate.py's toy study uses
+        shutil.copy(os.path.join(ROOT, name), dst)
     with open(os.path.join(dst, "README.md"), "w") as f:
         f.write("a copy\n")
     return str(dst)

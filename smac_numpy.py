@@ -5,7 +5,7 @@ ground truth.
    explicit;
 2. a log-linear softmax policy, its analytic score and its SMAC direction (batch-mean; Algorithm 1's loop);
 3. the paper's two-state toy MDP: exact J, grad J, Fishers, the PG / NPG / SM flows and the figure.
-CLI: python smac_numpy.py toy-mdp [--help]       (the cosine-grid study: python -m benchmark.aggregate toy)
+CLI: python smac_numpy.py toy-mdp [--help]       (the cosine-grid study: python -m benchmark.studies.toy_mdp)
 """
 
 import argparse

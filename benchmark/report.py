@@ -3,9 +3,10 @@
 
 The report is a loop over the lab's studies (benchmark/studies/, in their registry's order): each study analyzes
 its logs (`analyze`), writes its page(s) (`write`) and answers its questions of the verdict (`verdict`);
-benchmark/verdict.py puts the answers in the table's order. What is left here is the report's own page: the
-per-task table, the deviations from the paper and which code and machines made each study's logs. Every number
-comes from the committed logs or the paper's table (benchmark/hyperparams.toml).
+benchmark/verdict.py puts the answers in the table's order. What is left here is the report's own page: the parts
+of it the studies return (`report`: the per-task table, the stage-1 design and budgets, the line on the 5M runs) and
+which code and machines made each study's logs. Every number comes from the committed logs or the paper's table
+(benchmark/hyperparams.toml).
 
     python -m benchmark.report                               # the committed report, pages, JSON and README block
     python -m benchmark.report --logs DIR --out-dir OUT      # a report of any compact logs into OUT
@@ -28,14 +29,18 @@ if REPO not in sys.path:
 
 from benchmark import aggregate, algorithms, compact, figures, hparams, pages, provenance, studies, verdict  # noqa: E402
 from benchmark.stats import num, read_csv  # noqa: E402
-from benchmark.studies import Where, mujoco_5M  # noqa: E402
-from benchmark.studies.grid import budget_groups, design, step_ratio  # noqa: E402
+from benchmark.studies import Where  # noqa: E402
 
 REPORT = os.path.join(REPO, "benchmark", "REPORT.md")
-DEVIATIONS_JSON = os.path.join(REPO, "benchmark", "results", "deviations.json")
 REPORT_JSON = os.path.join(REPO, "benchmark", "results", "report.json")
-EQUIV_WORDS = ("equivalent", "different", "not shown")  # the per-task table's paired TOST column
-AT_5M_KINDS = ("same as stage 1", "runs in", "final")  # the per-task table's SMAC-at-5M column
+OWN = (
+    "design",
+    "budgets",
+    "paper_budget_note",
+    "per_task",
+    "provenance",
+    "mujoco_5M",
+)  # REPORT.md's data, in order
 
 
 def analyze(where: Where) -> dict:
@@ -61,18 +66,6 @@ def write_report(path: str = REPORT, where: Optional[Where] = None) -> str:
     for study in studies.modules():
         if studies.key(study) in done:
             study.write(done[studies.key(study)], where)
-    grid = done["grid"]["data"]
-    pages.write_page(
-        where.pages,
-        "deviations.md",
-        "Deviations from the paper",
-        [
-            pages.render(
-                "deviations.md.j2",
-                pages.committed(deviations_data(grid), DEVIATIONS_JSON if where.commit else None),
-            )
-        ],
-    )
     parts = [done[k]["verdict"] for k in done if "verdict" in done[k]]
     data = pages.committed(verdict.assemble(parts), verdict.VERDICT_JSON if where.commit else None)
     own = pages.committed(report_data(done), REPORT_JSON if where.commit else None)
@@ -83,82 +76,21 @@ def write_report(path: str = REPORT, where: Optional[Where] = None) -> str:
     return text
 
 
-def deviations_data(d) -> dict:
-    """deviations.md's data: the stage-1 budgets, the paper's budget note, the filling rules of `[meta]`, the
-    diverged stage-1 runs (None: none)."""
-    meta = hparams.load()["meta"]
-    diverged = [
-        {"task": r["task"], "algo": r["algo"], "seed": r["seed"], "step": r["last_step"]}
-        for r in d.runs
-        if r["status"] == "diverged"
-    ]
-    return {
-        "budgets": budget_groups(),
-        "paper_budget_note": aggregate.PAPER_BUDGET_NOTE,
-        "kfac_fill_rule": meta["kfac_fill_rule"],
-        "sgd_matched_rule": meta["sgd_matched_rule"],
-        "diverged": diverged or None,
-    }
-
-
-def per_task_data(d, equiv: dict, res5: dict) -> list[dict]:
-    """REPORT.md's per-task rows: SMAC, the best baseline, sgd-matched at the stage-1 budget ({mean, std}); SMAC -
-    sgd-matched (normalized, paired; `answer` a word of EQUIV_WORDS); the step ratio; SMAC at 5M (MuJoCo, `kind`
-    "same as stage 1" / "runs in" / "final") beside the paper's SMAC, the one pair of columns at the same budget."""
-    by = aggregate.by_cell(d.cells)
-    at5 = {r["task"]: r for r in res5["table"] if r["algo"] == "smac"}
-
-    def cell(r: Optional[dict]) -> Optional[dict]:
-        return None if r is None else {"mean": r["mean"], "std": r["std"]}
-
-    def equivalence(r: dict) -> Optional[dict]:
-        if not r.get("n"):
-            return None
-        word = "equivalent" if r["equivalent"] else "different" if r["p"] < 0.05 else "not shown"
-        return {"mean": r["mean"], "ci": list(r["ci"]), "answer": word, "n": r["n"]}
-
-    def smac_5M(task: str) -> dict:
-        if hparams.group(task) != "mujoco":
-            return {"kind": "same as stage 1"}
-        r = at5.get(task)
-        if r is None:
-            return {"kind": "runs in", "n": len(res5["done"].get((task, "smac"), [])), "of": 5}
-        return {"kind": "final", "mean": r["mean"], "std": r["sd"], "p": r["p"]}
-
-    rows = []
-    for t in hparams.tasks():
-        base = [by[(t, a)] for a in hparams.PAPER_ALGOS if a != "smac" and (t, a) in by]
-        best = max(base, key=lambda r: r["mean"]) if base else None
-        rows.append(
-            {
-                "task": t,
-                "smac": cell(by.get((t, "smac"))),
-                "best": None if best is None else {"algo": hparams.algo_label(best["algo"]), **cell(best)},
-                "matched": cell(by.get((t, "sgd-matched"))),
-                "equivalence": equivalence(equiv[t]),
-                "step_ratio": step_ratio(t),
-                "at_5M": smac_5M(t),
-                "paper": list(hparams.paper_result(t, "smac")),
-            }
-        )
-    return rows
-
-
 def report_data(done: dict) -> dict:
-    """REPORT.md's own numbers (its verdict is the studies'): the stage-1 budgets, the paper's budget note, the
-    per-task rows, which code and machines made each study's logs. The per-task paired comparisons are the grid
-    study's (the stage-1 seeds 1-5) and, for the tasks of its block 1, the pre-registered study's (20 paired seeds).
-    The generation date is not data: write_report passes it to the template."""
-    equiv = dict(done["grid"]["equiv"])
-    equiv.update({r["task"]: {**r, "prereg": True} for r in done["prereg"]["pre"]["equivalence"]})
-    return {
-        "design": design(),
-        "budgets": budget_groups(),
-        "paper_budget_note": aggregate.PAPER_BUDGET_NOTE,
-        "per_task": per_task_data(done["grid"]["data"], equiv, done["mujoco_5M"]["res5"]),
-        "provenance": provenance_data(study_logs()),
-        "mujoco_5M": mujoco_5M.details(done["mujoco_5M"]),
-    }
+    """REPORT.md's own numbers (its verdict is the studies'), in OWN's order: each study's part (its `report`, in the
+    registry's order: the stage-1 design, budgets and the paper's budget note, the per-task rows, the line on the 5M
+    runs) and which code and machines made each study's logs. A part OWN does not list is an error (ValueError
+    naming it). The generation date is not data: write_report passes it to the template."""
+    parts = {}
+    for study in studies.modules():
+        key = studies.key(study)
+        if key in done and hasattr(study, "report"):
+            parts.update(study.report(done[key], done))
+    parts["provenance"] = provenance_data(study_logs())
+    unlisted = [k for k in parts if k not in OWN]
+    if unlisted:
+        raise ValueError(f"a study's part of REPORT.md {unlisted[0]!r} is not in report.OWN: list it there")
+    return {k: parts[k] for k in OWN if k in parts}
 
 
 LOGS_ROOTS = (  # the committed compact logs: a study per directory under each

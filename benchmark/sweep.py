@@ -237,16 +237,10 @@ def extension_source(job: Job) -> Optional[str]:
 
 
 def command(job: Job, state: str, run_dir: Optional[str]) -> list[str]:
-    if job.algo == "sb3-a2c":
-        return [
-            job.python,
-            os.path.abspath(__file__),
-            "sb3-run",
-            job.task,
-            str(job.seed),
-            str(job.budget),
-            job.seed_dir,
-        ]
+    """The job's command line: its study's own (studies.job_command), else the lab trainer's."""
+    own = studies.job_command(job, state, run_dir)
+    if own is not None:
+        return own
     if state == "resume":
         every = ["--checkpoint-every", str(job.checkpoint_every)]
         return [job.python, *TRAINER, "--resume", run_dir, "--total-timesteps", str(job.budget), *every]
@@ -354,7 +348,7 @@ def check_jobs(jobs: list[Job], extra_flags: str = "") -> None:
             )
     refused, other_runs = [], []
     for job in jobs:
-        if job.algo == "sb3-a2c":  # not the lab trainer's
+        if studies.job_command(job, "fresh", None) is not None:  # not the lab trainer's
             continue
         try:
             args = job_args(job)
@@ -1002,10 +996,6 @@ def study_jobs(args) -> list[Job]:
 
 def _main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["sb3-run"]:  # one SB3 job, launched by the runner (command())
-        from benchmark.studies import sb3
-
-        return sb3.sb3_run(argv[1], int(argv[2]), int(argv[3]), argv[4])
     args = build_parser().parse_args(argv)
     if args.workers < 1 or (args.num_steps is not None and args.num_steps < 1) or args.checkpoint_every < 1:
         print("error: --workers, --num-steps and --checkpoint-every must be >= 1", file=sys.stderr)

@@ -22,6 +22,7 @@ README = os.path.join(REPO, "README.md")
 README_MARKERS = ("<!-- results:begin -->", "<!-- results:end -->")
 ROWS = ("claims", "table", "headline", "sgd_stage1", "sgd_5M", "rank1", "ell")  # the table's rows, in order
 POINTS = ("held", "below_random", "step_size", "curvature")  # the prose points, in order
+SUMMARY = ("headline", "claims", "table", "sgd_5M", "rank1", "curvature")  # the opening sentences' parts
 DESIGN = (  # the tests' settings, in order
     "claims",
     "alpha",
@@ -37,7 +38,7 @@ DESIGN = (  # the tests' settings, in order
 ARM = {
     "sgd-matched": "SGD with step η/λ"
 }  # the verdict's name for an algorithm where it differs from algo_label
-CLAIM_WORD = {  # a claim's verdict (aggregate.evaluate, aggregate.combined) as the verdict says it
+CLAIM_WORD = {  # a claim's verdict (studies/claims.py: evaluate, combined) as the verdict says it
     "held": "held",
     "direction only": "on direction only",
     "baseline never reaches it": "baseline never reaches it",
@@ -119,15 +120,16 @@ def count(row: dict, word: str) -> int:
     return dict(row["answer"]).get(word, 0)
 
 
-def summary(rows: dict, points: dict) -> dict:
+def summary(rows: dict, points: dict, declared: dict | None = None) -> dict:
     """The numbers of the verdict's opening sentences, read from its rows so that they say no more than the table:
-    the headline's answer, the claims held (strict names, and under the rules fixed before the runs), the MuJoCo
-    cells at 5M that differ from the paper's table, SMAC against SGD with step η/λ at 5M (equivalent, different
-    after Holm, of how many tasks; of the equivalent ones, how many can speak to curvature, from the point
-    "curvature"), and where the rank-1 term is largest (neither shown, of how many; the λ slope's
-    answer); "curvature": DIFFERENT where SMAC differs from SGD with step η/λ in either, else NOT_SHOWN. A part
-    whose row is missing is None."""
-    out = {"headline": None, "claims": None, "table": None, "sgd_5M": None, "rank1": None, "curvature": None}
+    the headline's answer, the claims held (strict names, and under the rules fixed before the runs), SMAC against
+    SGD with step η/λ at 5M (equivalent, different after Holm, of how many tasks), and where the rank-1 term is
+    largest (neither shown, of how many; the λ slope's answer); "curvature": DIFFERENT where SMAC differs from SGD
+    with step η/λ in either, else NOT_SHOWN. `declared`: the numbers the studies declare for the sentences beside
+    their rows ({part: value}, a dict value added to the part's own), such as the MuJoCo cells at 5M that differ from
+    the paper's table and how many of the equivalent tasks can speak to curvature. A part whose row is missing and
+    that no study declares is None."""
+    out = dict.fromkeys(SUMMARY)
     if "headline" in rows:
         h = rows["headline"]
         out["headline"] = {"answer": h["answer"], "smac": h["numbers"]["smac"], "cg": h["numbers"]["cg"]}
@@ -140,8 +142,6 @@ def summary(rows: dict, points: dict) -> dict:
             "of": c["numbers"]["n"],
             "held_pre_run": dict(c["numbers"]["pre_run"]).get("held", 0),
         }
-    if "table" in rows:
-        out["table"] = rows["table"]["numbers"]["mujoco_5M"]
     if "sgd_5M" in rows:
         r = rows["sgd_5M"]
         out["sgd_5M"] = {"equivalent": count(r, EQUIVALENT), "different": count(r, DIFFERENT), "of": r["of"]}
@@ -152,11 +152,11 @@ def summary(rows: dict, points: dict) -> dict:
             "of": r["of"],
             "slope": r["numbers"]["slope"]["answer"],
         }
-    if out["sgd_5M"] and "curvature" in points:  # of the equivalent tasks, those whose equivalence can speak
-        out["sgd_5M"]["can_speak"] = points["curvature"]["speaks"]["5M"]["n_can"]
     if out["sgd_5M"] and out["rank1"]:  # a curvature effect: SMAC different from SGD with step η/λ somewhere
         shown = out["sgd_5M"]["different"] + count(rows["rank1"], DIFFERENT)
         out["curvature"] = DIFFERENT if shown else NOT_SHOWN
+    for part, value in (declared or {}).items():
+        out[part] = {**out[part], **value} if isinstance(out[part], dict) else value
     return out
 
 
@@ -199,20 +199,35 @@ def curvature_cells(means: dict) -> dict:
 
 
 def assemble(parts: list[dict]) -> dict:
-    """The verdict as data from the studies' parts ({"rows", "points", "design"}, each optional): {"design": the
-    tests' settings, "rows": one per question in ROWS' order, "points": the prose points in POINTS' order,
-    "summary": the opening sentences' numbers (summary)}."""
-    rows, points, design = {}, {}, {}
+    """The verdict as data from the studies' parts ({"rows", "points", "design", "summary"}, each optional):
+    {"design": the tests' settings, "rows": one per question in ROWS' order, "points": the prose points in POINTS'
+    order, "summary": the opening sentences' numbers (summary, with the parts' declared numbers)}. A row, point,
+    design key or summary part that ROWS, POINTS, DESIGN or SUMMARY does not list is an error (ValueError naming it),
+    never left out."""
+    rows, points, design, declared = {}, {}, {}, {}
     for part in parts:
         for row in part.get("rows", ()):
             rows[row["id"]] = row
         points.update(part.get("points", {}))
         design.update(part.get("design", {}))
+        declared.update(part.get("summary", {}))
+    for what, got, listed, name in (
+        ("row", rows, ROWS, "ROWS"),
+        ("point", points, POINTS, "POINTS"),
+        ("design key", design, DESIGN, "DESIGN"),
+        ("summary part", declared, SUMMARY, "SUMMARY"),
+    ):
+        unlisted = [k for k in got if k not in listed]
+        if unlisted:
+            raise ValueError(
+                f"a study's verdict {what} {unlisted[0]!r} is not in verdict.{name}: list it there (and give it "
+                "its words in templates/verdict.md.j2)"
+            )
     return {
         "design": {k: design[k] for k in DESIGN if k in design},
         "rows": [rows[k] for k in ROWS if k in rows],
         "points": {k: points[k] for k in POINTS if k in points},
-        "summary": summary(rows, points),
+        "summary": summary(rows, points, declared),
     }
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from helpers import stepped_run
 
 from benchmark import aggregate, compact, sweep, trainer
+from benchmark.studies import claims as claims_study
 
 BUDGET = 100_000
 
@@ -44,8 +45,8 @@ CLAIMS = [
         "needs": 40_000,
         "text": "smac reaches 750 by 40k",
     },
-    aggregate._slower("cg-slower", "CartPole", "cg", 750, 1.1, 60_000, "cg slower"),
-    aggregate._slower("sgd-slower", "CartPole", "sgd", 750, 1.6, 60_000, "sgd slower"),
+    claims_study._slower("cg-slower", "CartPole", "cg", 750, 1.1, 60_000, "cg slower"),
+    claims_study._slower("sgd-slower", "CartPole", "sgd", 750, 1.6, 60_000, "sgd slower"),
     {
         "id": "kfac-low",
         "task": "CartPole",
@@ -83,7 +84,7 @@ def test_claim_verdicts_by_hand():
     runs += [stepped_run("CartPole", "cg", 1, 60_000)]  # crosses at 74k: slower than smac -> held
     runs += [stepped_run("CartPole", "sgd", 1, 40_000)]  # crosses at 54k: faster -> "sgd slower" not held
     runs += [stepped_run("CartPole", "kfac", 1, 0, high=300.0)]  # constant 300: never above 400 -> held
-    rows = {r["id"]: r for r in aggregate.evaluate(runs, claims=CLAIMS)}
+    rows = {r["id"]: r for r in claims_study.evaluate(runs, claims=CLAIMS)}
     assert rows["reach"]["verdict"] == "held" and "64k" in rows["reach"]["measured"]
     assert rows["reach-late"]["verdict"] == "not held"  # 64k > 1.25 x 40k
     assert rows["cg-slower"]["verdict"] == "held" and "1.16x" in rows["cg-slower"]["measured"]
@@ -114,29 +115,29 @@ def test_crossing_step_moves_with_the_bin_width():
         "text": "r",
     }
     late = {**reach, "id": "late", "step": 120_000, "needs": 120_000}
-    v = {r["id"]: r for r in aggregate.evaluate(runs, claims=[reach, late], windows={"CartPole": 50_000})}
+    v = {r["id"]: r for r in claims_study.evaluate(runs, claims=[reach, late], windows={"CartPole": 50_000})}
     assert v["r"]["verdict"] == "held" and "27k" in v["r"]["measured"]  # 27k <= 1.25 x 30k
     assert v["late"]["verdict"] == "beyond budget"  # the window covers 50k only
-    v = {r["id"]: r for r in aggregate.evaluate(runs, claims=[reach])}
+    v = {r["id"]: r for r in claims_study.evaluate(runs, claims=[reach])}
     assert v["r"]["verdict"] == "held"  # 34k <= 37.5k
-    v = {r["id"]: r for r in aggregate.evaluate(runs, claims=[reach], windows={"CartPole": 200_000})}
+    v = {r["id"]: r for r in claims_study.evaluate(runs, claims=[reach], windows={"CartPole": 200_000})}
     assert v["r"]["verdict"] == "not held" and "48k" in v["r"]["measured"]
 
 
 def test_claims_without_a_paper_step_are_judged_once_either_algorithm_crosses():
     """needs None ("twice as fast", no step in the paper): beyond budget only while neither crosses."""
-    claim = aggregate._slower("x", "CartPole", "cg", 750, 2.0, None, "cg twice as slow")
+    claim = claims_study._slower("x", "CartPole", "cg", 750, 2.0, None, "cg twice as slow")
     assert claim["needs"] is None
     flat = [stepped_run("CartPole", a, 1, BUDGET) for a in ("smac", "cg")]  # neither ever jumps
-    row = aggregate.evaluate(flat, claims=[claim])[0]
+    row = claims_study.evaluate(flat, claims=[claim])[0]
     # the verdict word, and the threshold named
     assert row["verdict"] == "beyond budget" and "750" in row["measured"]
     runs = [stepped_run("CartPole", "smac", 1, 20_000), stepped_run("CartPole", "cg", 1, BUDGET)]
-    row = aggregate.evaluate(runs, claims=[claim])[0]
+    row = claims_study.evaluate(runs, claims=[claim])[0]
     assert row["verdict"] == "held" and row["steps"] == (None, 34_000)  # cg never, smac at 34k
     runs = [stepped_run("CartPole", "smac", 1, BUDGET), stepped_run("CartPole", "cg", 1, 20_000)]
-    assert aggregate.evaluate(runs, claims=[claim])[0]["verdict"] == "not held"
-    row = aggregate.evaluate(flat, claims=[CLAIMS[0]])[0]
+    assert claims_study.evaluate(runs, claims=[claim])[0]["verdict"] == "not held"
+    row = claims_study.evaluate(flat, claims=[CLAIMS[0]])[0]
     assert row["verdict"] == "not held" and row["measured"] == "smac does not reach 750 (paper 60k)"
 
 
@@ -228,12 +229,12 @@ def test_strict_verdict_names_by_hand():
     ]  # 74k and 59k: overlap
     never = [stepped_run("CartPole", "adam", 1, 10**9)]
     claims = [
-        aggregate._slower("size-ok", "CartPole", "cg", 750, 1.15, 60_000, "cg 15% more"),
-        aggregate._slower("size-off", "CartPole", "cg", 750, 2.0, 40_000, "cg 100% more"),
-        aggregate._slower("overlap", "CartPole", "sgd", 750, 1.05, 60_000, "sgd 5% more"),
-        aggregate._slower("never", "CartPole", "adam", 750, 1.3, 60_000, "adam 30% more"),
+        claims_study._slower("size-ok", "CartPole", "cg", 750, 1.15, 60_000, "cg 15% more"),
+        claims_study._slower("size-off", "CartPole", "cg", 750, 2.0, 40_000, "cg 100% more"),
+        claims_study._slower("overlap", "CartPole", "sgd", 750, 1.05, 60_000, "sgd 5% more"),
+        claims_study._slower("never", "CartPole", "adam", 750, 1.3, 60_000, "adam 30% more"),
     ]
-    rows = {r["id"]: r for r in aggregate.evaluate(smac + late + mixed + never, claims=claims)}
+    rows = {r["id"]: r for r in claims_study.evaluate(smac + late + mixed + never, claims=claims)}
     assert rows["size-ok"]["verdict"] == "held" and rows["size-ok"]["strict"] == "held"
     assert rows["size-off"]["strict"] == "direction only"  # 1.17x against the paper's 2.0x
     assert (
@@ -242,8 +243,8 @@ def test_strict_verdict_names_by_hand():
     assert rows["never"]["verdict"] == "held" and rows["never"]["strict"] == "baseline never reaches it"
     # the final verdict is the less favourable reading; a reading that cannot judge does not count
     row = {**rows["size-ok"], "other": {**rows["size-off"]}}
-    assert aggregate.combined(row) == "direction only"
-    assert aggregate.combined({**rows["size-ok"], "other": {"verdict": "beyond budget"}}) == "held"
+    assert claims_study.combined(row) == "direction only"
+    assert claims_study.combined({**rows["size-ok"], "other": {"verdict": "beyond budget"}}) == "held"
 
 
 def test_peaks_find_a_run_that_rose_and_fell():

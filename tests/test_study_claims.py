@@ -27,7 +27,7 @@ def test_every_claim_kind_has_a_written_rule_and_the_study_names_why_a_verdict_c
     at 20k in a 500k run: 5k bins cross -400 at 75k (> 1.25 x 40k: not held), the 1.5k bins of the first 150k at
     36k (held): the bin width. CartPole AC-KFAC sits at 300 until 200k, then 900: "never above 400" fails over 500k
     and holds over the first 150k: the run length."""
-    assert {c["kind"] for c in aggregate.CLAIMS} == set(aggregate.RULES)
+    assert {c["kind"] for c in claims.CLAIMS} == set(claims.RULES)
     runs = [
         stepped_run("Acrobot", "smac", s, 20_000, low=-1000.0, high=-100.0, budget=500_000) for s in (1, 2)
     ]
@@ -46,8 +46,8 @@ def test_every_claim_kind_has_a_written_rule_and_the_study_names_why_a_verdict_c
     assert claims.claim_data(acro)["other"]["cause"] == "bin width"  # what claims.md prints beside it
     assert claims.claim_data(kfac)["other"]["cause"] == "run length"
     # the pre-run verdict of a stage-1 claim is its verdict at our bins, not the less favourable span's
-    assert aggregate.combined(kfac) == "not held" and claims.pre_run_verdict(kfac) == kfac["verdict"]
-    assert claims.pre_run_verdict({**acro, "at_5M": True}) == aggregate.combined(acro)
+    assert claims.combined(kfac) == "not held" and claims.pre_run_verdict(kfac) == kfac["verdict"]
+    assert claims.pre_run_verdict({**acro, "at_5M": True}) == claims.combined(acro)
 
 
 def test_the_5M_claims_replace_the_stage1_ones_and_have_no_other_span():
@@ -65,7 +65,7 @@ def test_the_5M_claims_replace_the_stage1_ones_and_have_no_other_span():
         }
     ]
     rows = {c["id"]: c for c in claims.evaluate_claims(no_runs(), five)}
-    assert len(rows) == len(aggregate.CLAIMS)
+    assert len(rows) == len(claims.CLAIMS)
     hopper = rows["hopper-smac-3x"]
     assert hopper["at_5M"] and hopper["other"] is None and hopper["seeds"] == ""
     assert claims.claim_data(hopper)["at_5M"] and claims.claim_data(hopper)["final"] == "waiting"

@@ -15,6 +15,7 @@ from scipy import stats as sps
 from benchmark import aggregate, compact, hparams, pages, stats, sweep
 from benchmark import verdict as vd
 from benchmark.studies import REPO, Where
+from benchmark.studies import claims as claims_study
 from benchmark.studies import fidelity as fid
 
 BUDGET = 100_000
@@ -266,7 +267,7 @@ def test_the_fidelity_scores_choice_and_rescoring_follow_the_claim_matrix():
     assert f["has_runs"] and f["budget"] == hparams.FIDELITY_BUDGET == 150_000
     assert f["bins"] == [1_500, 5_000] and f["stage1_budget"] == 500_000
     assert f["rule"] == fid.FIDELITY_RULE.splitlines()
-    claims = [c for c in aggregate.CLAIMS if c["task"] in hparams.FIDELITY_TASKS]
+    claims = [c for c in claims_study.CLAIMS if c["task"] in hparams.FIDELITY_TASKS]
     assert [c["id"] for c in f["claims"]] == [c["id"] for c in claims] and len(claims) == 10
     column = {n: [c["verdicts"][i] for c in f["claims"]] for i, n in enumerate(f["names"])}
     assert {v for vs in column.values() for v in vs} <= set(vd.CLAIM_WORD)

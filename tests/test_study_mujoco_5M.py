@@ -14,6 +14,7 @@ from scipy import stats as sps
 from benchmark import aggregate, compact, hparams, pages, sweep
 from benchmark import verdict as vd
 from benchmark.studies import REPO, Where, mujoco_5M, prereg
+from benchmark.studies import claims as claims_study
 
 
 def test_the_jobs_follow_the_toml_execution_order(tmp_path):
@@ -53,7 +54,7 @@ def committed():
 def test_the_5M_study_judges_a_cell_only_with_its_five_seeds(committed):
     _, res = committed
     assert res["runs_expected"] == 80  # the 70 new runs and HalfCheetah's 10 of the headline block
-    claims = {c["id"]: c for c in aggregate.CLAIMS}
+    claims = {c["id"]: c for c in claims_study.CLAIMS}
     for row in res["claims"]:
         c = claims[row["id"]]
         needs = [(c["task"], c["algo"])] + ([(c["task"], c["ref"])] if "ref" in c else [])

@@ -1,4 +1,4 @@
-"""Tests of the paper's two-state toy MDP in smac_numpy.py (and the toy study in benchmark/aggregate.py) ("A Toy Problem" + appendix).
+"""Tests of the paper's two-state toy MDP in smac_numpy.py (and the toy study in benchmark/studies/toy_mdp.py) ("A Toy Problem" + appendix).
 
 Every printed closed form is checked against finite differences and against brute-force
 enumeration of the MDP's trajectories; where the printed formula and the MDP disagree, a
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import smac_numpy as sn
-from benchmark import aggregate
+from benchmark.studies import toy_mdp
 
 # ---- brute force over the MDP's trajectories, and the paper's printed SM expansion (moved here from
 # ---- smac_numpy.py, issue 28: they exist only to check the printed formulas)
@@ -284,7 +284,7 @@ def test_expected_per_sample_sm_tends_to_printed_npg():
         th = sn.toy_theta_from_pi(0.9, 0.2, lp)
         pi0, _ = sn.toy_pi(th, lp)
         np.testing.assert_allclose(
-            aggregate.toy_sm_expected(th, lp, 1e-10), sn.toy_npg_printed(th, lp) / (2 - pi0), rtol=1e-7
+            toy_mdp.toy_sm_expected(th, lp, 1e-10), sn.toy_npg_printed(th, lp) / (2 - pi0), rtol=1e-7
         )
 
 
@@ -295,7 +295,7 @@ def test_sampled_sm_converges_to_its_expectation():
     L, A = sn.toy_sample_scores(th, 1.0, n, rng)
     per = sn.sherman_morrison_direction_batched(L * A[:, None], L, 0.1)
     se = per.std(0) / np.sqrt(n)
-    np.testing.assert_array_less(np.abs(per.mean(0) - aggregate.toy_sm_expected(th, 1.0, 0.1)), 5 * se)
+    np.testing.assert_array_less(np.abs(per.mean(0) - toy_mdp.toy_sm_expected(th, 1.0, 0.1)), 5 * se)
 
 
 @pytest.mark.parametrize("lam_p", LAM_PS)
@@ -329,7 +329,7 @@ def test_toy_cli_writes_figure(tmp_path, capsys):
 
 
 def test_toy_study_grid_cosines_of_npg_to_itself_are_one():
-    c = aggregate.toy_grid_cosines("NPG", 1.0, 0.1, 10, 0, reference="NPG", n=5)
+    c = toy_mdp.toy_grid_cosines("NPG", 1.0, 0.1, 10, 0, reference="NPG", n=5)
     np.testing.assert_allclose(c, 1.0, rtol=1e-12)
-    c = aggregate.toy_grid_cosines("SM-expected", 1.0, 1e-10, 10, 0, reference="NPG", n=5)
+    c = toy_mdp.toy_grid_cosines("SM-expected", 1.0, 1e-10, 10, 0, reference="NPG", n=5)
     np.testing.assert_allclose(c, 1.0, rtol=1e-6)  # SM-expected -> NPG / (2 - pi0): parallel

@@ -6,19 +6,30 @@ A study is everything one question of the lab needs, in one module under benchma
     PREREGISTRATION  the repo-relative path of the toml that fixed its rule before its runs; None: exploratory
     add_options(p)   (optional) its own flags on the sweep's argparse parser, e.g. the fidelity study's --readings
     jobs(args)       its job list (sweep.Job) from the sweep's parsed flags; KeyError / ValueError on bad input
+    command(job, state, run_dir) -> list[str] | None
+                     (optional) the command line of one of its jobs that does not run the lab trainer (SB3's A2C),
+                     None for any other job; such a job's flags are not the trainer's to check
     run(args)        (instead of jobs, optional) a study that measures in-process rather than through jobs;
                      returns an exit code
     analyze(where, done) -> result
-                     its analysis of the committed compact logs: a dict (`where`: report.Where, the directories it
-                     reads and writes; `done`: {key: result} of the studies before it in REGISTRY)
+                     its analysis of the committed compact logs: a dict (`where`: Where, the directories it reads and
+                     writes, every one of them; `done`: {key: result} of the studies before it in REGISTRY); a study
+                     whose result is what its own command prints (the toy MDP's) has no analyze and no write
     write(result, where) -> list[str]
                      its page(s) rendered from the data (benchmark/templates/), and where.commit, the data as JSON
                      (benchmark/results/); returns the paths written
     verdict(result, done) -> dict
-                     (optional) its part of the verdict: {"rows": [...], "points": {...}, "design": {...}}
-                     (benchmark/verdict.py puts the parts in the table's order)
+                     (optional) its part of the verdict: {"rows": [...], "points": {...}, "design": {...},
+                     "summary": {...}} (benchmark/verdict.py puts the parts in the table's order; a row, point,
+                     design key or summary part its ROWS, POINTS, DESIGN or SUMMARY does not list is an error)
+    report(result, done) -> dict
+                     (optional) its part of REPORT.md's own data (report.OWN lists the keys and their order)
     COMMITTED_ONLY   True: analyzed only by `python -m benchmark.report` over the committed logs, not by
-                     report.write_report on other logs
+                     report.write_report on other logs (a study that reads paths Where does not name)
+
+The core (sweep.py, report.py, aggregate.py, verdict.py and every other module outside benchmark/studies/) imports
+no study module and names no study's key: it reads the studies through this registry and the contract above
+(tests/test_registry.py checks it with ast).
 
 Its tests are tests/test_study_<key>.py. Adding a study: one module here (and its entry in REGISTRY), one template,
 one pre-registration toml, one test file; docs/harness.md walks through the KL-step study as the example.
@@ -30,6 +41,7 @@ import importlib
 import os
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(REPO, "benchmark", "results")
@@ -46,6 +58,7 @@ REGISTRY = (
     "defaults",
     "sb3",
     "random_policy",
+    "toy_mdp",
 )
 
 
@@ -54,6 +67,7 @@ class Where:
     """Where the studies read and write. The defaults are the committed files (the report command, with commit=True);
     a test or a report of one's own points them elsewhere."""
 
+    root: str = REPO  # the repository whose committed logs the studies read where their tomls name them
     logs: str = ""  # the stage-1 compact logs ("": aggregate.stage1_logs())
     headline: str = ""  # the 5M block's compact logs ("": hyperparams.toml's [meta.headline] logs)
     results: str = os.path.join(RESULTS, "stage1")  # the stage-1 CSVs (aggregate.py's)
@@ -76,3 +90,13 @@ def key(study: ModuleType) -> str:
 def named() -> dict[str, ModuleType]:
     """{NAME: module} of the studies the sweep can run, in REGISTRY's order."""
     return {s.NAME: s for s in modules() if s.NAME is not None}
+
+
+def job_command(job, state: str, run_dir: Optional[str]) -> Optional[list[str]]:
+    """The command line a study supplies for one of its jobs (its `command`), or None: the job runs the lab trainer."""
+    for study in modules():
+        if hasattr(study, "command"):
+            cmd = study.command(job, state, run_dir)
+            if cmd is not None:
+                return cmd
+    return None

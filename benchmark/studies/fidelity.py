@@ -32,6 +32,7 @@ from benchmark import aggregate, compact, hparams, pages, stats
 from benchmark.protocol import across_seeds
 from benchmark.stats import num, read_csv, write_csv
 from benchmark.studies import REPO
+from benchmark.studies import claims as claims_study
 
 NAME = "fidelity"
 PREREGISTRATION = None  # the rule, FIDELITY_RULE below, was written before any fidelity run
@@ -135,7 +136,7 @@ def fidelity_score(logs_dir=LOGS, results_dir=RESULTS, write=True) -> list[dict]
         runs = compact.discover_logs(os.path.join(logs_dir, r))
         if not runs:
             continue
-        verdicts = aggregate.evaluate(runs, tasks=hparams.FIDELITY_TASKS)
+        verdicts = claims_study.evaluate(runs, tasks=hparams.FIDELITY_TASKS)
         rows.append(
             {
                 "reading": r,
@@ -286,15 +287,15 @@ def _finals_data(names: list[str], results_dir: str) -> Optional[dict]:
     }
 
 
-def _walker2d_data(chosen: str) -> list[dict]:
-    """The Walker2d claims on the stage-1 grid's runs under the chosen reading and the literal one."""
+def _walker2d_data(chosen: str, root: str = REPO) -> list[dict]:
+    """The Walker2d claims on the stage-1 grid's runs (under root) under the chosen reading and the literal one."""
     out = []
     for r in dict.fromkeys([chosen, "literal"]):
-        grid_logs = os.path.join(REPO, "benchmark", "results", "logs", r)
+        grid_logs = os.path.join(root, "benchmark", "results", "logs", r)
         runs = compact.discover_logs(grid_logs) if os.path.isdir(grid_logs) else []
         runs = [x for x in runs if x["task"] == "Walker2d"]
         n = Counter(x["algo"] for x in runs)
-        for v in aggregate.evaluate(runs, tasks=("Walker2d",)):
+        for v in claims_study.evaluate(runs, tasks=("Walker2d",)):
             out.append(
                 {
                     "reading": r,
@@ -309,19 +310,20 @@ def _walker2d_data(chosen: str) -> list[dict]:
 
 
 def _verdicts(logs_dir: str) -> dict:
-    """{reading: {claim id: aggregate.evaluate row}} of every reading with logs."""
+    """{reading: {claim id: claims_study.evaluate row}} of every reading with logs."""
     verdicts = {}
     for r in sorted(os.listdir(logs_dir)):
         runs = compact.discover_logs(os.path.join(logs_dir, r))
         if runs:
-            verdicts[r] = {v["id"]: v for v in aggregate.evaluate(runs, tasks=hparams.FIDELITY_TASKS)}
+            verdicts[r] = {v["id"]: v for v in claims_study.evaluate(runs, tasks=hparams.FIDELITY_TASKS)}
     return verdicts
 
 
-def fidelity_data(logs_dir=LOGS, results_dir=RESULTS, write: bool = False) -> dict:
+def fidelity_data(logs_dir=LOGS, results_dir=RESULTS, write: bool = False, root: str = REPO) -> dict:
     """The fidelity study for readings.md: the rule, the Adam check, every reading's score and per-claim verdicts
-    (words of aggregate.evaluate), the finals, the choice, the Walker2d check; write: the study's CSVs first,
-    before they are read. `has_runs` False: no fidelity runs (then only the rule and the Adam check)."""
+    (words of claims_study.evaluate), the finals, the choice, the Walker2d check; write: the study's CSVs first,
+    before they are read; root: the repository of the grid's logs. `has_runs` False: no fidelity runs (then only the
+    rule and the Adam check)."""
     fid = hparams.FIDELITY_BUDGET
     out = {"budget": fid, "rule": FIDELITY_RULE.splitlines(), "adam_check": None, "has_runs": False}
     out["adam_check"] = _adam_check_data(results_dir)
@@ -330,7 +332,7 @@ def fidelity_data(logs_dir=LOGS, results_dir=RESULTS, write: bool = False) -> di
         return out
     verdicts = _verdicts(logs_dir)
     names = [r["reading"] for r in rows]
-    claims = [c for c in aggregate.CLAIMS if c["task"] in hparams.FIDELITY_TASKS]
+    claims = [c for c in claims_study.CLAIMS if c["task"] in hparams.FIDELITY_TASKS]
     chosen = fidelity_choose(rows)
     stage1 = aggregate.stage1_budgets()[hparams.FIDELITY_TASKS[0]]
     whole_run = sorted(c["id"] for c in claims if c["kind"] == "never_above")
@@ -362,7 +364,7 @@ def fidelity_data(logs_dir=LOGS, results_dir=RESULTS, write: bool = False) -> di
             "chosen": fidelity_choose(rest),
             "scores": [[r["reading"], r["held"]] for r in rest_ranked],
         }
-    out["walker2d"] = _walker2d_data(chosen)
+    out["walker2d"] = _walker2d_data(chosen, root)
     return out
 
 
@@ -392,11 +394,11 @@ def first_steps_finals(runs: list[dict], span: int) -> tuple[dict, Counter]:
     return out, dropped
 
 
-def literal_vs_norm(d) -> tuple[int, dict]:
-    """reading_pairs of the earlier literal grid and the stage-1 runs (d: the grid study's Data), computed once per
-    report (cached on d.readings)."""
+def literal_vs_norm(d, grid_300k: str = GRID_300K) -> tuple[int, dict]:
+    """reading_pairs of the earlier literal grid (its CSVs in grid_300k) and the stage-1 runs (d: the grid study's
+    Data), computed once per report (cached on d.readings)."""
     if d.readings is None:
-        d.readings = reading_pairs(aggregate.by_cell(read_csv(os.path.join(GRID_300K, "final.csv"))), d.runs)
+        d.readings = reading_pairs(aggregate.by_cell(read_csv(os.path.join(grid_300k, "final.csv"))), d.runs)
     return d.readings
 
 
@@ -478,10 +480,11 @@ def _pairs_data(span: int, pairs: dict) -> dict:
     }
 
 
-def grid_300k_data(d) -> Optional[dict]:
-    """The earlier literal grid (3 seeds x 300k steps, results/grid_300k/) and the stage-1 runs over its first steps
-    beside it (`pairs`: None without them); `sb3`: the SB3 A2C reference rows (None without them). None: no grid."""
-    final = aggregate.by_cell(read_csv(os.path.join(GRID_300K, "final.csv")))
+def grid_300k_data(d, grid_300k: str = GRID_300K) -> Optional[dict]:
+    """The earlier literal grid (3 seeds x 300k steps, its CSVs in grid_300k) and the stage-1 runs over its first
+    steps beside it (`pairs`: None without them); `sb3`: the SB3 A2C reference rows (None without them). None: no
+    grid."""
+    final = aggregate.by_cell(read_csv(os.path.join(grid_300k, "final.csv")))
     if not final:
         return None
     out = {
@@ -493,7 +496,7 @@ def grid_300k_data(d) -> Optional[dict]:
         "pairs": None,
         "sb3": None,
     }
-    span, pairs = literal_vs_norm(d)
+    span, pairs = literal_vs_norm(d, grid_300k)
     if pairs:
         out["pairs"] = _pairs_data(span, pairs)
     sb3 = [
@@ -511,9 +514,15 @@ def grid_300k_data(d) -> Optional[dict]:
     return out
 
 
-def readings_data(d, write: bool = False) -> dict:
-    """readings.md's data: the fidelity study (fidelity_data; write: its CSVs) and the earlier literal grid."""
-    return {"fidelity": fidelity_data(LOGS, RESULTS, write=write), "grid_300k": grid_300k_data(d)}
+def readings_data(d, write: bool = False, root: str = REPO) -> dict:
+    """readings.md's data: the fidelity study (fidelity_data; write: its CSVs) and the earlier literal grid, from
+    the committed files under root (the repository's by default)."""
+
+    def under(path: str) -> str:
+        return os.path.join(root, os.path.relpath(path, REPO))
+
+    fidelity = fidelity_data(under(LOGS), under(RESULTS), write=write, root=root)
+    return {"fidelity": fidelity, "grid_300k": grid_300k_data(d, under(GRID_300K))}
 
 
 def render_readings(data: dict) -> str:
@@ -524,8 +533,9 @@ def render_readings(data: dict) -> str:
 # ---- the study's contract
 def analyze(where, done: dict) -> dict:
     """readings.md's data on the grid study's stage-1 runs (done["grid"]["data"]: a Data with .runs and the
-    .readings cache); committing (where.commit), the fidelity CSVs are written first. {"readings": readings_data}."""
-    return {"readings": readings_data(done["grid"]["data"], write=where.commit)}
+    .readings cache) and the committed files under where.root; committing (where.commit), the fidelity CSVs are
+    written first. {"readings": readings_data}."""
+    return {"readings": readings_data(done["grid"]["data"], write=where.commit, root=where.root)}
 
 
 def write(result: dict, where) -> list[str]:

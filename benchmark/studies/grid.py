@@ -407,9 +407,41 @@ def grid_data(d: Data, c: dict) -> dict:
 
 
 def write(result: dict, where) -> list[str]:
-    """report/grid.md (grid_data rendered by templates/grid.md.j2), and where.commit, benchmark/results/grid.json."""
+    """report/grid.md (grid_data rendered by templates/grid.md.j2) and report/deviations.md (deviations_data), and
+    where.commit, benchmark/results/grid.json and deviations.json."""
     data = grid_data(result["data"], result["grid"])
-    return pages.write_study_page(where, "grid.md", PAGE_TITLE, data, GRID_JSON, PAGE_DIGITS)
+    out = pages.write_study_page(where, "grid.md", PAGE_TITLE, data, GRID_JSON, PAGE_DIGITS)
+    deviations = deviations_data(result["data"])
+    return out + pages.write_study_page(where, "deviations.md", DEVIATIONS_TITLE, deviations, DEVIATIONS_JSON)
+
+
+# ---- report/deviations.md
+DEVIATIONS_JSON = os.path.join(REPO, "benchmark", "results", "deviations.json")
+DEVIATIONS_TITLE = "Deviations from the paper"
+
+
+def deviations_data(d) -> dict:
+    """deviations.md's data: the stage-1 budgets, the paper's budget note, the filling rules of `[meta]`, the
+    diverged stage-1 runs (None: none)."""
+    meta = hparams.load()["meta"]
+    diverged = [
+        {"task": r["task"], "algo": r["algo"], "seed": r["seed"], "step": r["last_step"]}
+        for r in d.runs
+        if r["status"] == "diverged"
+    ]
+    return {
+        "budgets": budget_groups(),
+        "paper_budget_note": aggregate.PAPER_BUDGET_NOTE,
+        "kfac_fill_rule": meta["kfac_fill_rule"],
+        "sgd_matched_rule": meta["sgd_matched_rule"],
+        "diverged": diverged or None,
+    }
+
+
+# ---- REPORT.md's part
+def report(result: dict, done: dict) -> dict:
+    """The grid's part of REPORT.md's own data: its design, the stage-1 budgets and the paper's budget note."""
+    return {"design": design(), "budgets": budget_groups(), "paper_budget_note": aggregate.PAPER_BUDGET_NOTE}
 
 
 # ---- the verdict

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Optional
 
 import numpy as np
 from scipy import stats as sps
@@ -27,6 +28,8 @@ from benchmark import aggregate, compact, hparams, pages, stats
 from benchmark import verdict as vd
 from benchmark.stats import num
 from benchmark.studies import REPO
+from benchmark.studies import claims as claims_study
+from benchmark.studies.grid import step_ratio
 
 NAME = "mujoco-5M"
 PREREGISTRATION = "benchmark/preregistration_5M.toml"
@@ -206,13 +209,13 @@ def _claims(reg: dict, sc: dict, done: dict, complete: set) -> list:
     """Block A: the six claims on the 5M runs of the cells each needs (100 bins over 5M = the paper's bin width);
     a claim whose cells are not all complete waits, with the runs in so far."""
     wanted = set(reg["blocks"]["claims"]["claims"])
-    claims = [c for c in aggregate.CLAIMS if c["id"] in wanted]
+    claims = [c for c in claims_study.CLAIMS if c["id"] in wanted]
     runs = [r for cell in complete for r in sc.get((*cell, "runs"), {}).values()]
     rows = []
     for c in claims:
         needs = [(c["task"], c["algo"])] + ([(c["task"], c["ref"])] if "ref" in c else [])
         if all(cell in complete for cell in needs):
-            rows += aggregate.evaluate(runs, claims=[c])
+            rows += claims_study.evaluate(runs, claims=[c])
         else:
             waiting = ", ".join(
                 f"{t} {hparams.algo_label(a)} {len(done.get((t, a), []))}/5" for t, a in needs
@@ -439,13 +442,13 @@ def analyze_5M(reg: dict, root: str = REPO) -> dict:
 
 
 def analyze(where, done: dict) -> dict:
-    """The study on the committed logs: {"reg": the toml, "res5": analyze_5M's result}."""
+    """The study on the committed logs under where.root: {"reg": the toml, "res5": analyze_5M's result}."""
     reg5 = load_5M()
-    return {"reg": reg5, "res5": analyze_5M(reg5)}
+    return {"reg": reg5, "res5": analyze_5M(reg5, where.root)}
 
 
 # ---- report/mujoco_5M.md
-# the words the 5M page may use: a claim's verdict (aggregate.evaluate), a Welch row, a block C row and its reachable
+# the words the 5M page may use: a claim's verdict (claims_study.evaluate), a Welch row, a block C row and its reachable
 # margin, amendment 1's state, a block D row (the verdict's vocabulary where the page shares them)
 VOCAB_5M = (
     "held",
@@ -673,6 +676,66 @@ def details(result: dict) -> dict:
     return out
 
 
+# ---- REPORT.md's part: the per-task table (its last columns are SMAC at 5M) and the line on the 5M runs
+EQUIV_WORDS = ("equivalent", "different", "not shown")  # the per-task table's paired TOST column
+AT_5M_KINDS = ("same as stage 1", "runs in", "final")  # the per-task table's SMAC-at-5M column
+
+
+def per_task_data(d, equiv: dict, res5: dict) -> list[dict]:
+    """REPORT.md's per-task rows: SMAC, the best baseline, sgd-matched at the stage-1 budget ({mean, std}); SMAC -
+    sgd-matched (normalized, paired; `answer` a word of EQUIV_WORDS); the step ratio; SMAC at 5M (MuJoCo, `kind`
+    "same as stage 1" / "runs in" / "final") beside the paper's SMAC, the one pair of columns at the same budget."""
+    by = aggregate.by_cell(d.cells)
+    at5 = {r["task"]: r for r in res5["table"] if r["algo"] == "smac"}
+
+    def cell(r: Optional[dict]) -> Optional[dict]:
+        return None if r is None else {"mean": r["mean"], "std": r["std"]}
+
+    def equivalence(r: dict) -> Optional[dict]:
+        if not r.get("n"):
+            return None
+        word = "equivalent" if r["equivalent"] else "different" if r["p"] < 0.05 else "not shown"
+        return {"mean": r["mean"], "ci": list(r["ci"]), "answer": word, "n": r["n"]}
+
+    def smac_5M(task: str) -> dict:
+        if hparams.group(task) != "mujoco":
+            return {"kind": "same as stage 1"}
+        r = at5.get(task)
+        if r is None:
+            return {"kind": "runs in", "n": len(res5["done"].get((task, "smac"), [])), "of": 5}
+        return {"kind": "final", "mean": r["mean"], "std": r["sd"], "p": r["p"]}
+
+    rows = []
+    for t in hparams.tasks():
+        base = [by[(t, a)] for a in hparams.PAPER_ALGOS if a != "smac" and (t, a) in by]
+        best = max(base, key=lambda r: r["mean"]) if base else None
+        rows.append(
+            {
+                "task": t,
+                "smac": cell(by.get((t, "smac"))),
+                "best": None if best is None else {"algo": hparams.algo_label(best["algo"]), **cell(best)},
+                "matched": cell(by.get((t, "sgd-matched"))),
+                "equivalence": equivalence(equiv[t]),
+                "step_ratio": step_ratio(t),
+                "at_5M": smac_5M(t),
+                "paper": list(hparams.paper_result(t, "smac")),
+            }
+        )
+    return rows
+
+
+def report(result: dict, done: dict) -> dict:
+    """This study's part of REPORT.md's own data: the per-task rows (per_task_data: the grid study's stage-1 cells and
+    paired comparisons over seeds 1-5, for the tasks of its block 1 the pre-registered study's 20 paired seeds, and
+    SMAC at 5M) and the line on the 5M runs (details)."""
+    equiv = dict(done["grid"]["equiv"])
+    equiv.update({r["task"]: {**r, "prereg": True} for r in done["prereg"]["pre"]["equivalence"]})
+    return {
+        "per_task": per_task_data(done["grid"]["data"], equiv, result["res5"]),
+        "mujoco_5M": details(result),
+    }
+
+
 def render_5M(data: dict) -> str:
     """report/mujoco_5M.md's body from page_5M's JSON (benchmark/templates/mujoco_5M.md.j2)."""
     return pages.render("mujoco_5M.md.j2", data)
@@ -895,16 +958,17 @@ def curvature_point(res5: dict, stage1_row: dict, eq5: list, rank1: list) -> dic
 
 
 def verdict(result: dict, done: dict) -> dict:
-    """The rows "table", "headline", "sgd_5M" and "ell", the points "below_random" and "curvature", and the design's
-    seeds per 5M cell. Reads the grid study's Data (its cells and headline runs) and its verdict row "sgd_stage1"
+    """The rows "table", "headline", "sgd_5M" and "ell", the points "below_random" and "curvature", the design's
+    seeds per 5M cell, and the opening sentences' numbers of the 5M cells and of the tasks that can speak. Reads the grid study's Data (its cells and headline runs) and its verdict row "sgd_stage1"
     (the tasks equivalent at the stage-1 budget), and the pre-registered study's results and rank1 figures."""
     res5 = result["res5"]
     data, pre = done["grid"]["data"], done["prereg"]
     stage1_row = next(r for r in done["grid"]["verdict"]["rows"] if r["id"] == "sgd_stage1")
     one_eq = set(stage1_row["numbers"]["tasks"].get(vd.EQUIVALENT, []))
     eq5, diag = sgd_5M_tasks(res5, one_eq), ell_tasks(res5)
+    table = table_row(data.cells, res5)
     rows = [
-        table_row(data.cells, res5),
+        table,
         headline_row(data.headline, pre["pre"]),
         vd.tallied_row("sgd_5M", {"tasks": eq5}, eq5, "report/mujoco_5M.md"),
         vd.tallied_row("ell", {"tasks": diag}, diag, "report/mujoco_5M.md"),
@@ -914,4 +978,10 @@ def verdict(result: dict, done: dict) -> dict:
         "curvature": curvature_point(res5, stage1_row, eq5, pre["rank1"]),
     }
     design = {"seeds_5M": len(hparams.parse_seeds(result["reg"]["common"]["seeds"]))}
-    return {"rows": rows, "points": points, "design": design}
+    # the opening sentences: the 5M cells that differ from the paper's table, and how many of the tasks equivalent
+    # at 5M can speak to curvature
+    declared = {
+        "table": table["numbers"]["mujoco_5M"],
+        "sgd_5M": {"can_speak": points["curvature"]["speaks"]["5M"]["n_can"]},
+    }
+    return {"rows": rows, "points": points, "design": design, "summary": declared}

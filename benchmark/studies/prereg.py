@@ -321,12 +321,12 @@ def rank1_figures(runs: list[dict]) -> list[dict]:
 
 
 def analyze(where, done: dict) -> dict:
-    """The study on the committed logs: {"reg": the toml, "pre": results(reg), "rank1": rank1_figures over every
-    SMAC run at the paper's row where lambda <= 0.01, the grid study's stage-1 runs and block 1's seeds}."""
+    """The study on the committed logs under where.root: {"reg": the toml, "pre": results(reg), "rank1": rank1_figures
+    over every SMAC run at the paper's row where lambda <= 0.01, the grid study's stage-1 runs and block 1's seeds}."""
     reg = load()
-    block1 = os.path.join(REPO, reg["blocks"]["equivalence"]["logs"])
+    block1 = os.path.join(where.root, reg["blocks"]["equivalence"]["logs"])
     runs = done["grid"]["data"].runs + (compact.discover_logs(block1) if os.path.isdir(block1) else [])
-    return {"reg": reg, "pre": results(reg), "rank1": rank1_figures(runs)}
+    return {"reg": reg, "pre": results(reg, where.root), "rank1": rank1_figures(runs)}
 
 
 # ---- report/prereg.md

@@ -5,9 +5,9 @@ actor-critic implementation, untuned, do on the tasks and budgets of the earlier
     pip install stable-baselines3
     python -m benchmark.sweep --study sb3 [--tasks Hopper,Walker2d] [--seeds 1-3] [--budget 300000]
 
-Each job runs `sb3-run` (sb3_run): SB3 A2C (n_steps 5, RMSprop 7e-4, ent_coef 0, vf_coef 0.5, max_grad_norm 0.5,
-gae_lambda 1, 64-64 tanh, shared optimizer) on 1000-step episodes, writing episodes.csv, summary.json and config.json
-as the lab's trainer does. Its finals are the `sb3-a2c` rows of the earlier literal grid (benchmark/results/grid_300k/
+Each job runs `python -m benchmark.studies.sb3 TASK SEED BUDGET SEED_DIR` (command, sb3_run): SB3 A2C (n_steps 5,
+RMSprop 7e-4, ent_coef 0, vf_coef 0.5, max_grad_norm 0.5, gae_lambda 1, 64-64 tanh, shared optimizer) on 1000-step
+episodes, writing episodes.csv, summary.json and config.json as the lab's trainer does. Its finals are the `sb3-a2c` rows of the earlier literal grid (benchmark/results/grid_300k/
 final.csv), which the fidelity study's page (report/readings.md) prints beside SMAC and AC-SGD; this study has no page
 of its own.
 """
@@ -43,6 +43,14 @@ def jobs(args) -> list:
     budget = int(args.budget or BUDGET)
     root = os.path.abspath(args.runs_dir or sweep.DEFAULT_RUNS)
     return [sweep._job(root, t, ALGO, s, budget) for s in seeds for t in tasks]
+
+
+def command(job, state: str, run_dir) -> list[str] | None:
+    """The runner's command for one of this study's jobs (an SB3 run, not the lab trainer's; an unfinished run starts
+    over), None for any other job."""
+    if job.algo != ALGO:
+        return None
+    return [job.python, "-m", "benchmark.studies.sb3", job.task, str(job.seed), str(job.budget), job.seed_dir]
 
 
 # ---- one run
@@ -116,7 +124,7 @@ def write(result: dict, where) -> list[str]:
 
 
 def main(argv=None) -> int:
-    """`sb3-run TASK SEED BUDGET SEED_DIR` (the runner's command for one job), or `TASK SEED BUDGET SEED_DIR`."""
+    """`TASK SEED BUDGET SEED_DIR`, the runner's command for one job (command); a leading `sb3-run` is ignored."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["sb3-run"]:
         argv = argv[1:]

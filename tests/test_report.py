@@ -12,7 +12,7 @@ import pytest
 from helpers import write_log
 
 from benchmark import aggregate, compact, hparams, pages, report, stats, verdict
-from benchmark.studies import grid, mujoco_5M, prereg
+from benchmark.studies import Where, grid, mujoco_5M, prereg
 
 
 def committed_json(path: str) -> dict:
@@ -43,17 +43,17 @@ def stage1():
 
 
 def test_the_committed_deviations_page_is_its_template_on_the_committed_json(stage1):
-    data = committed_json(report.DEVIATIONS_JSON)
+    data = committed_json(grid.DEVIATIONS_JSON)
     assert detail_body("deviations.md") == pages.render("deviations.md.j2", data)
-    assert data == pages.committed(report.deviations_data(stage1))
+    assert data == pages.committed(grid.deviations_data(stage1))
 
 
 def test_deviations_list_the_diverged_runs(stage1):
-    assert committed_json(report.DEVIATIONS_JSON)["diverged"] is None
+    assert committed_json(grid.DEVIATIONS_JSON)["diverged"] is None
     assert not any(r["status"] == "diverged" for r in stage1.runs)
     run = {"task": "Hopper", "algo": "smac", "seed": 3, "status": "diverged", "last_step": 123_000}
     d = grid.Data(runs=[{**run, "status": "finished"}, run], headline=[], final={}, diag={})
-    data = report.deviations_data(d)
+    data = grid.deviations_data(d)
     assert data["diverged"] == [{"task": "Hopper", "algo": "smac", "seed": 3, "step": 123_000}]
     meta = hparams.load()["meta"]
     assert (data["kfac_fill_rule"], data["sgd_matched_rule"]) == (
@@ -78,7 +78,7 @@ def test_the_committed_report_json_is_report_data_on_the_committed_logs(stage1):
     done = {
         "grid": {"data": stage1, "equiv": grid.stage1_equiv(aggregate.stage1_logs())},
         "prereg": {"pre": prereg.results(prereg.load())},
-        "mujoco_5M": mujoco_5M.analyze(None, {}),
+        "mujoco_5M": mujoco_5M.analyze(Where(), {}),
     }
     assert committed_json(report.REPORT_JSON) == pages.committed(report.report_data(done))
 
@@ -108,7 +108,7 @@ def test_the_per_task_rows_recomputed():
         assert e["n"] == (20 if t in block1 else 5)
         assert e["ci"][0] <= e["mean"] <= e["ci"][1]
         assert (e["answer"] == "equivalent") == (-0.1 < e["ci"][0] and e["ci"][1] < 0.1), t
-        assert e["answer"] in report.EQUIV_WORDS and r["at_5M"]["kind"] in report.AT_5M_KINDS
+        assert e["answer"] in mujoco_5M.EQUIV_WORDS and r["at_5M"]["kind"] in mujoco_5M.AT_5M_KINDS
         if hparams.group(t) == "mujoco":
             at5 = r["at_5M"]
             assert at5["kind"] == "final"
@@ -243,12 +243,16 @@ def test_verdict_words_by_hand():
 
 
 def test_the_opening_sentences_say_no_more_than_the_rows():
-    """verdict.summary on the committed rows: each number is its row's, recounted here from the row's own task
-    lists; the curvature word is NOT_SHOWN exactly when no task of either row is different after Holm."""
+    """verdict.summary on the committed rows and the numbers the 5M study declares beside them (mujoco_5M.verdict):
+    each number is its row's, recounted here from the row's own task lists, or the point's; the curvature word is
+    NOT_SHOWN exactly when no task of either row is different after Holm."""
     committed = committed_verdict()
     rows = {r["id"]: r for r in committed["rows"]}
     points = committed["points"]
-    s = verdict.summary(rows, points)
+    declared = {k: committed["summary"][k] for k in ("table",)}
+    declared["sgd_5M"] = {"can_speak": committed["summary"]["sgd_5M"]["can_speak"]}
+    s = verdict.summary(rows, points, declared)
+    assert s["table"] == rows["table"]["numbers"]["mujoco_5M"]  # the MuJoCo cells at 5M
     assert s["headline"]["answer"] == rows["headline"]["answer"]
     assert [s["headline"]["smac"], s["headline"]["cg"], s["headline"]["p"]] == [
         rows["headline"]["numbers"][k] for k in ("smac", "cg", "p")
@@ -274,7 +278,7 @@ def test_the_opening_sentences_say_no_more_than_the_rows():
         **rows["sgd_5M"],
         "answer": [[verdict.DIFFERENT, 1]],
     }  # one task apart: the word follows
-    assert verdict.summary(rows, points)["curvature"] == verdict.DIFFERENT
+    assert verdict.summary(rows, points, declared)["curvature"] == verdict.DIFFERENT
     assert verdict.summary({}, {})["curvature"] is None  # no rows, no sentences
 
 

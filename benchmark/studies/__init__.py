@@ -32,7 +32,8 @@ no study module and names no study's key: it reads the studies through this regi
 (tests/test_registry.py checks it with ast).
 
 Its tests are tests/test_study_<key>.py. Adding a study: one module here (and its entry in REGISTRY), one template,
-one pre-registration toml, one test file; docs/harness.md walks through the KL-step study as the example.
+one pre-registration toml, one test file, and where it runs jobs or answers the verdict the lists named in
+docs/harness.md ("Add ... a study"), which walks through the KL-step study and names every file a new study touches.
 """
 
 from __future__ import annotations

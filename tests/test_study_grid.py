@@ -305,10 +305,13 @@ def test_the_study_on_synthetic_runs(tmp_path):
     # the paired comparison: the three Humanoid seeds; none on the tasks without both arms
     equiv = out["equiv"]
     assert equiv["Humanoid"]["n"] == 3 and equiv["Hopper"]["n"] == 0 and list(equiv) == hparams.tasks()
-    (path,) = grid.write(out, where)
+    path, deviations = grid.write(out, where)
     data = pages.committed(grid.grid_data(out["data"], out["grid"]), None, grid.PAGE_DIGITS)
     with open(path, encoding="utf-8") as f:
         assert f.read().split("\n", 4)[4] == pages.render("grid.md.j2", data)
+    with open(deviations, encoding="utf-8") as f:  # the deviations page, from the same runs
+        text = f.read().split("\n", 4)[4]
+    assert text == pages.render("deviations.md.j2", pages.committed(grid.deviations_data(out["data"])))
     diag = {r["task"]: r for r in data["diagnostics"]}["Humanoid"]
     assert diag["damping"] == lam and diag["ell"] == pytest.approx([2.0, 2.0, 2.0])
     assert diag["removed"][0] == pytest.approx(par * 2.0 * lam / g_norm, rel=1e-5)
@@ -421,14 +424,19 @@ def test_analyze_writes_the_committed_csvs_and_figures(study):
 def test_write_renders_the_page_and_commits_the_json_only_when_asked(study, tmp_path, monkeypatch):
     out, where = study
     monkeypatch.setattr(grid, "GRID_JSON", str(tmp_path / "grid.json"))
+    monkeypatch.setattr(grid, "DEVIATIONS_JSON", str(tmp_path / "deviations.json"))
     where = Where(pages=str(tmp_path / "report"), commit=False)
-    assert grid.write(out, where) == [str(tmp_path / "report" / "grid.md")]
-    assert not (tmp_path / "grid.json").exists()
+    pages_written = [str(tmp_path / "report" / name) for name in ("grid.md", "deviations.md")]
+    assert grid.write(out, where) == pages_written
+    assert not (tmp_path / "grid.json").exists() and not (tmp_path / "deviations.json").exists()
     where.commit = True
-    assert grid.write(out, where)[1] == str(tmp_path / "grid.json")
+    json_written = [str(tmp_path / name) for name in ("grid.json", "deviations.json")]
+    assert grid.write(out, where) == [pages_written[0], json_written[0], pages_written[1], json_written[1]]
     for name, committed_path in (
         ("report/grid.md", os.path.join(REPO, "benchmark", "report", "grid.md")),
         ("grid.json", os.path.join(REPO, "benchmark", "results", "grid.json")),
+        ("report/deviations.md", os.path.join(REPO, "benchmark", "report", "deviations.md")),
+        ("deviations.json", os.path.join(REPO, "benchmark", "results", "deviations.json")),
     ):
         with open(tmp_path / name, encoding="utf-8") as a, open(committed_path, encoding="utf-8") as b:
             assert a.read() == b.read(), name

@@ -1,4 +1,5 @@
-"""Tests of the paper's two-state toy MDP in smac_numpy.py (and the toy study in benchmark/studies/toy_mdp.py) ("A Toy Problem" + appendix).
+"""Tests of the paper's two-state toy MDP in smac_numpy.py (and the toy study in benchmark/studies/toy_mdp.py)
+("A Toy Problem" + appendix).
 
 Every printed closed form is checked against finite differences and against brute-force
 enumeration of the MDP's trajectories; where the printed formula and the MDP disagree, a

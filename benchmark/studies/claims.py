@@ -7,9 +7,9 @@ MuJoCo at 5M judge them too; `python -m benchmark.studies.claims LOGS` judges th
 runs no jobs of its own: it judges the claims on the stage-1 grid's runs (the grid study's, `python -m
 benchmark.sweep --study grid`) and HalfCheetah SMAC / AC-CG's 5M headline block, and takes the claims that need more
 than the stage-1 budget from MuJoCo at 5M's block A (`--study mujoco-5M`), whose rules, stricter names included, were
-pre-registered before those runs in benchmark/preregistration_5M.toml (which names them aggregate.RULES and
-aggregate.STRICT, where they were then). The stage-1 claims have no pre-registration toml: their rules are written
-down here (RULES).
+pre-registered before those runs in benchmark/preregistration_5M.toml (whose text calls RULES and STRICT
+aggregate.RULES and aggregate.STRICT). The stage-1 claims have no pre-registration toml: their rules are written down
+here (RULES).
 
 The report writes report/claims.md (and, committing, benchmark/results/claims.json); the verdict's row "claims", its
 point "held" and the design's count of claims are this study's.

@@ -34,6 +34,8 @@ from benchmark.stats import num, read_csv, write_csv
 from benchmark.studies import REPO
 
 NAME = "fidelity"
+# the sweep's options its jobs honour (besides --readings)
+SWEEP_OPTIONS = ("seeds", "budget", "runs_dir", "logs_dir")
 PREREGISTRATION = None  # the rule, FIDELITY_RULE below, was written before any fidelity run
 COMMITTED_ONLY = False
 

@@ -29,6 +29,8 @@ from benchmark.stats import num
 from benchmark.studies import REPO
 
 NAME = "mujoco-5M"
+# the sweep's options its jobs honour; the runs are the toml's
+SWEEP_OPTIONS = ("runs_dir", "logs_dir", "checkpoint_every")
 PREREGISTRATION = "benchmark/preregistration_5M.toml"
 COMMITTED_ONLY = False
 

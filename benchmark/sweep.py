@@ -951,7 +951,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="compact logs root: finished runs are packed there and count as done "
         "(default: the study's; grid: results/logs/<reading> with the default --runs-dir; 'none': off)",
     )
-    add("--extra-flags", default="", help="trainer flags added to every job, e.g. '--num-minibatches 10'")
+    add(
+        "--extra-flags",
+        default="",
+        help="trainer flags added to every job, e.g. '--num-minibatches 10' or '--norm-obs' (refused: one that "
+        "changes a flag a job already passes)",
+    )
     add("--workers", type=int, default=os.cpu_count() or 1, help="parallel trainers, or Ray CPUs")
     add("--backend", choices=("local", "ray"), default="local")
     add("--ray-address", default="local", help="local (start Ray here), auto or host:port (a cluster)")

@@ -16,7 +16,7 @@ Before any job starts (--dry-run too), every job's flags go through the trainer'
 compact log and run directory of a job must have been made with the job's flags (trainer.RUN_FLAGS; a flag it predates
 as its default): otherwise one line, exit 2, nothing touched. So too an --extra-flags that changes a flag a job
 already passes (the jobs built without it show which), and a study-dependent option (STUDY_OPTIONS, a study's own)
-that the chosen study does not take (its SWEEP_OPTIONS): each refused in one line, exit 2, before anything runs. Jobs are not started while tracked sources differ from
+that the chosen study does not take (its SWEEP_OPTIONS). Jobs are not started while tracked sources differ from
 the checked-out commit (benchmark/provenance.py) unless --allow-dirty.
 Ctrl-C / SIGTERM: each trainer gets one SIGINT (PR_SET_PDEATHSIG if the sweep is killed), saves and exits 130;
 the sweep waits and exits 130. Run the same command again to resume.
@@ -1015,14 +1015,13 @@ def flag(option: str) -> str:
     return "--" + option.replace("_", "-")
 
 
+OPTIONS_TABLE = """options each study takes (any other of --tasks, --algos, --seeds, --budget, --extra-flags, --runs-dir,
+--logs-dir, --checkpoint-every or a study's own options, given, is refused before anything runs):"""
+
+
 def options_table() -> str:
     """--help's list of the study-dependent options each study takes."""
-    lines = [
-        "options each study takes (any other of --tasks, --algos, --seeds, --budget, --extra-flags, --runs-dir,"
-    ]
-    lines.append(
-        "--logs-dir, --checkpoint-every or a study's own options, given, is refused before anything runs):"
-    )
+    lines = [OPTIONS_TABLE]
     for name, study in studies.named().items():
         taken = " ".join(flag(o) for o in taken_options(study)) or "(none)"
         lines += textwrap.wrap(taken, 110, initial_indent=f"  {name:11s}", subsequent_indent=" " * 13)
@@ -1030,11 +1029,10 @@ def options_table() -> str:
 
 
 def given_options(argv: list[str]) -> set[str]:
-    """The options written on the sweep's command line (argparse's names), its defaults left out."""
+    """The options written on the sweep's command line (argparse's names), its defaults left out: argparse sets a
+    default only where the namespace it fills has no value yet."""
     parser, unset = build_parser(), object()
-    blank = argparse.Namespace(
-        **dict.fromkeys(vars(parser.parse_args([])), unset)
-    )  # argparse keeps what is set
+    blank = argparse.Namespace(**dict.fromkeys(vars(parser.parse_args([])), unset))
     return {k for k, v in vars(parser.parse_args(argv, namespace=blank)).items() if v is not unset}
 
 
@@ -1042,9 +1040,8 @@ def check_options(study, given: set[str]) -> None:
     """ValueError (one line) naming every study-dependent option given that the study does not take."""
     dependent = set(STUDY_OPTIONS).union(*(own_options(s) for s in studies.modules()))
     taken = taken_options(study)
-    refused = [
-        o for o in (*STUDY_OPTIONS, *sorted(dependent - set(STUDY_OPTIONS))) if o in given - set(taken)
-    ]
+    ordered = [*STUDY_OPTIONS, *sorted(dependent - set(STUDY_OPTIONS))]
+    refused = [o for o in ordered if o in given and o not in taken]
     if refused:
         takes = " ".join(flag(o) for o in taken) or "none of them"
         raise ValueError(

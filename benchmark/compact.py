@@ -53,6 +53,9 @@ UPDATE_COLS = [
     "eta",  # the step length the actor step applied (trainer.step_length); runs from before it lack it
 ]
 OPTIONAL_UPDATE_COLS = ("eta",)  # columns that an older run's updates.csv (and its committed log) lacks
+REQUIRED_UPDATE_COLS = [
+    c for c in UPDATE_COLS if c not in OPTIONAL_UPDATE_COLS
+]  # every whole log's updates hold
 FORMAT = 1
 
 
@@ -260,20 +263,25 @@ def read_record(path: str) -> dict:
     return rec
 
 
-def check_columns(part: dict, required: list) -> None:
-    """A log's episodes or updates hold the `required` columns, of one length (a log missing one, or with one cut
-    short, would be counted done and then fail the report), or KeyError / ValueError."""
+def check_columns(part: dict, what: str, required: list, optional: tuple = ()) -> None:
+    """A log's `what` table (episodes or updates) holds every `required` column, and each of them and of the
+    `optional` columns it holds has the table's one length; else ValueError naming the columns (a log missing one, or
+    with one cut short, would be counted done by the sweep and then fail the report)."""
     missing = [c for c in required if c not in part]
     if missing:
-        raise KeyError(", ".join(missing))
-    if len({len(part[c]) for c in required}) > 1:
-        raise ValueError("columns of different lengths")
+        raise ValueError(f"its {what} lack {', '.join(missing)}")
+    lengths = {c: len(part[c]) for c in [*required, *(c for c in optional if c in part)]}
+    longest = max(lengths.values(), default=0)
+    short = [c for c, n in lengths.items() if n < longest]
+    if short:
+        raise ValueError(f"its {what}' {', '.join(short)} shorter than the table's {longest} rows")
 
 
 def load(path: str) -> dict:
     """A compact log as the dict aggregate.discover() gives for a run directory (arrays as numpy), plus its
-    `provenance` (a list of starts, [] for a log from before they were kept); DamagedLog if it cannot be read.
-    The one reader of the logs: the report's (discover_logs) and the sweep's "done" (read_header) alike."""
+    `provenance` (a list of starts, [] for a log from before they were kept); DamagedLog if it cannot be read in
+    full (check_columns: every episode column and REQUIRED_UPDATE_COLS, each of its table's length; header fields
+    with a default may be absent). The one reader of the logs: the report's (discover_logs) and the sweep's "done" (read_header) alike."""
     rec = read_record(path)
 
     def arr(v):
@@ -281,8 +289,8 @@ def load(path: str) -> dict:
 
     try:
         args = rec.get("args") or {}
-        check_columns(rec["episodes"], EPISODE_COLS)
-        check_columns(rec["updates"], ["global_step"])
+        check_columns(rec["episodes"], "episodes", EPISODE_COLS)
+        check_columns(rec["updates"], "updates", REQUIRED_UPDATE_COLS, OPTIONAL_UPDATE_COLS)
         return {
             "task": rec["task"],
             "algo": rec["algo"],

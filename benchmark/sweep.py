@@ -14,7 +14,9 @@ study skips it ("running"). A job that cannot start (a damaged checkpoint or upd
 with one line and the others run; a compact log that cannot be read is renamed <name>.damaged and the job is not done.
 Before any job starts (--dry-run too), every job's flags go through the trainer's parser and checks, and every
 compact log and run directory of a job must have been made with the job's flags (trainer.RUN_FLAGS; a flag it predates
-as its default): otherwise one line, exit 2, nothing touched. Jobs are not started while tracked sources differ from
+as its default): otherwise one line, exit 2, nothing touched. So too an --extra-flags that changes a flag a job
+already passes (the jobs built without it show which), and a study-dependent option (STUDY_OPTIONS, a study's own)
+that the chosen study does not take (its SWEEP_OPTIONS). Jobs are not started while tracked sources differ from
 the checked-out commit (benchmark/provenance.py) unless --allow-dirty.
 Ctrl-C / SIGTERM: each trainer gets one SIGINT (PR_SET_PDEATHSIG if the sweep is killed), saves and exits 130;
 the sweep waits and exits 130. Run the same command again to resume.
@@ -36,6 +38,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -322,30 +325,47 @@ def disagreement(job: Job, args) -> Optional[str]:
     return None
 
 
-# flags the sweep sets for each job (fresh_argv, a study's rows), and the trainer's actions that are not a run:
-# not for --extra-flags, where they would silently be overridden or turn every job into something else
-SWEEP_OWNS = {"--env-id", "--optimizer", "--seed", "--exp-name", "--runs-dir", "--total-timesteps"}
-SWEEP_OWNS |= {"--checkpoint-every", "--resume", "--eval-checkpoint", "--plot", "--plot-out"}
+def check_extra_flags(extra_flags: str, jobs: list[Job]) -> None:
+    """--extra-flags (added to every job) as the trainer takes them, given `jobs`, this invocation's jobs built
+    without them: Refused (one line) for flags the trainer refuses, a trainer action that is not a run (--resume,
+    --eval-checkpoint, --plot: every job would become something else), or a flag a job already passes (its row, its
+    reading, the sweep's own) set to another value, which would silently override the job's or be overridden."""
+    from benchmark import trainer
+
+    tokens = extra_flags.split()
+    try:
+        extra = trainer.parse_args(tokens)
+    except trainer.ConfigError as e:
+        raise Refused(f"--extra-flags {extra_flags!r}: {e}") from None
+    given = trainer.flags_given(tokens)
+    actions = sorted(f"--{name.replace('_', '-')}" for name in given & set(trainer.RUN_ACTIONS))
+    if actions:
+        raise Refused(
+            f"--extra-flags {extra_flags!r}: {', '.join(actions)} runs something other than the job; nothing was "
+            "started"
+        )
+    for job in jobs:
+        passed = sorted(given & trainer.flags_given(fresh_argv(job)))
+        if not passed:
+            continue
+        try:
+            args = job_args(job)
+        except trainer.ConfigError:
+            continue  # check_jobs names a job whose own flags the trainer refuses
+        for name in passed:
+            if getattr(extra, name) != getattr(args, name):
+                raise Refused(
+                    f"--extra-flags {extra_flags!r}: --{name.replace('_', '-')} is the job's own (job {job.name} "
+                    f"passes {getattr(args, name)!r}, --extra-flags {getattr(extra, name)!r}); nothing was started"
+                )
 
 
-def check_jobs(jobs: list[Job], extra_flags: str = "") -> None:
+def check_jobs(jobs: list[Job]) -> None:
     """Before any job starts (--dry-run too): every job's flags as the trainer takes them, and every committed log
     and run directory of a job made with the job's flags. Refused (one line) otherwise: the first problem, and how
     many jobs have one. Nothing is renamed or removed."""
     from benchmark import trainer
 
-    if extra_flags.strip():
-        try:
-            trainer.parse_args(extra_flags.split())
-        except trainer.ConfigError as e:
-            raise Refused(f"--extra-flags {extra_flags!r}: {e}") from None
-        named = {t.split("=")[0].replace("_", "-") for t in extra_flags.split() if t.startswith("--")}
-        owned = sorted(named & SWEEP_OWNS)
-        if owned:
-            raise Refused(
-                f"--extra-flags {extra_flags!r}: {', '.join(owned)} is the sweep's to set for each job (or runs "
-                "something other than the job); nothing was started"
-            )
     refused, other_runs = [], []
     for job in jobs:
         if studies.job_command(job, "fresh", None) is not None:  # not the lab trainer's
@@ -881,7 +901,9 @@ def run_ray(jobs: list[Job], address: str, workers: int, progress_interval: floa
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=options_table(),
     )
     add = p.add_argument
     add(
@@ -893,8 +915,17 @@ def build_parser() -> argparse.ArgumentParser:
         + " (benchmark/studies/: each module "
         "says what its study runs; default: grid, --tasks x --algos x --seeds)",
     )
-    add("--tasks", default="all", help="comma list of tasks, or all, classic, mujoco (default: all)")
-    add("--algos", default="all", help=f"comma list of {', '.join(hparams.algos())}, or all, paper")
+    add(
+        "--tasks",
+        default=None,
+        help="comma list of tasks, or all, classic, mujoco (default: the study's; grid all; studies that take it: "
+        "below)",
+    )
+    add(
+        "--algos",
+        default=None,
+        help=f"comma list of {', '.join(hparams.algos())}, or all, paper (default: the study's; grid all)",
+    )
     add("--seeds", default=None, help="e.g. 1-3 or 1,2,5 (default: the study's; grid 1-3)")
     add(
         "--budget",
@@ -914,7 +945,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="compact logs root: finished runs are packed there and count as done "
         "(default: the study's; grid: results/logs/<reading> with the default --runs-dir; 'none': off)",
     )
-    add("--extra-flags", default="", help="trainer flags added to every job, e.g. '--num-minibatches 10'")
+    add(
+        "--extra-flags",
+        default="",
+        help="trainer flags added to every job, e.g. '--num-minibatches 10' or '--norm-obs' (refused: one that "
+        "changes a flag a job already passes)",
+    )
     add("--workers", type=int, default=os.cpu_count() or 1, help="parallel trainers, or Ray CPUs")
     add("--backend", choices=("local", "ray"), default="local")
     add("--ray-address", default="local", help="local (start Ray here), auto or host:port (a cluster)")
@@ -940,8 +976,91 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def select(spec: str, kind: str) -> list[str]:
-    spec = spec.strip()
+# the sweep's options whose meaning is a study's (with every option a study adds in add_options): a study takes those
+# it names in SWEEP_OPTIONS and its own; any other of them, given, is refused before anything runs
+STUDY_OPTIONS = (
+    "tasks",
+    "algos",
+    "seeds",
+    "budget",
+    "extra_flags",
+    "runs_dir",
+    "logs_dir",
+    "checkpoint_every",
+)
+
+
+def own_options(study) -> list[str]:
+    """The options a study adds to the sweep's parser (add_options), as argparse names them."""
+    if not hasattr(study, "add_options"):
+        return []
+    parser = argparse.ArgumentParser(add_help=False)
+    study.add_options(parser)
+    return list(vars(parser.parse_args([])))
+
+
+def taken_options(study) -> list[str]:
+    """The study-dependent options the study honours: its SWEEP_OPTIONS, then its own."""
+    return [*getattr(study, "SWEEP_OPTIONS", ()), *own_options(study)]
+
+
+def flag(option: str) -> str:
+    """An option's flag: extra_flags -> --extra-flags."""
+    return "--" + option.replace("_", "-")
+
+
+OPTIONS_TABLE = """options each study takes (any other of --tasks, --algos, --seeds, --budget, --extra-flags, --runs-dir,
+--logs-dir, --checkpoint-every or a study's own options, given, is refused before anything runs):"""
+
+
+def options_table() -> str:
+    """--help's list of the study-dependent options each study takes."""
+    lines = [OPTIONS_TABLE]
+    for name, study in studies.named().items():
+        taken = " ".join(flag(o) for o in taken_options(study)) or "(none)"
+        lines += textwrap.wrap(taken, 110, initial_indent=f"  {name:11s}", subsequent_indent=" " * 13)
+    return "\n".join(lines)
+
+
+def given_options(argv: list[str]) -> set[str]:
+    """The options written on the sweep's command line (argparse's names), its defaults left out: argparse sets a
+    default only where the namespace it fills has no value yet."""
+    parser, unset = build_parser(), object()
+    blank = argparse.Namespace(**dict.fromkeys(vars(parser.parse_args([])), unset))
+    return {k for k, v in vars(parser.parse_args(argv, namespace=blank)).items() if v is not unset}
+
+
+def check_options(study, given: set[str]) -> None:
+    """ValueError (one line) naming every study-dependent option given that the study does not take."""
+    dependent = set(STUDY_OPTIONS).union(*(own_options(s) for s in studies.modules()))
+    taken = taken_options(study)
+    ordered = [*STUDY_OPTIONS, *sorted(dependent - set(STUDY_OPTIONS))]
+    refused = [o for o in ordered if o in given and o not in taken]
+    if refused:
+        takes = " ".join(flag(o) for o in taken) or "none of them"
+        raise ValueError(
+            f"--study {study.NAME} does not take {', '.join(flag(o) for o in refused)} (it takes {takes}; "
+            "--help lists each study's); nothing was started"
+        )
+
+
+def joined_extra_flags(argv: list[str]) -> list[str]:
+    """argv with `--extra-flags VALUE` written as `--extra-flags=VALUE`, so that a one-token value that looks like an
+    option (--extra-flags --norm-obs) is the option's value, as argparse takes the second spelling."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "--extra-flags" and i + 1 < len(argv):
+            out.append(f"--extra-flags={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+def select(spec: Optional[str], kind: str) -> list[str]:
+    """The tasks or algorithms a --tasks / --algos value names (None, not given: all)."""
+    spec = (spec or "all").strip()
     if kind == "task":
         if spec in ("all", "classic", "mujoco"):
             return hparams.tasks() if spec == "all" else hparams.tasks(spec)
@@ -996,6 +1115,7 @@ def study_jobs(args) -> list[Job]:
 
 def _main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    argv = joined_extra_flags(argv)
     args = build_parser().parse_args(argv)
     if args.workers < 1 or (args.num_steps is not None and args.num_steps < 1) or args.checkpoint_every < 1:
         print("error: --workers, --num-steps and --checkpoint-every must be >= 1", file=sys.stderr)
@@ -1005,10 +1125,15 @@ def _main(argv=None) -> int:
         if deadline is not None and args.backend == "ray":
             raise ValueError("--time-limit works with the local backend only")
         study = studies.named()[args.study]
+        check_options(study, given_options(argv))
         if hasattr(study, "run"):  # a study that measures in-process (the random policy's scores)
             return study.run(args)
         jobs = study_jobs(args)
-        check_jobs(jobs, args.extra_flags)
+        if args.extra_flags.strip():
+            check_extra_flags(
+                args.extra_flags, study_jobs(argparse.Namespace(**{**vars(args), "extra_flags": ""}))
+            )
+        check_jobs(jobs)
         if not args.dry_run and not args.allow_dirty:
             check_sources(jobs)
     except (KeyError, ValueError) as e:

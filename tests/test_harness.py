@@ -20,6 +20,7 @@ sys.path.insert(0, REPO)
 
 from benchmark import (  # noqa: E402
     aggregate,  # noqa: E402
+    compact,
     hparams,
     protocol,
     sweep,
@@ -521,14 +522,18 @@ def test_progress_counts_only_the_steps_of_this_session(tmp_path, capsys):
 
 
 def _fake_log(logs_dir, task, algo, seed, steps, wall_time_s):
-    """A compact log of a finished run of `steps` steps in `wall_time_s`, with empty episode and update columns (a
-    header alone, or a log missing a column, is no log: the report's loader, which the runner uses too, refuses it)."""
+    """A compact log of a finished run of `steps` steps in `wall_time_s`, with every episode and update column, empty
+    (a header alone, or a log missing a column, is no log: the report's loader, which the runner uses too, refuses
+    it)."""
     path = os.path.join(logs_dir, task, algo, f"seed{seed}.json.gz")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     record = {"task": task, "algo": algo, "seed": seed, "status": "finished", "global_step": steps}
     episodes = {"global_step": [], "episodic_return": [], "episodic_length": []}
     record.update(
-        budget=steps, wall_time_s=wall_time_s, episodes=episodes, updates={"update": [], "global_step": []}
+        budget=steps,
+        wall_time_s=wall_time_s,
+        episodes=episodes,
+        updates={c: [] for c in compact.REQUIRED_UPDATE_COLS},
     )
     with gzip.open(path, "wt") as f:
         json.dump(record, f)

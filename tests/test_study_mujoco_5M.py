@@ -106,7 +106,7 @@ def smac_updates(task: str, seed: int) -> dict:
     steps = np.linspace(50_000, 5_000_000, 100)
     ratio = 10 ** (1 + 0.01 * seed)
     ell = np.where(steps <= 1e6, 1.0, np.where(steps > 4e6, ratio, 2.0)) * damping
-    updates = {c: [] for c in compact.UPDATE_COLS}
+    updates = {c: [None] * len(steps) for c in compact.UPDATE_COLS}  # what a log holds: every column, whole
     updates.update(
         global_step=steps.tolist(),
         ell_sq=ell.tolist(),

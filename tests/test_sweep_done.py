@@ -12,7 +12,7 @@ import pytest
 from helpers import finished_run, one_line_error
 from test_sweep_faults import sweep_argv, train, write_log
 
-from benchmark import compact, sweep
+from benchmark import compact, report, sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOGS = os.path.join(ROOT, "benchmark", "results", "logs")
@@ -107,6 +107,74 @@ def test_a_log_the_report_leaves_out_is_set_aside_and_its_job_run_again(tmp_path
     assert read_bytes(path + ".damaged") == damaged  # set aside, never deleted or overwritten
     (run,) = compact.discover_logs(str(logs))  # the run's new log, which the report reads
     assert run["seed"] == 1 and run["status"] == "finished" and run["last_step"] == 200
+
+
+def update_column_missing(record: dict) -> None:
+    del record["updates"]["ell_sq"]
+
+
+def update_column_cut_short(record: dict) -> None:
+    """Two updates, one column holding one of them."""
+    record["updates"] = {c: [1.0, 2.0] for c in compact.UPDATE_COLS}
+    record["updates"]["step_par_norm"] = [1.0]
+
+
+def optional_column_cut_short(record: dict) -> None:
+    """An optional update column (one a log may lack) that it holds, shorter than the table."""
+    update_column_cut_short(record)
+    record["updates"]["step_par_norm"] = [1.0, 2.0]
+    record["updates"]["eta"] = [1.0]
+
+
+def optional_column_absent(record: dict) -> None:
+    del record["updates"]["eta"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [update_column_missing, update_column_cut_short, optional_column_cut_short],
+    ids=["an update column missing", "an update column cut short", "an optional update column cut short"],
+)
+def test_a_log_without_every_update_column_whole_is_not_done(tmp_path, capsys, damage):
+    """A log whose updates lack a column the report reads (ell_sq), or hold one shorter than the others: `done (skip)`
+    for the sweep, then the report stopped on it (`error: 'ell_sq'`, or numpy's broadcast error) without naming it.
+    Now the sweep's dry run names it and lists its job as fresh, and the report's reader leaves it out."""
+    runs, logs = tmp_path / "runs", tmp_path / "logs"
+    path = write_log(logs, 1)
+    rewrite(path, damage)
+    assert compact.discover_logs(str(logs)) == []
+    assert "damaged compact log" in capsys.readouterr().err
+    assert sweep.main(sweep_argv(runs, "1", 200, "--logs-dir", str(logs), "--dry-run")) == 0
+    out = capsys.readouterr().out
+    assert job_lines(out) == {1: "fresh"}, out
+    assert len([line for line in out.splitlines() if path in line]) == 1, out
+
+
+def test_a_log_without_an_optional_column_is_whole(tmp_path):
+    """eta, which no committed log holds, is not required: such a log is read, and not damaged for the sweep."""
+    path = write_log(tmp_path / "logs", 1)
+    rewrite(path, optional_column_absent)
+    (run,) = compact.discover_logs(str(tmp_path / "logs"))
+    assert "eta" not in run["updates"] and len(run["updates"]) == len(compact.UPDATE_COLS) - 1
+    assert compact.damage(path) is None
+
+
+def test_the_report_names_and_leaves_out_a_log_it_cannot_read_in_full(tmp_path, capsys):
+    """Among whole logs, one without ell_sq and one with step_par_norm cut short: the report exited 2 (`error:
+    'ell_sq'`), every log lost and none named. Now each is named on stderr in one line and the others are reported."""
+    logs, out_dir = tmp_path / "logs", tmp_path / "report"
+    write_log(logs, 1)
+    write_log(logs, 2)
+    missing, short = write_log(logs, 3), write_log(logs, 4)
+    for path, damage in ((missing, update_column_missing), (short, update_column_cut_short)):
+        rewrite(path, damage)
+    capsys.readouterr()
+    assert report.main(["--logs", str(logs), "--out-dir", str(out_dir)]) == 0
+    err = capsys.readouterr().err
+    for path in (missing, short):
+        assert len([line for line in err.splitlines() if path in line]) == 1, err
+    with open(os.path.join(out_dir, "results", "report.json")) as f:
+        assert json.load(f)["runs"] == 2
 
 
 # 2. other flags, same directory -------------------------------------------------------------------------------------
@@ -254,8 +322,9 @@ STUDIES = {  # each committed logs directory, and the command that made it (docs
 
 
 def test_every_studys_dry_run_over_the_committed_logs_finds_nothing_to_run(tmp_path, capsys):
-    """Every committed log is the done log of a job of the study that made it: it loads, its flags agree (1,024 of
-    them predate --target-kl, 682 carry retired keys, all store an absolute --runs-dir), nothing is set aside."""
+    """Every committed log is the done log of a job of the study that made it: it loads whole (every required update
+    and episode column, each of its table's length), its flags agree (1,024 of them predate --target-kl, 682 carry
+    retired keys, all store an absolute --runs-dir), nothing is set aside."""
     before = listing(os.path.join(ROOT, "benchmark", "results"))
     covered = set()
     for name, argv in STUDIES.items():
@@ -263,6 +332,7 @@ def test_every_studys_dry_run_over_the_committed_logs_finds_nothing_to_run(tmp_p
         capsys.readouterr()
         assert sweep.main(argv + ["--dry-run"]) == 0, (name, capsys.readouterr().err)
         out = capsys.readouterr().out
+        assert "damaged compact log" not in out, (name, out)
         jobs = sweep.study_jobs(sweep.build_parser().parse_args(argv))
         states = [line.split()[1] for line in out.splitlines() if line.split()[0] in {j.name for j in jobs}]
         assert len(states) == len(jobs) and set(states) <= {"done", "diverged"}, (name, out)

@@ -5,6 +5,8 @@ A study is everything one question of the lab needs, in one module under benchma
     NAME             what `python -m benchmark.sweep --study NAME` runs; None: the study runs no jobs of its own
     PREREGISTRATION  the repo-relative path of the toml that fixed its rule before its runs; None: exploratory
     add_options(p)   (optional) its own flags on the sweep's argparse parser, e.g. the fidelity study's --readings
+    SWEEP_OPTIONS    the sweep's study-dependent options (sweep.STUDY_OPTIONS, or another study's own) its jobs
+                     honour, as argparse names them ("seeds", "extra_flags"); any other of them, given, is refused
     jobs(args)       its job list (sweep.Job) from the sweep's parsed flags; KeyError / ValueError on bad input
     command(job, state, run_dir) -> list[str] | None
                      (optional) the command line of one of its jobs that does not run the lab trainer (SB3's A2C),

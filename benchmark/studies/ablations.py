@@ -46,6 +46,8 @@ from benchmark.stats import save, welch_test, write_csv
 from benchmark.studies import REPO
 
 NAME = "ablations"
+# the sweep's options its jobs honour (besides --sections)
+SWEEP_OPTIONS = ("seeds", "budget", "runs_dir", "logs_dir", "checkpoint_every")
 PREREGISTRATION = (
     None  # exploratory: the answer rules were written with the code, not registered before the runs
 )

@@ -28,6 +28,8 @@ from benchmark.stats import write_csv
 from benchmark.studies import REPO
 
 NAME = "defaults"
+# the sweep's options its jobs honour; each task's budget is its own
+SWEEP_OPTIONS = ("seeds", "runs_dir", "logs_dir", "checkpoint_every")
 PREREGISTRATION = None  # the rule was fixed before the runs, in the comment at SETTINGS (no toml)
 COMMITTED_ONLY = True
 

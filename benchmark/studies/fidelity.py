@@ -35,6 +35,8 @@ from benchmark.studies import REPO
 from benchmark.studies import claims as claims_study
 
 NAME = "fidelity"
+# the sweep's options its jobs honour (besides --readings)
+SWEEP_OPTIONS = ("seeds", "budget", "runs_dir", "logs_dir")
 PREREGISTRATION = None  # the rule, FIDELITY_RULE below, was written before any fidelity run
 COMMITTED_ONLY = False
 

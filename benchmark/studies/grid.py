@@ -27,6 +27,17 @@ from benchmark.stats import num, read_csv, write_csv
 from benchmark.studies import REPO, RESULTS
 
 NAME = "grid"
+# the sweep's options its jobs honour (besides its own, add_options)
+SWEEP_OPTIONS = (
+    "tasks",
+    "algos",
+    "seeds",
+    "budget",
+    "extra_flags",
+    "runs_dir",
+    "logs_dir",
+    "checkpoint_every",
+)
 PREREGISTRATION = None  # exploratory: the stage-1 grid ran before any rule was fixed
 COMMITTED_ONLY = False
 

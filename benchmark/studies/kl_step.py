@@ -31,6 +31,16 @@ from benchmark import aggregate, hparams, pages, stats
 from benchmark.studies import REPO
 
 NAME = "kl-step"
+# the sweep's options its jobs honour; its tasks, seeds and budgets are the toml's
+SWEEP_OPTIONS = (
+    "extra_flags",
+    "runs_dir",
+    "logs_dir",
+    "checkpoint_every",
+    "horizon",
+    "num_steps",
+    "extend_from",
+)
 PREREGISTRATION = "benchmark/preregistration_kl_step.toml"
 COMMITTED_ONLY = True
 

@@ -32,6 +32,8 @@ from benchmark.studies import claims as claims_study
 from benchmark.studies.grid import step_ratio
 
 NAME = "mujoco-5M"
+# the sweep's options its jobs honour; the runs are the toml's
+SWEEP_OPTIONS = ("runs_dir", "logs_dir", "checkpoint_every")
 PREREGISTRATION = "benchmark/preregistration_5M.toml"
 COMMITTED_ONLY = False
 

@@ -31,6 +31,8 @@ from benchmark import verdict as vd
 from benchmark.studies import REPO
 
 NAME = "prereg"
+# the sweep's options its jobs honour (besides --blocks); the runs are the toml's
+SWEEP_OPTIONS = ("runs_dir", "logs_dir", "checkpoint_every")
 PREREGISTRATION = "benchmark/preregistration.toml"
 COMMITTED_ONLY = False
 

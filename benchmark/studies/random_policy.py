@@ -18,6 +18,7 @@ from benchmark.stats import write_csv
 from benchmark.studies import REPO
 
 NAME = "random"
+SWEEP_OPTIONS = ("tasks", "budget")  # the sweep's options its measurement honours
 PREREGISTRATION = None  # a measurement, no rule
 COMMITTED_ONLY = True  # nothing to analyze: the CSV is the measurement
 STEPS = 50_000

@@ -23,6 +23,7 @@ import time
 from benchmark import hparams
 
 NAME = "sb3"
+SWEEP_OPTIONS = ("tasks", "seeds", "budget", "runs_dir")  # the sweep's options its jobs honour
 PREREGISTRATION = None  # a reference for scale, no rule
 COMMITTED_ONLY = True  # nothing of its own to analyze: its finals are in the earlier literal grid's CSV
 
@@ -38,7 +39,7 @@ def jobs(args) -> list:
     from benchmark import sweep
 
     tasks = sweep.select(args.tasks, "task")
-    tasks = tasks if args.tasks != "all" else hparams.tasks("mujoco")
+    tasks = tasks if args.tasks not in (None, "all") else hparams.tasks("mujoco")
     seeds = hparams.parse_seeds(args.seeds or SEEDS)
     budget = int(args.budget or BUDGET)
     root = os.path.abspath(args.runs_dir or sweep.DEFAULT_RUNS)

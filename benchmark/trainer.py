@@ -362,6 +362,12 @@ def lab_networks(args: LabArgs, obs_dim: int, act_dim: int, discrete: bool):
     return make_networks(args, obs_dim, act_dim, discrete, args.activation, args.log_std_init)
 
 
+def action_dims(act_space: gym.Space) -> tuple[bool, int]:
+    """(discrete, act_dim): a Discrete space's n actions, or a Box's size."""
+    discrete = isinstance(act_space, gym.spaces.Discrete)
+    return discrete, act_space.n if discrete else act_space.shape[0]
+
+
 def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
     """(observation_space, action_space), or a ConfigError with a hint; one note for an out-of-date id (Hopper-v4)."""
     try:
@@ -1140,14 +1146,9 @@ def evaluate(
     """Mean and std of undiscounted returns of the deterministic policy (mean action / argmax)."""
     args = args_from_checkpoint(ckpt["args"], training=False)
     obs_space, act_space = check_env_id(args.env_id)
-    discrete = isinstance(act_space, gym.spaces.Discrete)
+    discrete, act_dim = action_dims(act_space)
     actor = Actor(
-        obs_space.shape[0],
-        act_space.n if discrete else act_space.shape[0],
-        discrete,
-        args.hidden_sizes,
-        args.log_std_init,
-        args.activation,
+        obs_space.shape[0], act_dim, discrete, args.hidden_sizes, args.log_std_init, args.activation
     )
     normalizer = Normalizer(obs_space.shape[0], args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
     try:
@@ -1279,6 +1280,144 @@ def stats_finite(normalizer: Normalizer) -> bool:
     return all(np.isfinite(p).all() for p in parts)
 
 
+def seed_all(seed: int) -> np.random.Generator:
+    """Seeding as CleanRL: python, numpy and torch (deterministic algorithms); returns the rollout's generator."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    return np.random.default_rng(seed)
+
+
+def build_nets(args: LabArgs, obs_space, act_space, device: torch.device) -> dict:
+    """Algorithm 1, line 2: theta (the actor) and phi (the critic) initialised, the critic's Adam and the
+    normalization, as runlayer's snapshot and restore name them."""
+    discrete, act_dim = action_dims(act_space)
+    obs_dim = obs_space.shape[0]
+    actor, critic = lab_networks(args, obs_dim, act_dim, discrete)
+    actor = actor.to(device)
+    critic = critic.to(device)
+    critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
+    normalizer = Normalizer(obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
+    return {"actor": actor, "critic": critic, "critic_opt": critic_opt, "normalizer": normalizer}
+
+
+class Rollout:
+    """The N environments, their current observations, one rollout's buffers (T steps by N environments) and each
+    environment's episode so far. Environment i first resets with seed + update * N + i; only the first records
+    videos."""
+
+    def __init__(self, args: LabArgs, run_dir: str, make_env, obs_space, act_space, update: int):
+        T = args.num_steps
+        N = args.num_envs
+        obs_dim = obs_space.shape[0]
+        video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
+        self.envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(N)]
+        self.obs = np.stack(
+            [env.reset(seed=args.seed + update * N + i)[0] for i, env in enumerate(self.envs)]
+        )
+        self.act_space = act_space
+        self.discrete, act_dim = action_dims(act_space)
+        self.buf_obs = np.zeros((T, N, obs_dim))
+        self.buf_next_obs = np.zeros((T, N, obs_dim))
+        self.buf_actions = np.zeros((T, N) if self.discrete else (T, N, act_dim))
+        self.buf_rewards = np.zeros((T, N))
+        self.buf_terminations = np.zeros((T, N))
+        self.buf_dones = np.zeros((T, N))
+        self.ep_return = np.zeros(N)
+        self.ep_length = np.zeros(N, dtype=np.int64)
+
+    def collect(
+        self, policy: RolloutPolicy, normalizer: Normalizer, rng, log: RunLog, global_step: int, stop
+    ) -> bool:
+        """Algorithm 1, line 4: T steps in every environment, acting with the current policy; each episode that
+        ends is logged. False when a signal came first: the rollout is then incomplete."""
+        N = len(self.envs)
+        for t in range(self.buf_obs.shape[0]):
+            if stop.name is not None:
+                return False
+            action = policy.sample(normalizer.obs(self.obs), rng)
+            # Discrete(n, start): the policy's index shifted; a Box: the action clipped into it
+            if self.discrete:
+                env_action = action + self.act_space.start
+            else:
+                env_action = action.clip(self.act_space.low, self.act_space.high)
+            self.buf_obs[t] = self.obs
+            self.buf_actions[t] = action
+            for i, env in enumerate(self.envs):
+                next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
+                self.buf_rewards[t, i] = reward
+                self.buf_terminations[t, i] = terminated
+                self.buf_dones[t, i] = terminated or truncated
+                # s_{t+1}: the final observation if the episode ends here
+                self.buf_next_obs[t, i] = next_obs
+                self.ep_return[i] = self.ep_return[i] + self.buf_rewards[t, i]
+                self.ep_length[i] = self.ep_length[i] + 1
+                if terminated or truncated:
+                    log.episode(global_step + (t + 1) * N, self.ep_return[i], self.ep_length[i])
+                    self.ep_return[i] = 0.0
+                    self.ep_length[i] = 0
+                    next_obs, _ = env.reset()
+                self.obs[i] = next_obs
+        return True
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def rollout_batch(
+    args: LabArgs, rollout: Rollout, nets: dict, device: torch.device
+) -> tuple[dict, torch.Tensor]:
+    """Algorithm 1, line 5: the rollout as the batch {obs, actions, advantages} (GAE from the critic before its
+    update; --norm-adv normalizes the advantages) and the critic's targets, the returns."""
+    T, N, obs_dim = rollout.buf_obs.shape
+    normalizer = nets["normalizer"]
+    with torch.no_grad():
+        b_obs = tensor(normalizer.obs(rollout.buf_obs), device).reshape(T * N, obs_dim)
+        values = nets["critic"](b_obs).reshape(T, N).cpu().numpy()
+        next_values = nets["critic"](tensor(normalizer.obs(rollout.buf_next_obs), device)).cpu().numpy()
+    rewards = normalizer.rewards(rollout.buf_rewards, rollout.buf_dones)
+    advantages, returns = compute_gae(
+        rewards, values, next_values, rollout.buf_terminations, rollout.buf_dones, args.gamma, args.gae_lambda
+    )
+    advantages = tensor(advantages, device).reshape(-1)
+    if args.norm_adv:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    actions = tensor(rollout.buf_actions, device).reshape(T * N, *rollout.buf_actions.shape[2:])
+    batch = {"obs": b_obs, "actions": actions, "advantages": advantages}
+    return batch, tensor(returns, device).reshape(-1)
+
+
+def update_nets(
+    args: LabArgs, nets: dict, batch: dict, returns, rollout: Rollout, actor_state: dict, device
+) -> tuple[list, float, float, bool]:
+    """Algorithm 1, lines 6-10: the actor step(s) of --optimizer (with --num-minibatches and --update-epochs),
+    timed, then the critic step; the observation statistics take in the rollout after the update that used them.
+    (diagnostics, actor_ms, value_loss, finite): finite is False on a NaN or Inf in the loss, the networks or the
+    statistics."""
+    start = time.perf_counter()
+    diagnostics = actor_update(nets["actor"], batch, args, actor_state)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    actor_ms = (time.perf_counter() - start) * 1e3
+    value_loss = critic_step(nets["critic"], nets["critic_opt"], batch["obs"], returns, args)
+    normalizer = nets["normalizer"]
+    normalizer.obs_rms.update(rollout.buf_obs.reshape(-1, rollout.buf_obs.shape[2]))
+    finite = all_finite(value_loss, nets["actor"], nets["critic"]) and stats_finite(normalizer)
+    return diagnostics, actor_ms, value_loss, finite
+
+
+def record_update(log: RunLog, actor: Actor, batch: dict, update: int, global_step: int, *measured) -> None:
+    """updates.csv's row of an update: its `measured` (value_loss, diagnostics, actor_ms) with the mean
+    log-probability and entropy of the updated actor on the batch."""
+    value_loss, diagnostics, actor_ms = measured
+    with torch.no_grad():
+        mean_logprob = actor.log_prob(batch["obs"], batch["actions"]).mean().item()
+        entropy = actor.entropy(batch["obs"]).mean().item()
+    log.update(update, global_step, value_loss, mean_logprob, entropy, diagnostics, actor_ms)
+
+
 def train_loop(
     args: LabArgs,
     run_dir: str,
@@ -1299,43 +1438,18 @@ def train_loop(
     last_good = None
     try:
         device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
-        # seeding (as CleanRL): python, numpy, torch; environment i resets with seed + i
-        random.seed(args.seed)
-        np.random.seed(args.seed)
-        torch.manual_seed(args.seed)
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        rng = np.random.default_rng(args.seed)
-        discrete = isinstance(act_space, gym.spaces.Discrete)
-        T = args.num_steps
-        N = args.num_envs
-        budget = args.total_timesteps - args.total_timesteps % (T * N)
-        obs_dim = obs_space.shape[0]
-        act_dim = act_space.n if discrete else act_space.shape[0]
-        # Algorithm 1, line 2: initialise theta (the actor) and phi (the critic)
-        actor, critic = lab_networks(args, obs_dim, act_dim, discrete)
-        actor = actor.to(device)
-        critic = critic.to(device)
-        critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
-        normalizer = Normalizer(obs_dim, N, args.gamma, args.norm_obs, args.norm_reward)
-        nets = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "normalizer": normalizer}
+        rng = seed_all(args.seed)
+        steps_per_rollout = args.num_steps * args.num_envs
+        budget = args.total_timesteps - args.total_timesteps % steps_per_rollout
+        nets = build_nets(args, obs_space, act_space, device)
         global_step = 0
         update = 0
         actor_state = {}
         if resume is not None:
             global_step, update, actor_state = restore(resume, nets, rng)
         log = LabRunLog(args, run_dir, device, global_step, budget, start)
-        video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
-        envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(N)]
-        obs = np.stack([env.reset(seed=args.seed + update * N + i)[0] for i, env in enumerate(envs)])
-        buf_obs = np.zeros((T, N, obs_dim))
-        buf_next_obs = np.zeros((T, N, obs_dim))
-        buf_actions = np.zeros((T, N) if discrete else (T, N, act_dim))
-        buf_rewards = np.zeros((T, N))
-        buf_terminations = np.zeros((T, N))
-        buf_dones = np.zeros((T, N))
-        ep_return = np.zeros(N)
-        ep_length = np.zeros(N, dtype=np.int64)
-        policy = RolloutPolicy(actor)
+        rollout = Rollout(args, run_dir, make_env, obs_space, act_space, update)
+        policy = RolloutPolicy(nets["actor"])
         status = "finished"
         cut = False
         # Algorithm 1, line 3: for iteration k = 0, 1, ...
@@ -1343,81 +1457,31 @@ def train_loop(
             # the state after the last completed update: where a bad update rolls back to, and what a
             # crash keeps as the checkpoint
             last_good = snapshot(args, nets, actor_state, rng, global_step, update)
-            # line 4: roll out T steps in every environment, acting with the current policy
-            cut = False
-            for t in range(T):
-                if stop.name is not None:  # a signal: this rollout is dropped, the run ends now
-                    cut = True
-                    break
-                action = policy.sample(normalizer.obs(obs), rng)
-                # Discrete(n, start): the policy's index shifted; a Box: the action clipped into it
-                env_action = (
-                    action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
-                )
-                buf_obs[t] = obs
-                buf_actions[t] = action
-                for i, env in enumerate(envs):
-                    next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
-                    buf_rewards[t, i] = reward
-                    buf_terminations[t, i] = terminated
-                    buf_dones[t, i] = terminated or truncated
-                    # s_{t+1}: the final observation if the episode ends here
-                    buf_next_obs[t, i] = next_obs
-                    ep_return[i] = ep_return[i] + buf_rewards[t, i]
-                    ep_length[i] = ep_length[i] + 1
-                    if terminated or truncated:
-                        log.episode(global_step + (t + 1) * N, ep_return[i], ep_length[i])
-                        ep_return[i] = 0.0
-                        ep_length[i] = 0
-                        next_obs, _ = env.reset()
-                    obs[i] = next_obs
-            if cut:
+            cut = not rollout.collect(policy, nets["normalizer"], rng, log, global_step, stop)
+            if cut:  # a signal: this rollout is dropped, the run ends now
                 global_step, update, actor_state = restore(last_good, nets, rng)
                 break
-            global_step += T * N
-            # line 5: advantages with GAE, from the critic before its update
-            with torch.no_grad():
-                b_obs = tensor(normalizer.obs(buf_obs), device).reshape(T * N, obs_dim)
-                values = critic(b_obs).reshape(T, N).cpu().numpy()
-                next_values = critic(tensor(normalizer.obs(buf_next_obs), device)).cpu().numpy()
-            rewards = normalizer.rewards(buf_rewards, buf_dones)
-            advantages, returns = compute_gae(
-                rewards, values, next_values, buf_terminations, buf_dones, args.gamma, args.gae_lambda
+            global_step += steps_per_rollout
+            batch, returns = rollout_batch(args, rollout, nets, device)
+            diagnostics, actor_ms, value_loss, finite = update_nets(
+                args, nets, batch, returns, rollout, actor_state, device
             )
-            advantages = tensor(advantages, device).reshape(-1)
-            if args.norm_adv:
-                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-            actions = tensor(buf_actions, device).reshape(T * N, *buf_actions.shape[2:])
-            batch = {"obs": b_obs, "actions": actions, "advantages": advantages}
-            # lines 6-9: the actor step(s) of --optimizer, with --num-minibatches and --update-epochs
-            start = time.perf_counter()
-            diagnostics = actor_update(actor, batch, args, actor_state)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            actor_ms = (time.perf_counter() - start) * 1e3
-            # line 10: the critic step
-            value_loss = critic_step(critic, critic_opt, b_obs, tensor(returns, device).reshape(-1), args)
-            # observation statistics: updated after the update that used them
-            normalizer.obs_rms.update(buf_obs.reshape(-1, obs_dim))
-            if not all_finite(value_loss, actor, critic) or not stats_finite(normalizer):
-                # NaN or Inf: back to the state before this rollout and update, checkpoint it, exit 3
+            if (
+                not finite
+            ):  # NaN or Inf: back to the state before this rollout and update, checkpoint it, exit 3
                 global_step, update, actor_state = restore(last_good, nets, rng)
                 status = "diverged"
                 break
             update += 1
-            policy = RolloutPolicy(actor)
-            with torch.no_grad():
-                mean_logprob = actor.log_prob(batch["obs"], batch["actions"]).mean().item()
-                entropy = actor.entropy(batch["obs"]).mean().item()
-            log.update(update, global_step, value_loss, mean_logprob, entropy, diagnostics, actor_ms)
+            policy = RolloutPolicy(nets["actor"])
+            record_update(log, nets["actor"], batch, update, global_step, value_loss, diagnostics, actor_ms)
             if args.checkpoint_every and update % args.checkpoint_every == 0:
                 save_checkpoint(run_dir, snapshot(args, nets, actor_state, rng, global_step, update))
         if status == "finished" and stop.name is not None and global_step < budget:
             status = "interrupted"
         # always: at the end, on a signal, on divergence
         save_checkpoint(run_dir, snapshot(args, nets, actor_state, rng, global_step, update))
-        for env in envs:
-            env.close()
+        rollout.close()
         log.close(status, stop.name, update, global_step)
         if cut:  # the episodes of the dropped rollout are not the run's: the logs end at the checkpoint
             truncate_logs_to(run_dir, global_step, update)
@@ -1430,8 +1494,7 @@ def train_loop(
 
 def check_resume_fits(args: LabArgs, resume: dict, obs_space, act_space) -> None:
     """A checkpoint that does not fit its flags is refused: it is loaded into throwaway objects first."""
-    discrete = isinstance(act_space, gym.spaces.Discrete)
-    act_dim = act_space.n if discrete else act_space.shape[0]
+    discrete, act_dim = action_dims(act_space)
     actor, critic = lab_networks(args, obs_space.shape[0], act_dim, discrete)
     try:
         actor.load_state_dict(resume["actor"])

@@ -102,13 +102,9 @@ def _draw_runs(axes, runs: list[tuple], smac: list[tuple]) -> None:
     """Draw each run in its colour: its return (raw, faint; the protocol's curve, bold and labelled) on axes[0],
     and for the SMAC runs |l_bar|^2 / lambda on axes[1] and cos(g, step) on axes[2]."""
     for i, (d, cfg, ep, up) in enumerate(runs):
-        color, label = (
-            f"C{i % 10}",
-            (
-                f"{cfg.get('env_id', '?')} {cfg.get('optimizer', '?')} seed "
-                f"{cfg.get('seed', '?')} ({os.path.basename(d)[-10:]})"
-            ),
-        )
+        color = f"C{i % 10}"
+        run = os.path.basename(d)[-10:]
+        label = f"{cfg.get('env_id', '?')} {cfg.get('optimizer', '?')} seed {cfg.get('seed', '?')} ({run})"
         if ep.get("global_step", np.array([])).size:
             axes[0].plot(ep["global_step"], ep["episodic_return"], color=color, alpha=0.25, lw=0.7)
             axes[0].plot(

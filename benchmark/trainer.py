@@ -381,9 +381,7 @@ def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
                 f"{env_id.rsplit('-v', 1)[0]}-v5)",
                 file=sys.stderr,
             )
-    except (
-        gym.error.DependencyNotInstalled
-    ) as e:  # e.g. CarRacing without Box2D: registered, a package missing
+    except gym.error.DependencyNotInstalled as e:  # e.g. CarRacing without Box2D: a package missing
         raise ConfigError(
             f"--env-id {env_id!r} needs a package that is not installed: {str(e).splitlines()[0]}"
         ) from None
@@ -483,19 +481,14 @@ def mean_score_and_policy_gradient(
     xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
     with torch.no_grad():
         # parts: parameter -> (its part of sum_i l_i, of sum_i A_i l_i)
-        adv, parts = (
-            advantages.unsqueeze(-1),
-            {},
-        )
+        adv = advantages.unsqueeze(-1)
+        parts = {}
         if dlog_std is not None:
             parts[actor.log_std] = (dlog_std.sum(0), (dlog_std * adv).sum(0))
         for linear, x, delta in zip(actor.linears, xs, deltas):
             weighted = delta * adv  # A_i delta_i
             # sum_i (A_i) delta_i x_i^T
-            parts[linear.weight] = (
-                (delta.T @ x).reshape(-1),
-                (weighted.T @ x).reshape(-1),
-            )
+            parts[linear.weight] = ((delta.T @ x).reshape(-1), (weighted.T @ x).reshape(-1))
             parts[linear.bias] = (delta.sum(0), weighted.sum(0))
         params = list(actor.parameters())  # the flat layout is read from the module, not assumed
         if len(parts) != len(params) or any(p not in parts for p in params):
@@ -552,12 +545,8 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     """SMAC. batch-mean (Practical Method): F~ = lambda I + l_bar l_bar^T, one step per rollout (--prev-ef-beta > 0:
     F_k = lambda_k I + sum_j w_j l_bar_j l_bar_j^T instead, by Woodbury); per-sample (Algorithm 1) and
     per-sample-parallel: the two functions above. --step-normalization rescales the direction to |g|."""
-    params, obs, actions, adv = (
-        trainable_parameters(actor),
-        batch["obs"],
-        batch["actions"],
-        batch["advantages"],
-    )
+    params = trainable_parameters(actor)
+    obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
     if args.fisher == "per-sample":
         return smac_per_sample_step(actor, batch, args, params)
     if args.fisher == "per-sample-parallel":
@@ -669,16 +658,8 @@ def fisher_vector_product(actor: Actor, obs: torch.Tensor):
     else:
         log_std, mu_old, log_std_old = actor.log_std, out.detach(), actor.log_std.detach()
         # KL(N(mu_o, s_o^2) || N(mu, s^2)) = log s - log s_o + (s_o^2 + (mu_o - mu)^2) / (2 s^2) - 1/2, per action dim
-        kl = (
-            (
-                log_std
-                - log_std_old
-                - 0.5
-                + (torch.exp(2 * log_std_old) + (mu_old - out).pow(2)) / (2 * torch.exp(2 * log_std))
-            )
-            .sum(-1)
-            .mean()
-        )
+        spread = (torch.exp(2 * log_std_old) + (mu_old - out).pow(2)) / (2 * torch.exp(2 * log_std))
+        kl = (log_std - log_std_old - 0.5 + spread).sum(-1).mean()
     params = list(actor.parameters())
     grad_kl = torch.cat([g.reshape(-1) for g in torch.autograd.grad(kl, params, create_graph=True)])
     return lambda v: torch.cat(
@@ -760,11 +741,9 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
         with_bias = [torch.cat([x, torch.ones_like(x[:, :1])], dim=1) for x in xs]
         stats = [(a.T @ a / x.shape[0], gz.T @ gz / x.shape[0]) for x, a, gz in zip(xs, with_bias, gs)]
         if "kfac_A" not in state:  # first update: the factors start at the first batch's statistics (ACKTR)
-            state["kfac_A"], state["kfac_G"], state["kfac_updates"] = (
-                [a for a, _ in stats],
-                [gg for _, gg in stats],
-                0,
-            )
+            state["kfac_A"] = [a for a, _ in stats]
+            state["kfac_G"] = [gg for _, gg in stats]
+            state["kfac_updates"] = 0
         else:  # exponential moving averages: A <- decay A + (1 - decay) A_batch, same for G
             d = args.kfac_decay
             state["kfac_A"] = [d * A + (1 - d) * a for A, (a, _) in zip(state["kfac_A"], stats)]
@@ -777,11 +756,8 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
             state["kfac_eig_A"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_A"])]
             state["kfac_eig_G"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_G"])]
         state["kfac_updates"] += 1
-        # views of g per parameter
-        grads, out_parts = (
-            dict(zip(params, g.split([p.numel() for p in params]))),
-            {},
-        )
+        grads = dict(zip(params, g.split([p.numel() for p in params])))  # views of g per parameter
+        out_parts = {}
         for linear, (d_a, q_a), (d_g, q_g) in zip(actor.linears, state["kfac_eig_A"], state["kfac_eig_G"]):
             grad_wb = torch.cat(
                 [grads[linear.weight].view_as(linear.weight), grads[linear.bias][:, None]], dim=1
@@ -1045,9 +1021,8 @@ def load_checkpoint(path: str) -> dict:
                 np.isfinite(mean).all() and np.isfinite(var).all() and math.isfinite(float(rms["count"]))
             ):
                 raise ValueError(f"normalizer {key} holds NaN or Inf (mean {mean}, var {var})")
-        for i, param_state in ckpt["critic_opt"][
-            "state"
-        ].items():  # Adam's moments fit the critic's parameters
+        # Adam's moments fit the critic's parameters
+        for i, param_state in ckpt["critic_opt"]["state"].items():
             for v in param_state.values():
                 if torch.is_tensor(v) and v.dim() and v.shape != critic_params[i].shape:
                     raise ValueError(
@@ -1116,9 +1091,7 @@ def flags_as_argv(saved: dict) -> list[str]:
             continue
         if isinstance(value, bool):
             argv.append(flag if value else "--no-" + f.name.replace("_", "-"))
-        elif isinstance(
-            value, (list, tuple)
-        ):  # an empty one too: refused by the checks, not made the default
+        elif isinstance(value, (list, tuple)):  # an empty one too: refused by the checks, not defaulted
             argv += [flag, *map(str, value)]
         else:
             argv.append(f"{flag}={value}")
@@ -1466,9 +1439,7 @@ def train_loop(
             diagnostics, actor_ms, value_loss, finite = update_nets(
                 args, nets, batch, returns, rollout, actor_state, device
             )
-            if (
-                not finite
-            ):  # NaN or Inf: back to the state before this rollout and update, checkpoint it, exit 3
+            if not finite:  # NaN or Inf: back to the state before this rollout and update, checkpoint it
                 global_step, update, actor_state = restore(last_good, nets, rng)
                 status = "diverged"
                 break

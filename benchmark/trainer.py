@@ -1592,7 +1592,6 @@ def upload_videos(run_dir: str, args: LabArgs) -> None:
     """--track --capture-video: the run's videos go to its W&B run too (continued by its id, as runlayer.RunLog
     names it); moved here from the reference (issue 35)."""
     import glob
-    import hashlib
 
     import wandb
 
@@ -1600,7 +1599,7 @@ def upload_videos(run_dir: str, args: LabArgs) -> None:
         project=args.wandb_project_name,
         entity=args.wandb_entity,
         dir=run_dir,
-        id=hashlib.sha1(os.path.abspath(run_dir).encode()).hexdigest()[:16],
+        id=runlayer.wandb_run_id(run_dir),
         resume="allow",
         settings=wandb.Settings(init_timeout=60),
     )

@@ -68,6 +68,7 @@ from smac_a2c import (  # noqa: E402
     sherman_morrison_direction,
     smac_direction,  # noqa: F401  (re-exported)
     step_diagnostics,  # noqa: F401  (re-exported)
+    tensor,
     trainable_parameters,
 )
 
@@ -1236,10 +1237,6 @@ def resume_args(args: Args, argv: list[str], resume: dict) -> Args:
         setattr(saved, f, getattr(args, f))
     saved.resume = args.resume
     return saved
-
-
-def tensor(x: np.ndarray, device: torch.device) -> torch.Tensor:
-    return torch.as_tensor(x, dtype=torch.float32, device=device)
 
 
 def all_finite(value_loss: float, actor: nn.Module, critic: nn.Module) -> bool:

@@ -175,6 +175,11 @@ def say(text: str, stream=None) -> None:
             os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
+def wandb_run_id(run_dir: str) -> str:
+    """A run's W&B id, from its run directory: a resumed run continues the same W&B run."""
+    return hashlib.sha1(os.path.abspath(run_dir).encode()).hexdigest()[:16]
+
+
 class RunLog:
     """A run's outputs: config.json, episodes.csv and updates.csv (with TensorBoard and W&B), the progress
     bar (or a plain line every 10 updates or 30 s when stdout is not a terminal), summary.json, the closing
@@ -208,8 +213,6 @@ class RunLog:
         if args.track:
             import wandb
 
-            # a resumed run continues the same W&B run: its id comes from the run directory
-            run_id = hashlib.sha1(os.path.abspath(run_dir).encode()).hexdigest()[:16]
             self.wandb_run = wandb.init(
                 project=args.wandb_project_name,
                 entity=args.wandb_entity,
@@ -217,7 +220,7 @@ class RunLog:
                 config=asdict(args),
                 name=os.path.basename(run_dir),
                 resume="allow",
-                id=run_id,
+                id=wandb_run_id(run_dir),
                 settings=wandb.Settings(init_timeout=60),
             )
             self.wandb_run.define_metric("*", step_metric="global_step")

@@ -23,7 +23,6 @@ import contextlib
 import copy
 import csv
 import functools
-import json
 import math
 import os
 import random
@@ -43,7 +42,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 import smac_a2c  # noqa: E402
-from benchmark import algorithms, protocol, provenance, runlayer  # noqa: E402
+from benchmark import algorithms, plotting, provenance, runlayer  # noqa: E402
 from benchmark.runlayer import (  # noqa: E402
     EXIT_CODES,
     FLOAT32_MAX,
@@ -69,6 +68,7 @@ from smac_a2c import (  # noqa: E402
     sherman_morrison_direction,
     smac_direction,  # noqa: F401  (re-exported)
     step_diagnostics,  # noqa: F401  (re-exported)
+    tensor,
     trainable_parameters,
 )
 
@@ -363,6 +363,12 @@ def lab_networks(args: LabArgs, obs_dim: int, act_dim: int, discrete: bool):
     return make_networks(args, obs_dim, act_dim, discrete, args.activation, args.log_std_init)
 
 
+def action_dims(act_space: gym.Space) -> tuple[bool, int]:
+    """(discrete, act_dim): a Discrete space's n actions, or a Box's size."""
+    discrete = isinstance(act_space, gym.spaces.Discrete)
+    return discrete, act_space.n if discrete else act_space.shape[0]
+
+
 def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
     """(observation_space, action_space), or a ConfigError with a hint; one note for an out-of-date id (Hopper-v4)."""
     try:
@@ -376,9 +382,7 @@ def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
                 f"{env_id.rsplit('-v', 1)[0]}-v5)",
                 file=sys.stderr,
             )
-    except (
-        gym.error.DependencyNotInstalled
-    ) as e:  # e.g. CarRacing without Box2D: registered, a package missing
+    except gym.error.DependencyNotInstalled as e:  # e.g. CarRacing without Box2D: a package missing
         raise ConfigError(
             f"--env-id {env_id!r} needs a package that is not installed: {str(e).splitlines()[0]}"
         ) from None
@@ -478,19 +482,14 @@ def mean_score_and_policy_gradient(
     xs, deltas, dlog_std = per_sample_score_factors(actor, obs, actions)
     with torch.no_grad():
         # parts: parameter -> (its part of sum_i l_i, of sum_i A_i l_i)
-        adv, parts = (
-            advantages.unsqueeze(-1),
-            {},
-        )
+        adv = advantages.unsqueeze(-1)
+        parts = {}
         if dlog_std is not None:
             parts[actor.log_std] = (dlog_std.sum(0), (dlog_std * adv).sum(0))
         for linear, x, delta in zip(actor.linears, xs, deltas):
             weighted = delta * adv  # A_i delta_i
             # sum_i (A_i) delta_i x_i^T
-            parts[linear.weight] = (
-                (delta.T @ x).reshape(-1),
-                (weighted.T @ x).reshape(-1),
-            )
+            parts[linear.weight] = ((delta.T @ x).reshape(-1), (weighted.T @ x).reshape(-1))
             parts[linear.bias] = (delta.sum(0), weighted.sum(0))
         params = list(actor.parameters())  # the flat layout is read from the module, not assumed
         if len(parts) != len(params) or any(p not in parts for p in params):
@@ -547,12 +546,8 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
     """SMAC. batch-mean (Practical Method): F~ = lambda I + l_bar l_bar^T, one step per rollout (--prev-ef-beta > 0:
     F_k = lambda_k I + sum_j w_j l_bar_j l_bar_j^T instead, by Woodbury); per-sample (Algorithm 1) and
     per-sample-parallel: the two functions above. --step-normalization rescales the direction to |g|."""
-    params, obs, actions, adv = (
-        trainable_parameters(actor),
-        batch["obs"],
-        batch["actions"],
-        batch["advantages"],
-    )
+    params = trainable_parameters(actor)
+    obs, actions, adv = batch["obs"], batch["actions"], batch["advantages"]
     if args.fisher == "per-sample":
         return smac_per_sample_step(actor, batch, args, params)
     if args.fisher == "per-sample-parallel":
@@ -664,16 +659,8 @@ def fisher_vector_product(actor: Actor, obs: torch.Tensor):
     else:
         log_std, mu_old, log_std_old = actor.log_std, out.detach(), actor.log_std.detach()
         # KL(N(mu_o, s_o^2) || N(mu, s^2)) = log s - log s_o + (s_o^2 + (mu_o - mu)^2) / (2 s^2) - 1/2, per action dim
-        kl = (
-            (
-                log_std
-                - log_std_old
-                - 0.5
-                + (torch.exp(2 * log_std_old) + (mu_old - out).pow(2)) / (2 * torch.exp(2 * log_std))
-            )
-            .sum(-1)
-            .mean()
-        )
+        spread = (torch.exp(2 * log_std_old) + (mu_old - out).pow(2)) / (2 * torch.exp(2 * log_std))
+        kl = (log_std - log_std_old - 0.5 + spread).sum(-1).mean()
     params = list(actor.parameters())
     grad_kl = torch.cat([g.reshape(-1) for g in torch.autograd.grad(kl, params, create_graph=True)])
     return lambda v: torch.cat(
@@ -755,11 +742,9 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
         with_bias = [torch.cat([x, torch.ones_like(x[:, :1])], dim=1) for x in xs]
         stats = [(a.T @ a / x.shape[0], gz.T @ gz / x.shape[0]) for x, a, gz in zip(xs, with_bias, gs)]
         if "kfac_A" not in state:  # first update: the factors start at the first batch's statistics (ACKTR)
-            state["kfac_A"], state["kfac_G"], state["kfac_updates"] = (
-                [a for a, _ in stats],
-                [gg for _, gg in stats],
-                0,
-            )
+            state["kfac_A"] = [a for a, _ in stats]
+            state["kfac_G"] = [gg for _, gg in stats]
+            state["kfac_updates"] = 0
         else:  # exponential moving averages: A <- decay A + (1 - decay) A_batch, same for G
             d = args.kfac_decay
             state["kfac_A"] = [d * A + (1 - d) * a for A, (a, _) in zip(state["kfac_A"], stats)]
@@ -772,11 +757,8 @@ def kfac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
             state["kfac_eig_A"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_A"])]
             state["kfac_eig_G"] = [(e[0].clamp_min(0), e[1]) for e in map(eig, state["kfac_G"])]
         state["kfac_updates"] += 1
-        # views of g per parameter
-        grads, out_parts = (
-            dict(zip(params, g.split([p.numel() for p in params]))),
-            {},
-        )
+        grads = dict(zip(params, g.split([p.numel() for p in params])))  # views of g per parameter
+        out_parts = {}
         for linear, (d_a, q_a), (d_g, q_g) in zip(actor.linears, state["kfac_eig_A"], state["kfac_eig_G"]):
             grad_wb = torch.cat(
                 [grads[linear.weight].view_as(linear.weight), grads[linear.bias][:, None]], dim=1
@@ -931,7 +913,7 @@ class LabRunLog(RunLog):
         super().write_row(name, row)
 
 
-# --- Run management: run directories, locks, checkpoints, resume, evaluation, plots ---
+# --- Run management: run directories, locks, checkpoints, resume, evaluation ---
 def truncate_logs_to(run_dir: str, global_step: int, update: int) -> None:
     """Cut episodes.csv / updates.csv back to a checkpoint (after a hard kill the logs run ahead of it): rows after it
     and a torn last line are dropped, atomically."""
@@ -1040,9 +1022,8 @@ def load_checkpoint(path: str) -> dict:
                 np.isfinite(mean).all() and np.isfinite(var).all() and math.isfinite(float(rms["count"]))
             ):
                 raise ValueError(f"normalizer {key} holds NaN or Inf (mean {mean}, var {var})")
-        for i, param_state in ckpt["critic_opt"][
-            "state"
-        ].items():  # Adam's moments fit the critic's parameters
+        # Adam's moments fit the critic's parameters
+        for i, param_state in ckpt["critic_opt"]["state"].items():
             for v in param_state.values():
                 if torch.is_tensor(v) and v.dim() and v.shape != critic_params[i].shape:
                     raise ValueError(
@@ -1111,9 +1092,7 @@ def flags_as_argv(saved: dict) -> list[str]:
             continue
         if isinstance(value, bool):
             argv.append(flag if value else "--no-" + f.name.replace("_", "-"))
-        elif isinstance(
-            value, (list, tuple)
-        ):  # an empty one too: refused by the checks, not made the default
+        elif isinstance(value, (list, tuple)):  # an empty one too: refused by the checks, not defaulted
             argv += [flag, *map(str, value)]
         else:
             argv.append(f"{flag}={value}")
@@ -1141,14 +1120,9 @@ def evaluate(
     """Mean and std of undiscounted returns of the deterministic policy (mean action / argmax)."""
     args = args_from_checkpoint(ckpt["args"], training=False)
     obs_space, act_space = check_env_id(args.env_id)
-    discrete = isinstance(act_space, gym.spaces.Discrete)
+    discrete, act_dim = action_dims(act_space)
     actor = Actor(
-        obs_space.shape[0],
-        act_space.n if discrete else act_space.shape[0],
-        discrete,
-        args.hidden_sizes,
-        args.log_std_init,
-        args.activation,
+        obs_space.shape[0], act_dim, discrete, args.hidden_sizes, args.log_std_init, args.activation
     )
     normalizer = Normalizer(obs_space.shape[0], args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
     try:
@@ -1189,167 +1163,6 @@ def evaluate(
         returns.append(total)
     env.close()
     return float(np.mean(returns)), float(np.std(returns))
-
-
-def read_run_csv(path: str, required: tuple = ()) -> dict:
-    """Columns of episodes.csv / updates.csv as float arrays (a torn last line is skipped); a missing or empty
-    file reads as no rows; ConfigError when a `required` column is missing (a header-less or garbled file)."""
-    import pandas as pd
-
-    try:
-        frame = pd.read_csv(path, on_bad_lines="skip")
-    except (FileNotFoundError, pd.errors.EmptyDataError):
-        frame = pd.DataFrame()
-    except (UnicodeDecodeError, pd.errors.ParserError) as e:  # a binary or garbled file
-        raise ConfigError(f"--plot: {path!r} is not a readable CSV ({type(e).__name__})") from None
-    data = {k: pd.to_numeric(v, errors="coerce").to_numpy(dtype=float) for k, v in frame.items()}
-    missing = [c for c in required if c not in data]
-    if missing and data:
-        raise ConfigError(f"--plot: {path!r} has no column {missing[0]!r} (header-less or garbled)")
-    if "global_step" in data:  # rows without a step (a torn tail after a power loss) are dropped
-        keep = np.isfinite(data["global_step"])
-        data = {k: v[keep] for k, v in data.items()}
-    return data or {c: np.array([]) for c in required}
-
-
-def plot_curve(steps: np.ndarray, returns: np.ndarray, budget: Optional[int] = None) -> tuple:
-    """(bin ends, curve) of the paper's protocol as the report computes it; budget defaults to the last step."""
-    budget = int(budget or steps.max())
-    curve = protocol.smoothed_curve(steps, returns, budget, last_step=min(int(steps.max()), budget))
-    return np.arange(1, protocol.N_BINS + 1) * budget / protocol.N_BINS, curve
-
-
-def plot_runs(run_dirs: tuple, out: str) -> str:
-    """Plot the runs (run directories, or files in them) into the PNG `out`: each run's return, raw and by the
-    paper's protocol, and for SMAC runs |l_bar|^2 / lambda and cos(g, step) over the steps; returns out."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    runs = [_plotted_run(d) for d in run_dirs]  # (run directory, its flags, episodes.csv, updates.csv)
-    if not any(ep["global_step"].size for _, _, ep, _ in runs):
-        raise ConfigError(
-            "--plot: no finished episode in " + ", ".join(repr(r[0]) for r in runs) + "; nothing to plot"
-        )
-    smac = [
-        r
-        for r in runs
-        if r[1].get("optimizer", "smac") == "smac" and np.isfinite(r[3].get("ell_sq", [np.nan])).any()
-    ]
-    fig, axes = plt.subplots(1, 3 if smac else 1, figsize=(15 if smac else 6.5, 4.2), squeeze=False)
-    axes = axes[0]
-    _draw_runs(axes, runs, smac)
-    _label_axes(axes, smac)
-    fig.tight_layout()
-    try:
-        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-        fig.savefig(out, dpi=110)
-    except OSError as e:
-        raise ConfigError(f"--plot-out {out!r}: cannot write there ({e.strerror or e})") from None
-    finally:
-        plt.close(fig)
-    return out
-
-
-def _plotted_run(d: str) -> tuple:
-    """(run directory, its flags, episodes.csv, updates.csv) of a run directory or a file in one; its flags are
-    {} when config.json is missing or unreadable (the run is still plotted, unlabelled)."""
-    d = os.path.dirname(d) if os.path.isfile(d) else d
-    if not os.path.isfile(os.path.join(d, "episodes.csv")):
-        raise ConfigError(f"--plot: {d!r} is not a run directory (no episodes.csv)")
-    try:
-        with open(os.path.join(d, "config.json")) as f:
-            cfg = dict(json.load(f)["args"])
-    except (OSError, ValueError, KeyError, TypeError):
-        cfg = {}
-    return (
-        d,
-        cfg,
-        read_run_csv(os.path.join(d, "episodes.csv"), ("global_step", "episodic_return")),
-        read_run_csv(os.path.join(d, "updates.csv"), ("global_step", "ell_sq", "cos_g_step")),
-    )
-
-
-def _draw_runs(axes, runs: list[tuple], smac: list[tuple]) -> None:
-    """Draw each run in its colour: its return (raw, faint; the protocol's curve, bold and labelled) on axes[0],
-    and for the SMAC runs |l_bar|^2 / lambda on axes[1] and cos(g, step) on axes[2]."""
-    for i, (d, cfg, ep, up) in enumerate(runs):
-        color, label = (
-            f"C{i % 10}",
-            (
-                f"{cfg.get('env_id', '?')} {cfg.get('optimizer', '?')} seed "
-                f"{cfg.get('seed', '?')} ({os.path.basename(d)[-10:]})"
-            ),
-        )
-        if ep.get("global_step", np.array([])).size:
-            axes[0].plot(ep["global_step"], ep["episodic_return"], color=color, alpha=0.25, lw=0.7)
-            axes[0].plot(
-                *plot_curve(ep["global_step"], ep["episodic_return"], cfg.get("total_timesteps")),
-                color=color,
-                lw=2,
-                label=label,
-            )
-        if (d, cfg, ep, up) in smac and up["global_step"].size:
-            axes[1].plot(up["global_step"], up["ell_sq"] / damping_of(cfg), color=color, lw=1)
-            axes[2].plot(up["global_step"], up["cos_g_step"], color=color, lw=1)
-
-
-def _label_axes(axes, smac: list[tuple]) -> None:
-    """The plot's titles, axis labels, legend, grid and step ticks (the SMAC axes only where there are SMAC runs)."""
-    import matplotlib.ticker
-
-    axes[0].set(
-        xlabel="environment steps",
-        ylabel="episodic return",
-        title="return: raw (faint) and the paper's protocol, benchmark/protocol.py (bold)",
-    )
-    axes[0].legend(fontsize=7)
-    if smac:
-        axes[1].set(
-            xlabel="environment steps",
-            ylabel="|l_bar|^2 / lambda",
-            yscale="log",
-            title="SMAC: rank-1 term relative to damping",
-        )
-        axes[2].set(
-            xlabel="environment steps", ylabel="cos(g, step)", title="SMAC: cos(policy gradient, step)"
-        )
-        axes[2].ticklabel_format(axis="y", useOffset=False)
-    for ax in axes:
-        ax.grid(alpha=0.3)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())
-
-
-def damping_of(cfg: dict) -> float:
-    """A run's lambda from its config.json (1.0 when it is missing or not a positive number)."""
-    try:
-        damping = float(cfg.get("damping", 1.0))
-    except (TypeError, ValueError):
-        return 1.0
-    return damping if damping > 0 and math.isfinite(damping) else 1.0
-
-
-def plot_path(out: Optional[str], plot: tuple, runs_dir: str) -> str:
-    """Where --plot writes: --plot-out as given with an image format matplotlib writes (none given: .png; a
-    directory, or a path ending in '/': plot.png inside it), else RUN/plot.png or runs_dir/plot_<time>.png."""
-    import matplotlib.figure
-
-    if out is None:
-        if len(plot) == 1:
-            return os.path.join(plot[0], "plot.png")
-        return os.path.join(runs_dir, f"plot_{int(time.time())}.png")
-    if out.endswith(os.sep) or os.path.isdir(out):
-        return os.path.join(out, "plot.png")
-    extension = os.path.splitext(out)[1].lstrip(".").lower()
-    if not extension:
-        return out + ".png"
-    formats = matplotlib.figure.Figure().canvas.get_supported_filetypes()
-    if extension not in formats:
-        raise ConfigError(
-            f"--plot-out {out!r}: matplotlib cannot write .{extension}; use one of {', '.join(formats)}"
-        )
-    return out
 
 
 # others stay on --resume
@@ -1426,10 +1239,6 @@ def resume_args(args: Args, argv: list[str], resume: dict) -> Args:
     return saved
 
 
-def tensor(x: np.ndarray, device: torch.device) -> torch.Tensor:
-    return torch.as_tensor(x, dtype=torch.float32, device=device)
-
-
 def all_finite(value_loss: float, actor: nn.Module, critic: nn.Module) -> bool:
     params = list(actor.parameters()) + list(critic.parameters())
     return math.isfinite(value_loss) and all(torch.isfinite(p).all() for p in params)
@@ -1439,6 +1248,144 @@ def stats_finite(normalizer: Normalizer) -> bool:
     """The normalization statistics hold no NaN or Inf (an infinite observation or reward would poison them)."""
     parts = (normalizer.obs_rms.mean, normalizer.obs_rms.var, normalizer.ret_rms.mean, normalizer.ret_rms.var)
     return all(np.isfinite(p).all() for p in parts)
+
+
+def seed_all(seed: int) -> np.random.Generator:
+    """Seeding as CleanRL: python, numpy and torch (deterministic algorithms); returns the rollout's generator."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    return np.random.default_rng(seed)
+
+
+def build_nets(args: LabArgs, obs_space, act_space, device: torch.device) -> dict:
+    """Algorithm 1, line 2: theta (the actor) and phi (the critic) initialised, the critic's Adam and the
+    normalization, as runlayer's snapshot and restore name them."""
+    discrete, act_dim = action_dims(act_space)
+    obs_dim = obs_space.shape[0]
+    actor, critic = lab_networks(args, obs_dim, act_dim, discrete)
+    actor = actor.to(device)
+    critic = critic.to(device)
+    critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
+    normalizer = Normalizer(obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
+    return {"actor": actor, "critic": critic, "critic_opt": critic_opt, "normalizer": normalizer}
+
+
+class Rollout:
+    """The N environments, their current observations, one rollout's buffers (T steps by N environments) and each
+    environment's episode so far. Environment i first resets with seed + update * N + i; only the first records
+    videos."""
+
+    def __init__(self, args: LabArgs, run_dir: str, make_env, obs_space, act_space, update: int):
+        T = args.num_steps
+        N = args.num_envs
+        obs_dim = obs_space.shape[0]
+        video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
+        self.envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(N)]
+        self.obs = np.stack(
+            [env.reset(seed=args.seed + update * N + i)[0] for i, env in enumerate(self.envs)]
+        )
+        self.act_space = act_space
+        self.discrete, act_dim = action_dims(act_space)
+        self.buf_obs = np.zeros((T, N, obs_dim))
+        self.buf_next_obs = np.zeros((T, N, obs_dim))
+        self.buf_actions = np.zeros((T, N) if self.discrete else (T, N, act_dim))
+        self.buf_rewards = np.zeros((T, N))
+        self.buf_terminations = np.zeros((T, N))
+        self.buf_dones = np.zeros((T, N))
+        self.ep_return = np.zeros(N)
+        self.ep_length = np.zeros(N, dtype=np.int64)
+
+    def collect(
+        self, policy: RolloutPolicy, normalizer: Normalizer, rng, log: RunLog, global_step: int, stop
+    ) -> bool:
+        """Algorithm 1, line 4: T steps in every environment, acting with the current policy; each episode that
+        ends is logged. False when a signal came first: the rollout is then incomplete."""
+        N = len(self.envs)
+        for t in range(self.buf_obs.shape[0]):
+            if stop.name is not None:
+                return False
+            action = policy.sample(normalizer.obs(self.obs), rng)
+            # Discrete(n, start): the policy's index shifted; a Box: the action clipped into it
+            if self.discrete:
+                env_action = action + self.act_space.start
+            else:
+                env_action = action.clip(self.act_space.low, self.act_space.high)
+            self.buf_obs[t] = self.obs
+            self.buf_actions[t] = action
+            for i, env in enumerate(self.envs):
+                next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
+                self.buf_rewards[t, i] = reward
+                self.buf_terminations[t, i] = terminated
+                self.buf_dones[t, i] = terminated or truncated
+                # s_{t+1}: the final observation if the episode ends here
+                self.buf_next_obs[t, i] = next_obs
+                self.ep_return[i] = self.ep_return[i] + self.buf_rewards[t, i]
+                self.ep_length[i] = self.ep_length[i] + 1
+                if terminated or truncated:
+                    log.episode(global_step + (t + 1) * N, self.ep_return[i], self.ep_length[i])
+                    self.ep_return[i] = 0.0
+                    self.ep_length[i] = 0
+                    next_obs, _ = env.reset()
+                self.obs[i] = next_obs
+        return True
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def rollout_batch(
+    args: LabArgs, rollout: Rollout, nets: dict, device: torch.device
+) -> tuple[dict, torch.Tensor]:
+    """Algorithm 1, line 5: the rollout as the batch {obs, actions, advantages} (GAE from the critic before its
+    update; --norm-adv normalizes the advantages) and the critic's targets, the returns."""
+    T, N, obs_dim = rollout.buf_obs.shape
+    normalizer = nets["normalizer"]
+    with torch.no_grad():
+        b_obs = tensor(normalizer.obs(rollout.buf_obs), device).reshape(T * N, obs_dim)
+        values = nets["critic"](b_obs).reshape(T, N).cpu().numpy()
+        next_values = nets["critic"](tensor(normalizer.obs(rollout.buf_next_obs), device)).cpu().numpy()
+    rewards = normalizer.rewards(rollout.buf_rewards, rollout.buf_dones)
+    advantages, returns = compute_gae(
+        rewards, values, next_values, rollout.buf_terminations, rollout.buf_dones, args.gamma, args.gae_lambda
+    )
+    advantages = tensor(advantages, device).reshape(-1)
+    if args.norm_adv:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    actions = tensor(rollout.buf_actions, device).reshape(T * N, *rollout.buf_actions.shape[2:])
+    batch = {"obs": b_obs, "actions": actions, "advantages": advantages}
+    return batch, tensor(returns, device).reshape(-1)
+
+
+def update_nets(
+    args: LabArgs, nets: dict, batch: dict, returns, rollout: Rollout, actor_state: dict, device
+) -> tuple[list, float, float, bool]:
+    """Algorithm 1, lines 6-10: the actor step(s) of --optimizer (with --num-minibatches and --update-epochs),
+    timed, then the critic step; the observation statistics take in the rollout after the update that used them.
+    (diagnostics, actor_ms, value_loss, finite): finite is False on a NaN or Inf in the loss, the networks or the
+    statistics."""
+    start = time.perf_counter()
+    diagnostics = actor_update(nets["actor"], batch, args, actor_state)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    actor_ms = (time.perf_counter() - start) * 1e3
+    value_loss = critic_step(nets["critic"], nets["critic_opt"], batch["obs"], returns, args)
+    normalizer = nets["normalizer"]
+    normalizer.obs_rms.update(rollout.buf_obs.reshape(-1, rollout.buf_obs.shape[2]))
+    finite = all_finite(value_loss, nets["actor"], nets["critic"]) and stats_finite(normalizer)
+    return diagnostics, actor_ms, value_loss, finite
+
+
+def record_update(log: RunLog, actor: Actor, batch: dict, update: int, global_step: int, *measured) -> None:
+    """updates.csv's row of an update: its `measured` (value_loss, diagnostics, actor_ms) with the mean
+    log-probability and entropy of the updated actor on the batch."""
+    value_loss, diagnostics, actor_ms = measured
+    with torch.no_grad():
+        mean_logprob = actor.log_prob(batch["obs"], batch["actions"]).mean().item()
+        entropy = actor.entropy(batch["obs"]).mean().item()
+    log.update(update, global_step, value_loss, mean_logprob, entropy, diagnostics, actor_ms)
 
 
 def train_loop(
@@ -1461,43 +1408,18 @@ def train_loop(
     last_good = None
     try:
         device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
-        # seeding (as CleanRL): python, numpy, torch; environment i resets with seed + i
-        random.seed(args.seed)
-        np.random.seed(args.seed)
-        torch.manual_seed(args.seed)
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        rng = np.random.default_rng(args.seed)
-        discrete = isinstance(act_space, gym.spaces.Discrete)
-        T = args.num_steps
-        N = args.num_envs
-        budget = args.total_timesteps - args.total_timesteps % (T * N)
-        obs_dim = obs_space.shape[0]
-        act_dim = act_space.n if discrete else act_space.shape[0]
-        # Algorithm 1, line 2: initialise theta (the actor) and phi (the critic)
-        actor, critic = lab_networks(args, obs_dim, act_dim, discrete)
-        actor = actor.to(device)
-        critic = critic.to(device)
-        critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
-        normalizer = Normalizer(obs_dim, N, args.gamma, args.norm_obs, args.norm_reward)
-        nets = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "normalizer": normalizer}
+        rng = seed_all(args.seed)
+        steps_per_rollout = args.num_steps * args.num_envs
+        budget = args.total_timesteps - args.total_timesteps % steps_per_rollout
+        nets = build_nets(args, obs_space, act_space, device)
         global_step = 0
         update = 0
         actor_state = {}
         if resume is not None:
             global_step, update, actor_state = restore(resume, nets, rng)
         log = LabRunLog(args, run_dir, device, global_step, budget, start)
-        video_dir = os.path.join(run_dir, "videos") if args.capture_video else None
-        envs = [make_env(args.env_id, video_dir if i == 0 else None) for i in range(N)]
-        obs = np.stack([env.reset(seed=args.seed + update * N + i)[0] for i, env in enumerate(envs)])
-        buf_obs = np.zeros((T, N, obs_dim))
-        buf_next_obs = np.zeros((T, N, obs_dim))
-        buf_actions = np.zeros((T, N) if discrete else (T, N, act_dim))
-        buf_rewards = np.zeros((T, N))
-        buf_terminations = np.zeros((T, N))
-        buf_dones = np.zeros((T, N))
-        ep_return = np.zeros(N)
-        ep_length = np.zeros(N, dtype=np.int64)
-        policy = RolloutPolicy(actor)
+        rollout = Rollout(args, run_dir, make_env, obs_space, act_space, update)
+        policy = RolloutPolicy(nets["actor"])
         status = "finished"
         cut = False
         # Algorithm 1, line 3: for iteration k = 0, 1, ...
@@ -1505,81 +1427,29 @@ def train_loop(
             # the state after the last completed update: where a bad update rolls back to, and what a
             # crash keeps as the checkpoint
             last_good = snapshot(args, nets, actor_state, rng, global_step, update)
-            # line 4: roll out T steps in every environment, acting with the current policy
-            cut = False
-            for t in range(T):
-                if stop.name is not None:  # a signal: this rollout is dropped, the run ends now
-                    cut = True
-                    break
-                action = policy.sample(normalizer.obs(obs), rng)
-                # Discrete(n, start): the policy's index shifted; a Box: the action clipped into it
-                env_action = (
-                    action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
-                )
-                buf_obs[t] = obs
-                buf_actions[t] = action
-                for i, env in enumerate(envs):
-                    next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
-                    buf_rewards[t, i] = reward
-                    buf_terminations[t, i] = terminated
-                    buf_dones[t, i] = terminated or truncated
-                    # s_{t+1}: the final observation if the episode ends here
-                    buf_next_obs[t, i] = next_obs
-                    ep_return[i] = ep_return[i] + buf_rewards[t, i]
-                    ep_length[i] = ep_length[i] + 1
-                    if terminated or truncated:
-                        log.episode(global_step + (t + 1) * N, ep_return[i], ep_length[i])
-                        ep_return[i] = 0.0
-                        ep_length[i] = 0
-                        next_obs, _ = env.reset()
-                    obs[i] = next_obs
-            if cut:
+            cut = not rollout.collect(policy, nets["normalizer"], rng, log, global_step, stop)
+            if cut:  # a signal: this rollout is dropped, the run ends now
                 global_step, update, actor_state = restore(last_good, nets, rng)
                 break
-            global_step += T * N
-            # line 5: advantages with GAE, from the critic before its update
-            with torch.no_grad():
-                b_obs = tensor(normalizer.obs(buf_obs), device).reshape(T * N, obs_dim)
-                values = critic(b_obs).reshape(T, N).cpu().numpy()
-                next_values = critic(tensor(normalizer.obs(buf_next_obs), device)).cpu().numpy()
-            rewards = normalizer.rewards(buf_rewards, buf_dones)
-            advantages, returns = compute_gae(
-                rewards, values, next_values, buf_terminations, buf_dones, args.gamma, args.gae_lambda
+            global_step += steps_per_rollout
+            batch, returns = rollout_batch(args, rollout, nets, device)
+            diagnostics, actor_ms, value_loss, finite = update_nets(
+                args, nets, batch, returns, rollout, actor_state, device
             )
-            advantages = tensor(advantages, device).reshape(-1)
-            if args.norm_adv:
-                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-            actions = tensor(buf_actions, device).reshape(T * N, *buf_actions.shape[2:])
-            batch = {"obs": b_obs, "actions": actions, "advantages": advantages}
-            # lines 6-9: the actor step(s) of --optimizer, with --num-minibatches and --update-epochs
-            start = time.perf_counter()
-            diagnostics = actor_update(actor, batch, args, actor_state)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            actor_ms = (time.perf_counter() - start) * 1e3
-            # line 10: the critic step
-            value_loss = critic_step(critic, critic_opt, b_obs, tensor(returns, device).reshape(-1), args)
-            # observation statistics: updated after the update that used them
-            normalizer.obs_rms.update(buf_obs.reshape(-1, obs_dim))
-            if not all_finite(value_loss, actor, critic) or not stats_finite(normalizer):
-                # NaN or Inf: back to the state before this rollout and update, checkpoint it, exit 3
+            if not finite:  # NaN or Inf: back to the state before this rollout and update, checkpoint it
                 global_step, update, actor_state = restore(last_good, nets, rng)
                 status = "diverged"
                 break
             update += 1
-            policy = RolloutPolicy(actor)
-            with torch.no_grad():
-                mean_logprob = actor.log_prob(batch["obs"], batch["actions"]).mean().item()
-                entropy = actor.entropy(batch["obs"]).mean().item()
-            log.update(update, global_step, value_loss, mean_logprob, entropy, diagnostics, actor_ms)
+            policy = RolloutPolicy(nets["actor"])
+            record_update(log, nets["actor"], batch, update, global_step, value_loss, diagnostics, actor_ms)
             if args.checkpoint_every and update % args.checkpoint_every == 0:
                 save_checkpoint(run_dir, snapshot(args, nets, actor_state, rng, global_step, update))
         if status == "finished" and stop.name is not None and global_step < budget:
             status = "interrupted"
         # always: at the end, on a signal, on divergence
         save_checkpoint(run_dir, snapshot(args, nets, actor_state, rng, global_step, update))
-        for env in envs:
-            env.close()
+        rollout.close()
         log.close(status, stop.name, update, global_step)
         if cut:  # the episodes of the dropped rollout are not the run's: the logs end at the checkpoint
             truncate_logs_to(run_dir, global_step, update)
@@ -1592,8 +1462,7 @@ def train_loop(
 
 def check_resume_fits(args: LabArgs, resume: dict, obs_space, act_space) -> None:
     """A checkpoint that does not fit its flags is refused: it is loaded into throwaway objects first."""
-    discrete = isinstance(act_space, gym.spaces.Discrete)
-    act_dim = act_space.n if discrete else act_space.shape[0]
+    discrete, act_dim = action_dims(act_space)
     actor, critic = lab_networks(args, obs_space.shape[0], act_dim, discrete)
     try:
         actor.load_state_dict(resume["actor"])
@@ -1720,7 +1589,6 @@ def upload_videos(run_dir: str, args: LabArgs) -> None:
     """--track --capture-video: the run's videos go to its W&B run too (continued by its id, as runlayer.RunLog
     names it); moved here from the reference (issue 35)."""
     import glob
-    import hashlib
 
     import wandb
 
@@ -1728,7 +1596,7 @@ def upload_videos(run_dir: str, args: LabArgs) -> None:
         project=args.wandb_project_name,
         entity=args.wandb_entity,
         dir=run_dir,
-        id=hashlib.sha1(os.path.abspath(run_dir).encode()).hexdigest()[:16],
+        id=runlayer.wandb_run_id(run_dir),
         resume="allow",
         settings=wandb.Settings(init_timeout=60),
     )
@@ -1767,7 +1635,8 @@ def main(argv=None) -> int:
             check_args(args, training=not (args.plot or args.eval_checkpoint))
         torch.set_num_threads(args.torch_threads)
         if args.plot:
-            print(f"wrote {plot_runs(args.plot, plot_path(args.plot_out, args.plot, args.runs_dir))}")
+            out = plotting.plot_path(args.plot_out, args.plot, args.runs_dir)
+            print(f"wrote {plotting.plot_runs(args.plot, out)}")
             return 0
         if args.eval_checkpoint:
             ckpt = load_checkpoint(args.eval_checkpoint)

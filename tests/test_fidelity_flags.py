@@ -1,4 +1,4 @@
-"""The readings of the fidelity study (issue 11) as trainer flags, against hand computation:
+"""The readings of the fidelity study as trainer flags, against hand computation:
 --num-minibatches / --update-epochs / --shuffle-minibatches, --loss-reduction, --activation."""
 
 import csv

@@ -380,7 +380,7 @@ def test_extend_from_continues_a_copy_of_the_smaller_grids_finished_run(tmp_path
 
 
 def test_benchmark_imports_have_no_cycle():
-    """Imports in benchmark/ go one way (issue 29): walk every module with ast, counting imports inside functions
+    """Imports in benchmark/ go one way: walk every module with ast, counting imports inside functions
     too, and fail on any cycle. (A module importing itself by name, sweep.py's Ray hook, is not a cycle.)"""
     import ast
     import glob
@@ -432,8 +432,8 @@ def test_benchmark_imports_have_no_cycle():
     ],
 )
 def test_sweep_bad_flags_are_one_line_exit_2_even_with_dry_run(argv, needle, capsys):
-    """Issue 26 #14 (part): `--seeds 3-1` made no runs and exited 0, `--budget abc` did not name the flag,
-    `--num-steps 0` passed --dry-run."""
+    """`--seeds 3-1` (no runs), `--budget abc` and `--num-steps 0` are refused, even under --dry-run, naming the
+    flag."""
     assert sweep.main([*argv, "--dry-run", "--tasks", "CartPole", "--algos", "smac"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("error:") and needle in err, err

@@ -1,4 +1,4 @@
-"""What "done" means for a sweep's job (issue 51), each a test that failed on the code before: a compact log counts
+"""What "done" means for a sweep's job: a compact log counts
 only when it loads with the report's own loader (compact.load) and was made with the job's flags; a log or run
 directory of other flags is refused before any job starts, a log the report would leave out is set aside and its
 job run again; --extra-flags go through the trainer's parser before anything runs; every study's --dry-run over the

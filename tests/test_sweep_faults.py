@@ -1,4 +1,4 @@
-"""The sweep's faults (issues 14 and 44), each a test that failed on the code before: a budget that is not a whole
+"""The sweep's faults, each a test: a budget that is not a whole
 number of rollouts, a damaged compact log, one bad job among good ones, two sweeps of one study at once, a stale or
 live extra run directory, and a trainer whose sweep died. Tiny budgets (T = 100 via --num-steps)."""
 

@@ -338,11 +338,16 @@ def held_reading(c: dict, d: Data) -> dict:
 
 
 # ---- the verdict
-def claims_row(claims: list) -> dict:
+def claims_row(claims: list, block: tuple = ()) -> dict:
     """The verdict's row "claims": every claim's final word (the stricter names, the less favourable span), beside
-    the words under the rules fixed before the runs, and the 5M claims' words with their tasks."""
+    the words under the rules fixed before the runs, and the 5M claims' words with their tasks; how many claims
+    rest on 5M runs (the 5M claims and those of the 5M block's tasks, `block`) and the stage-1 budgets
+    ([min, max]) of the others."""
     strict = [vd.CLAIM_WORD[aggregate.combined(c)] for c in claims]
     five = [c for c in claims if c.get("at_5M")]
+    stage1 = [
+        aggregate.stage1_budget(c["task"]) for c in claims if not c.get("at_5M") and c["task"] not in block
+    ]
     return {
         "id": "claims",
         "numbers": {
@@ -356,6 +361,8 @@ def claims_row(claims: list) -> dict:
             },
             # the 5M claims no algorithm's seed mean reaches within 5M
             "at_5M_never": sum(bool(c.get("steps")) and all(t is None for t in c["steps"]) for c in five),
+            "on_5M_runs": len(claims) - len(stage1),
+            "stage1_budgets": [min(stage1), max(stage1)] if stage1 else None,
         },
         "answer": vd.tally(strict),
         "links": ["report/claims.md"],
@@ -379,7 +386,7 @@ def verdict(result: dict, done: dict) -> dict:
     """The row "claims", the point "held" and the design's number of claims."""
     claims = result["claims"]
     return {
-        "rows": [claims_row(claims)],
+        "rows": [claims_row(claims, tuple({r["task"] for r in result["data"].headline}))],
         "points": {"held": held_point(claims, result["data"])},
         "design": {"claims": len(claims)},
     }

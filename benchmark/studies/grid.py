@@ -450,7 +450,8 @@ def step_size_point(grid: Optional[dict]) -> dict:
     probability of improvement over AC-SGD and over sgd-matched with their 95 % CIs, the IQMs of SMAC and
     sgd-matched, and the tasks pooled (how many, their stage-1 budgets [min, max])."""
     g = grid or {"agg": {}, "imp": {}, "tasks": []}
-    budgets = [aggregate.stage1_budget(t) for t in g["tasks"]]
+    tasks = g.get("tasks", [])
+    budgets = [aggregate.stage1_budget(t) for t in tasks]
     imp, iqm = g["imp"], {a: v["IQM"][0] for a, v in g["agg"].items()}
     ratios = [step_ratio(t) for t in hparams.tasks()]
     return {
@@ -460,7 +461,7 @@ def step_size_point(grid: Optional[dict]) -> dict:
         "iqm": [iqm.get("smac"), iqm.get("sgd-matched")],
         "ci_vs_sgd": list(imp["sgd"][1:]) if "sgd" in imp else [None, None],
         "ci_vs_matched": list(imp["sgd-matched"][1:]) if "sgd-matched" in imp else [None, None],
-        "n_tasks": len(g["tasks"]),
+        "n_tasks": len(tasks),
         "budgets": [min(budgets), max(budgets)] if budgets else [None, None],
     }
 

@@ -257,8 +257,8 @@ def parse_budget(spec: str, tasks: Optional[list] = None) -> dict:
 
 
 def parse_seeds(spec: str) -> list[int]:
-    """'1-3' -> [1, 2, 3]; '1,4,7' -> [1, 4, 7]; '2' -> [2]. ValueError naming --seeds for anything else
-    (a reversed range such as 3-1 used to give no seeds, and so no runs, silently)."""
+    """'1-3' -> [1, 2, 3]; '1,4,7' -> [1, 4, 7]; '2' -> [2]. ValueError naming --seeds for anything else,
+    a reversed range such as 3-1 included (it would give no seeds, and so no runs, silently)."""
     seeds = []
     try:
         for part in filter(None, (p.strip() for p in spec.split(","))):

@@ -159,9 +159,8 @@ def test_a_signal_while_the_environment_is_built_leaves_an_interrupted_run(tmp_p
 
 
 def test_a_signal_ends_a_long_rollout_and_keeps_the_last_completed_update(tmp_path):
-    """--num-steps 5,000,000: the old loop finished the whole rollout (minutes on CartPole) before it looked at the
-    signal. Now the rollout is dropped: the state after the last completed update (here: none) is checkpointed,
-    the logs end there, exit 143."""
+    """--num-steps 5,000,000: a signal ends the rollout at once (not minutes later on CartPole, at its end) and drops
+    it: the state after the last completed update (here: none) is checkpointed, the logs end there, exit 143."""
     argv = [
         "--env-id",
         "CartPole-v1",
@@ -411,10 +410,9 @@ def test_a_full_disk_during_the_crash_path_keeps_the_run_consistent(tmp_path):
 
 @pytest.mark.parametrize("tensorboard", [False, True])
 def test_a_full_disk_is_a_crash_in_one_line_with_no_temporary_file(tmp_path, tensorboard):
-    """A file-size limit (RLIMIT_FSIZE, as a full disk would) cuts a save short: without TensorBoard the first
-    checkpoint (--checkpoint-every 1, 20 kB) left checkpoint.pt.tmp and no status; with TensorBoard (30 kB) its
-    writer thread printed its own traceback (about 15 lines) beside the crash path's one line. Now: status
-    crashed with the error's line, traceback.txt, one stderr line, exit 1, no .tmp file."""
+    """A file-size limit (RLIMIT_FSIZE, as a full disk would) cuts a save short, without TensorBoard at the first
+    checkpoint (--checkpoint-every 1, 20 kB), with TensorBoard (30 kB) in its writer thread: status crashed with the
+    error's line, traceback.txt, one stderr line (no writer traceback beside it), exit 1, no .tmp file."""
     limit = 30_000 if tensorboard else 20_000
 
     def full_disk():

@@ -535,8 +535,8 @@ def _fake_log(logs_dir, task, algo, seed, steps, wall_time_s):
 
 
 def test_time_limit_starts_only_the_runs_that_end_in_time(tmp_path, capsys):
-    """--time-limit: a run whose measured speed says it would end after the limit is not started (a session's or a
-    batch job's end would cut it off and lose it); the next run of the queue that fits starts instead."""
+    """--time-limit: a run whose measured speed says it would end after the limit is not started (a batch job's end
+    would cut it off and lose it); the next run of the queue that fits starts instead."""
     runs, logs = str(tmp_path / "runs"), str(tmp_path / "logs")
     _fake_log(logs, "CartPole", "smac", 9, 2000, 2000.0)  # CartPole smac: 1 step/s in this study
     _fake_log(logs, "Acrobot", "sgd", 9, 2000, 10.0)  # Acrobot: 200 steps/s (another algorithm of the task)
@@ -592,8 +592,8 @@ def test_progress_counts_an_interrupted_run_by_the_steps_it_made(tmp_path, capsy
 
 
 def test_progress_counts_every_job_done_before_the_session_from_its_first_line(tmp_path, capsys, monkeypatch):
-    """A job done before the session but queued behind a running one was counted as "left" until a worker reached
-    it: the 5M sweep printed "done 62/70 | running 2 | left 6" with 65 logs committed and 5 runs to go."""
+    """A job done before the sweep started but queued behind a running one counts as done from the first progress
+    line (not as "left" until a worker reaches it: "done 62/70 | running 2 | left 6" with 65 logs committed)."""
     runs, logs = str(tmp_path / "runs"), str(tmp_path / "logs")
     _fake_log(logs, "CartPole", "smac", 2, 1000, 10.0)  # seed 2: done before the session
     jobs = sweep.make_jobs(["CartPole"], ["smac"], [1, 2], {"CartPole": 1000}, runs, logs_dir=logs)

@@ -425,8 +425,8 @@ def test_resume_at_the_budget_keeps_a_diverged_status(tmp_path, capsys):
 
 
 def test_resume_at_the_rounded_budget_has_nothing_to_do(tmp_path):
-    """--total-timesteps 250 with --num-steps 100 trains 200 steps; resuming that run with the same budget used to
-    start a 0-step run that overwrote summary.json (sps 0, no mean return)."""
+    """--total-timesteps 250 with --num-steps 100 trains 200 steps; resuming that run with the same budget has
+    nothing to do (no 0-step run overwriting summary.json with sps 0 and no mean return)."""
     runs = tmp_path / "runs"
     run = finished_run(runs, steps=250)
     before = open(os.path.join(run, "summary.json")).read()

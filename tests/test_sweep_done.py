@@ -244,7 +244,7 @@ STUDIES = {  # each committed logs directory, and the command that made it (docs
         "sgd-matched",
     ]
     + ["--budget", "5000000", "--logs-dir", f"{LOGS}/norm_5M_paired"],
-    "kl_step": ["--study", "kl-step"],  # the study its pre-registration names, now by name
+    "kl_step": ["--study", "kl-step"],  # the study its pre-registration names, by name
     "prereg": ["--study", "prereg"],
     "ablations": ["--study", "ablations"],
     "defaults": ["--study", "defaults"],

@@ -362,6 +362,7 @@ def test_the_stage1_row_holms_over_the_tasks_with_runs():
         "arms": [0.61, 0.6],
         "best": 1.58,
         "best_algo": "AC-Adam",
+        "n_algos": 4,
         "answer": vd.SPEAKS,
     }
     assert row["id"] == "sgd_stage1" and row["of"] == 3 and row["links"] == ["report/grid.md"]

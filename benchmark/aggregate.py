@@ -498,7 +498,7 @@ def aggregates(cells: dict, min_seeds: int, results_dir: str, reps: int) -> Opti
     """rliable aggregates over the tasks where all the algorithms run have `use` scored_runs, `use` in 2..min_seeds
     chosen for the most tasks (3 seeds on nine tasks say more than 5 on two), then the most runs. Writes
     aggregates.csv and improvement.csv; None (and no stale CSVs) if no task qualifies."""
-    # sgd-matched too (issue 27)
+    # sgd-matched too
     algos = [a for a in hparams.algos() if any((t, a) in cells for t in hparams.tasks())]
     per_task = [min(_n_scored(cells, t, a) for a in algos) for t in hparams.tasks()]
     use = max(range(2, min_seeds + 1), key=lambda n: (sum(s >= n for s in per_task), n))

@@ -98,7 +98,7 @@ register(Algorithm("adam", "AC-Adam", "tab:green", "benchmark.trainer:adam_step"
 register(Algorithm("cg", "AC-CG", "tab:purple", "benchmark.trainer:cg_step"))
 KFAC_FLAGS = ("kfac_damping", "kfac_decay", "kfac_kl_clip", "kfac_update_freq")
 register(Algorithm("kfac", "AC-KFAC", "tab:orange", "benchmark.trainer:kfac_step", KFAC_FLAGS))
-# issue 8: AC-SGD with eta = eta_SMAC / lambda_SMAC, everything else from SMAC's row (hparams.settings derives it)
+# sgd-matched: AC-SGD with eta = eta_SMAC / lambda_SMAC, everything else from SMAC's row (hparams.settings derives it)
 register(
     Algorithm(
         "sgd-matched", "AC-SGD matched (ours)", "tab:cyan", "benchmark.trainer:sgd_step", (), "sgd", True

@@ -1,13 +1,13 @@
 """Compact run logs: what the reports need from one run, in one small gzipped JSON file.
 
-    benchmark/results/logs/{task}/{algo}/seed{n}.json.gz            (the grid, issue 12)
+    benchmark/results/logs/{task}/{algo}/seed{n}.json.gz            (the stage-1 grid)
     benchmark/results/fidelity/logs/{reading}/{task}/{algo}/seed{n}.json.gz   (the fidelity study)
 
 A file holds the run's status, budget and flags, every finished episode (global_step, return,
 length) and every update's diagnostics (the columns of updates.csv), numbers to 6 significant
 digits, NaN as null. A few tens to a few hundred KB per run; checkpoints and TensorBoard files
 stay out of git. sweep.py writes one when a run finishes or diverges and treats a committed one
-as a finished run, so a grid continues across sessions where the last one stopped.
+as a finished run, so a grid resumes where an earlier sweep stopped.
 
     python -m benchmark.compact pack benchmark/runs --logs benchmark/results/logs   # pack every finished run
 """

@@ -6,7 +6,7 @@ the machine's state (Hopper-v4, 1 env, --steps per measurement, 1 torch thread):
 (python -m benchmark.trainer, what the sweeps run) with smac and sgd, the reference smac_a2c.py with smac (updates and
 logs included; it acts with the torch actor), SB3 A2C (n_steps=1000) if installed, one actor update (T=1000) inside
 training and interleaved (the reference's smac_direction step, the lab's one-backward fast path, sgd), and the cost of
-choosing an action. Targets (issue 43): the lab's trainer >= 0.85x the limit; the reference: none (clarity decides
+choosing an action. Targets: the lab's trainer >= 0.85x the limit; the reference: none (clarity decides
 there), its ratio printed beside SB3's.
     python -m benchmark.costs throughput [--steps 100000] [--no-sb3] [--json FILE]
 

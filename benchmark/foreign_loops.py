@@ -1,4 +1,4 @@
-"""The SMAC copy block in three training loops written the way other people write them (issue 46), on CartPole-v1:
+"""The SMAC copy block in three training loops written the way other people write them, on CartPole-v1:
 REINFORCE (2000-step batches, returns-to-go), A2C with one module holding a shared trunk, an actor head and a
 critic head (one forward, SMAC on trunk + actor head, the value loss backpropagated after it), and a PPO-style loop
 (1000-step rollouts, the critic in four minibatch steps; SMAC in four minibatch steps too, or in one step on the

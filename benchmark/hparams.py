@@ -8,7 +8,7 @@
 
 Tasks are keyed by short name (Acrobot, CartPole, Pendulum, HalfCheetah, Hopper, Swimmer, Walker2d,
 Humanoid, Pusher); env ids ("Hopper-v4") and the paper's names ("Half Cheetah") resolve too.
-Algorithms: smac, sgd, adam, cg, kfac (the paper's five) and sgd-matched (ours, issue 8).
+Algorithms: smac, sgd, adam, cg, kfac (the paper's five) and sgd-matched (ours: AC-SGD with SMAC's eta/lambda).
 """
 
 from __future__ import annotations
@@ -257,8 +257,8 @@ def parse_budget(spec: str, tasks: Optional[list] = None) -> dict:
 
 
 def parse_seeds(spec: str) -> list[int]:
-    """'1-3' -> [1, 2, 3]; '1,4,7' -> [1, 4, 7]; '2' -> [2]. ValueError naming --seeds for anything else
-    (a reversed range such as 3-1 used to give no seeds, and so no runs, silently)."""
+    """'1-3' -> [1, 2, 3]; '1,4,7' -> [1, 4, 7]; '2' -> [2]. ValueError naming --seeds for anything else,
+    a reversed range such as 3-1 included (it would give no seeds, and so no runs, silently)."""
     seeds = []
     try:
         for part in filter(None, (p.strip() for p in spec.split(","))):
@@ -278,7 +278,7 @@ def parse_seeds(spec: str) -> list[int]:
     return sorted(set(seeds))
 
 
-# The readings of what the paper leaves unsaid (issue 11's fidelity study: `sweep.py --study fidelity` runs them,
+# The readings of what the paper leaves unsaid (the fidelity study: `sweep.py --study fidelity` runs them,
 # aggregate.py scores them): name -> (trainer flags, changes from the literal reading, description).
 READINGS = {
     "literal": (
@@ -326,7 +326,7 @@ def reading_flags(name: str) -> list[str]:
     raise KeyError(f"unknown reading {name!r}; known: {', '.join(READINGS)} (or a+b)")
 
 
-# The fidelity study (issue 11): the readings above on classic control, 3 seeds x 150k steps
+# The fidelity study: the readings above on classic control, 3 seeds x 150k steps
 FIDELITY_TASKS = ("Acrobot", "CartPole")
 FIDELITY_BUDGET = 150_000  # the latest classic-control claim needs 40k * 3.35 = 134k (Acrobot, AC-KFAC)
 FIDELITY_SEEDS = "1-3"
@@ -334,9 +334,9 @@ FIDELITY_RESULTS = os.path.join(REPO, "benchmark", "results", "fidelity")
 FIDELITY_LOGS = os.path.join(FIDELITY_RESULTS, "logs")
 
 
-# The pre-registered study (issue 27): its blocks, tests and decision rules
+# The pre-registered study: its blocks, tests and decision rules
 PREREG = os.path.join(REPO, "benchmark", "preregistration.toml")
-# Issue 37's pre-registered 5M runs: the paper's MuJoCo table and its six unjudged claims at its own budget
+# The pre-registered 5M runs: the paper's MuJoCo table and its six unjudged claims at its own budget
 PREREG_5M = os.path.join(REPO, "benchmark", "preregistration_5M.toml")
 
 
@@ -345,7 +345,7 @@ def load_prereg(path: str = PREREG) -> dict:
         return tomllib.load(f)
 
 
-# The ablations (issue 7): the paper's SMAC row of a task with one thing changed, 3 seeds x 300k steps
+# The ablations: the paper's SMAC row of a task with one thing changed, 3 seeds x 300k steps
 ABLATION_BUDGET = 300_000
 ABLATION_SEEDS = "1-3"
 ABLATION_LOGS = os.path.join(REPO, "benchmark", "results", "logs", "ablations")

@@ -1,4 +1,4 @@
-"""The lab's run management (moved here from smac_a2c.py, issue 43): exclusive, locked run directories; signals
+"""The lab's run management: exclusive, locked run directories; signals
 (Ctrl-C, SIGTERM, SIGHUP) that stop a run after its update; the rollback snapshot and checkpoints with their hash;
 config.json, episodes.csv, updates.csv, summary.json, TensorBoard and W&B (RunLog); the progress bar with its
 plain-line fallback; output that survives a broken pipe or a vanished terminal; the one crash path.

@@ -1,4 +1,4 @@
-"""Statistics for the reports, on the field's libraries (issue 12): scipy.stats for the per-task
+"""Statistics for the reports, on the field's libraries: scipy.stats for the per-task
 two-sample tests and t-intervals, rliable (Agarwal et al. 2021) for aggregates across tasks.
 
 Per task (per-seed final values of two algorithms):

@@ -958,7 +958,7 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--time-limit",
         default=None,
-        help="wall time this sweep may use, e.g. 2h40m (a session's or a batch job's end): a run is started only "
+        help="wall time this sweep may use, e.g. 2h40m (a batch job's end): a run is started only "
         "if it ends in time at the speed of the finished runs of its task in --logs-dir (a task with none: the "
         "slowest run there; local backend)",
     )

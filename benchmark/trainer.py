@@ -8,7 +8,7 @@
     python -m benchmark.trainer --plot runs/<run A> runs/<run B>                            # one PNG
 
 smac_a2c.py is the reference (SMAC, AC-SGD, AC-Adam and its own plain loop). This module is the lab's trainer: its
-Args extend the reference's (LabArgs), its loop (train_loop, moved here from the reference in issue 43) is built from
+Args extend the reference's (LabArgs), its loop (train_loop) is built from
 the reference's algorithm functions (the SMAC math, GAE, normalization) and the run management of
 benchmark/runlayer.py (locked run directories, signals, rollback, checkpoints with a hash, CSV logs, crash path), and
 it acts with a numpy copy of the actor (RolloutPolicy). Its steps: SMAC with every ablation mode and the one-backward
@@ -235,7 +235,7 @@ ACTIVATIONS = {"tanh": (torch.tanh, np.tanh), "relu": (torch.relu, numpy_relu)} 
 
 
 class Actor(nn.Module):
-    """The lab's actor (the reference's before issue 43, kept so that every log stays bitwise as it was): a
+    """The lab's actor (the one every lab log was made with; tools/logs_snapshot.py checks them bitwise): a
     hand-written Gaussian whose log_prob_from_output takes a per-sample log_std (the fast paths), --activation and
     --log-std-init."""
 
@@ -1008,7 +1008,7 @@ def load_checkpoint(path: str) -> dict:
     # Critic.net.*
     if isinstance(ckpt["critic"], dict) and any(str(k).startswith("net.") for k in ckpt["critic"]):
         ckpt["critic"] = {k[4:] if k.startswith("net.") else k: v for k, v in ckpt["critic"].items()}
-    try:  # contents that load into the objects unchecked, and break a run or an evaluation later (issue 26 #9)
+    try:  # contents that load into the objects unchecked, and break a run or an evaluation later
         obs_dim = next(v for v in ckpt["actor"].values() if v.dim() == 2).shape[1]  # the first layer's inputs
         critic_params = list(ckpt["critic"].values())
         for key, shape in (("obs_rms", (obs_dim,)), ("ret_rms", ())):  # the normalizer fits the actor's input
@@ -1398,8 +1398,8 @@ def train_loop(
     stop: StopSignals,
     start: Optional[dict] = None,
 ) -> str:
-    """The lab's training loop (smac_a2c.train's until issue 43, moved here so that every log stays bitwise as it
-    was): returns the outcome, finished, diverged, or the signal that stopped it; raises RunCrashed after keeping
+    """The lab's training loop (its logs checked bitwise by tools/logs_snapshot.py): returns the outcome, finished,
+    diverged, or the signal that stopped it; raises RunCrashed after keeping
     the last good state (the one crash path, runlayer.record_crash). A signal (stop.name, set by the caller's
     StopSignals) ends the run after the update in progress; during a rollout it ends the rollout at once, the
     partial rollout is dropped (no update was made from it) and the state after the last completed update is
@@ -1587,7 +1587,7 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[Optional[str], 
 
 def upload_videos(run_dir: str, args: LabArgs) -> None:
     """--track --capture-video: the run's videos go to its W&B run too (continued by its id, as runlayer.RunLog
-    names it); moved here from the reference (issue 35)."""
+    names it)."""
     import glob
 
     import wandb
@@ -1606,8 +1606,8 @@ def upload_videos(run_dir: str, args: LabArgs) -> None:
 
 
 def parse_args(argv=None, cls=LabArgs, prog: str = "python -m benchmark.trainer"):
-    """tyro.cli(cls), with tyro's multi-line error box reduced to one line (a ConfigError); moved here from the
-    reference (issue 35), which keeps tyro's own message and exit code 2."""
+    """tyro.cli(cls), with tyro's multi-line error box reduced to one line (a ConfigError); the
+    reference keeps tyro's own message and exit code 2."""
     import io
 
     import tyro

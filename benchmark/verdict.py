@@ -175,7 +175,7 @@ def curvature_word(arms: list[float], best: float) -> str:
 
 def curvature_cells(means: dict) -> dict:
     """{task: {algo: seed-mean normalized final}} of the tasks where the two arms are equivalent -> {"groups": {word:
-    [per task the arms' means, the best and its algorithm]} by curvature_word's answer in VOCAB's order; "can": the
+    [per task the arms' means, the best, its algorithm and how many algorithms ran]} by curvature_word's answer in VOCAB's order; "can": the
     tasks that can speak to curvature, "n_can": how many}."""
     cells = []
     for task, m in means.items():
@@ -187,6 +187,7 @@ def curvature_cells(means: dict) -> dict:
                 "arms": arms,
                 "best": m[top],
                 "best_algo": ARM.get(top, hparams.algo_label(top)),
+                "n_algos": len(m),
                 "answer": curvature_word(arms, m[top]),
             }
         )

@@ -1,4 +1,4 @@
-"""AC-CG and AC-KFAC (smac_a2c.py, issue 5), checked against explicit matrices in float64.
+"""AC-CG and AC-KFAC (benchmark/trainer.py), checked against explicit matrices in float64.
 
 - The Fisher-vector product (double backward of the mean KL) equals the explicit Fisher built
   from per-sample scores, E_s E_{a~pi}[l l^T], with the expectation over actions computed exactly

@@ -218,7 +218,7 @@ def test_sweep_packs_a_finished_run(tmp_path):
 
 
 def test_strict_verdict_names_by_hand():
-    """Issue 27's names for a slower claim that holds on its direction: held only when the ratio is within 1.25x
+    """The stricter names for a slower claim that holds on its direction: held only when the ratio is within 1.25x
     of the paper's and the per-seed crossings separate; 'baseline never reaches it' when it never crosses."""
     smac = [stepped_run("CartPole", "smac", s, 50_000) for s in (1, 2)]  # both seeds cross at 64k
     late = [

@@ -159,9 +159,8 @@ def test_a_signal_while_the_environment_is_built_leaves_an_interrupted_run(tmp_p
 
 
 def test_a_signal_ends_a_long_rollout_and_keeps_the_last_completed_update(tmp_path):
-    """--num-steps 5,000,000: the old loop finished the whole rollout (minutes on CartPole) before it looked at the
-    signal. Now the rollout is dropped: the state after the last completed update (here: none) is checkpointed,
-    the logs end there, exit 143."""
+    """--num-steps 5,000,000: a signal ends the rollout at once (not minutes later on CartPole, at its end) and drops
+    it: the state after the last completed update (here: none) is checkpointed, the logs end there, exit 143."""
     argv = [
         "--env-id",
         "CartPole-v1",
@@ -192,8 +191,8 @@ def test_a_signal_ends_a_long_rollout_and_keeps_the_last_completed_update(tmp_pa
 
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_a_signal_during_the_last_update_finishes_the_run(tmp_path, monkeypatch, program):
-    """Issue 26 #1: `interrupted` implies global_step < budget. A SIGTERM during the update that completes the
-    budget is a finished run, exit 0 (it used to leave status interrupted at the full budget, exit 143)."""
+    """`interrupted` implies global_step < budget: a SIGTERM during the update that completes the budget is a
+    finished run, exit 0 (not status interrupted at the full budget, exit 143)."""
     code, _, ckpt, summary = train_in_process(program, tmp_path, monkeypatch, 200, sigterm_at=2)
     assert code == 0 and ckpt["global_step"] == 200 and ckpt["update"] == 2
     if program == "lab":
@@ -202,7 +201,7 @@ def test_a_signal_during_the_last_update_finishes_the_run(tmp_path, monkeypatch,
 
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_divergence_wins_over_a_signal_in_the_same_update(tmp_path, monkeypatch, program):
-    """Issue 26 #7: the update that diverges while a SIGTERM arrives exits 3 (diverged, not interrupted), with the
+    """The update that diverges while a SIGTERM arrives exits 3 (diverged, not interrupted), with the
     finite state of update 1."""
     code, _, ckpt, summary = train_in_process(program, tmp_path, monkeypatch, 1000, sigterm_at=2, nan_at=2)
     assert code == 3 and ckpt["update"] == 1 and finite(ckpt["actor"])
@@ -330,9 +329,8 @@ gym.register("RemovesItsRunThenRaises-v0", entry_point=RemovesItsRunThenRaises)
 
 
 def test_a_crash_keeps_the_runs_tail(tmp_path):
-    """Issue 26 #3: an exception after the run directory existed (an environment raising mid-episode, at default
-    flags: no --checkpoint-every) left a traceback on stderr and no status. Now: one stderr line naming the error
-    and RUN/traceback.txt, exit 1; summary.json status crashed with the error's line; the state after update 2 (the
+    """An exception after the run directory existed (an environment raising mid-episode, at default flags: no
+    --checkpoint-every) is one stderr line naming the error and RUN/traceback.txt (no traceback on stderr), exit 1; summary.json status crashed with the error's line; the state after update 2 (the
     last completed) as checkpoint.pt, the logs ending there, no .tmp."""
     proc = lab_process(tmp_path, "--env-id", "helpers:RaisesAt250-v0", "--num-steps", "100", text=True)
     _, err = proc.communicate(timeout=300)
@@ -352,8 +350,8 @@ def test_a_crash_keeps_the_runs_tail(tmp_path):
 
 
 def test_a_crash_in_process_returns_1_and_restores_the_signal_handlers(tmp_path, monkeypatch, capsys):
-    """Issue 26 #3: main() called in a process that goes on (a notebook, a test) left the run's signal handlers
-    installed after a crash, so Ctrl-C no longer interrupted that process. With --checkpoint-every 1 the last
+    """main() called in a process that goes on (a notebook, a test) removes the run's signal handlers after a
+    crash, so that Ctrl-C still interrupts that process. With --checkpoint-every 1 the last
     periodic checkpoint (update 2) is kept."""
     monkeypatch.chdir(tmp_path)
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
@@ -412,10 +410,9 @@ def test_a_full_disk_during_the_crash_path_keeps_the_run_consistent(tmp_path):
 
 @pytest.mark.parametrize("tensorboard", [False, True])
 def test_a_full_disk_is_a_crash_in_one_line_with_no_temporary_file(tmp_path, tensorboard):
-    """A file-size limit (RLIMIT_FSIZE, as a full disk would) cuts a save short: without TensorBoard the first
-    checkpoint (--checkpoint-every 1, 20 kB) left checkpoint.pt.tmp and no status; with TensorBoard (30 kB) its
-    writer thread printed its own traceback (about 15 lines) beside the crash path's one line. Now: status
-    crashed with the error's line, traceback.txt, one stderr line, exit 1, no .tmp file."""
+    """A file-size limit (RLIMIT_FSIZE, as a full disk would) cuts a save short, without TensorBoard at the first
+    checkpoint (--checkpoint-every 1, 20 kB), with TensorBoard (30 kB) in its writer thread: status crashed with the
+    error's line, traceback.txt, one stderr line (no writer traceback beside it), exit 1, no .tmp file."""
     limit = 30_000 if tensorboard else 20_000
 
     def full_disk():
@@ -453,7 +450,7 @@ def test_a_json_that_cannot_be_written_leaves_the_old_file_and_no_temporary(tmp_
 
 
 def test_a_run_that_dies_before_logging_anything_leaves_no_directory(tmp_path, capsys, monkeypatch):
-    """Issue 26 #3: `--hidden-sizes 100000 100000` (an allocation failure) left a run directory holding only .lock."""
+    """`--hidden-sizes 100000 100000` (an allocation failure) leaves no run directory holding only .lock."""
 
     def too_big(*a, **k):
         raise MemoryError("cannot allocate 40 GB")
@@ -502,8 +499,8 @@ def test_deterministic_algorithms_are_on_before_the_video_probe(tmp_path, monkey
 
 
 def test_a_traceback_a_full_disk_cuts_short_is_not_left_behind(tmp_path):
-    """Issue 51 #7: a disk that fills while the crash path writes traceback.txt left an empty (or cut-off)
-    traceback.txt beside the one line that said it could not be written. Now there is none; the rest is kept."""
+    """A disk that fills while the crash path writes traceback.txt leaves no traceback.txt (not an empty or cut-off
+    one) beside the one line that says it could not be written; the rest is kept."""
     run = tmp_path / "run"
     run.mkdir()
     (run / "episodes.csv").write_text("global_step,episodic_return,episodic_length\n")  # the run logged

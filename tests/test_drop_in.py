@@ -1,4 +1,4 @@
-"""The copy block in other people's loops (issue 46), using only the functions a user copies (helpers.load_copy_block,
+"""The copy block in other people's loops, using only the functions a user copies (helpers.load_copy_block,
 `import torch` alone): a whole actor-critic module, a shared trunk, inputs given the wrong way, and three loop
 shapes nobody here wrote (benchmark/foreign_loops.py: REINFORCE, A2C with a shared trunk, PPO-style minibatches)
 learning CartPole-v1 with the README's settings: damping 1, kl_step_ at its default target 0.01, normalized

@@ -1,4 +1,4 @@
-"""The readings of the fidelity study (issue 11) as trainer flags, against hand computation:
+"""The readings of the fidelity study as trainer flags, against hand computation:
 --num-minibatches / --update-epochs / --shuffle-minibatches, --loss-reduction, --activation."""
 
 import csv
@@ -203,8 +203,8 @@ def test_bad_minibatch_flags_exit_2(tmp_path, capsys, argv, names):
 
 
 def test_smac_with_an_entropy_bonus_on_a_gaussian_policy(tmp_path):
-    """The pre-split trainer raised "differentiated Tensor ... not used in the graph" here: the entropy of a
-    state-independent Gaussian depends on log_std only. Now its gradient is log_std's (1/2 log(2 pi e) + log_std
+    """The entropy of a state-independent Gaussian depends on log_std only (no "differentiated Tensor ... not used
+    in the graph" error): its gradient is log_std's (1/2 log(2 pi e) + log_std
     summed: d/d log_std = 1 each), zeros elsewhere."""
     actor = trainer.Actor(3, 2, False, (5,))
     batch = {"obs": torch.randn(16, 3), "actions": torch.randn(16, 2), "advantages": torch.zeros(16)}

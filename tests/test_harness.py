@@ -381,7 +381,7 @@ def test_extend_from_continues_a_copy_of_the_smaller_grids_finished_run(tmp_path
 
 
 def test_benchmark_imports_have_no_cycle():
-    """Imports in benchmark/ go one way (issue 29): walk every module with ast, counting imports inside functions
+    """Imports in benchmark/ go one way: walk every module with ast, counting imports inside functions
     too, and fail on any cycle. (A module importing itself by name, sweep.py's Ray hook, is not a cycle.)"""
     import ast
     import glob
@@ -433,8 +433,8 @@ def test_benchmark_imports_have_no_cycle():
     ],
 )
 def test_sweep_bad_flags_are_one_line_exit_2_even_with_dry_run(argv, needle, capsys):
-    """Issue 26 #14 (part): `--seeds 3-1` made no runs and exited 0, `--budget abc` did not name the flag,
-    `--num-steps 0` passed --dry-run."""
+    """`--seeds 3-1` (no runs), `--budget abc` and `--num-steps 0` are refused, even under --dry-run, naming the
+    flag."""
     assert sweep.main([*argv, "--dry-run", "--tasks", "CartPole", "--algos", "smac"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("error:") and needle in err, err
@@ -540,8 +540,8 @@ def _fake_log(logs_dir, task, algo, seed, steps, wall_time_s):
 
 
 def test_time_limit_starts_only_the_runs_that_end_in_time(tmp_path, capsys):
-    """--time-limit: a run whose measured speed says it would end after the limit is not started (a session's or a
-    batch job's end would cut it off and lose it); the next run of the queue that fits starts instead."""
+    """--time-limit: a run whose measured speed says it would end after the limit is not started (a batch job's end
+    would cut it off and lose it); the next run of the queue that fits starts instead."""
     runs, logs = str(tmp_path / "runs"), str(tmp_path / "logs")
     _fake_log(logs, "CartPole", "smac", 9, 2000, 2000.0)  # CartPole smac: 1 step/s in this study
     _fake_log(logs, "Acrobot", "sgd", 9, 2000, 10.0)  # Acrobot: 200 steps/s (another algorithm of the task)
@@ -597,8 +597,8 @@ def test_progress_counts_an_interrupted_run_by_the_steps_it_made(tmp_path, capsy
 
 
 def test_progress_counts_every_job_done_before_the_session_from_its_first_line(tmp_path, capsys, monkeypatch):
-    """A job done before the session but queued behind a running one was counted as "left" until a worker reached
-    it: the 5M sweep printed "done 62/70 | running 2 | left 6" with 65 logs committed and 5 runs to go."""
+    """A job done before the sweep started but queued behind a running one counts as done from the first progress
+    line (not as "left" until a worker reaches it: "done 62/70 | running 2 | left 6" with 65 logs committed)."""
     runs, logs = str(tmp_path / "runs"), str(tmp_path / "logs")
     _fake_log(logs, "CartPole", "smac", 2, 1000, 10.0)  # seed 2: done before the session
     jobs = sweep.make_jobs(["CartPole"], ["smac"], [1, 2], {"CartPole": 1000}, runs, logs_dir=logs)

@@ -84,7 +84,7 @@ def test_bad_input_on_the_command_line_is_one_line_and_exit_2(tmp_path, argv, na
     ],
 )
 def test_lab_argument_errors_are_one_line_exit_2(argv, name):
-    """Issue 26 #12 (the lab's half): tyro's 5-9 line error box became one line naming the flag (and, for a choice,
+    """The lab reduces tyro's 5-9 line error box to one line naming the flag (and, for a choice,
     the choices)."""
     p = lab_run(ROOT, *argv)
     line = one_line_error(p.stderr, p.returncode, name)
@@ -167,7 +167,7 @@ for _cls in (RaisesKeyError, RaisesOSError, RaisesTypeError, EmptyActions, Empty
 
 @pytest.mark.parametrize("error", ["KeyError", "OSError", "TypeError"])
 def test_an_environment_that_raises_anything_is_one_line(tmp_path, capsys, error):
-    """Issue 36 #4 and 26 #13: the lab's environment check caught too few exception types (a traceback)."""
+    """The lab's environment check catches each exception type an environment raises: one line, no traceback."""
     env_id = f"Raises{error}-v0"
     code = trainer.main(["--env-id", env_id, "--runs-dir", str(tmp_path)])
     one_line_error(capsys.readouterr().err, code, env_id, error)
@@ -192,8 +192,8 @@ def test_spaces_of_shape_zero_are_refused(tmp_path, env_id):
 
 
 def test_a_missing_package_is_named_not_called_an_unregistered_id(capsys):
-    """Issue 26 #12: CarRacing without Box2D was reported as "not a registered gymnasium environment"; the line
-    names the missing package."""
+    """CarRacing without Box2D is reported by the missing package's name, not as "not a registered gymnasium
+    environment"."""
     if __import__("importlib").util.find_spec("Box2D") is not None:
         pytest.skip("Box2D is installed here")
     code = trainer.main(["--env-id", "CarRacing-v3"])
@@ -221,8 +221,8 @@ def test_track_without_wandb_is_one_line(tmp_path, capsys, monkeypatch):
 
 
 def test_track_without_a_wandb_login_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatch):
-    """Issue 26 #2: --track without a W&B login blocked on W&B's interactive prompt (on a terminal) or raised
-    UsageError after the run directory existed. It is now refused before: one line naming --track and
+    """--track without a W&B login is refused before W&B's interactive prompt (on a terminal) or its UsageError
+    after the run directory exists: one line naming --track and
     WANDB_MODE=offline, exit 2, no run directory and no wandb/ directory; an API key or a netrc login passes."""
     for var in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_BASE_URL"):
         monkeypatch.delenv(var, raising=False)

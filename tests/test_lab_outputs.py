@@ -1,6 +1,5 @@
-"""What the lab gives besides training (issues 15, 26, 36): the -v4 note once, a progress bar only on a terminal,
---capture-video, --track offline, and --eval-checkpoint (its numbers, its refusals); --plot's tests are in
-test_plotting.py."""
+"""What the lab gives besides training: the -v4 note once, a progress bar only on a terminal, --capture-video,
+--track offline, and --eval-checkpoint (its numbers, its refusals); --plot's tests are in test_plotting.py."""
 
 import os
 
@@ -143,9 +142,9 @@ class Endless(gym.Env):
 
 
 def test_evaluation_ends_an_endless_episode_and_refuses_another_env(tmp_path, capsys):
-    """Issue 26 #11 and #13 (parts): --eval-checkpoint never returned on an environment without a time limit; it
-    now stops each episode at --eval-max-steps. An explicit --env-id other than the checkpoint's is refused in one
-    line naming both ids (it evaluated the checkpoint's own environment silently)."""
+    """--eval-checkpoint stops each episode at --eval-max-steps (an environment without a time limit returns). An
+    explicit --env-id other than the checkpoint's is refused in one line naming both ids (never the checkpoint's
+    own environment evaluated silently)."""
 
     gym.register("EndlessTest-v0", entry_point=Endless)
     assert (
@@ -173,7 +172,7 @@ def test_evaluation_ends_an_endless_episode_and_refuses_another_env(tmp_path, ca
 
 
 def test_ctrl_c_during_evaluation_is_one_line_and_130(tmp_path, capsys, monkeypatch):
-    """Issue 26 #11 (part): Ctrl-C during --eval-checkpoint (or before training starts) was a traceback."""
+    """Ctrl-C during --eval-checkpoint (or before training starts) is one line, not a traceback."""
     run = finished_run(tmp_path, steps=100)
 
     def ctrl_c(*args, **kwargs):

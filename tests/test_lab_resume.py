@@ -182,7 +182,7 @@ def test_a_pre_split_checkpoint_resumes(tmp_path):
 
 
 def test_a_checkpoint_naming_the_old_horizon_module_resumes(tmp_path):
-    """The 1000-step ids moved from benchmark/envs.py to benchmark/hparams.py (issue 29): a checkpoint whose env_id
+    """The 1000-step ids live in benchmark/hparams.py (formerly benchmark/envs.py): a checkpoint whose env_id
     is benchmark.envs:CartPole_T1000-v1 resumes on benchmark.hparams:CartPole_T1000-v1."""
     import torch
 
@@ -209,8 +209,8 @@ def test_a_checkpoint_naming_the_old_horizon_module_resumes(tmp_path):
 
 
 def test_resume_after_the_logs_were_deleted_or_emptied_writes_their_headers(tmp_path):
-    """Issue 26 #4 (part): a resumed run whose episodes.csv was deleted and whose updates.csv was emptied writes
-    each file's header before its first row (they were header-less before)."""
+    """A resumed run whose episodes.csv was deleted and whose updates.csv was emptied writes each file's header
+    before its first row."""
     run = finished_run(tmp_path)
     os.remove(os.path.join(run, "episodes.csv"))
     open(os.path.join(run, "updates.csv"), "w").close()
@@ -222,9 +222,9 @@ def test_resume_after_the_logs_were_deleted_or_emptied_writes_their_headers(tmp_
 
 @pytest.mark.parametrize("damage", ["interrupted", "missing"])
 def test_resuming_a_run_at_its_budget_repairs_its_summary(tmp_path, damage):
-    """Issue 26 #1: a run whose checkpoint reached the budget but whose summary says `interrupted` (or is gone)
-    was resumed by every sweep launch, 'nothing to do', exit 0, and never packed. The resume now rewrites the
-    summary as finished at the checkpoint's step."""
+    """A run whose checkpoint reached the budget but whose summary says `interrupted` (or is gone): the resume
+    rewrites the summary as finished at the checkpoint's step, so that a sweep packs it (not 'nothing to do',
+    exit 0, at every launch)."""
     run = finished_run(tmp_path)
     path = os.path.join(run, "summary.json")
     if damage == "missing":
@@ -241,8 +241,8 @@ def test_resuming_a_run_at_its_budget_repairs_its_summary(tmp_path, damage):
 def test_a_checkpoint_outside_its_run_resumes_into_a_new_run_and_a_garbled_header_is_refused(
     tmp_path, capsys
 ):
-    """Issue 26 #4: `--resume best/my.pt` turned best/ into a run with header-less CSVs; a garbled header crashed
-    the log truncation with a traceback."""
+    """`--resume best/my.pt` does not turn best/ into a run with header-less CSVs, and a garbled header is one
+    line, not a traceback from the log truncation."""
     import shutil
 
     run = finished_run(tmp_path / "runs")
@@ -262,7 +262,7 @@ def test_a_checkpoint_outside_its_run_resumes_into_a_new_run_and_a_garbled_heade
 
 @pytest.mark.parametrize("damage", ["rng_torch", "rng_numpy", "global_step_str", "normalizer_shape"])
 def test_checkpoints_with_bad_contents_are_one_line_exit_2(tmp_path, capsys, damage):
-    """Issue 26 #9 (part): checkpoints that load but hold bad contents crashed with exit 1 and a traceback."""
+    """Checkpoints that load but hold bad contents are refused in one line, exit 2 (no traceback, no exit 1)."""
     import torch
 
     run = finished_run(tmp_path)
@@ -284,8 +284,8 @@ def test_checkpoints_with_bad_contents_are_one_line_exit_2(tmp_path, capsys, dam
 
 @pytest.mark.parametrize("flag", ["--resume", "--eval-checkpoint"])
 def test_a_flipped_byte_in_a_checkpoint_is_refused_as_corrupt(tmp_path, capsys, flag):
-    """Issue 26 #9: a checkpoint damaged inside a tensor's data loaded silently (torch.load checks no CRC) and was
-    trained on or evaluated. Checkpoints now carry the sha256 of their contents (runlayer.with_hash), checked on
+    """A checkpoint damaged inside a tensor's data (torch.load checks no CRC) is neither trained on nor
+    evaluated: checkpoints carry the sha256 of their contents (runlayer.with_hash), checked on
     loading: one line naming the checkpoint, exit 2, nothing written."""
     run = finished_run(tmp_path / "runs")
     path = os.path.join(run, "checkpoint.pt")
@@ -314,9 +314,9 @@ def test_a_flipped_byte_in_a_checkpoint_is_refused_as_corrupt(tmp_path, capsys, 
     ],
 )
 def test_checkpoint_contents_that_broke_the_run_later_are_one_line_exit_2(tmp_path, capsys, damage, flag):
-    """Issue 26 #9: contents that load into their objects unchecked (normalizer statistics of another shape or a
-    count that is no number, Adam moments of another shape) crashed the resumed run at its first update (exit 1)
-    or the evaluation with a traceback. load_checkpoint now refuses them: one line, exit 2."""
+    """Contents that load into their objects unchecked (normalizer statistics of another shape or a count that is
+    no number, Adam moments of another shape) would crash the resumed run at its first update (exit 1) or the
+    evaluation with a traceback: load_checkpoint refuses them, one line, exit 2."""
     assert (
         run_main(
             tmp_path,
@@ -425,8 +425,8 @@ def test_resume_at_the_budget_keeps_a_diverged_status(tmp_path, capsys):
 
 
 def test_resume_at_the_rounded_budget_has_nothing_to_do(tmp_path):
-    """--total-timesteps 250 with --num-steps 100 trains 200 steps; resuming that run with the same budget used to
-    start a 0-step run that overwrote summary.json (sps 0, no mean return)."""
+    """--total-timesteps 250 with --num-steps 100 trains 200 steps; resuming that run with the same budget has
+    nothing to do (no 0-step run overwriting summary.json with sps 0 and no mean return)."""
     runs = tmp_path / "runs"
     run = finished_run(runs, steps=250)
     before = open(os.path.join(run, "summary.json")).read()
@@ -449,8 +449,7 @@ def test_a_resumed_run_keeps_its_earlier_videos(tmp_path):
 
 def test_resume_takes_every_run_the_lab_makes(tmp_path, monkeypatch):
     """5. An --exp-name holding '..' and a run name of 253-255 bytes are valid runs; --resume refused them (the
-    lab's own name checks, one of them counting a suffix resume never adds). (Until issue 43 the runs came from
-    the reference, whose checkpoints the lab no longer resumes.)"""
+    lab's own name checks, one of them counting a suffix resume never adds)."""
     monkeypatch.chdir(tmp_path)
     prefix = f"CartPole-v1____1__{int(__import__('time').time())}"
     for exp_name in ("a..b", "x" * (254 - len(prefix))):
@@ -484,7 +483,7 @@ class Repaired(helpers.RaisesAt250):
 
 
 def test_a_resumed_crash_leaves_no_stale_traceback(tmp_path):
-    """Issue 36 8a. A crashed run resumed to `finished` kept traceback.txt beside its finished summary."""
+    """A crashed run resumed to `finished` keeps no traceback.txt beside its finished summary."""
     gym.register("MendedLater-v0", entry_point=helpers.RaisesAt250)
     code = run_main(tmp_path, "--env-id", "MendedLater-v0", "--num-steps", "100", "--total-timesteps", "1000")
     assert code == 1
@@ -530,8 +529,8 @@ def test_after_a_hard_kill_tensorboard_holds_each_step_once(tmp_path):
 
 
 def test_a_loose_checkpoint_that_holds_the_budget_has_nothing_to_do_and_creates_nothing(tmp_path, capsys):
-    """Issue 51 #4: `--resume loose.pt` (a checkpoint copied out of its run) at its budget made a new run directory
-    holding only a made-up summary.json ("finished", "repaired"), with no checkpoint or logs. Now nothing is made."""
+    """`--resume loose.pt` (a checkpoint copied out of its run) at its budget makes nothing (no new run directory
+    holding only a made-up summary.json, "finished", "repaired", with no checkpoint or logs)."""
     runs = tmp_path / "runs"
     run = finished_run(runs)
     os.makedirs(tmp_path / "best")
@@ -547,9 +546,9 @@ def test_a_loose_checkpoint_that_holds_the_budget_has_nothing_to_do_and_creates_
 @pytest.mark.parametrize("flag", ["--resume", "--eval-checkpoint"])
 @pytest.mark.parametrize("stored", ["args a list", "hidden_sizes empty"])
 def test_stored_flags_no_command_line_could_give_are_one_line_exit_2(tmp_path, capsys, flag, stored):
-    """Issue 51 #5: a checkpoint whose stored args is a list (its hash recomputed with runlayer.with_hash) was an
-    AttributeError traceback, exit 1; a stored hidden_sizes [] was replaced by 64 64 and the run went on. Now one line
-    naming the checkpoint or the flag, exit 2, and the run untouched."""
+    """A checkpoint whose stored args is a list (its hash recomputed with runlayer.with_hash), or whose stored
+    hidden_sizes is [] (never replaced by 64 64): one line naming the checkpoint or the flag, exit 2, the run
+    untouched (no AttributeError traceback)."""
     runs = tmp_path / "runs"
     run = finished_run(runs)
     ckpt = checkpoint(run)

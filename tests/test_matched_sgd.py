@@ -1,4 +1,4 @@
-"""Issue 8: the sgd-matched control and the SMAC step diagnostics.
+"""The sgd-matched control and the SMAC step diagnostics.
 
 - `sgd-matched` resolves to AC-SGD with eta = eta_SMAC / lambda, everything else as SMAC's row, for every task.
 - The split of the SMAC step along l_bar / orthogonal to it sums back to the step (float64), and its two parts

@@ -64,8 +64,8 @@ def test_plot_curve_is_the_reports_protocol():
 
 
 def test_plot_of_damaged_runs_is_one_line_or_still_a_figure(tmp_path, capsys):
-    """Issue 26 #10: --plot crashed on an empty CSV, a missing updates.csv, a bad config.json and an unwritable
-    --plot-out, and drew an empty figure with exit 0 for header-less CSVs."""
+    """--plot on an empty CSV, a missing updates.csv, a bad config.json, an unwritable --plot-out or header-less
+    CSVs: one line each, no crash and no empty figure with exit 0."""
     run = finished_run(tmp_path / "runs", steps=300)
     os.remove(os.path.join(run, "updates.csv"))
     open(os.path.join(run, "config.json"), "w").write("{not json")

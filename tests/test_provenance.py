@@ -1,4 +1,4 @@
-"""Every run records where it came from (issue 51 #8), each a test that failed on the code before: the start time,
+"""Every run records where it came from: the start time,
 the git commit, whether tracked sources differed from it and the hash of their diff, the host, the CPU and the
 versions, in config.json and in the compact log's header ("not a checkout" outside a git checkout); a resumed run
 keeps its earlier starts; the sweep refuses to start jobs on a tree whose tracked sources differ from their commit

@@ -1,5 +1,5 @@
-"""The reference file itself (issues 25, 35, 43): standalone, within its budgets, written plainly, and the five
-promises it keeps on its own (issue 43): bad input is one line and exit 2; TensorBoard scalars and a plain
+"""The reference file itself: standalone, within its budgets, written plainly, and the five
+promises it keeps on its own: bad input is one line and exit 2; TensorBoard scalars and a plain
 progress line; checkpoint.pt at the end, loadable with weights_only=True; Ctrl-C and SIGTERM finish the update,
 checkpoint and exit 130 / 143; NaN or Inf exits 3 with the state from before the bad update. Everything else a
 run can promise is the lab's. The signal and NaN promises are tested on both trainers, in one parametrized test each,
@@ -248,8 +248,8 @@ def test_track_without_a_wandb_login_is_one_line_and_exit_2(tmp_path):
 
 
 def test_discrete_actions_with_an_offset_reach_the_environment_shifted(tmp_path, monkeypatch):
-    """Issue 26 #6: a Discrete(n, start=k) space got actions 0..n-1 (outside the space; this environment raises on
-    them); the policy's index is shifted by k on the way to the environment."""
+    """A Discrete(n, start=k) space gets actions k..k+n-1, not 0..n-1 (outside the space; this environment raises
+    on them): the policy's index is shifted by k on the way to the environment."""
 
     import smac_a2c
 
@@ -259,8 +259,8 @@ def test_discrete_actions_with_an_offset_reach_the_environment_shifted(tmp_path,
 
 
 def test_a_namespaced_environment_id_trains_in_one_run_directory(tmp_path, monkeypatch):
-    """Issue 26 #5: `ns/Env-v0` (and so ALE/...) used to nest the run directory (runs/ns/Env-v0__...) and fail
-    with an error blaming --runs-dir. Both trainers now name the directory ns-Env-v0__..."""
+    """`ns/Env-v0` (and so ALE/...) trains in one run directory named ns-Env-v0__... by both trainers (not a nested
+    runs/ns/Env-v0__... and an error blaming --runs-dir)."""
     import gymnasium as gym
 
     import smac_a2c
@@ -303,8 +303,8 @@ def test_a_namespaced_environment_id_trains_in_one_run_directory(tmp_path, monke
 )
 def test_argument_errors_are_tyros_message_and_exit_2(tmp_path, argv, needle):
     """An unknown flag or a value tyro cannot parse: tyro's own message naming the flag, exit 2, no traceback,
-    no run directory. (Issue 35 moved the reduction of tyro's box to one line into the lab, whose test is
-    tests/test_lab_bad_input.py::test_lab_argument_errors_are_one_line_exit_2.)"""
+    no run directory. (The lab reduces tyro's box to one line: tests/test_lab_bad_input.py::
+    test_lab_argument_errors_are_one_line_exit_2.)"""
     proc = standalone(tmp_path, "smac_a2c.py", *argv)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and needle in err and "Traceback" not in err, err

@@ -1,4 +1,4 @@
-"""The lab's registry of algorithms (issue 36): a sixth optimizer (a toy sign-SGD step) added from this module, as a
+"""The lab's registry of algorithms: a sixth optimizer (a toy sign-SGD step) added from this module, as a
 researcher would add one (its step, one registry entry, its rows in a copy of hyperparams.toml), runs through the
 sweep (tiny budget), the aggregation and the report into a temporary directory; hyperparams.toml is validated on
 load (a typo'd key, a missing row, an unregistered algorithm: one line naming file, table and key, exit 2)."""
@@ -92,7 +92,7 @@ def test_a_toy_optimizer_runs_through_sweep_aggregate_and_report(tmp_path):
 
 
 def test_a_typo_in_hyperparams_toml_is_refused_by_name(tmp_path):
-    """Before issue 36 `lerning_rate = 0.5` under [hp.Hopper.smac] was silently dropped: the paper's value ran."""
+    """`lerning_rate = 0.5` under [hp.Hopper.smac] is refused, not silently dropped (the paper's value run)."""
     bad = toml_with(tmp_path, "", ("[hp.Hopper.smac]\n", "[hp.Hopper.smac]\nlerning_rate = 0.5\n"))
     env = {**os.environ, "BENCHMARK_HYPERPARAMS": bad}
     proc = lab("benchmark.sweep", "--tasks", "Hopper", "--algos", "smac", "--dry-run", env=env)

@@ -1,4 +1,4 @@
-"""The public drop-in SMAC step (issue 13): smac_direction / apply_step_ on seven architectures,
+"""The public drop-in SMAC step: smac_direction / apply_step_ on seven architectures,
 against the explicit solve (lambda I + l_bar l_bar^T)^-1 g with per-sample gradients taken one by one,
 in float64; the trainer's fast path against the generic path; README's snippet, executed as written."""
 
@@ -203,7 +203,8 @@ class ReluOverride(trainer.Actor):
 
 @pytest.mark.parametrize("discrete", [True, False])
 def test_subclass_with_its_own_forward_gets_the_right_smac_step(discrete):
-    """Before issue 13 the fast path hard-coded tanh and returned a wrong l_bar (rel. error ~0.14) silently."""
+    """A subclass with its own forward (relu) gets its own l_bar on the fast path, not a tanh network's (rel.
+    error ~0.14)."""
     torch.manual_seed(0)
     actor = ReluOverride(5, 3, discrete, (8, 7), log_std_init=-0.3).double()
     with torch.no_grad():

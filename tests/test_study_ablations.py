@@ -355,8 +355,8 @@ def test_ablation_figures_draw_each_variant_with_data_and_save_through_plots_sav
 
 
 def test_report_without_logs_refuses_and_keeps_the_committed_report(tmp_path, capsys):
-    """On a fresh clone the ablation runs are not there: `report` used to overwrite ABLATIONS.md, its CSVs and
-    figures with empty tables and exit 0. It now refuses in one line, exit 2, and writes nothing."""
+    """On a fresh clone the ablation runs are not there: `report` refuses in one line, exit 2, and writes nothing
+    (ABLATIONS.md, its CSVs and figures are not overwritten with empty tables)."""
     report = tmp_path / "ABLATIONS.md"
     report.write_text("committed\n")
     code = ablations.main(

@@ -77,6 +77,36 @@ def test_the_5M_claims_replace_the_stage1_ones_and_have_no_other_span():
     assert not any(c.get("at_5M") for i, c in rows.items() if i != "hopper-smac-3x")
 
 
+def test_the_claims_row_counts_the_claims_judged_on_5M_runs():
+    """The row "claims" says how many claims rest on 5M runs (block A's and those of the 5M block's tasks) and the
+    stage-1 budgets of the others."""
+    five = [
+        {"id": "hopper-smac-3x", "task": "Hopper", "kind": "reach_by", "algo": "smac", "verdict": "not held"}
+    ]
+    rows = claims.evaluate_claims(no_runs(), five)
+    numbers = claims.claims_row(rows, ("HalfCheetah",))["numbers"]
+    halfcheetah = sum(c["task"] == "HalfCheetah" for c in aggregate.CLAIMS)
+    assert numbers["on_5M_runs"] == 1 + halfcheetah == 3
+    assert numbers["stage1_budgets"] == [500_000, 2_000_000]
+    assert claims.claims_row(rows)["numbers"]["on_5M_runs"] == 1
+
+
+def test_a_claim_stated_as_a_share_of_the_budget_says_so():
+    """The paper's step of a claim it states as a share of its budget ("three times fewer", "59 %") is that share
+    of the inferred 5M, and the measured text names the share; a claim stated in steps keeps its step."""
+    by_id = {c["id"]: c for c in aggregate.CLAIMS}
+    hopper, humanoid = by_id["hopper-smac-3x"], by_id["humanoid-smac-cg-59pct"]
+    assert (hopper["share"], hopper["step"]) == ("1/3", aggregate.PAPER_BUDGET // 3)
+    assert (humanoid["share"], humanoid["step"]) == ("59%", int(0.59 * aggregate.PAPER_BUDGET))
+    assert "1/3" in aggregate.paper_step(hopper) and "1.67M" in aggregate.paper_step(hopper)
+    assert aggregate.paper_step(by_id["pendulum-cg-1.5M"]) == "paper 1.50M"
+    assert [c["id"] for c in aggregate.CLAIMS if c.get("share")] == [
+        "hopper-smac-3x",
+        "humanoid-smac-adam-59pct",
+        "humanoid-smac-cg-59pct",
+    ]
+
+
 def test_the_halfcheetah_claims_come_from_the_5M_block(tmp_path):
     """The HalfCheetah claims need 2M and 3.4M steps: evaluate_claims judges them on the headline block's 5M logs,
     and everything else on the stage-1 logs; headline_data gives the block's cells, peaks and gap."""

@@ -365,6 +365,7 @@ def test_the_stage1_row_holms_over_the_tasks_with_runs():
         "arms": [0.61, 0.6],
         "best": 1.58,
         "best_algo": "AC-Adam",
+        "n_algos": 4,
         "answer": vd.SPEAKS,
     }
     assert row["id"] == "sgd_stage1" and row["of"] == 3 and row["links"] == ["report/grid.md"]
@@ -385,13 +386,17 @@ def test_the_step_ratio_is_smacs_eta_over_lambda_over_sgds_eta():
         )
     imp = {"sgd": (0.7, 0.6, 0.8), "sgd-matched": (0.5, 0.4, 0.6)}
     agg = {"smac": {"IQM": (0.9, 0.8, 1.0)}, "sgd-matched": {"IQM": (0.85, 0.7, 0.9)}}
-    point = grid.step_size_point({"agg": agg, "imp": imp})
+    point = grid.step_size_point({"agg": agg, "imp": imp, "tasks": ["CartPole", "Pendulum", "Hopper"]})
     ratios = [grid.step_ratio(t) for t in hparams.tasks()]
     assert point == {
         "ratio": [min(ratios), max(ratios)],
         "p_vs_sgd": 0.7,
         "p_vs_matched": 0.5,
         "iqm": [0.9, 0.85],
+        "ci_vs_sgd": [0.6, 0.8],
+        "ci_vs_matched": [0.4, 0.6],
+        "n_tasks": 3,
+        "budgets": [500_000, 2_000_000],
     }
 
 

@@ -1,4 +1,4 @@
-"""The KL-step study (benchmark/studies/kl_step.py): its jobs, now named, against the command its pre-registration
+"""The KL-step study (benchmark/studies/kl_step.py): its jobs, by name, against the command its pre-registration
 gives and against its committed logs; results' numbers against scipy and hand computation, its words from VOCAB;
 the step length eta: updates.csv's eta (benchmark.trainer.step_length) and its reconstruction from the other columns
 (kl_step.eta_ratio, for the logs written before the column) on short lab runs with --target-kl (eta chosen per update)

@@ -370,6 +370,7 @@ def test_an_equivalence_speaks_to_curvature_only_with_room_below_the_best_and_ab
         assert vd.curvature_word(arms, best) == word, task
     out = vd.curvature_cells({"Hopper": {"smac": 0.609, "sgd-matched": 0.6, "adam": 1.581}})
     assert out["can"] == ["Hopper"] and out["groups"][vd.SPEAKS][0]["best_algo"] == "AC-Adam"
+    assert out["groups"][vd.SPEAKS][0]["n_algos"] == 3  # how many algorithms the best is taken over
 
 
 def test_the_curvature_point_on_the_hand_made_logs(hand):

@@ -1,4 +1,4 @@
-"""What "done" means for a sweep's job (issue 51), each a test that failed on the code before: a compact log counts
+"""What "done" means for a sweep's job: a compact log counts
 only when it loads with the report's own loader (compact.load) and was made with the job's flags; a log or run
 directory of other flags is refused before any job starts, a log the report would leave out is set aside and its
 job run again; --extra-flags go through the trainer's parser before anything runs; every study's --dry-run over the
@@ -190,8 +190,8 @@ def test_the_report_names_and_leaves_out_a_log_it_cannot_read_in_full(tmp_path, 
 def test_a_log_of_other_flags_is_refused_before_any_job_starts(
     tmp_path, capsys, extra, flag, there, asked, dry_run
 ):
-    """The same --runs-dir / --logs-dir again with `--reading relu` or `--extra-flags "--ent-coef 0.5"`: `done (skip)`
-    (the log says tanh, ent_coef 0). Now one line naming the flag and both values, exit 2, nothing renamed or run."""
+    """The same --runs-dir / --logs-dir again with `--reading relu` or `--extra-flags "--ent-coef 0.5"`: one line naming
+    the flag and both values (the log says tanh, ent_coef 0), exit 2, nothing renamed or run (not `done (skip)`)."""
     runs, logs = tmp_path / "runs", tmp_path / "logs"
     argv = sweep_argv(runs, "1,2", 200, "--logs-dir", str(logs))
     assert sweep.main(argv) == 0
@@ -205,8 +205,8 @@ def test_a_log_of_other_flags_is_refused_before_any_job_starts(
 
 
 def test_a_log_at_another_jobs_path_is_refused(tmp_path, capsys):
-    """A log of CartPole/sgd copied to CartPole/smac's path: the sweep counted it done for smac while the report
-    counted it under sgd (it reads task and algo from the record). Now refused in one line naming the log."""
+    """A log of CartPole/sgd copied to CartPole/smac's path is refused in one line naming the log (not done for
+    smac while the report counts it under sgd, reading task and algo from the record)."""
     runs, logs = tmp_path / "runs", tmp_path / "logs"
     path = write_log(logs, 1)
     elsewhere = compact.log_path(str(logs), "CartPole", "smac", 1)
@@ -220,8 +220,8 @@ def test_a_log_at_another_jobs_path_is_refused(tmp_path, capsys):
 
 
 def test_a_run_directory_of_other_flags_is_refused_not_resumed(tmp_path, capsys):
-    """A half-done run in the seed directory and `--extra-flags "--ent-coef 0.5"`: it was resumed with its old flags
-    (ent_coef 0) and its log said so. Now refused in one line naming the run directory, exit 2, nothing started."""
+    """A half-done run in the seed directory and `--extra-flags "--ent-coef 0.5"`: refused in one line naming the run
+    directory, exit 2, nothing started (not resumed with its old flags, ent_coef 0)."""
     runs = tmp_path / "runs"
     run = train(runs, 1, 200)
     before = tree(runs)
@@ -312,7 +312,7 @@ STUDIES = {  # each committed logs directory, and the command that made it (docs
         "sgd-matched",
     ]
     + ["--budget", "5000000", "--logs-dir", f"{LOGS}/norm_5M_paired"],
-    "kl_step": ["--study", "kl-step"],  # the study its pre-registration names, now by name
+    "kl_step": ["--study", "kl-step"],  # the study its pre-registration names, by name
     "prereg": ["--study", "prereg"],
     "ablations": ["--study", "ablations"],
     "defaults": ["--study", "defaults"],
@@ -345,7 +345,7 @@ def test_every_studys_dry_run_over_the_committed_logs_finds_nothing_to_run(tmp_p
 # 3. a cut-off last CSV line -----------------------------------------------------------------------------------------
 def test_a_cut_off_last_csv_line_is_not_packed_as_a_row(tmp_path):
     """A finished run whose episodes.csv ends in `39` (a cut-off 3990...) and updates.csv in `8,40`, with no line end:
-    packed as an episode at step 39 with no return after step 3,984, and an update 8 at step 40. Now dropped."""
+    neither cut-off line is packed (no episode at step 39 with no return after step 3,984, no update 8 at step 40)."""
     run = finished_run(tmp_path / "runs", steps=400)
     log = compact.log_path(str(tmp_path / "logs"), "CartPole", "sgd", 1)
     whole = compact.load(compact.pack(run, log, "CartPole", "sgd", 1, 400))

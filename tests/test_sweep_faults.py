@@ -1,4 +1,4 @@
-"""The sweep's faults (issues 14 and 44), each a test that failed on the code before: a budget that is not a whole
+"""The sweep's faults, each a test: a budget that is not a whole
 number of rollouts, a damaged compact log, one bad job among good ones, two sweeps of one study at once, a stale or
 live extra run directory, and a trainer whose sweep died. Tiny budgets (T = 100 via --num-steps)."""
 
@@ -185,8 +185,8 @@ def test_the_report_skips_a_damaged_compact_log_and_names_it(tmp_path, capsys):
 # 3. one bad job among good ones -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("damage", ["checkpoint", "updates header"])
 def test_a_bad_job_fails_alone_and_the_jobs_after_it_run(tmp_path, capsys, damage):
-    """A bit-flipped checkpoint.pt or a garbled updates.csv header in seed 1's run: ConfigError traceback, exit 1,
-    seed 2 never started. Now seed 1 fails with one line and seed 2 runs to its budget."""
+    """A bit-flipped checkpoint.pt or a garbled updates.csv header in seed 1's run: seed 1 fails with one line (no
+    ConfigError traceback, exit 1) and seed 2 runs to its budget."""
     runs = tmp_path / "runs"
     bad = train(runs, 1, 200)
     train(runs, 2, 200)
@@ -222,8 +222,8 @@ def test_a_bad_job_fails_alone_and_the_jobs_after_it_run(tmp_path, capsys, damag
 
 # 4. two sweeps of one study at once -----------------------------------------------------------------------------------
 def test_a_second_sweep_skips_a_job_the_first_is_running(tmp_path, capsys):
-    """Sweep B starts while sweep A's trainer for the same job is still starting (no run directory yet): B skipped
-    nothing and started a second trainer, two run directories, then both sweeps died. Now B skips the job A claimed."""
+    """Sweep B starts while sweep A's trainer for the same job is still starting (no run directory yet): B skips the
+    job A claimed (no second trainer, no second run directory)."""
     runs = tmp_path / "runs"
     argv = sweep_argv(runs, "1", 5000)
     first = subprocess.Popen(
@@ -261,8 +261,8 @@ def test_a_second_sweep_skips_a_job_the_first_is_running(tmp_path, capsys):
 
 
 def test_an_existing_double_run_directory_is_one_line_and_a_failed_job(tmp_path, capsys):
-    """Two checkpointed run directories of one job (left by two sweeps at once): every sweep, --dry-run included,
-    died with `RuntimeError: ... holds 2 run directories`. Now the job is reported and failed; the others run."""
+    """Two checkpointed run directories of one job (left by two sweeps at once): the job is reported and failed
+    in one line, --dry-run included (no `RuntimeError: ... holds 2 run directories`); the others run."""
     runs = tmp_path / "runs"
     first = train(runs, 1, 200)
     second = train(runs, 1, 200)  # a run directory of its own (-2 when it starts in the same second)

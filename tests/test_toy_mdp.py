@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 import smac_numpy as sn
 from benchmark.studies import toy_mdp
 
-# ---- brute force over the MDP's trajectories, and the paper's printed SM expansion (moved here from
-# ---- smac_numpy.py, issue 28: they exist only to check the printed formulas)
+# ---- brute force over the MDP's trajectories, and the paper's printed SM expansion (they exist only to check
+# ---- the printed formulas)
 
 
 def toy_enumerate(theta: np.ndarray, lam_p: float, horizon: int = 2, terminal_self_loop: bool = True):

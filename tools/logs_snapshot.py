@@ -1,8 +1,8 @@
 """The logs a change must not alter: the lab's trainer (python -m benchmark.trainer) on 14 fixed flag sets
 (the paper's rows, the norm reading, per-sample, 2 envs, checkpoints, AC-CG, AC-KFAC, the ablation modes);
 keeps episodes.csv, updates.csv (timing columns dropped) and summary.json's status and counts. The first
-eight are the flag sets of the reference, which ran them itself until issue 43 moved its loop to the lab;
-REFERENCE_VIA=reference runs them through smac_a2c.py as the snapshots of that time did (older commits).
+eight are the reference's flag sets, whose loop the lab runs; REFERENCE_VIA=reference runs them through
+smac_a2c.py instead (for commits where the reference held that loop).
 
     python tools/logs_snapshot.py REPO_BEFORE /tmp/before && python tools/logs_snapshot.py . /tmp/after
     diff -r /tmp/before /tmp/after && echo identical        # trailing names run a subset

@@ -1,4 +1,4 @@
-"""Issue 43's learning check of the reference: 3 seeds of the paper's CartPole and Hopper rows, same flags and
+"""The learning check of the reference: 3 seeds of the paper's CartPole and Hopper rows, same flags and
 budgets, for one or more copies of smac_a2c.py (e.g. the file before and after a change); prints, per file and
 task, each seed's mean episodic return over the last 20 % of steps. Reads episodes.csv where a version
 wrote one, else the TensorBoard scalar charts/episodic_return.

@@ -92,6 +92,7 @@ VOCAB = (
     "inconclusive",
     "not reproducible with the paper's η",
     "not shown here",
+    "not contradicted (within noise; closeness not shown)",
     "met",
     "missed",
     "slower",
@@ -536,7 +537,7 @@ def _fisher(stats, refs) -> dict:
         if ps["n"] == 0 and ps["n_diverged"] > 0:
             returns_answer = "not reproducible with the paper's η"
         elif c1 == "within noise":
-            returns_answer = "agree"
+            returns_answer = "not contradicted (within noise; closeness not shown)"
         elif c1 in ("higher", "lower"):
             returns_answer = "disagree"
         else:

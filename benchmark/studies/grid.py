@@ -490,8 +490,11 @@ def sgd_stage1_row(equiv: dict) -> dict:
 
 def step_size_point(grid: Optional[dict]) -> dict:
     """The verdict's point "step_size": SMAC's step eta/lambda over AC-SGD's eta ([min, max] over the tasks), SMAC's
-    probability of improvement over AC-SGD and over sgd-matched, and the IQMs of SMAC and sgd-matched."""
-    g = grid or {"agg": {}, "imp": {}}
+    probability of improvement over AC-SGD and over sgd-matched with their 95 % CIs, the IQMs of SMAC and
+    sgd-matched, and the tasks pooled (how many, their stage-1 budgets [min, max])."""
+    g = grid or {"agg": {}, "imp": {}, "tasks": []}
+    tasks = g.get("tasks", [])
+    budgets = [aggregate.stage1_budget(t) for t in tasks]
     imp, iqm = g["imp"], {a: v["IQM"][0] for a, v in g["agg"].items()}
     ratios = [step_ratio(t) for t in hparams.tasks()]
     return {
@@ -499,6 +502,10 @@ def step_size_point(grid: Optional[dict]) -> dict:
         "p_vs_sgd": imp["sgd"][0] if "sgd" in imp else None,
         "p_vs_matched": imp["sgd-matched"][0] if "sgd-matched" in imp else None,
         "iqm": [iqm.get("smac"), iqm.get("sgd-matched")],
+        "ci_vs_sgd": list(imp["sgd"][1:]) if "sgd" in imp else [None, None],
+        "ci_vs_matched": list(imp["sgd-matched"][1:]) if "sgd-matched" in imp else [None, None],
+        "n_tasks": len(tasks),
+        "budgets": [min(budgets), max(budgets)] if budgets else [None, None],
     }
 
 

@@ -357,10 +357,11 @@ def _equivalence(reg: dict, block_c: dict, ready: list, stage1: dict) -> list:
 
 
 def original_arm_row(reg: dict, sc: dict, rows: list, pairing: dict) -> dict | None:
-    """Block C on HalfCheetah with the first sgd-matched runs (of FIRST_MATCHED_DATE, in the study's logs) against
-    the same SMAC runs, not pre-registered: the paired test where all its seeds pair with SMAC's by the first episode,
-    otherwise Welch's (stats.unpaired; the rule preregistration_kl_step.toml fixed for arms that do not pair); its
-    Holm p over block C's six tasks with it in the rerun's place. None until block C's HalfCheetah row is in."""
+    """Block C on HalfCheetah with the first sgd-matched runs (of FIRST_MATCHED_DATE, in the study's logs)
+    against the same SMAC runs (those runs are block C's pre-registered arm; this comparison is not
+    pre-registered): the paired test where all its seeds pair with SMAC's by the first episode, otherwise
+    Welch's (stats.unpaired; the rule preregistration_kl_step.toml fixed for arms that do not pair); its Holm
+    p over block C's six tasks with it in the rerun's place. None until block C's HalfCheetah row is in."""
     seeds, margin = hparams.parse_seeds(reg["common"]["seeds"]), reg["common"]["margin"]
     if not any(r["task"] == "HalfCheetah" for r in rows):
         return None
@@ -637,7 +638,13 @@ def _pairing_page(reg: dict, res: dict, pairing: dict) -> dict:
     if used is not None and pairing["paired"]:
         rows.append(_arm_row(reg, used, f"rerun of {amendment['date']} (block C's)"))
     if pairing.get("original_arm") is not None:
-        rows.append(_arm_row(reg, pairing["original_arm"], f"{FIRST_MATCHED_DATE} (not pre-registered)"))
+        rows.append(
+            _arm_row(
+                reg,
+                pairing["original_arm"],
+                f"{FIRST_MATCHED_DATE} (the pre-registered arm; this test not pre-registered)",
+            )
+        )
     return {
         "date": amendment["date"],
         "logs": amendment["logs"],

@@ -85,7 +85,7 @@ def test_the_claims_row_counts_the_claims_judged_on_5M_runs():
     ]
     rows = claims.evaluate_claims(no_runs(), five)
     numbers = claims.claims_row(rows, ("HalfCheetah",))["numbers"]
-    halfcheetah = sum(c["task"] == "HalfCheetah" for c in aggregate.CLAIMS)
+    halfcheetah = sum(c["task"] == "HalfCheetah" for c in claims.CLAIMS)
     assert numbers["on_5M_runs"] == 1 + halfcheetah == 3
     assert numbers["stage1_budgets"] == [500_000, 2_000_000]
     assert claims.claims_row(rows)["numbers"]["on_5M_runs"] == 1
@@ -94,13 +94,13 @@ def test_the_claims_row_counts_the_claims_judged_on_5M_runs():
 def test_a_claim_stated_as_a_share_of_the_budget_says_so():
     """The paper's step of a claim it states as a share of its budget ("three times fewer", "59 %") is that share
     of the inferred 5M, and the measured text names the share; a claim stated in steps keeps its step."""
-    by_id = {c["id"]: c for c in aggregate.CLAIMS}
+    by_id = {c["id"]: c for c in claims.CLAIMS}
     hopper, humanoid = by_id["hopper-smac-3x"], by_id["humanoid-smac-cg-59pct"]
     assert (hopper["share"], hopper["step"]) == ("1/3", aggregate.PAPER_BUDGET // 3)
     assert (humanoid["share"], humanoid["step"]) == ("59%", int(0.59 * aggregate.PAPER_BUDGET))
-    assert "1/3" in aggregate.paper_step(hopper) and "1.67M" in aggregate.paper_step(hopper)
-    assert aggregate.paper_step(by_id["pendulum-cg-1.5M"]) == "paper 1.50M"
-    assert [c["id"] for c in aggregate.CLAIMS if c.get("share")] == [
+    assert "1/3" in claims.paper_step(hopper) and "1.67M" in claims.paper_step(hopper)
+    assert claims.paper_step(by_id["pendulum-cg-1.5M"]) == "paper 1.50M"
+    assert [c["id"] for c in claims.CLAIMS if c.get("share")] == [
         "hopper-smac-3x",
         "humanoid-smac-adam-59pct",
         "humanoid-smac-cg-59pct",

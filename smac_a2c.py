@@ -34,9 +34,6 @@ import torch.nn as nn
 import tyro
 from torch.utils.tensorboard import SummaryWriter
 
-# MuJoCo renders (--capture-video) through EGL where there is no display
-os.environ.setdefault("MUJOCO_GL", "glfw" if os.environ.get("DISPLAY") else "egl")
-
 
 @dataclass
 class Args:
@@ -651,6 +648,24 @@ def make_env(args: Args, run_dir: str, i: int) -> gym.Env:
     return gym.wrappers.RecordVideo(env, os.path.join(run_dir, "videos"), disable_logger=True)
 
 
+def set_render_backend() -> None:
+    """--capture-video: MuJoCo renders with glfw on a display, with EGL without one, unless MUJOCO_GL is set.
+    mujoco reads MUJOCO_GL once, at its import: call this before the first environment is made. Where EGL
+    cannot load, a ConfigError that names the fix (training without video renders nothing: no EGL needed)."""
+    os.environ.setdefault("MUJOCO_GL", "glfw" if os.environ.get("DISPLAY") else "egl")
+    if os.environ["MUJOCO_GL"] != "egl" or "mujoco" in sys.modules:
+        return
+    try:
+        import mujoco  # noqa: F401
+    except ImportError:  # no mujoco here: nothing renders with it
+        return
+    except Exception as error:  # PyOpenGL without an EGL library: AttributeError on 'NoneType'
+        raise ConfigError(
+            f"--capture-video: MuJoCo cannot load EGL here ({type(error).__name__}: {error}); set "
+            "MUJOCO_GL=osmesa (or glfw with a display), or install EGL's libraries (libEGL)"
+        ) from None
+
+
 def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.Space]:
     """The environment's (observation, action) spaces, or a ConfigError; with --capture-video also moviepy and
     one rendered frame, so that a machine that cannot record fails here, not mid-run."""
@@ -850,6 +865,8 @@ def main(argv=None) -> int:
     StopRequest()  # a signal before training starts: one line, exit 130 / 143 (train() installs its own)
     try:
         check_args(args)
+        if args.capture_video:
+            set_render_backend()
         check_env(args.env_id, args.capture_video)
         if args.track:
             import wandb

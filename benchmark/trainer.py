@@ -1776,6 +1776,8 @@ def main(argv=None) -> int:
                     f"--eval-checkpoint evaluates on the checkpoint's own environment "
                     f"{ckpt['args']['env_id']!r}; --env-id {args.env_id!r} does not match"
                 )
+            if args.capture_video:  # before the first environment: mujoco reads MUJOCO_GL at its import
+                smac_a2c.set_render_backend()
             mean, std = evaluate(ckpt, args.eval_episodes, args.seed, args.capture_video, args.eval_max_steps)
             print(
                 f"eval {ckpt['args']['env_id']}: {mean:.2f} +- {std:.2f} over {args.eval_episodes} episodes "
@@ -1786,6 +1788,8 @@ def main(argv=None) -> int:
         if resume is not None:
             args = resume_args(args, argv, resume)
             check_args(args)
+        if args.capture_video:  # before the first environment: mujoco reads MUJOCO_GL at its import
+            smac_a2c.set_render_backend()
         run_dir, status = train(args, resume)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -30,21 +30,24 @@ def run_main(runs, *argv, tensorboard=False):
     return trainer.main(["--runs-dir", str(runs), *([] if tensorboard else ["--no-tensorboard"]), *argv])
 
 
-def lab_process(cwd, *argv, env=None, **kw):
+def lab_process(cwd, *argv, env=None, pythonpath=(), **kw):
     """`python -m benchmark.trainer *argv` in a subprocess run in `cwd` (its runs in cwd/runs unless --runs-dir),
-    with this tests directory importable for its environments; stdout and stderr piped unless given."""
-    env = {**(os.environ if env is None else env), "PYTHONPATH": os.pathsep.join([HERE, ROOT])}
+    with this tests directory importable for its environments (after the directories `pythonpath`); stdout and
+    stderr piped unless given."""
+    env = {**(os.environ if env is None else env), "PYTHONPATH": os.pathsep.join([*pythonpath, HERE, ROOT])}
     kw.setdefault("stdout", subprocess.PIPE)
     kw.setdefault("stderr", subprocess.PIPE)
     return subprocess.Popen([sys.executable, "-m", "benchmark.trainer", *argv], cwd=cwd, env=env, **kw)
 
 
-def standalone(cwd, *argv, env=None, **kw):
-    """`python *argv` in `cwd` with smac_a2c.py copied ALONE there and nothing of this repository importable;
-    stdout and stderr piped as text."""
+def standalone(cwd, *argv, env=None, pythonpath=(), **kw):
+    """`python *argv` in `cwd` with smac_a2c.py copied ALONE there and nothing of this repository importable (only
+    the directories `pythonpath`); stdout and stderr piped as text."""
     if not os.path.exists(os.path.join(cwd, "smac_a2c.py")):
         shutil.copy(REFERENCE, os.path.join(cwd, "smac_a2c.py"))
     env = {k: v for k, v in (os.environ if env is None else env).items() if k != "PYTHONPATH"}
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(pythonpath)
     kw.setdefault("stdout", subprocess.PIPE)
     kw.setdefault("stderr", subprocess.PIPE)
     return subprocess.Popen([sys.executable, *argv], cwd=cwd, env=env, text=True, **kw)

@@ -339,6 +339,35 @@ def test_capture_video_and_track_offline_in_the_copy_alone(tmp_path):
     assert len(offline) == 1
 
 
+def test_mujoco_trains_where_egl_cannot_load_and_a_video_there_is_one_line(tmp_path, broken_egl):
+    """Where EGL cannot load (headless, PyOpenGL finds no EGL library), both trainers train a MuJoCo task without
+    video: MUJOCO_GL is set only for --capture-video. With video there, and with the lab's --eval-checkpoint
+    --capture-video: one line that names the fix, exit 2."""
+    env, pythonpath = broken_egl
+    hopper = ["--env-id", "Hopper-v4", "--num-steps", "50", "--total-timesteps", "50"]
+    for program in helpers.PROGRAMS:
+        cwd = tmp_path / program
+        cwd.mkdir()
+        proc = helpers.program_process(program, cwd, *hopper, env=env, pythonpath=pythonpath)
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        proc = helpers.program_process(
+            program, cwd, *hopper, "--capture-video", env=env, pythonpath=pythonpath
+        )
+        _, err = proc.communicate(timeout=300)
+        one_line_error(err, proc.returncode, "MUJOCO_GL=osmesa", "EGL")
+    argv = [
+        "--eval-checkpoint",
+        only_run(tmp_path / "lab" / "runs"),
+        "--eval-episodes",
+        "1",
+        "--capture-video",
+    ]
+    proc = helpers.program_process("lab", tmp_path / "lab", *argv, env=env, pythonpath=pythonpath)
+    _, err = proc.communicate(timeout=300)
+    one_line_error(err, proc.returncode, "MUJOCO_GL=osmesa", "EGL")
+
+
 # ---- every promise on every path (the reference's own loop; the lab's are in test_crashes_and_signals.py) ----------
 def reference_checkpoint(runs):
     return torch.load(os.path.join(only_run(runs), "checkpoint.pt"), weights_only=True)

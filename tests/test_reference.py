@@ -368,6 +368,57 @@ def test_mujoco_trains_where_egl_cannot_load_and_a_video_there_is_one_line(tmp_p
     one_line_error(err, proc.returncode, "MUJOCO_GL=osmesa", "EGL")
 
 
+def test_under_cuda_the_loop_acts_with_a_cpu_copy_refreshed_after_each_update(reference_here, monkeypatch):
+    """--cuda on a machine without a GPU, the device simulated: torch.cuda.is_available() says yes while the
+    networks and tensors stay on the CPU. The loop acts with a copy of the actor, never the actor itself; at every
+    action the copy holds the actor's parameters (refreshed after each update, so it changes between rollouts);
+    the checkpoint holds no copy. On the CPU the loop acts with the actor itself."""
+    import smac_a2c
+
+    real_networks = smac_a2c.make_networks
+    real_tensor = smac_a2c.tensor
+    made = []
+    seen = []
+
+    def networks(args, obs_dim, act_dim, discrete, device="cpu"):
+        made.append(real_networks(args, obs_dim, act_dim, discrete))
+        return made[-1]
+
+    def cpu_tensor(x, device):
+        return real_tensor(x, "cpu")
+
+    def act(self, obs):
+        flat = torch.nn.utils.parameters_to_vector(self.parameters()).detach().clone()
+        actor_flat = torch.nn.utils.parameters_to_vector(made[-1][0].parameters()).detach().clone()
+        seen.append((self is made[-1][0], flat, actor_flat))
+        return real_act(self, obs)
+
+    real_act = smac_a2c.Actor.act
+    monkeypatch.setattr(smac_a2c, "make_networks", networks)
+    monkeypatch.setattr(smac_a2c, "tensor", cpu_tensor)
+    monkeypatch.setattr(smac_a2c.Actor, "act", act)
+    monkeypatch.setattr(torch.cuda, "is_available", helpers.always_true)
+    args = smac_a2c.Args(env_id="CartPole-v1", num_steps=100, total_timesteps=300, cuda=True)
+    assert smac_a2c.train(args) == 0
+    assert len(seen) == 300 and not any(is_actor for is_actor, _, _ in seen)
+    assert all(torch.equal(flat, actor_flat) for _, flat, actor_flat in seen)
+    starts = [seen[i][1] for i in (0, 100, 200)]
+    assert not torch.equal(starts[0], starts[1]) and not torch.equal(starts[1], starts[2])
+    assert set(reference_checkpoint(reference_here / "runs")) == {
+        "args",
+        "global_step",
+        "update",
+        "actor",
+        "critic",
+        "critic_opt",
+        "actor_opt",
+        "normalizer",
+    }
+    seen.clear()
+    assert smac_a2c.train(smac_a2c.Args(env_id="CartPole-v1", num_steps=100, total_timesteps=100)) == 0
+    assert len(seen) == 100 and all(is_actor for is_actor, _, _ in seen)
+
+
 # ---- every promise on every path (the reference's own loop; the lab's are in test_crashes_and_signals.py) ----------
 def reference_checkpoint(runs):
     return torch.load(os.path.join(only_run(runs), "checkpoint.pt"), weights_only=True)

@@ -42,7 +42,8 @@ class Args:
     seed: int = 1
     """seed of python, numpy, torch and the environments"""
     cuda: bool = False
-    """networks and updates on the GPU if there is one (for 64-64 networks the CPU is faster)"""
+    """networks and updates on the GPU if there is one; actions from a CPU copy of the actor, drawn with the
+    CPU's random numbers (a --cuda run's episodes differ from a CPU run's at the same seed)"""
     track: bool = False
     """sync the TensorBoard scalars to Weights & Biases (needs `wandb login`, or WANDB_MODE=offline)"""
     wandb_project_name: str = "smac"
@@ -476,6 +477,9 @@ def train(args: Args) -> int:
     normalizer = Normalizer(obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
     parts = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "actor_opt": actor_opt}
     parts["normalizer"] = normalizer
+    # --cuda: the loop acts with a CPU copy of the actor, refreshed after each update (each action would
+    # go to the GPU and back); on the CPU it acts with the actor itself
+    acting = actor if device.type == "cpu" else copy.deepcopy(actor).cpu()
     T = args.num_steps
     N = args.num_envs
     budget = args.total_timesteps - args.total_timesteps % (T * N)
@@ -505,7 +509,7 @@ def train(args: Args) -> int:
             for t in range(T):
                 if not np.isfinite(obs).all():  # checked before acting on it
                     raise Diverged("NaN/Inf in an observation")
-                action = actor.act(tensor(normalizer.obs(obs), device)).cpu().numpy()
+                action = acting.act(tensor(normalizer.obs(obs), "cpu")).numpy()
                 # Discrete(n, start): the index shifted; a Box: the action clipped into it (ours, as CleanRL)
                 env_action = (
                     action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
@@ -556,6 +560,8 @@ def train(args: Args) -> int:
                 raise Diverged("NaN/Inf after the update")
             update += 1
             last_good = checkpoint_state(args, global_step, update, parts)
+            if acting is not actor:
+                acting.load_state_dict(actor.state_dict())
             no_step += int(diagnostics.get("kl_eta") == 0.0)
 
             # TRY NOT TO MODIFY: log the losses, SMAC's diagnostics and a progress line every 10 updates

@@ -159,11 +159,16 @@ def smac_direction(params, log_probs, advantages, damping: float, retain_graph: 
 @torch.no_grad()
 def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
     """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout. A parameter the step
-    does not move is left untouched (not even a zero added): a critic in the same module keeps its graph."""
+    does not move is left untouched (not even a zero added). A non-finite lr is refused (ValueError), a
+    direction holding NaN or Inf raises FloatingPointError (a diverged step); either way nothing moves."""
+    if not abs(lr) < float("inf"):
+        raise ValueError(f"lr must be a finite number, got {lr}")
     params = trainable_parameters(params)
     sizes = [p.numel() for p in params]
     if direction.numel() != sum(sizes):
         raise ValueError(f"direction has {direction.numel()} entries, the trainable parameters {sum(sizes)}")
+    if not torch.isfinite(direction).all():
+        raise FloatingPointError("the direction holds NaN or Inf (a diverged step); no parameter was moved")
     for p, d in zip(params, direction.split(sizes)):
         if d.any():
             p.add_(d.view_as(p), alpha=lr)
@@ -507,7 +512,7 @@ def train(args: Args) -> int:
         while global_step < budget and not stop.signal:
             # ALGO LOGIC: line 4: roll out T steps in every environment, acting with the current policy
             for t in range(T):
-                if not np.isfinite(obs).all():  # checked before acting on it
+                if not np.abs(obs).max() <= FLOAT32_MAX:  # NaN, Inf, or Inf in the networks' float32 (1e39)
                     raise Diverged("NaN/Inf in an observation")
                 action = acting.act(tensor(normalizer.obs(obs), "cpu")).numpy()
                 # Discrete(n, start): the index shifted; a Box: the action clipped into it (ours, as CleanRL)
@@ -572,7 +577,7 @@ def train(args: Args) -> int:
                 kept = f", no step in {no_step} of {update} updates" if args.target_kl > 0 else ""
                 line = f"step {global_step}/{budget}, {sps} SPS, return {mean_return:.1f} (last 10)"
                 print(line + kept, flush=True)
-    except Diverged as error:
+    except (Diverged, FloatingPointError) as error:  # FloatingPointError: apply_step_'s non-finite direction
         print(f"diverged at update {update + 1} ({error})", file=sys.stderr)
         exit_code = 3
     except StopNow:  # a second signal: the update under way is dropped

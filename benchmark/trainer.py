@@ -1553,7 +1553,10 @@ def train_loop(
             batch = {"obs": b_obs, "actions": actions, "advantages": advantages}
             # lines 6-9: the actor step(s) of --optimizer, with --num-minibatches and --update-epochs
             start = time.perf_counter()
-            diagnostics = actor_update(actor, batch, args, actor_state)
+            try:
+                diagnostics = actor_update(actor, batch, args, actor_state)
+            except FloatingPointError:  # apply_step_'s non-finite direction: this update diverged
+                diagnostics = None
             if device.type == "cuda":
                 torch.cuda.synchronize()
             actor_ms = (time.perf_counter() - start) * 1e3
@@ -1561,7 +1564,8 @@ def train_loop(
             value_loss = critic_step(critic, critic_opt, b_obs, tensor(returns, device).reshape(-1), args)
             # observation statistics: updated after the update that used them
             normalizer.obs_rms.update(buf_obs.reshape(-1, obs_dim))
-            if not all_finite(value_loss, actor, critic) or not stats_finite(normalizer):
+            finite = diagnostics is not None and all_finite(value_loss, actor, critic)
+            if not finite or not stats_finite(normalizer):
                 # NaN or Inf: back to the state before this rollout and update, checkpoint it, exit 3
                 global_step, update, actor_state = restore(last_good, nets, rng)
                 status = "diverged"

@@ -289,6 +289,12 @@ class NanObservationAt155(BadValueAt):
     value = float("nan")
 
 
+class HugeObservationAt155(BadValueAt):
+    """1e39: finite in float64, Inf in float32 (what the networks see)."""
+
+    value = 1e39
+
+
 class NanObservationAtReset(BadValueAt):
     """The first observation is NaN (then episodes as BadValueAt's)."""
 
@@ -334,6 +340,7 @@ for _name, _cls in (
     ("InfObservationAt155-v0", InfObservationAt155),
     ("NanFinalObservation-v0", NanFinalObservation),
     ("NanObservationAt155-v0", NanObservationAt155),
+    ("HugeObservationAt155-v0", HugeObservationAt155),
     ("NanObservationAtReset-v0", NanObservationAtReset),
     ("SignalsWhenBuilt-v0", SignalsWhenBuilt),
     ("SignalsTwiceMidRollout-v0", SignalsTwiceMidRollout),

@@ -438,8 +438,9 @@ TOY = ["--num-steps", "100", "--total-timesteps", "1000"]
         (["--env-id", "NanObservationAt155-v0", *TOY], 1),
         (["--env-id", "NanObservationAt155-v0", "--norm-obs", *TOY], 1),
         (["--env-id", "InfObservationAt155-v0", "--optimizer", "adam", *TOY], 1),
+        (["--env-id", "HugeObservationAt155-v0", *TOY], 1),
     ],
-    ids=["first-reset", "mid-run", "norm-obs", "inf-adam"],
+    ids=["first-reset", "mid-run", "norm-obs", "inf-adam", "inf-in-float32"],
 )
 def test_a_nan_observation_exits_3_with_the_state_before_its_update(reference_here, capsys, argv, update):
     """torch's distributions validated their arguments before the loop's finiteness check: a NaN observation was a
@@ -476,6 +477,52 @@ def test_a_step_too_long_finishes_or_exits_3_never_a_traceback(reference_here, c
     if code == 3:
         one_line_error(err, code, exit_code=3)
     assert finite(reference_checkpoint(reference_here / "runs")["actor"])
+
+
+def test_apply_step_refuses_a_non_finite_lr_and_a_non_finite_direction_writing_nothing():
+    """A NaN or infinite lr: ValueError; a direction holding NaN or Inf: FloatingPointError (a diverged step, which
+    the loops turn into exit 3); in every case no parameter changes (before, NaN was written silently)."""
+    import smac_a2c
+
+    policy = torch.nn.Linear(3, 2)
+    before = [p.detach().clone() for p in policy.parameters()]
+    direction = torch.ones(8)
+    for lr in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(ValueError, match="lr"):
+            smac_a2c.apply_step_(policy, direction, lr)
+    for bad in (float("nan"), float("inf")):
+        direction[5] = bad
+        with pytest.raises(FloatingPointError):
+            smac_a2c.apply_step_(policy, direction, 0.1)
+    assert all(torch.equal(p, p0) for p, p0 in zip(policy.parameters(), before))
+
+
+@pytest.mark.parametrize("program", helpers.PROGRAMS)
+def test_a_non_finite_direction_in_either_loop_exits_3_with_the_state_before_its_update(
+    program, reference_here, capsys, monkeypatch
+):
+    """SMAC's direction turns NaN in the third update: apply_step_ raises FloatingPointError, which both loops (the
+    lab calls the same function) treat as divergence: one line, exit 3, the checkpoint of update 2."""
+    import smac_a2c
+    from benchmark import trainer
+
+    calls = []
+    real = smac_a2c.sherman_morrison_direction
+
+    def nan_on_third(g, ell, damping):
+        calls.append(1)
+        direction = real(g, ell, damping)
+        return direction * float("nan") if len(calls) == 3 else direction
+
+    monkeypatch.setattr(smac_a2c, "sherman_morrison_direction", nan_on_third)
+    monkeypatch.setattr(trainer, "sherman_morrison_direction", nan_on_third)
+    if program == "reference":
+        code = smac_a2c.main(["--env-id", "CartPole-v1", *TOY])
+    else:
+        code = helpers.run_main("runs", *helpers.CARTPOLE, "--total-timesteps", "1000")
+    one_line_error(capsys.readouterr().err, code, exit_code=3)
+    ckpt = reference_checkpoint(reference_here / "runs")
+    assert ckpt["update"] == 2 and ckpt["global_step"] == 200 and finite(ckpt["actor"])
 
 
 def test_with_target_kl_an_update_without_a_step_goes_on_and_is_counted(reference_here, capsys, monkeypatch):

@@ -27,6 +27,19 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Literal, Optional
 
+if __name__ == "__main__":  # as a script: a signal outside main() ends the process at once (exit_at_once)
+    ended = []  # main()'s exit code, once it returned
+
+    def exit_at_once(signum, frame):
+        """During the imports below: one line, exit 130 / 143. After main() returned (W&B's upload at exit):
+        its code if a signal ended the run (the first signal's), else this signal's."""
+        if not ended:
+            print(f"stopped by {signal.Signals(signum).name} before training started", file=sys.stderr)
+        os._exit(ended[0] if ended and ended[0] in (130, 143) else 128 + signum)
+
+    signal.signal(signal.SIGINT, exit_at_once)
+    signal.signal(signal.SIGTERM, exit_at_once)
+
 import gymnasium as gym
 import numpy as np
 import torch
@@ -782,20 +795,21 @@ def finite_state(value_loss: float, actor, critic, normalizer: Normalizer, obs, 
 
 
 class StopRequest:
-    """Ctrl-C and SIGTERM. Before the loop a signal stops the run at once (StopNow); in it the first is only
-    remembered, to end the run after its update, and a second stops it at once. The first one's code wins."""
+    """Ctrl-C and SIGTERM, from its creation until release() gives back the handlers it found. Before the loop
+    a signal stops the run at once (StopNow); in it the first is only remembered, to end the run after its
+    update, and a second stops it at once. The first one's code wins."""
 
     def __init__(self):
         self.signal = 0
         self.count = 0
         self.stop_now_at = 1  # the signal that raises StopNow: the first, the second (in the loop), 0: none
-        signal.signal(signal.SIGINT, self.handle)
-        signal.signal(signal.SIGTERM, self.handle)
+        self.found = {}
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self.found[signum] = signal.signal(signum, self.handle)
 
     def release(self) -> None:
-        """Python's own handlers back (a Ctrl-C during W&B's upload at exit ends it)."""
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for signum, handler in self.found.items():
+            signal.signal(signum, handler)
 
     def handle(self, signum, frame):
         if not self.signal:
@@ -868,13 +882,16 @@ def log_update(
 
 
 def main(argv=None) -> int:
-    args = tyro.cli(Args, args=argv)  # a flag tyro cannot parse: its message, exit code 2
-    torch.set_num_threads(1)  # fastest for these small networks, and deterministic
-    # before any environment renders: with CUDA builds of torch this imports triton, whose import crashes
-    # once an EGL context exists (--capture-video's probe)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    StopRequest()  # a signal before training starts: one line, exit 130 / 143 (train() installs its own)
+    """The exit code (train()'s, 2 for bad input); the signal handlers it found are back on every return."""
+    stop = (
+        StopRequest()
+    )  # a signal before training starts: one line, exit 130 / 143 (train() installs its own)
     try:
+        args = tyro.cli(Args, args=argv)  # a flag tyro cannot parse: its message, exit code 2
+        torch.set_num_threads(1)  # fastest for these small networks, and deterministic
+        # before any environment renders: with CUDA builds of torch this imports triton, whose import crashes
+        # once an EGL context exists (--capture-video's probe)
+        torch.use_deterministic_algorithms(True, warn_only=True)
         check_args(args)
         if args.capture_video:
             set_render_backend()
@@ -895,7 +912,10 @@ def main(argv=None) -> int:
     except StopNow as stopped:
         print(f"stopped by {signal.Signals(stopped.args[0]).name} before training started", file=sys.stderr)
         return 128 + stopped.args[0]
+    finally:
+        stop.release()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    ended.append(main())  # from here to the process's end a signal goes to exit_at_once
+    sys.exit(ended[0])

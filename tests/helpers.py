@@ -316,6 +316,18 @@ class SignalsTwiceMidRollout(BadValueAt):
         return super().step(action)
 
 
+class SigtermAt150(BadValueAt):
+    """Sends this process SIGTERM on its 150th step: at --num-steps 100 the run ends after its second update."""
+
+    at = -1  # no bad value
+
+    def step(self, action):
+        if self.total + 1 == 150:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # the handler runs here
+        return super().step(action)
+
+
 class SignalsWhenBuilt(BadValueAt):
     """Sends this process the signal named by the class attribute `signal_name` when built (during a trainer's
     environment check)."""
@@ -344,6 +356,7 @@ for _name, _cls in (
     ("NanObservationAtReset-v0", NanObservationAtReset),
     ("SignalsWhenBuilt-v0", SignalsWhenBuilt),
     ("SignalsTwiceMidRollout-v0", SignalsTwiceMidRollout),
+    ("SigtermAt150-v0", SigtermAt150),
 ):
     gym.register(_name, entry_point=_cls)
 

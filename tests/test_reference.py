@@ -586,6 +586,88 @@ def test_a_signal_before_training_starts_is_one_line(reference_here, capsys, mon
     one_line_error(capsys.readouterr().err, code, exit_code=130 if stage == "environment check" else 143)
 
 
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_run_as_a_script_a_signal_during_its_imports_is_one_line(tmp_path, signum, code):
+    """Ctrl-C or SIGTERM 0.5 s after the start, while torch and gymnasium import: one line, exit 130 / 143 (a
+    24- to 43-line traceback, or no line at all, before)."""
+    proc = standalone(tmp_path, "smac_a2c.py", "--env-id", "CartPole-v1", *TOY)
+    time.sleep(0.5)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    one_line_error(err, proc.returncode, "before training started", exit_code=code)
+
+
+def test_importing_the_module_installs_no_signal_handler(tmp_path):
+    check = "import signal, smac_a2c; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, "
+    check += "signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)"
+    proc = standalone(tmp_path, "-c", check)
+    out, err = proc.communicate(timeout=120)
+    assert out.split() == ["True", "True"], err
+
+
+def test_main_gives_back_the_signal_handlers_it_found_on_every_return(reference_here):
+    """Called in-process, main() left its own handlers behind after bad input (a later Ctrl-C raised StopNow) or a
+    signal before training (Ctrl-C then did nothing). Now the caller's handlers are back after every return: bad
+    input (2), a flag tyro refuses (SystemExit), a signal before training (130), a finished run (0)."""
+    import smac_a2c
+
+    def callers(signum, frame):
+        pass
+
+    signal.signal(signal.SIGINT, callers)
+    signal.signal(signal.SIGTERM, callers)
+    assert smac_a2c.main(["--damping", "0"]) == 2
+    assert signal.getsignal(signal.SIGINT) is callers and signal.getsignal(signal.SIGTERM) is callers
+    with pytest.raises(SystemExit):
+        smac_a2c.main(["--no-such-flag"])
+    assert signal.getsignal(signal.SIGINT) is callers and signal.getsignal(signal.SIGTERM) is callers
+    assert smac_a2c.main(["--env-id", "SignalsWhenBuilt-v0", *TOY]) == 130
+    assert signal.getsignal(signal.SIGINT) is callers and signal.getsignal(signal.SIGTERM) is callers
+    assert smac_a2c.main(["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "100"]) == 0
+    assert signal.getsignal(signal.SIGINT) is callers and signal.getsignal(signal.SIGTERM) is callers
+
+
+# run as a script under a stand-in for W&B: smac_a2c.py as __main__; at exit a thread the interpreter waits for
+# (W&B's upload) gets a Ctrl-C after 0.5 s, and writes `uploaded` if it is not stopped within 5 s
+UPLOAD_AT_EXIT = """
+import os, runpy, signal, sys, threading, time
+import helpers  # registers SigtermAt150-v0
+
+
+def upload():
+    time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+    open("uploaded", "w").close()
+
+
+sys.argv = [sys.argv[1], "--env-id", "SigtermAt150-v0", "--num-steps", "100", "--total-timesteps", "1000"]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    threading.Thread(target=upload).start()
+"""
+
+
+def test_run_as_a_script_the_first_signals_code_holds_to_the_process_exit(tmp_path):
+    """SIGTERM mid-run (the run ends after its update: 143), then Ctrl-C during W&B's upload at exit: the process
+    ends at once, with 143, the first signal's code, and no traceback (before, Python's restored handler raised
+    KeyboardInterrupt there: a traceback, the upload going on, or exit 130)."""
+    (tmp_path / "probe.py").write_text(UPLOAD_AT_EXIT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([helpers.HERE, ROOT])}
+    proc = subprocess.run(
+        [sys.executable, "probe.py", REFERENCE],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 143 and "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "uploaded").exists()
+    assert reference_checkpoint(tmp_path / "runs")["update"] == 2
+
+
 def test_a_second_signal_stops_at_once_and_the_first_ones_code_wins(reference_here):
     """SIGTERM on step 1500, then Ctrl-C on step 1501 (rollouts of 1000): before, the last signal won (exit 130) and
     the run went on to the end of the rollout and its update (checkpoint at update 2). Now the second signal stops the

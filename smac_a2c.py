@@ -187,23 +187,33 @@ def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
             p.add_(d.view_as(p), alpha=lr)
 
 
+# ==== Ours, not the paper's: the step's length from the KL it causes (the copy block's kl_step_) ==========
 @torch.no_grad()
 def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change: float = 0.1) -> float:
-    """Ours, not the paper's: theta <- theta + eta * direction, eta set so that the policy moves by about
-    target_kl (TRPO's 0.01) on the batch, measured as PPO's approx_kl = mean((r - 1) - log r) over the taken
-    actions, r their new over old probability.
+    """theta <- theta + eta * direction, eta set so that the policy moves by about target_kl (TRPO's 0.01)
+    on the batch, measured as PPO's approx_kl = mean((r - 1) - log r) over the taken actions (r: their new
+    over old probability). Use it in place of the paper's fixed eta in a loop of your own, where that eta
+    would need tuning (this file: --target-kl).
     log_prob_fn() returns the batch's log pi(a|s), shape (B,), recomputed from the current parameters, the
-    same on every call at one theta (the policy in eval mode: no dropout, no nondeterministic GPU kernels).
+    same on every call at one theta: the policy in eval mode (no dropout, no train-mode BatchNorm, whose
+    running statistics would move at every call), no nondeterministic GPU kernels.
     A step is kept when its KL lies in [target_kl / 2, 1.5 target_kl], or below that band at the cap: no
     parameter moves by more than max_change (a few already likely actions never reach the target). Only
-    parameters whose direction is not zero are written. Returns the eta applied; 0: no step, every parameter
-    as it was (a zero or non-finite direction, or no eta found in 20 tries; also when anything raises).
-    Typically 4 forward passes over the batch, at most 23; it learned CartPole in an A2C loop with batches as
-    small as 4 (benchmark/foreign_loops.py)."""
+    parameters whose direction is not zero are written. Returns the eta applied; 0 means no step, every
+    parameter as it was: a zero or non-finite direction, a cap too small to move any parameter, or no eta
+    found in 20 tries.
+    Refused with a ValueError, every parameter as it was: a target_kl or max_change that is not a finite
+    number > 0, a direction of the wrong length, and a log_prob_fn that returns no (B,) tensor, answers twice
+    differently, changes the module's buffers (train-mode BatchNorm) or is stale: its output stays put under
+    a trial step that autograd says moves it (stored log-probabilities, with or without their graph), or
+    autograd cannot go back through it. What log_prob_fn raises is re-raised, every parameter as it was.
+    Cost: typically 4 forward passes over the batch, at most 23. At 32+ transitions per update it learned
+    CartPole in five foreign loops; at 5 it did not (the policy saturated)."""
     if not 0 < target_kl < float("inf") or not 0 < max_change < float("inf"):
         raise ValueError(
             f"target_kl and max_change must be finite numbers > 0, got {target_kl}, {max_change}"
         )
+    buffers = list(params.buffers()) if isinstance(params, torch.nn.Module) else []
     params = trainable_parameters(params)
     sizes = [p.numel() for p in params]
     if direction.numel() != sum(sizes):
@@ -212,11 +222,19 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     largest = direction.abs().max().item()
     if not moved or not largest < float("inf"):  # a zero direction, or NaN/Inf in it: no step
         return 0.0
+    buffers_before = [b.clone() for b in buffers]
     old = log_prob_fn()
     if not isinstance(old, torch.Tensor) or old.dim() != 1:
         raise ValueError("log_prob_fn() must return log pi(a|s) as a torch tensor (B,)")
     if not torch.equal(log_prob_fn(), old):
         raise ValueError("log_prob_fn() differs between two calls at the same parameters: use eval mode")
+    if not all(torch.equal(b, b0) for b, b0 in zip(buffers, buffers_before)):
+        for b, b0 in zip(buffers, buffers_before):
+            b.copy_(b0)
+        raise ValueError(
+            "log_prob_fn() changes the module's buffers (BatchNorm in train mode): use eval mode"
+        )
+    stale = "log_prob_fn() returns stored values or ignores the parameters: recompute log pi(a|s) from them"
     start = [p.clone() for p, _ in moved]
     eta_max = max_change / largest
     eta = min(1e-3 / largest, eta_max)  # a probe: no parameter moves by more than 1e-3
@@ -227,19 +245,30 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
         for attempt in range(20):
             for (p, d), p0 in zip(moved, start):
                 p.copy_(p0 + eta * d)
+            if eta == eta_max and all(torch.equal(p, p0) for (p, _), p0 in zip(moved, start)):
+                return 0.0  # even the cap moves no parameter
             try:
                 new = log_prob_fn()
             except ValueError:  # a torch distribution that refuses what this trial step made non-finite
                 new = torch.full_like(old, float("nan"))
-            if attempt == 0 and torch.equal(new, old):  # stale, or a saturated policy: autograd tells which
+            if attempt == 0 and torch.equal(new, old):  # stale, or a policy too flat to move: autograd tells
                 with torch.enable_grad():
                     out = log_prob_fn()
-                    total = out.sum()
+                    signs = torch.randint(0, 2, out.shape, generator=torch.Generator().manual_seed(0))
+                    projected = (out * (2 * signs - 1).to(out)).sum()  # a random +-1 projection
                 grads = [None]
-                if total.requires_grad and out.data_ptr() != old.data_ptr():  # not the stored tensor itself
-                    grads = torch.autograd.grad(total, params, allow_unused=True)
-                if all(grad is None for grad in grads):
-                    raise ValueError("log_prob_fn() ignores the parameters: recompute log pi(a|s) from them")
+                if projected.requires_grad:
+                    try:
+                        grads = torch.autograd.grad(projected, [p for p, _ in moved], allow_unused=True)
+                    except RuntimeError as error:  # a graph freed, or built before the trial wrote in place
+                        raise ValueError(f"{stale} ({str(error).splitlines()[0][:100]})") from None
+                # autograd's first-order change of the projection for this trial step, against rounding
+                change = sum(
+                    float((g * (p - p0)).sum()) for g, (p, _), p0 in zip(grads, moved, start) if g is not None
+                )
+                rounding = 4 * torch.finfo(out.dtype).eps * float((1 + out.abs()).sum())
+                if all(g is None for g in grads) or abs(change) > rounding:
+                    raise ValueError(stale)
             log_ratio = new - old
             kl = (torch.expm1(log_ratio) - log_ratio).mean().item()
             if target_kl / 2 <= kl <= 1.5 * target_kl or (kl < target_kl / 2 and eta == eta_max):
@@ -260,37 +289,6 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
             for (p, _), p0 in zip(moved, start):
                 p.copy_(p0)
     return 0.0
-
-
-# ==== SMAC's diagnostics: how far the step departs from SGD with step eta / lambda ======================
-# By eq. (5), F~^-1 g = g / lambda - l_bar (l_bar^T g) / (lambda (lambda + |l_bar|^2)): the part of the step
-# orthogonal to l_bar is exactly g_perp / lambda, and only its part along l_bar is shrunk. With
-# |l_bar|^2 << lambda (on-policy, E[l] = 0, so |l_bar|^2 shrinks like 1/B) the step is SGD's with step
-# eta / lambda, and cos(g, step) is close to 1. Logged every update as ell_sq, cos_g_step, step_par_norm and
-# step_perp_norm.
-def step_diagnostics(diag: dict) -> dict:
-    """Norms, cos(g, step), and SMAC's step split along l_bar (shrunk by the rank-1 term) and orthogonal to it
-    (exactly g_perp / lambda). diag: {"g", "step"} and, for batch-mean SMAC, "ell" (Algorithm 1: the mean
-    |l|^2 of its samples as "ell_sq_mean")."""
-    g = diag["g"].double()
-    step = diag["step"].double()
-    ell_sq = float(diag.get("ell_sq_mean", float("nan")))
-    par = float("nan")
-    perp = float("nan")
-    if "ell" in diag:
-        ell = diag["ell"].double()
-        ell_sq = torch.dot(ell, ell).item()
-        par = (torch.dot(ell, step).abs() / (ell.norm() + 1e-300)).item()
-        perp = max(step.norm().item() ** 2 - par**2, 0.0) ** 0.5
-    cos = (torch.dot(g, step) / (g.norm() * step.norm() + 1e-300)).item()
-    return {
-        "ell_sq": ell_sq,
-        "g_norm": g.norm().item(),
-        "step_norm": step.norm().item(),
-        "cos_g_step": cos,
-        "step_par_norm": par,
-        "step_perp_norm": perp,
-    }
 
 
 # ==== Actor steps: each takes a batch {obs, actions, advantages} and returns {g, step, ...} for the logs =
@@ -863,6 +861,36 @@ def log_episodes(writer: SummaryWriter, episodes: list) -> None:
     for step, episodic_return, length in episodes:
         writer.add_scalar("charts/episodic_return", episodic_return, step)
         writer.add_scalar("charts/episodic_length", length, step)
+
+
+# ---- ours: how far SMAC's step departs from SGD with step eta / lambda (logged every update) -------------
+# By eq. (5), F~^-1 g = g / lambda - l_bar (l_bar^T g) / (lambda (lambda + |l_bar|^2)): the part of the step
+# orthogonal to l_bar is exactly g_perp / lambda, and only its part along l_bar is shrunk. With
+# |l_bar|^2 << lambda (on-policy, E[l] = 0, so |l_bar|^2 shrinks like 1/B) the step is SGD's with step
+# eta / lambda, and cos(g, step) is close to 1.
+def step_diagnostics(diag: dict) -> dict:
+    """Norms, cos(g, step), and SMAC's step split along l_bar (shrunk by the rank-1 term) and orthogonal to it
+    (exactly g_perp / lambda). diag: {"g", "step"} and, for batch-mean SMAC, "ell" (Algorithm 1: the mean
+    |l|^2 of its samples as "ell_sq_mean")."""
+    g = diag["g"].double()
+    step = diag["step"].double()
+    ell_sq = float(diag.get("ell_sq_mean", float("nan")))
+    par = float("nan")
+    perp = float("nan")
+    if "ell" in diag:
+        ell = diag["ell"].double()
+        ell_sq = torch.dot(ell, ell).item()
+        par = (torch.dot(ell, step).abs() / (ell.norm() + 1e-300)).item()
+        perp = max(step.norm().item() ** 2 - par**2, 0.0) ** 0.5
+    cos = (torch.dot(g, step) / (g.norm() * step.norm() + 1e-300)).item()
+    return {
+        "ell_sq": ell_sq,
+        "g_norm": g.norm().item(),
+        "step_norm": step.norm().item(),
+        "cos_g_step": cos,
+        "step_par_norm": par,
+        "step_perp_norm": perp,
+    }
 
 
 def log_update(

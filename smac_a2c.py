@@ -101,14 +101,20 @@ class Args:
     """hidden layer widths of the actor and the critic (tanh MLPs)"""
 
 
-# ==== The SMAC math ====================================================================================
-# Copy block: to use SMAC in your own loop, copy these six functions (they need `import torch`, under that
-# name): sherman_morrison_direction, trainable_parameters, mean_score_and_gradient, smac_direction,
-# apply_step_, kl_step_. Then, with log_probs the batch's log pi(a|s) WITH their graph and log_prob_fn() a
-# function that recomputes them from the policy's current parameters:
+# ==== The SMAC math (the copy block) ===================================================================
+# To use SMAC in your own loop, copy these six functions (they need `import torch`, under that name):
+# sherman_morrison_direction, trainable_parameters, mean_score_and_gradient, smac_direction, apply_step_,
+# kl_step_. Then, with log_probs the batch's log pi(a|s) WITH their graph, log_prob_fn() a function that
+# recomputes them from the policy's current parameters, and F~ = damping I + l_bar l_bar^T (smac_direction):
 #     direction = smac_direction(policy, log_probs, advantages, damping=1.0)  # F~^-1 g
 #     apply_step_(policy, direction, lr=1e-2)  # the paper's fixed step eta, or (ours) eta set by the KL:
 #     eta = kl_step_(policy, direction, log_prob_fn, target_kl=0.01)
+# The steps write the parameters in place: backpropagate every loss whose graph holds a parameter they move
+# (a value loss through a shared trunk) before the step, or build it after. A trunk shared with the critic:
+#     direction = smac_direction(trunk_and_actor_params, log_probs, advantages, 1.0, retain_graph=True)
+#     value_loss.backward()  # through the trunk, before it moves (retain_graph: the forward is shared)
+#     eta = kl_step_(trunk_and_actor_params, direction, log_prob_fn)
+#     critic_optimizer.step()  # it moves the trunk too: the policy moves outside kl_step_'s measure
 def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: float) -> torch.Tensor:
     """(lambda I + l l^T)^-1 g for flat 1-D tensors g and l: two dot products and one axpy, O(d)."""
     # eq. (4): (lambda I + l l^T)^-1 = I / lambda - l l^T / (lambda^2 + lambda l^T l). Applied to g it is

@@ -11,11 +11,11 @@ The defaults are the paper's Hopper row for SMAC; its baselines on Hopper are
     python smac_a2c.py --env-id Hopper-v4 --optimizer adam --learning-rate 1e-4  # AC-Adam
 and every task's rows are in benchmark/hyperparams.toml. Logs go to runs/<run>/ (`tensorboard --logdir runs`).
 
-Read top to bottom: Args -> the SMAC math (the copy block) -> its diagnostics -> actor steps -> GAE and
-the critic -> networks -> train(), the loop. A reader of the method can stop there: the run helpers after
-train() (input checks, environments, normalization, signals, checkpoint, logging, main) are what a CleanRL
-user expects of a script, not the paper. To use SMAC in your own loop, copy the six functions the copy block
-names. AC-CG, AC-KFAC, ablations, resume, evaluation, crash-safe logs: the lab, `python -m benchmark.trainer`.
+Read top to bottom: Args -> the SMAC math (the copy block) -> kl_step_ (ours) -> actor steps -> GAE and the
+critic -> networks -> train(), the loop. A reader of the method can stop there: the run helpers after train()
+(input checks, environments, normalization, signals, checkpoint, logging with SMAC's diagnostics, main) are
+what a CleanRL user expects of a script, not the paper. To use SMAC in your own loop, copy the six functions
+the copy block names. AC-CG, AC-KFAC, ablations, resume, evaluation: the lab, `python -m benchmark.trainer`.
 """
 
 import copy
@@ -30,9 +30,7 @@ from typing import Literal, Optional
 if __name__ == "__main__":  # as a script: a signal outside main() ends the process at once (exit_at_once)
     ended = []  # main()'s exit code, once it returned
 
-    def exit_at_once(signum, frame):
-        """During the imports below: one line, exit 130 / 143. After main() returned (W&B's upload at exit):
-        its code if a signal ended the run (the first signal's), else this signal's."""
+    def exit_at_once(signum, frame):  # after main() returned (W&B's upload at exit): the first signal's code
         if not ended:
             print(f"stopped by {signal.Signals(signum).name} before training started", file=sys.stderr)
         os._exit(ended[0] if ended and ended[0] in (130, 143) else 128 + signum)
@@ -55,8 +53,7 @@ class Args:
     seed: int = 1
     """seed of python, numpy, torch and the environments"""
     cuda: bool = False
-    """networks and updates on the GPU if there is one; actions from a CPU copy of the actor, drawn with the
-    CPU's random numbers (a --cuda run's episodes differ from a CPU run's at the same seed)"""
+    """networks and updates on the GPU if there is one; actions from a CPU copy of the actor, CPU generator"""
     track: bool = False
     """sync the TensorBoard scalars to Weights & Biases (needs `wandb login`, or WANDB_MODE=offline)"""
     wandb_project_name: str = "smac"
@@ -150,19 +147,15 @@ def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages, retain_
     batch_size = len(log_probs)
     score_weights = torch.full_like(log_probs, 1.0 / batch_size)
     # ours, where the paper is silent: g is the batch mean of grad log pi(a_i|s_i) A_i, as l_bar of the scores
-    gradient_weights = advantages.detach() / batch_size
+    adv_weights = advantages.detach() / batch_size
+    # a parameter the log-probabilities do not depend on gets a zero gradient (materialize_grads)
     ell_parts = torch.autograd.grad(
-        log_probs, params, grad_outputs=score_weights, retain_graph=True, allow_unused=True
+        log_probs, params, score_weights, retain_graph=True, allow_unused=True, materialize_grads=True
     )
     g_parts = torch.autograd.grad(
-        log_probs, params, grad_outputs=gradient_weights, retain_graph=retain_graph, allow_unused=True
+        log_probs, params, adv_weights, retain_graph=retain_graph, allow_unused=True, materialize_grads=True
     )
-    # flat vectors; a parameter the log-probabilities do not depend on has a zero gradient
-    ell = torch.cat(
-        [(torch.zeros_like(p) if d is None else d).reshape(-1) for p, d in zip(params, ell_parts)]
-    )
-    g = torch.cat([(torch.zeros_like(p) if d is None else d).reshape(-1) for p, d in zip(params, g_parts)])
-    return ell, g
+    return torch.cat([d.reshape(-1) for d in ell_parts]), torch.cat([d.reshape(-1) for d in g_parts])
 
 
 def smac_direction(params, log_probs, advantages, damping: float, retain_graph: bool = False) -> torch.Tensor:
@@ -216,9 +209,7 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     Cost: typically 4 forward passes over the batch, at most 23. At 32+ transitions per update it learned
     CartPole in five foreign loops; at 5 it did not (the policy saturated)."""
     if not 0 < target_kl < float("inf") or not 0 < max_change < float("inf"):
-        raise ValueError(
-            f"target_kl and max_change must be finite numbers > 0, got {target_kl}, {max_change}"
-        )
+        raise ValueError(f"target_kl, max_change must be finite numbers > 0, got {target_kl}, {max_change}")
     buffers = list(params.buffers()) if isinstance(params, torch.nn.Module) else []
     params = trainable_parameters(params)
     sizes = [p.numel() for p in params]
@@ -262,12 +253,10 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
                     out = log_prob_fn()
                     signs = torch.randint(0, 2, out.shape, generator=torch.Generator().manual_seed(0))
                     projected = (out * (2 * signs - 1).to(out)).sum()  # a random +-1 projection
-                grads = [None]
-                if projected.requires_grad:
-                    try:
-                        grads = torch.autograd.grad(projected, [p for p, _ in moved], allow_unused=True)
-                    except RuntimeError as error:  # a graph freed, or built before the trial wrote in place
-                        raise ValueError(f"{stale} ({str(error).splitlines()[0][:100]})") from None
+                try:  # RuntimeError: no graph, a graph freed, or one built before the trial wrote in place
+                    grads = torch.autograd.grad(projected, [p for p, _ in moved], allow_unused=True)
+                except RuntimeError as error:
+                    raise ValueError(f"{stale} ({str(error).splitlines()[0][:100]})") from None
                 # autograd's first-order change of the projection for this trial step, against rounding
                 change = sum(
                     float((g * (p - p0)).sum()) for g, (p, _), p0 in zip(grads, moved, start) if g is not None
@@ -303,8 +292,8 @@ def flat_grad(output: torch.Tensor, params) -> torch.Tensor:
 
 
 def smac_batch_mean_step(actor: nn.Module, batch: dict, args: Args) -> dict:
-    """SMAC as the paper's experiments run it (Practical Method): one step per rollout of B = T transitions,
-    with the batch-mean score l_bar in the damped rank-1 Fisher F~ = lambda I + l_bar l_bar^T."""
+    """SMAC as the paper's experiments run it (Practical Method): one step per rollout of B = T x N
+    transitions, with the batch-mean score l_bar in the damped rank-1 Fisher F~ = lambda I + l_bar l_bar^T."""
     log_probs = actor.log_prob(batch["obs"], batch["actions"])
     # smac_direction, in its two halves so that l_bar can be logged
     ell, g = mean_score_and_gradient(actor, log_probs, batch["advantages"])
@@ -327,7 +316,7 @@ def smac_batch_mean_step(actor: nn.Module, batch: dict, args: Args) -> dict:
 
 def smac_per_sample_step(actor: nn.Module, batch: dict, args: Args) -> dict:
     """SMAC as Algorithm 1 writes it: one step per transition, in rollout order, each with its own
-    one-sample Fisher lambda I + l l^T, l = grad log pi(a|s). Costs T backward passes per rollout."""
+    one-sample Fisher lambda I + l l^T, l = grad log pi(a|s). Costs B = T x N backward passes per rollout."""
     params = trainable_parameters(actor)
     obs = batch["obs"]
     actions = batch["actions"]
@@ -384,8 +373,9 @@ def actor_step(actor: nn.Module, actor_opt: torch.optim.Adam, batch: dict, args:
 
 # ==== GAE and the critic (section SM-ActorCritic) ======================================================
 def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
-    """(advantages A, critic targets R = A + V), from (T, N) arrays. next_values[t] = V(s_{t+1}): the final
-    observation where an episode ended at t."""
+    """(advantages A, critic targets R = A + V), from (T, N) arrays: terminations[t] 1 where an episode
+    terminated at step t, dones[t] 1 where it ended (terminated or truncated), next_values[t] = V(s_{t+1}),
+    of the final observation where an episode ended at t."""
     # eq. (14): delta_t = r_t + gamma V(s_{t+1}) - V(s_t), every t at once. Ours, where the paper is silent: a
     # time-limit truncation bootstraps from V(final observation), a termination does not (V = 0 after it; a
     # select, not a product: a NaN in a terminal observation's value must not leak into the advantages)
@@ -402,7 +392,7 @@ def compute_gae(rewards, values, next_values, terminations, dones, gamma: float,
 
 
 def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, returns) -> float:
-    """One Adam step (learning rate alpha) on L_critic = (1/T) sum_t (R_t - V_phi(s_t))^2."""
+    """One Adam step (learning rate alpha) on L_critic = (1/B) sum_t (R_t - V_phi(s_t))^2, B = T x N."""
     loss = (returns - critic(obs)).pow(2).mean()
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -475,9 +465,8 @@ def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, device
 
 # ==== Training: Algorithm 1's loop ======================================================================
 def train(args: Args) -> int:
-    """Train; returns the exit code: 0 finished, 3 diverged (NaN/Inf), 130 / 143 stopped by Ctrl-C / SIGTERM,
-    1 checkpoint.pt not written. runs/<run>/checkpoint.pt holds the state at the end (after a divergence, or a
-    second signal that stopped an update under way: the state before that update)."""
+    """Train; the exit code: 0 finished, 3 diverged (NaN/Inf), 130 / 143 Ctrl-C / SIGTERM, 1 no checkpoint.pt,
+    which holds the state at the end (after a divergence or a second signal: before the update under way)."""
     # TRY NOT TO MODIFY: signals (StopRequest), logging (W&B syncs the TensorBoard scalars), seeding
     stop = StopRequest()
     run_dir = os.path.join("runs", run_name(args))
@@ -499,8 +488,7 @@ def train(args: Args) -> int:
     normalizer = Normalizer(obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
     parts = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "actor_opt": actor_opt}
     parts["normalizer"] = normalizer
-    # --cuda: the loop acts with a CPU copy of the actor, refreshed after each update (each action would
-    # go to the GPU and back); on the CPU it acts with the actor itself
+    # --cuda: act with a CPU copy of the actor, refreshed after each update (no GPU round trip per action)
     acting = actor if device.type == "cpu" else copy.deepcopy(actor).cpu()
     T = args.num_steps
     N = args.num_envs
@@ -523,7 +511,7 @@ def train(args: Args) -> int:
     start_time = time.time()
     # the state after the last completed update: what checkpoint.pt keeps if the next goes bad or is stopped
     last_good = checkpoint_state(args, global_step, update, parts)
-    stop.stop_now_at = 2  # from here a first signal ends the run after its update, a second stops it at once
+    stop.stop_now_at = 2  # StopNow at the second signal: the first ends the run after its update
     try:
         # Algorithm 1, line 3: for iteration k = 0, 1, ...
         while global_step < budget and not stop.signal:
@@ -599,7 +587,7 @@ def train(args: Args) -> int:
         exit_code = 3
     except StopNow:  # a second signal: the update under way is dropped
         pass
-    stop.stop_now_at = 0  # while the checkpoint is written, signals are only remembered
+    stop.stop_now_at = 0  # no StopNow: while the checkpoint is written, signals are only remembered
     if stop.signal and exit_code == 0 and last_good["global_step"] < budget:
         exit_code = 128 + stop.signal  # 130 after Ctrl-C, 143 after SIGTERM: the first signal's
     if not save_checkpoint(last_good, os.path.join(run_dir, "checkpoint.pt")):
@@ -634,25 +622,25 @@ def run_name(args: Args) -> str:
 
 
 def check_args(args: Args) -> None:
-    positive = {"--learning-rate": args.learning_rate, "--damping": args.damping}
-    positive["--critic-learning-rate"] = args.critic_learning_rate
-    positive["--total-timesteps"] = args.total_timesteps
-    positive["--num-envs"] = args.num_envs
-    positive["--num-steps"] = args.num_steps
-    for flag, value in positive.items():
+    for name in (
+        "learning_rate",
+        "damping",
+        "critic_learning_rate",
+        "total_timesteps",
+        "num_envs",
+        "num_steps",
+    ):
+        value = getattr(args, name)
         # NaN fails too; float32 holds eta, lambda and alpha, and 10 alpha (Adam's first step)
         if not 0 < value <= FLOAT32_MAX / 10:
+            flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{flag} must be a number in (0, {FLOAT32_MAX / 10:.3g}], got {value!r}")
     if not 0 <= args.gamma <= 1 or not 0 <= args.gae_lambda <= 1:
-        raise ConfigError(
-            f"--gamma and --gae-lambda must be in [0, 1], got {args.gamma!r}, {args.gae_lambda!r}"
-        )
+        raise ConfigError(f"--gamma, --gae-lambda must be in [0, 1], got {args.gamma!r}, {args.gae_lambda!r}")
     if not 0 <= args.target_kl < float("inf"):
         raise ConfigError(f"--target-kl must be a finite number >= 0, got {args.target_kl!r}")
     if args.target_kl > 0 and (args.optimizer != "smac" or args.fisher != "batch-mean"):
-        raise ConfigError(
-            "--target-kl sets batch-mean SMAC's step: it needs --optimizer smac --fisher batch-mean"
-        )
+        raise ConfigError("--target-kl sets batch-mean SMAC's step: use --optimizer smac --fisher batch-mean")
     if not 0 <= args.seed < 2**32:
         raise ConfigError(f"--seed must be in [0, 2**32), got {args.seed!r}")
     if len(args.hidden_sizes) == 0 or min(args.hidden_sizes) <= 0:
@@ -667,7 +655,6 @@ def check_args(args: Args) -> None:
         raise ConfigError("--norm-adv needs at least 2 transitions per rollout (--num-steps x --num-envs)")
 
 
-# plain gymnasium environments; normalization runs in the loop, once per rollout
 def make_env(args: Args, run_dir: str, i: int) -> gym.Env:
     """Environment i, a plain gymnasium environment; with --capture-video the first records run_dir/videos."""
     if not args.capture_video or i > 0:
@@ -677,9 +664,8 @@ def make_env(args: Args, run_dir: str, i: int) -> gym.Env:
 
 
 def set_render_backend() -> None:
-    """--capture-video: MuJoCo renders with glfw on a display, with EGL without one, unless MUJOCO_GL is set.
-    mujoco reads MUJOCO_GL once, at its import: call this before the first environment is made. Where EGL
-    cannot load, a ConfigError that names the fix (training without video renders nothing: no EGL needed)."""
+    """--capture-video: MuJoCo renders with glfw on a display, EGL without one (unless MUJOCO_GL is set),
+    read once, at mujoco's import: call before the first environment. EGL that cannot load: a ConfigError."""
     os.environ.setdefault("MUJOCO_GL", "glfw" if os.environ.get("DISPLAY") else "egl")
     if os.environ["MUJOCO_GL"] != "egl" or "mujoco" in sys.modules:
         return
@@ -788,8 +774,8 @@ def tensor(x: np.ndarray, device: torch.device) -> torch.Tensor:
 
 
 def finite_state(value_loss: float, actor, critic, normalizer: Normalizer, obs, rewards: np.ndarray) -> bool:
-    """No NaN or Inf in the critic's loss, the networks, the actor's outputs on the batch (finite parameters
-    can overflow there), the normalization statistics or the rewards."""
+    """No NaN/Inf in the critic's loss, the networks, the actor's outputs (finite weights can overflow there),
+    the normalization statistics or the rewards."""
     arrays = [normalizer.obs_rms.mean, normalizer.obs_rms.var, normalizer.ret_rms.var, rewards]
     tensors = list(actor.parameters()) + list(critic.parameters())
     with torch.no_grad():
@@ -799,9 +785,8 @@ def finite_state(value_loss: float, actor, critic, normalizer: Normalizer, obs, 
 
 
 class StopRequest:
-    """Ctrl-C and SIGTERM, from its creation until release() gives back the handlers it found. Before the loop
-    a signal stops the run at once (StopNow); in it the first is only remembered, to end the run after its
-    update, and a second stops it at once. The first one's code wins."""
+    """Ctrl-C and SIGTERM until release() gives back the handlers it found: the first signal's code wins, and
+    the signal numbered stop_now_at (1 before the loop, 2 in it, 0: none) stops the run at once (StopNow)."""
 
     def __init__(self):
         self.signal = 0
@@ -824,8 +809,7 @@ class StopRequest:
 
 
 def checkpoint_state(args: Args, global_step: int, update: int, parts: dict) -> dict:
-    """A copy of what checkpoint.pt holds: the flags, the counters and each part's state_dict() (plain tensors
-    and numbers, so torch.load(weights_only=True) reads it without running code)."""
+    """What checkpoint.pt holds, copied: flags, counters, each part's state_dict() (weights_only loads it)."""
     state = {"args": asdict(args), "global_step": global_step, "update": update}
     for name, part in parts.items():
         state[name] = part.state_dict()
@@ -833,8 +817,7 @@ def checkpoint_state(args: Args, global_step: int, update: int, parts: dict) -> 
 
 
 def save_checkpoint(state: dict, path: str) -> bool:
-    """Written to a temporary file, then renamed: checkpoint.pt is complete or absent, never cut off. A
-    failure (a full disk) is one line on stderr and False."""
+    """Written to a temporary file, then renamed (never cut off); a failure (a full disk): one line, False."""
     try:
         torch.save(state, path + ".tmp")
         os.replace(path + ".tmp", path)
@@ -862,22 +845,19 @@ def make_writer(args: Args, run_dir: str) -> SummaryWriter:
 
 
 def log_episodes(writer: SummaryWriter, episodes: list) -> None:
-    """A rollout's finished episodes, written after it: TensorBoard's writer thread competes with the loop for
-    the interpreter, and one burst per rollout costs less than a write at each episode's end."""
+    """A rollout's finished episodes, in one burst after it (TensorBoard's thread competes with the loop)."""
     for step, episodic_return, length in episodes:
         writer.add_scalar("charts/episodic_return", episodic_return, step)
         writer.add_scalar("charts/episodic_length", length, step)
 
 
 # ---- ours: how far SMAC's step departs from SGD with step eta / lambda (logged every update) -------------
-# By eq. (5), F~^-1 g = g / lambda - l_bar (l_bar^T g) / (lambda (lambda + |l_bar|^2)): the part of the step
-# orthogonal to l_bar is exactly g_perp / lambda, and only its part along l_bar is shrunk. With
-# |l_bar|^2 << lambda (on-policy, E[l] = 0, so |l_bar|^2 shrinks like 1/B) the step is SGD's with step
-# eta / lambda, and cos(g, step) is close to 1.
+# By eq. (5), F~^-1 g = g / lambda - l_bar (l_bar^T g) / (lambda (lambda + |l_bar|^2)): across l_bar the step
+# is exactly g_perp / lambda, along it shrunk. With |l_bar|^2 << lambda (on-policy E[l] = 0, so |l_bar|^2
+# shrinks like 1/B) it is SGD's with step eta / lambda, and cos(g, step) is close to 1.
 def step_diagnostics(diag: dict) -> dict:
-    """Norms, cos(g, step), and SMAC's step split along l_bar (shrunk by the rank-1 term) and orthogonal to it
-    (exactly g_perp / lambda). diag: {"g", "step"} and, for batch-mean SMAC, "ell" (Algorithm 1: the mean
-    |l|^2 of its samples as "ell_sq_mean")."""
+    """Norms, cos(g, step), SMAC's step along l_bar and across it. diag: {"g", "step"} and, for batch-mean
+    SMAC, "ell" (Algorithm 1: the mean |l|^2 of its samples as "ell_sq_mean")."""
     g = diag["g"].double()
     step = diag["step"].double()
     ell_sq = float(diag.get("ell_sq_mean", float("nan")))
@@ -899,11 +879,9 @@ def step_diagnostics(diag: dict) -> dict:
     }
 
 
-def log_update(
-    writer: SummaryWriter, actor: Actor, batch: dict, value_loss: float, diagnostics: dict, step: int
-):
-    """The update's scalars: the critic's loss, the policy's mean log-probability of the taken actions (the
-    paper's confidence diagnostic) and entropy, SMAC's diagnostics, and with --target-kl the eta applied."""
+def log_update(writer: SummaryWriter, actor: Actor, batch: dict, value_loss: float, diagnostics: dict, step):
+    """Critic loss, mean log pi of the taken actions (the paper's confidence diagnostic), entropy, SMAC's
+    diagnostics, --target-kl's eta."""
     with torch.no_grad():
         policy = actor(batch["obs"])
         writer.add_scalar("losses/mean_logprob", policy.log_prob(batch["actions"]).mean().item(), step)
@@ -917,9 +895,8 @@ def log_update(
 
 def main(argv=None) -> int:
     """The exit code (train()'s, 2 for bad input); the signal handlers it found are back on every return."""
-    stop = (
-        StopRequest()
-    )  # a signal before training starts: one line, exit 130 / 143 (train() installs its own)
+    # a signal before training starts: one line, exit 130 / 143 (train() installs its own)
+    stop = StopRequest()
     try:
         args = tyro.cli(Args, args=argv)  # a flag tyro cannot parse: its message, exit code 2
         torch.set_num_threads(1)  # fastest for these small networks, and deterministic
@@ -936,9 +913,7 @@ def main(argv=None) -> int:
             # without a login W&B would prompt; offline mode needs none
             offline = os.environ.get("WANDB_MODE", "").lower() in ("offline", "disabled", "dryrun")
             if not offline and not wandb.login(prompt=False, verify=False):
-                raise ConfigError(
-                    "--track: W&B is not logged in here; run `wandb login`, or set WANDB_MODE=offline"
-                )
+                raise ConfigError("--track: no W&B login here; run `wandb login` or set WANDB_MODE=offline")
         return train(args)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)

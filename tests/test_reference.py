@@ -22,14 +22,10 @@ import pytest
 import torch
 from helpers import REFERENCE, ROOT, load_copy_block, one_line_error, only_run, standalone
 
-# The file's budgets (a steer, never met by packing): train(args) <= 130 lines with no keyword beyond args, <= 24
-# flags, <= 15 imported modules, and a ceiling on the formatted file's lines that keeps it from growing without a
-# decision. 718 lines before the promises on every path; the steer for them was 790, and they cost 155, written
-# plainly: kl_step_'s checks, cap, bracket and restore-on-raise; the loop's finiteness checks (observations, the
-# actor's outputs) and its second-signal stop; the atomic checkpoint; the sampler that draws without distribution
-# objects; episodes logged per rollout; the overflow and name-length checks; the banner's complete calls and the
-# "ours" labels. The ceiling is where it landed, over the steer.
-FILE_LINES, TRAIN_LINES, FLAGS, IMPORTS = 873, 130, 24, 15
+# The file's budgets (a steer, never met by packing): train(args) <= 133 lines with no keyword beyond args (130, and
+# three for --cuda's CPU copy of the actor), <= 23 flags, <= 15 imported modules, and a ceiling of 930 lines on the
+# formatted file that keeps it from growing without a decision.
+FILE_LINES, TRAIN_LINES, FLAGS, IMPORTS = 930, 133, 23, 15
 
 
 def test_budgets_and_plain_style():

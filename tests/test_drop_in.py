@@ -347,6 +347,10 @@ def test_kl_step_refuses_stored_log_probs_whose_graph_is_alive(net, stored):
     with pytest.raises(ValueError, match="recompute"):
         BLOCK.kl_step_(policy, direction, log_prob_fn)
     assert torch.equal(flat(policy), before)
+    if (
+        net == "linear"
+    ):  # the user's graph is kept (no parameter it saved was written): it still backpropagates
+        torch.autograd.grad(log_probs.sum(), [policy.weight])
 
 
 @pytest.mark.parametrize("gap", [12.0, 20.0, 30.0])

@@ -11,11 +11,11 @@ The defaults are the paper's Hopper row for SMAC; its baselines on Hopper are
     python smac_a2c.py --env-id Hopper-v4 --optimizer adam --learning-rate 1e-4  # AC-Adam
 and every task's rows are in benchmark/hyperparams.toml. Logs go to runs/<run>/ (`tensorboard --logdir runs`).
 
-Read top to bottom: Args -> the SMAC math (the copy block) -> its diagnostics -> actor steps -> GAE and
-the critic -> networks -> train(), the loop. A reader of the method can stop there: the run helpers after
-train() (input checks, environments, normalization, signals, checkpoint, logging, main) are what a CleanRL
-user expects of a script, not the paper. To use SMAC in your own loop, copy the six functions the copy block
-names. AC-CG, AC-KFAC, ablations, resume, evaluation, crash-safe logs: the lab, `python -m benchmark.trainer`.
+Read top to bottom: Args -> the SMAC math (the copy block) -> kl_step_ (ours) -> actor steps -> GAE and the
+critic -> networks -> train(), the loop. A reader of the method can stop there: the run helpers after train()
+(input checks, environments, normalization, signals, checkpoint, logging with SMAC's diagnostics, main) are
+what a CleanRL user expects of a script, not the paper. To use SMAC in your own loop, copy the six functions
+the copy block names. AC-CG, AC-KFAC, ablations, resume, evaluation: the lab, `python -m benchmark.trainer`.
 """
 
 import copy
@@ -27,15 +27,23 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Literal, Optional
 
+if __name__ == "__main__":  # as a script: a signal outside main() ends the process at once (exit_at_once)
+    ended = []  # main()'s exit code, once it returned
+
+    def exit_at_once(signum, frame):  # after main() returned (W&B's upload at exit): the first signal's code
+        if not ended:
+            print(f"stopped by {signal.Signals(signum).name} before training started", file=sys.stderr)
+        os._exit(ended[0] if ended and ended[0] in (130, 143) else 128 + signum)
+
+    signal.signal(signal.SIGINT, exit_at_once)
+    signal.signal(signal.SIGTERM, exit_at_once)
+
 import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
 import tyro
 from torch.utils.tensorboard import SummaryWriter
-
-# MuJoCo renders (--capture-video) through EGL where there is no display
-os.environ.setdefault("MUJOCO_GL", "glfw" if os.environ.get("DISPLAY") else "egl")
 
 
 @dataclass
@@ -45,7 +53,7 @@ class Args:
     seed: int = 1
     """seed of python, numpy, torch and the environments"""
     cuda: bool = False
-    """networks and updates on the GPU if there is one (for 64-64 networks the CPU is faster)"""
+    """networks and updates on the GPU if there is one; actions from a CPU copy of the actor, CPU generator"""
     track: bool = False
     """sync the TensorBoard scalars to Weights & Biases (needs `wandb login`, or WANDB_MODE=offline)"""
     wandb_project_name: str = "smac"
@@ -90,14 +98,20 @@ class Args:
     """hidden layer widths of the actor and the critic (tanh MLPs)"""
 
 
-# ==== The SMAC math ====================================================================================
-# Copy block: to use SMAC in your own loop, copy these six functions (they need `import torch`, under that
-# name): sherman_morrison_direction, trainable_parameters, mean_score_and_gradient, smac_direction,
-# apply_step_, kl_step_. Then, with log_probs the batch's log pi(a|s) WITH their graph and log_prob_fn() a
-# function that recomputes them from the policy's current parameters:
+# ==== The SMAC math (the copy block) ===================================================================
+# To use SMAC in your own loop, copy these six functions (they need `import torch`, under that name):
+# sherman_morrison_direction, trainable_parameters, mean_score_and_gradient, smac_direction, apply_step_,
+# kl_step_. Then, with log_probs the batch's log pi(a|s) WITH their graph, log_prob_fn() a function that
+# recomputes them from the policy's current parameters, and F~ = damping I + l_bar l_bar^T (smac_direction):
 #     direction = smac_direction(policy, log_probs, advantages, damping=1.0)  # F~^-1 g
 #     apply_step_(policy, direction, lr=1e-2)  # the paper's fixed step eta, or (ours) eta set by the KL:
 #     eta = kl_step_(policy, direction, log_prob_fn, target_kl=0.01)
+# The steps write the parameters in place: backpropagate every loss whose graph holds a parameter they move
+# (a value loss through a shared trunk) before the step, or build it after. A trunk shared with the critic:
+#     direction = smac_direction(trunk_and_actor_params, log_probs, advantages, 1.0, retain_graph=True)
+#     value_loss.backward()  # through the trunk, before it moves (retain_graph: the forward is shared)
+#     eta = kl_step_(trunk_and_actor_params, direction, log_prob_fn)
+#     critic_optimizer.step()  # it moves the trunk too: the policy moves outside kl_step_'s measure
 def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: float) -> torch.Tensor:
     """(lambda I + l l^T)^-1 g for flat 1-D tensors g and l: two dot products and one axpy, O(d)."""
     # eq. (4): (lambda I + l l^T)^-1 = I / lambda - l l^T / (lambda^2 + lambda l^T l). Applied to g it is
@@ -133,19 +147,15 @@ def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages, retain_
     batch_size = len(log_probs)
     score_weights = torch.full_like(log_probs, 1.0 / batch_size)
     # ours, where the paper is silent: g is the batch mean of grad log pi(a_i|s_i) A_i, as l_bar of the scores
-    gradient_weights = advantages.detach() / batch_size
+    adv_weights = advantages.detach() / batch_size
+    # a parameter the log-probabilities do not depend on gets a zero gradient (materialize_grads)
     ell_parts = torch.autograd.grad(
-        log_probs, params, grad_outputs=score_weights, retain_graph=True, allow_unused=True
+        log_probs, params, score_weights, retain_graph=True, allow_unused=True, materialize_grads=True
     )
     g_parts = torch.autograd.grad(
-        log_probs, params, grad_outputs=gradient_weights, retain_graph=retain_graph, allow_unused=True
+        log_probs, params, adv_weights, retain_graph=retain_graph, allow_unused=True, materialize_grads=True
     )
-    # flat vectors; a parameter the log-probabilities do not depend on has a zero gradient
-    ell = torch.cat(
-        [(torch.zeros_like(p) if d is None else d).reshape(-1) for p, d in zip(params, ell_parts)]
-    )
-    g = torch.cat([(torch.zeros_like(p) if d is None else d).reshape(-1) for p, d in zip(params, g_parts)])
-    return ell, g
+    return torch.cat([d.reshape(-1) for d in ell_parts]), torch.cat([d.reshape(-1) for d in g_parts])
 
 
 def smac_direction(params, log_probs, advantages, damping: float, retain_graph: bool = False) -> torch.Tensor:
@@ -161,33 +171,46 @@ def smac_direction(params, log_probs, advantages, damping: float, retain_graph: 
 @torch.no_grad()
 def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
     """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout. A parameter the step
-    does not move is left untouched (not even a zero added): a critic in the same module keeps its graph."""
+    does not move is left untouched (not even a zero added). A non-finite lr is refused (ValueError), a
+    direction holding NaN or Inf raises FloatingPointError (a diverged step); either way nothing moves."""
+    if not abs(lr) < float("inf"):
+        raise ValueError(f"lr must be a finite number, got {lr}")
     params = trainable_parameters(params)
     sizes = [p.numel() for p in params]
     if direction.numel() != sum(sizes):
         raise ValueError(f"direction has {direction.numel()} entries, the trainable parameters {sum(sizes)}")
+    if not torch.isfinite(direction).all():
+        raise FloatingPointError("the direction holds NaN or Inf (a diverged step); no parameter was moved")
     for p, d in zip(params, direction.split(sizes)):
         if d.any():
             p.add_(d.view_as(p), alpha=lr)
 
 
+# ==== Ours, not the paper's: the step's length from the KL it causes (the copy block's kl_step_) ==========
 @torch.no_grad()
 def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change: float = 0.1) -> float:
-    """Ours, not the paper's: theta <- theta + eta * direction, eta set so that the policy moves by about
-    target_kl (TRPO's 0.01) on the batch, measured as PPO's approx_kl = mean((r - 1) - log r) over the taken
-    actions, r their new over old probability.
+    """theta <- theta + eta * direction, eta set so that the policy moves by about target_kl (TRPO's 0.01)
+    on the batch, measured as PPO's approx_kl = mean((r - 1) - log r) over the taken actions (r: their new
+    over old probability). Use it in place of the paper's fixed eta in a loop of your own, where that eta
+    would need tuning (this file: --target-kl).
     log_prob_fn() returns the batch's log pi(a|s), shape (B,), recomputed from the current parameters, the
-    same on every call at one theta (the policy in eval mode: no dropout, no nondeterministic GPU kernels).
+    same on every call at one theta: the policy in eval mode (no dropout, no train-mode BatchNorm, whose
+    running statistics would move at every call), no nondeterministic GPU kernels.
     A step is kept when its KL lies in [target_kl / 2, 1.5 target_kl], or below that band at the cap: no
     parameter moves by more than max_change (a few already likely actions never reach the target). Only
-    parameters whose direction is not zero are written. Returns the eta applied; 0: no step, every parameter
-    as it was (a zero or non-finite direction, or no eta found in 20 tries; also when anything raises).
-    Typically 4 forward passes over the batch, at most 23; it learned CartPole in an A2C loop with batches as
-    small as 4 (benchmark/foreign_loops.py)."""
+    parameters whose direction is not zero are written. Returns the eta applied; 0 means no step, every
+    parameter as it was: a zero or non-finite direction, a cap too small to move any parameter, or no eta
+    found in 20 tries.
+    Refused with a ValueError, every parameter as it was: a target_kl or max_change that is not a finite
+    number > 0, a direction of the wrong length, and a log_prob_fn that returns no (B,) tensor, answers twice
+    differently, changes the module's buffers (train-mode BatchNorm) or is stale: its output stays put under
+    a trial step that autograd says moves it (stored log-probabilities, with or without their graph), or
+    autograd cannot go back through it. What log_prob_fn raises is re-raised, every parameter as it was.
+    Cost: typically 4 forward passes over the batch, at most 23. At 32+ transitions per update it learned
+    CartPole in five foreign loops; at 5 it did not (the policy saturated)."""
     if not 0 < target_kl < float("inf") or not 0 < max_change < float("inf"):
-        raise ValueError(
-            f"target_kl and max_change must be finite numbers > 0, got {target_kl}, {max_change}"
-        )
+        raise ValueError(f"target_kl, max_change must be finite numbers > 0, got {target_kl}, {max_change}")
+    buffers = list(params.buffers()) if isinstance(params, torch.nn.Module) else []
     params = trainable_parameters(params)
     sizes = [p.numel() for p in params]
     if direction.numel() != sum(sizes):
@@ -196,11 +219,19 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     largest = direction.abs().max().item()
     if not moved or not largest < float("inf"):  # a zero direction, or NaN/Inf in it: no step
         return 0.0
+    buffers_before = [b.clone() for b in buffers]
     old = log_prob_fn()
     if not isinstance(old, torch.Tensor) or old.dim() != 1:
         raise ValueError("log_prob_fn() must return log pi(a|s) as a torch tensor (B,)")
     if not torch.equal(log_prob_fn(), old):
         raise ValueError("log_prob_fn() differs between two calls at the same parameters: use eval mode")
+    if not all(torch.equal(b, b0) for b, b0 in zip(buffers, buffers_before)):
+        for b, b0 in zip(buffers, buffers_before):
+            b.copy_(b0)
+        raise ValueError(
+            "log_prob_fn() changes the module's buffers (BatchNorm in train mode): use eval mode"
+        )
+    stale = "log_prob_fn() returns stored values or ignores the parameters: recompute log pi(a|s) from them"
     start = [p.clone() for p, _ in moved]
     eta_max = max_change / largest
     eta = min(1e-3 / largest, eta_max)  # a probe: no parameter moves by more than 1e-3
@@ -211,19 +242,25 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
         for attempt in range(20):
             for (p, d), p0 in zip(moved, start):
                 p.copy_(p0 + eta * d)
+            if eta == eta_max and all(torch.equal(p, p0) for (p, _), p0 in zip(moved, start)):
+                return 0.0  # even the cap moves no parameter
             try:
                 new = log_prob_fn()
             except ValueError:  # a torch distribution that refuses what this trial step made non-finite
                 new = torch.full_like(old, float("nan"))
-            if attempt == 0 and torch.equal(new, old):  # stale, or a saturated policy: autograd tells which
+            if attempt == 0 and torch.equal(new, old):  # stale, or a policy too flat to move: autograd tells
                 with torch.enable_grad():
                     out = log_prob_fn()
-                    total = out.sum()
-                grads = [None]
-                if total.requires_grad and out.data_ptr() != old.data_ptr():  # not the stored tensor itself
-                    grads = torch.autograd.grad(total, params, allow_unused=True)
-                if all(grad is None for grad in grads):
-                    raise ValueError("log_prob_fn() ignores the parameters: recompute log pi(a|s) from them")
+                    signs = torch.randint(0, 2, out.shape, generator=torch.Generator().manual_seed(0))
+                    total = (out * (2 * signs - 1).to(out)).sum()  # a random +-1 projection
+                try:  # RuntimeError: no graph, a parameter unused, a graph freed or built before the trial
+                    grads = torch.autograd.grad(total, [p for p, _ in moved], retain_graph=True)
+                except RuntimeError as error:
+                    raise ValueError(f"{stale} ({str(error).splitlines()[0][:100]})") from None
+                # autograd's first-order change of the projection for this trial step, against rounding
+                change = sum(float((g * (p - p0)).sum()) for g, (p, _), p0 in zip(grads, moved, start))
+                if abs(change) > 4 * torch.finfo(out.dtype).eps * float((1 + out.abs()).sum()):
+                    raise ValueError(stale)
             log_ratio = new - old
             kl = (torch.expm1(log_ratio) - log_ratio).mean().item()
             if target_kl / 2 <= kl <= 1.5 * target_kl or (kl < target_kl / 2 and eta == eta_max):
@@ -246,45 +283,14 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     return 0.0
 
 
-# ==== SMAC's diagnostics: how far the step departs from SGD with step eta / lambda ======================
-# By eq. (5), F~^-1 g = g / lambda - l_bar (l_bar^T g) / (lambda (lambda + |l_bar|^2)): the part of the step
-# orthogonal to l_bar is exactly g_perp / lambda, and only its part along l_bar is shrunk. With
-# |l_bar|^2 << lambda (on-policy, E[l] = 0, so |l_bar|^2 shrinks like 1/B) the step is SGD's with step
-# eta / lambda, and cos(g, step) is close to 1. Logged every update as ell_sq, cos_g_step, step_par_norm and
-# step_perp_norm.
-def step_diagnostics(diag: dict) -> dict:
-    """Norms, cos(g, step), and SMAC's step split along l_bar (shrunk by the rank-1 term) and orthogonal to it
-    (exactly g_perp / lambda). diag: {"g", "step"} and, for batch-mean SMAC, "ell" (Algorithm 1: the mean
-    |l|^2 of its samples as "ell_sq_mean")."""
-    g = diag["g"].double()
-    step = diag["step"].double()
-    ell_sq = float(diag.get("ell_sq_mean", float("nan")))
-    par = float("nan")
-    perp = float("nan")
-    if "ell" in diag:
-        ell = diag["ell"].double()
-        ell_sq = torch.dot(ell, ell).item()
-        par = (torch.dot(ell, step).abs() / (ell.norm() + 1e-300)).item()
-        perp = max(step.norm().item() ** 2 - par**2, 0.0) ** 0.5
-    cos = (torch.dot(g, step) / (g.norm() * step.norm() + 1e-300)).item()
-    return {
-        "ell_sq": ell_sq,
-        "g_norm": g.norm().item(),
-        "step_norm": step.norm().item(),
-        "cos_g_step": cos,
-        "step_par_norm": par,
-        "step_perp_norm": perp,
-    }
-
-
 # ==== Actor steps: each takes a batch {obs, actions, advantages} and returns {g, step, ...} for the logs =
 def flat_grad(output: torch.Tensor, params) -> torch.Tensor:
     return torch.cat([g.reshape(-1) for g in torch.autograd.grad(output, params)])
 
 
 def smac_batch_mean_step(actor: nn.Module, batch: dict, args: Args) -> dict:
-    """SMAC as the paper's experiments run it (Practical Method): one step per rollout of B = T transitions,
-    with the batch-mean score l_bar in the damped rank-1 Fisher F~ = lambda I + l_bar l_bar^T."""
+    """SMAC as the paper's experiments run it (Practical Method): one step per rollout of B = T x N
+    transitions, with the batch-mean score l_bar in the damped rank-1 Fisher F~ = lambda I + l_bar l_bar^T."""
     log_probs = actor.log_prob(batch["obs"], batch["actions"])
     # smac_direction, in its two halves so that l_bar can be logged
     ell, g = mean_score_and_gradient(actor, log_probs, batch["advantages"])
@@ -307,7 +313,7 @@ def smac_batch_mean_step(actor: nn.Module, batch: dict, args: Args) -> dict:
 
 def smac_per_sample_step(actor: nn.Module, batch: dict, args: Args) -> dict:
     """SMAC as Algorithm 1 writes it: one step per transition, in rollout order, each with its own
-    one-sample Fisher lambda I + l l^T, l = grad log pi(a|s). Costs T backward passes per rollout."""
+    one-sample Fisher lambda I + l l^T, l = grad log pi(a|s). Costs B = T x N backward passes per rollout."""
     params = trainable_parameters(actor)
     obs = batch["obs"]
     actions = batch["actions"]
@@ -364,8 +370,9 @@ def actor_step(actor: nn.Module, actor_opt: torch.optim.Adam, batch: dict, args:
 
 # ==== GAE and the critic (section SM-ActorCritic) ======================================================
 def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
-    """(advantages A, critic targets R = A + V), from (T, N) arrays. next_values[t] = V(s_{t+1}): the final
-    observation where an episode ended at t."""
+    """(advantages A, critic targets R = A + V), from (T, N) arrays: terminations[t] 1 where an episode
+    terminated at step t, dones[t] 1 where it ended (terminated or truncated), next_values[t] = V(s_{t+1}),
+    of the final observation where an episode ended at t."""
     # eq. (14): delta_t = r_t + gamma V(s_{t+1}) - V(s_t), every t at once. Ours, where the paper is silent: a
     # time-limit truncation bootstraps from V(final observation), a termination does not (V = 0 after it; a
     # select, not a product: a NaN in a terminal observation's value must not leak into the advantages)
@@ -382,7 +389,7 @@ def compute_gae(rewards, values, next_values, terminations, dones, gamma: float,
 
 
 def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, returns) -> float:
-    """One Adam step (learning rate alpha) on L_critic = (1/T) sum_t (R_t - V_phi(s_t))^2."""
+    """One Adam step (learning rate alpha) on L_critic = (1/B) sum_t (R_t - V_phi(s_t))^2, B = T x N."""
     loss = (returns - critic(obs)).pow(2).mean()
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -455,9 +462,8 @@ def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, device
 
 # ==== Training: Algorithm 1's loop ======================================================================
 def train(args: Args) -> int:
-    """Train; returns the exit code: 0 finished, 3 diverged (NaN/Inf), 130 / 143 stopped by Ctrl-C / SIGTERM,
-    1 checkpoint.pt not written. runs/<run>/checkpoint.pt holds the state at the end (after a divergence, or a
-    second signal that stopped an update under way: the state before that update)."""
+    """Train; the exit code: 0 finished, 3 diverged (NaN/Inf), 130 / 143 Ctrl-C / SIGTERM, 1 no checkpoint.pt,
+    which holds the state at the end (after a divergence or a second signal: before the update under way)."""
     # TRY NOT TO MODIFY: signals (StopRequest), logging (W&B syncs the TensorBoard scalars), seeding
     stop = StopRequest()
     run_dir = os.path.join("runs", run_name(args))
@@ -479,6 +485,8 @@ def train(args: Args) -> int:
     normalizer = Normalizer(obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
     parts = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "actor_opt": actor_opt}
     parts["normalizer"] = normalizer
+    # --cuda: act with a CPU copy of the actor, refreshed after each update (no GPU round trip per action)
+    acting = actor if device.type == "cpu" else copy.deepcopy(actor).cpu()
     T = args.num_steps
     N = args.num_envs
     budget = args.total_timesteps - args.total_timesteps % (T * N)
@@ -500,15 +508,15 @@ def train(args: Args) -> int:
     start_time = time.time()
     # the state after the last completed update: what checkpoint.pt keeps if the next goes bad or is stopped
     last_good = checkpoint_state(args, global_step, update, parts)
-    stop.stop_now_at = 2  # from here a first signal ends the run after its update, a second stops it at once
+    stop.stop_now_at = 2  # StopNow at the second signal: the first ends the run after its update
     try:
         # Algorithm 1, line 3: for iteration k = 0, 1, ...
         while global_step < budget and not stop.signal:
             # ALGO LOGIC: line 4: roll out T steps in every environment, acting with the current policy
             for t in range(T):
-                if not np.isfinite(obs).all():  # checked before acting on it
+                if not np.abs(obs).max() <= FLOAT32_MAX:  # NaN, Inf, or Inf in the networks' float32 (1e39)
                     raise Diverged("NaN/Inf in an observation")
-                action = actor.act(tensor(normalizer.obs(obs), device)).cpu().numpy()
+                action = acting.act(tensor(normalizer.obs(obs), "cpu")).numpy()
                 # Discrete(n, start): the index shifted; a Box: the action clipped into it (ours, as CleanRL)
                 env_action = (
                     action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
@@ -559,6 +567,8 @@ def train(args: Args) -> int:
                 raise Diverged("NaN/Inf after the update")
             update += 1
             last_good = checkpoint_state(args, global_step, update, parts)
+            if acting is not actor:
+                acting.load_state_dict(actor.state_dict())
             no_step += int(diagnostics.get("kl_eta") == 0.0)
 
             # TRY NOT TO MODIFY: log the losses, SMAC's diagnostics and a progress line every 10 updates
@@ -569,12 +579,12 @@ def train(args: Args) -> int:
                 kept = f", no step in {no_step} of {update} updates" if args.target_kl > 0 else ""
                 line = f"step {global_step}/{budget}, {sps} SPS, return {mean_return:.1f} (last 10)"
                 print(line + kept, flush=True)
-    except Diverged as error:
+    except (Diverged, FloatingPointError) as error:  # FloatingPointError: apply_step_'s non-finite direction
         print(f"diverged at update {update + 1} ({error})", file=sys.stderr)
         exit_code = 3
     except StopNow:  # a second signal: the update under way is dropped
         pass
-    stop.stop_now_at = 0  # while the checkpoint is written, signals are only remembered
+    stop.stop_now_at = 0  # no StopNow: while the checkpoint is written, signals are only remembered
     if stop.signal and exit_code == 0 and last_good["global_step"] < budget:
         exit_code = 128 + stop.signal  # 130 after Ctrl-C, 143 after SIGTERM: the first signal's
     if not save_checkpoint(last_good, os.path.join(run_dir, "checkpoint.pt")):
@@ -609,25 +619,25 @@ def run_name(args: Args) -> str:
 
 
 def check_args(args: Args) -> None:
-    positive = {"--learning-rate": args.learning_rate, "--damping": args.damping}
-    positive["--critic-learning-rate"] = args.critic_learning_rate
-    positive["--total-timesteps"] = args.total_timesteps
-    positive["--num-envs"] = args.num_envs
-    positive["--num-steps"] = args.num_steps
-    for flag, value in positive.items():
+    for name in (
+        "learning_rate",
+        "damping",
+        "critic_learning_rate",
+        "total_timesteps",
+        "num_envs",
+        "num_steps",
+    ):
+        value = getattr(args, name)
         # NaN fails too; float32 holds eta, lambda and alpha, and 10 alpha (Adam's first step)
         if not 0 < value <= FLOAT32_MAX / 10:
+            flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{flag} must be a number in (0, {FLOAT32_MAX / 10:.3g}], got {value!r}")
     if not 0 <= args.gamma <= 1 or not 0 <= args.gae_lambda <= 1:
-        raise ConfigError(
-            f"--gamma and --gae-lambda must be in [0, 1], got {args.gamma!r}, {args.gae_lambda!r}"
-        )
+        raise ConfigError(f"--gamma, --gae-lambda must be in [0, 1], got {args.gamma!r}, {args.gae_lambda!r}")
     if not 0 <= args.target_kl < float("inf"):
         raise ConfigError(f"--target-kl must be a finite number >= 0, got {args.target_kl!r}")
     if args.target_kl > 0 and (args.optimizer != "smac" or args.fisher != "batch-mean"):
-        raise ConfigError(
-            "--target-kl sets batch-mean SMAC's step: it needs --optimizer smac --fisher batch-mean"
-        )
+        raise ConfigError("--target-kl sets batch-mean SMAC's step: use --optimizer smac --fisher batch-mean")
     if not 0 <= args.seed < 2**32:
         raise ConfigError(f"--seed must be in [0, 2**32), got {args.seed!r}")
     if len(args.hidden_sizes) == 0 or min(args.hidden_sizes) <= 0:
@@ -642,13 +652,29 @@ def check_args(args: Args) -> None:
         raise ConfigError("--norm-adv needs at least 2 transitions per rollout (--num-steps x --num-envs)")
 
 
-# plain gymnasium environments; normalization runs in the loop, once per rollout
 def make_env(args: Args, run_dir: str, i: int) -> gym.Env:
     """Environment i, a plain gymnasium environment; with --capture-video the first records run_dir/videos."""
     if not args.capture_video or i > 0:
         return gym.make(args.env_id, disable_env_checker=True)
     env = gym.make(args.env_id, disable_env_checker=True, render_mode="rgb_array")
     return gym.wrappers.RecordVideo(env, os.path.join(run_dir, "videos"), disable_logger=True)
+
+
+def set_render_backend() -> None:
+    """--capture-video: MuJoCo renders with glfw on a display, EGL without one (unless MUJOCO_GL is set),
+    read once, at mujoco's import: call before the first environment. EGL that cannot load: a ConfigError."""
+    os.environ.setdefault("MUJOCO_GL", "glfw" if os.environ.get("DISPLAY") else "egl")
+    if os.environ["MUJOCO_GL"] != "egl" or "mujoco" in sys.modules:
+        return
+    try:
+        import mujoco  # noqa: F401
+    except ImportError:  # no mujoco here: nothing renders with it
+        return
+    except Exception as error:  # PyOpenGL without an EGL library: AttributeError on 'NoneType'
+        raise ConfigError(
+            f"--capture-video: MuJoCo cannot load EGL here ({type(error).__name__}: {error}); set "
+            "MUJOCO_GL=osmesa (or glfw with a display), or install EGL's libraries (libEGL)"
+        ) from None
 
 
 def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.Space]:
@@ -745,8 +771,8 @@ def tensor(x: np.ndarray, device: torch.device) -> torch.Tensor:
 
 
 def finite_state(value_loss: float, actor, critic, normalizer: Normalizer, obs, rewards: np.ndarray) -> bool:
-    """No NaN or Inf in the critic's loss, the networks, the actor's outputs on the batch (finite parameters
-    can overflow there), the normalization statistics or the rewards."""
+    """No NaN/Inf in the critic's loss, the networks, the actor's outputs (finite weights can overflow there),
+    the normalization statistics or the rewards."""
     arrays = [normalizer.obs_rms.mean, normalizer.obs_rms.var, normalizer.ret_rms.var, rewards]
     tensors = list(actor.parameters()) + list(critic.parameters())
     with torch.no_grad():
@@ -756,20 +782,20 @@ def finite_state(value_loss: float, actor, critic, normalizer: Normalizer, obs, 
 
 
 class StopRequest:
-    """Ctrl-C and SIGTERM. Before the loop a signal stops the run at once (StopNow); in it the first is only
-    remembered, to end the run after its update, and a second stops it at once. The first one's code wins."""
+    """Ctrl-C and SIGTERM until release() gives back the handlers it found: the first signal's code wins, and
+    the signal numbered stop_now_at (1 before the loop, 2 in it, 0: none) stops the run at once (StopNow)."""
 
     def __init__(self):
         self.signal = 0
         self.count = 0
         self.stop_now_at = 1  # the signal that raises StopNow: the first, the second (in the loop), 0: none
-        signal.signal(signal.SIGINT, self.handle)
-        signal.signal(signal.SIGTERM, self.handle)
+        self.found = {}
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self.found[signum] = signal.signal(signum, self.handle)
 
     def release(self) -> None:
-        """Python's own handlers back (a Ctrl-C during W&B's upload at exit ends it)."""
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for signum, handler in self.found.items():
+            signal.signal(signum, handler)
 
     def handle(self, signum, frame):
         if not self.signal:
@@ -780,8 +806,7 @@ class StopRequest:
 
 
 def checkpoint_state(args: Args, global_step: int, update: int, parts: dict) -> dict:
-    """A copy of what checkpoint.pt holds: the flags, the counters and each part's state_dict() (plain tensors
-    and numbers, so torch.load(weights_only=True) reads it without running code)."""
+    """What checkpoint.pt holds, copied: flags, counters, each part's state_dict() (weights_only loads it)."""
     state = {"args": asdict(args), "global_step": global_step, "update": update}
     for name, part in parts.items():
         state[name] = part.state_dict()
@@ -789,8 +814,7 @@ def checkpoint_state(args: Args, global_step: int, update: int, parts: dict) -> 
 
 
 def save_checkpoint(state: dict, path: str) -> bool:
-    """Written to a temporary file, then renamed: checkpoint.pt is complete or absent, never cut off. A
-    failure (a full disk) is one line on stderr and False."""
+    """Written to a temporary file, then renamed (never cut off); a failure (a full disk): one line, False."""
     try:
         torch.save(state, path + ".tmp")
         os.replace(path + ".tmp", path)
@@ -818,18 +842,43 @@ def make_writer(args: Args, run_dir: str) -> SummaryWriter:
 
 
 def log_episodes(writer: SummaryWriter, episodes: list) -> None:
-    """A rollout's finished episodes, written after it: TensorBoard's writer thread competes with the loop for
-    the interpreter, and one burst per rollout costs less than a write at each episode's end."""
+    """A rollout's finished episodes, in one burst after it (TensorBoard's thread competes with the loop)."""
     for step, episodic_return, length in episodes:
         writer.add_scalar("charts/episodic_return", episodic_return, step)
         writer.add_scalar("charts/episodic_length", length, step)
 
 
-def log_update(
-    writer: SummaryWriter, actor: Actor, batch: dict, value_loss: float, diagnostics: dict, step: int
-):
-    """The update's scalars: the critic's loss, the policy's mean log-probability of the taken actions (the
-    paper's confidence diagnostic) and entropy, SMAC's diagnostics, and with --target-kl the eta applied."""
+# ---- ours: how far SMAC's step departs from SGD with step eta / lambda (logged every update) -------------
+# By eq. (5), F~^-1 g = g / lambda - l_bar (l_bar^T g) / (lambda (lambda + |l_bar|^2)): across l_bar the step
+# is exactly g_perp / lambda, along it shrunk. With |l_bar|^2 << lambda (on-policy E[l] = 0, so |l_bar|^2
+# shrinks like 1/B) it is SGD's with step eta / lambda, and cos(g, step) is close to 1.
+def step_diagnostics(diag: dict) -> dict:
+    """Norms, cos(g, step), SMAC's step along l_bar and across it. diag: {"g", "step"} and, for batch-mean
+    SMAC, "ell" (Algorithm 1: the mean |l|^2 of its samples as "ell_sq_mean")."""
+    g = diag["g"].double()
+    step = diag["step"].double()
+    ell_sq = float(diag.get("ell_sq_mean", float("nan")))
+    par = float("nan")
+    perp = float("nan")
+    if "ell" in diag:
+        ell = diag["ell"].double()
+        ell_sq = torch.dot(ell, ell).item()
+        par = (torch.dot(ell, step).abs() / (ell.norm() + 1e-300)).item()
+        perp = max(step.norm().item() ** 2 - par**2, 0.0) ** 0.5
+    cos = (torch.dot(g, step) / (g.norm() * step.norm() + 1e-300)).item()
+    return {
+        "ell_sq": ell_sq,
+        "g_norm": g.norm().item(),
+        "step_norm": step.norm().item(),
+        "cos_g_step": cos,
+        "step_par_norm": par,
+        "step_perp_norm": perp,
+    }
+
+
+def log_update(writer: SummaryWriter, actor: Actor, batch: dict, value_loss: float, diagnostics: dict, step):
+    """Critic loss, mean log pi of the taken actions (the paper's confidence diagnostic), entropy, SMAC's
+    diagnostics, --target-kl's eta."""
     with torch.no_grad():
         policy = actor(batch["obs"])
         writer.add_scalar("losses/mean_logprob", policy.log_prob(batch["actions"]).mean().item(), step)
@@ -842,14 +891,18 @@ def log_update(
 
 
 def main(argv=None) -> int:
-    args = tyro.cli(Args, args=argv)  # a flag tyro cannot parse: its message, exit code 2
-    torch.set_num_threads(1)  # fastest for these small networks, and deterministic
-    # before any environment renders: with CUDA builds of torch this imports triton, whose import crashes
-    # once an EGL context exists (--capture-video's probe)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    StopRequest()  # a signal before training starts: one line, exit 130 / 143 (train() installs its own)
+    """The exit code (train()'s, 2 for bad input); the signal handlers it found are back on every return."""
+    # a signal before training starts: one line, exit 130 / 143 (train() installs its own)
+    stop = StopRequest()
     try:
+        args = tyro.cli(Args, args=argv)  # a flag tyro cannot parse: its message, exit code 2
+        torch.set_num_threads(1)  # fastest for these small networks, and deterministic
+        # before any environment renders: with CUDA builds of torch this imports triton, whose import crashes
+        # once an EGL context exists (--capture-video's probe)
+        torch.use_deterministic_algorithms(True, warn_only=True)
         check_args(args)
+        if args.capture_video:
+            set_render_backend()
         check_env(args.env_id, args.capture_video)
         if args.track:
             import wandb
@@ -857,9 +910,7 @@ def main(argv=None) -> int:
             # without a login W&B would prompt; offline mode needs none
             offline = os.environ.get("WANDB_MODE", "").lower() in ("offline", "disabled", "dryrun")
             if not offline and not wandb.login(prompt=False, verify=False):
-                raise ConfigError(
-                    "--track: W&B is not logged in here; run `wandb login`, or set WANDB_MODE=offline"
-                )
+                raise ConfigError("--track: no W&B login here; run `wandb login` or set WANDB_MODE=offline")
         return train(args)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -867,7 +918,10 @@ def main(argv=None) -> int:
     except StopNow as stopped:
         print(f"stopped by {signal.Signals(stopped.args[0]).name} before training started", file=sys.stderr)
         return 128 + stopped.args[0]
+    finally:
+        stop.release()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    ended.append(main())  # from here to the process's end a signal goes to exit_at_once
+    sys.exit(ended[0])

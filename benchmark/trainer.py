@@ -1365,16 +1365,20 @@ def update_nets(
     """Algorithm 1, lines 6-10: the actor step(s) of --optimizer (with --num-minibatches and --update-epochs),
     timed, then the critic step; the observation statistics take in the rollout after the update that used them.
     (diagnostics, actor_ms, value_loss, finite): finite is False on a NaN or Inf in the loss, the networks or the
-    statistics."""
+    statistics, or a non-finite direction (apply_step_'s FloatingPointError)."""
     start = time.perf_counter()
-    diagnostics = actor_update(nets["actor"], batch, args, actor_state)
+    try:
+        diagnostics = actor_update(nets["actor"], batch, args, actor_state)
+    except FloatingPointError:  # apply_step_'s non-finite direction: this update diverged
+        diagnostics = None
     if device.type == "cuda":
         torch.cuda.synchronize()
     actor_ms = (time.perf_counter() - start) * 1e3
     value_loss = critic_step(nets["critic"], nets["critic_opt"], batch["obs"], returns, args)
     normalizer = nets["normalizer"]
     normalizer.obs_rms.update(rollout.buf_obs.reshape(-1, rollout.buf_obs.shape[2]))
-    finite = all_finite(value_loss, nets["actor"], nets["critic"]) and stats_finite(normalizer)
+    finite = diagnostics is not None and all_finite(value_loss, nets["actor"], nets["critic"])
+    finite = finite and stats_finite(normalizer)
     return diagnostics, actor_ms, value_loss, finite
 
 
@@ -1645,6 +1649,8 @@ def main(argv=None) -> int:
                     f"--eval-checkpoint evaluates on the checkpoint's own environment "
                     f"{ckpt['args']['env_id']!r}; --env-id {args.env_id!r} does not match"
                 )
+            if args.capture_video:  # before the first environment: mujoco reads MUJOCO_GL at its import
+                smac_a2c.set_render_backend()
             mean, std = evaluate(ckpt, args.eval_episodes, args.seed, args.capture_video, args.eval_max_steps)
             print(
                 f"eval {ckpt['args']['env_id']}: {mean:.2f} +- {std:.2f} over {args.eval_episodes} episodes "
@@ -1655,6 +1661,8 @@ def main(argv=None) -> int:
         if resume is not None:
             args = resume_args(args, argv, resume)
             check_args(args)
+        if args.capture_video:  # before the first environment: mujoco reads MUJOCO_GL at its import
+            smac_a2c.set_render_backend()
         run_dir, status = train(args, resume)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -30,21 +30,24 @@ def run_main(runs, *argv, tensorboard=False):
     return trainer.main(["--runs-dir", str(runs), *([] if tensorboard else ["--no-tensorboard"]), *argv])
 
 
-def lab_process(cwd, *argv, env=None, **kw):
+def lab_process(cwd, *argv, env=None, pythonpath=(), **kw):
     """`python -m benchmark.trainer *argv` in a subprocess run in `cwd` (its runs in cwd/runs unless --runs-dir),
-    with this tests directory importable for its environments; stdout and stderr piped unless given."""
-    env = {**(os.environ if env is None else env), "PYTHONPATH": os.pathsep.join([HERE, ROOT])}
+    with this tests directory importable for its environments (after the directories `pythonpath`); stdout and
+    stderr piped unless given."""
+    env = {**(os.environ if env is None else env), "PYTHONPATH": os.pathsep.join([*pythonpath, HERE, ROOT])}
     kw.setdefault("stdout", subprocess.PIPE)
     kw.setdefault("stderr", subprocess.PIPE)
     return subprocess.Popen([sys.executable, "-m", "benchmark.trainer", *argv], cwd=cwd, env=env, **kw)
 
 
-def standalone(cwd, *argv, env=None, **kw):
-    """`python *argv` in `cwd` with smac_a2c.py copied ALONE there and nothing of this repository importable;
-    stdout and stderr piped as text."""
+def standalone(cwd, *argv, env=None, pythonpath=(), **kw):
+    """`python *argv` in `cwd` with smac_a2c.py copied ALONE there and nothing of this repository importable (only
+    the directories `pythonpath`); stdout and stderr piped as text."""
     if not os.path.exists(os.path.join(cwd, "smac_a2c.py")):
         shutil.copy(REFERENCE, os.path.join(cwd, "smac_a2c.py"))
     env = {k: v for k, v in (os.environ if env is None else env).items() if k != "PYTHONPATH"}
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(pythonpath)
     kw.setdefault("stdout", subprocess.PIPE)
     kw.setdefault("stderr", subprocess.PIPE)
     return subprocess.Popen([sys.executable, *argv], cwd=cwd, env=env, text=True, **kw)
@@ -102,6 +105,11 @@ def train_in_process(program, tmp_path, monkeypatch, total, sigterm_at=None, nan
         code = run_main("runs", *CARTPOLE, "--total-timesteps", str(total))
     run = only_run(tmp_path / "runs")
     return code, before, checkpoint(run), summary(run) if program == "lab" else None
+
+
+def always_true(*args, **kwargs):
+    """True: a stand-in for a check that is false here (torch.cuda.is_available on a machine without a GPU)."""
+    return True
 
 
 def lab_run(cwd, *argv, timeout=300, **kw):
@@ -281,6 +289,12 @@ class NanObservationAt155(BadValueAt):
     value = float("nan")
 
 
+class HugeObservationAt155(BadValueAt):
+    """1e39: finite in float64, Inf in float32 (what the networks see)."""
+
+    value = 1e39
+
+
 class NanObservationAtReset(BadValueAt):
     """The first observation is NaN (then episodes as BadValueAt's)."""
 
@@ -298,6 +312,18 @@ class SignalsTwiceMidRollout(BadValueAt):
     def step(self, action):
         if self.total + 1 in (1500, 1501):
             os.kill(os.getpid(), signal.SIGTERM if self.total + 1 == 1500 else signal.SIGINT)
+            time.sleep(0.05)  # the handler runs here
+        return super().step(action)
+
+
+class SigtermAt150(BadValueAt):
+    """Sends this process SIGTERM on its 150th step: at --num-steps 100 the run ends after its second update."""
+
+    at = -1  # no bad value
+
+    def step(self, action):
+        if self.total + 1 == 150:
+            os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(0.05)  # the handler runs here
         return super().step(action)
 
@@ -326,9 +352,11 @@ for _name, _cls in (
     ("InfObservationAt155-v0", InfObservationAt155),
     ("NanFinalObservation-v0", NanFinalObservation),
     ("NanObservationAt155-v0", NanObservationAt155),
+    ("HugeObservationAt155-v0", HugeObservationAt155),
     ("NanObservationAtReset-v0", NanObservationAtReset),
     ("SignalsWhenBuilt-v0", SignalsWhenBuilt),
     ("SignalsTwiceMidRollout-v0", SignalsTwiceMidRollout),
+    ("SigtermAt150-v0", SigtermAt150),
 ):
     gym.register(_name, entry_point=_cls)
 

@@ -83,6 +83,30 @@ def test_a_shared_trunk_keeps_its_graph_for_the_critic():
     torch.testing.assert_close(direction.double(), explicit, rtol=1e-4, atol=1e-6)
 
 
+def test_readmes_shared_trunk_snippet_works_and_the_other_order_is_the_documented_failure(monkeypatch):
+    """README's shared-trunk example with the copied functions alone: the value loss's backward before the step
+    works (the trunk gets the critic's gradient, the step keeps the KL in its band); with the step first, the
+    backward meets the trunk's parameters moved in place: torch's "modified by an inplace operation"."""
+    import os
+    import re
+    import sys
+
+    monkeypatch.setitem(sys.modules, "smac_a2c", BLOCK)
+    readme = open(os.path.join(helpers.ROOT, "README.md")).read()
+    snippet = re.search(r"<!-- shared-trunk-snippet -->\s*```python\n(.*?)```", readme, re.S).group(1)
+    torch.manual_seed(0)
+    namespace = {}
+    exec(compile(snippet, "README.md", "exec"), namespace)
+    assert namespace["eta"] > 0 and all(p.grad is not None for p in namespace["trunk"].parameters())
+    lines = snippet.splitlines()
+    backward = next(i for i, line in enumerate(lines) if line.startswith("value_loss.backward()"))
+    step = next(i for i, line in enumerate(lines) if line.startswith("eta = kl_step_("))
+    lines[backward], lines[step] = lines[step], lines[backward]
+    torch.manual_seed(0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        exec(compile("\n".join(lines), "README.md, the other order", "exec"), {})
+
+
 # ---- 4. inputs given the wrong way: accepted, or refused with the fix named ----------------------------------------
 def test_numpy_advantages_are_accepted():
     module = separate_heads()
@@ -290,6 +314,93 @@ def test_kl_step_does_not_refuse_a_policy_flat_at_its_probe():
     eta = BLOCK.kl_step_(policy, direction, log_prob_fn)
     assert eta > 0 and (policy.bias.detach() - bias).abs().max().item() == pytest.approx(0.1, rel=1e-5)
     assert policy.weight._version == version  # its direction is zero: not written
+
+
+@pytest.mark.parametrize("net", ["linear", "mlp"])
+@pytest.mark.parametrize("stored", ["clone", "times one", "stacked list"])
+def test_kl_step_refuses_stored_log_probs_whose_graph_is_alive(net, stored):
+    """log_prob_fn returning the stored log-probabilities while their graph lives (retain_graph=True): on
+    nn.Linear(64, 4) every trial measured KL 0 and the step went to the cap (true KL 0.059 at target 0.01); on an
+    MLP torch's own "modified by an inplace operation" escaped. Both are refused now, every parameter as it was."""
+    torch.manual_seed(0)
+    if net == "linear":
+        policy = torch.nn.Linear(64, 4)
+    else:
+        policy = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+    obs = torch.randn(128, 64)
+    actions = torch.randint(0, 4, (128,))
+    rows = [
+        torch.distributions.Categorical(logits=policy(obs[i : i + 1])).log_prob(actions[i])
+        for i in range(128)
+    ]
+    log_probs = torch.cat(rows)
+
+    def log_prob_fn():
+        if stored == "clone":
+            return log_probs.clone()
+        if stored == "times one":
+            return log_probs * 1.0
+        return torch.cat(rows)
+
+    direction = BLOCK.smac_direction(policy, log_probs, torch.randn(128), DAMPING, retain_graph=True)
+    before = flat(policy)
+    with pytest.raises(ValueError, match="recompute"):
+        BLOCK.kl_step_(policy, direction, log_prob_fn)
+    assert torch.equal(flat(policy), before)
+    if (
+        net == "linear"
+    ):  # the user's graph is kept (no parameter it saved was written): it still backpropagates
+        torch.autograd.grad(log_probs.sum(), [policy.weight])
+
+
+@pytest.mark.parametrize("gap", [12.0, 20.0, 30.0])
+def test_kl_step_does_not_refuse_a_truly_saturated_softmax(gap):
+    """Logit gaps of 12 to 30 with the likely action taken: the log-probabilities round to the same floats under
+    the probe step (their derivative is 1e-5 to 1e-13, times a change of 1e-3), and autograd's prediction of that
+    change is below rounding: a saturated policy, not a stale log_prob_fn. The search goes on, to the cap."""
+    policy = torch.nn.Linear(4, 3)
+    with torch.no_grad():
+        policy.weight.zero_()
+        policy.bias.copy_(torch.tensor([gap, 0.0, 0.0]))
+    obs = torch.randn(64, 4, generator=torch.Generator().manual_seed(0))
+    actions = torch.zeros(64, dtype=torch.long)
+    log_prob_fn = categorical_log_probs(policy, obs, actions)
+    direction = torch.cat([torch.full((12,), 0.01), torch.tensor([0.0, 1.0, -1.0])])
+    before = log_prob_fn()
+    eta = BLOCK.kl_step_(policy, direction, log_prob_fn)
+    assert eta > 0 and (policy.bias.detach()[1:] - torch.tensor([0.1, -0.1])).abs().max() < 1e-6
+    assert approx_kl(before, log_prob_fn()) < 0.005
+
+
+def test_kl_step_with_a_cap_too_small_to_move_any_parameter_returns_0():
+    """max_change=1e-12 moves no float32 parameter of order 0.1: eta > 0 was returned for a step that moved
+    nothing. Now 0, the parameters bitwise as they were."""
+    module = separate_heads()
+    obs, actions, adv = batch(n=64)
+    log_prob_fn = categorical_log_probs(module["pi"], obs, actions)
+    with torch.no_grad():
+        for p in module["pi"].parameters():
+            p.copy_(p.sign() * (p.abs() + 0.1))  # no parameter near 0, where 1e-12 would show
+    direction = BLOCK.smac_direction(module["pi"], log_prob_fn(), adv, DAMPING)
+    before = flat(module["pi"])
+    assert BLOCK.kl_step_(module["pi"], direction, log_prob_fn, max_change=1e-12) == 0.0
+    assert torch.equal(flat(module["pi"]), before)
+
+
+def test_kl_step_refuses_batchnorm_in_train_mode_and_keeps_its_statistics():
+    """A BatchNorm in train mode gives the same output on two calls (batch statistics) but moves its running
+    statistics at every call: kl_step_'s trials updated them. Refused now, the statistics as they were."""
+    torch.manual_seed(0)
+    policy = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.BatchNorm1d(16), torch.nn.Linear(16, 2))
+    obs, actions, adv = batch(n=64)
+    log_prob_fn = categorical_log_probs(policy, obs, actions)
+    direction = BLOCK.smac_direction(policy, log_prob_fn(), adv, DAMPING)
+    state = {k: v.clone() for k, v in policy.state_dict().items()}
+    with pytest.raises(ValueError, match="eval mode"):
+        BLOCK.kl_step_(policy, direction, log_prob_fn)
+    assert all(torch.equal(v, state[k]) for k, v in policy.state_dict().items())
+    policy.eval()
+    assert BLOCK.kl_step_(policy, direction, log_prob_fn) > 0
 
 
 @pytest.mark.parametrize("name", ["target_kl", "max_change"])

@@ -28,10 +28,12 @@ beta=0.5 rank r in steady state. --repeats interleaved rounds after warm-up, the
 and min per mode, ratio of medians. benchmark/ablations.py parses this output.
     python -m benchmark.costs ablation-costs [--batch 2000 --repeats 50 --threads 2]
 
-device-check: CPU versus CUDA for small networks: training steps/s on Hopper-v4 (lab trainer, smac, 30k steps) with
-and without --cuda, and one actor update (T=1000) of smac batch-mean and sgd on each device for hidden widths 64 to
-2048. Without a GPU it prints the CPU rows only.
-    python -m benchmark.costs device-check
+device-check: CPU versus CUDA: training steps/s on Hopper-v4 with smac (--steps, 20k) on the CPU and with --cuda,
+side by side with their ratio: the lab's trainer at 64-64 and the reference smac_a2c.py at 64-64 and 1024-1024
+(each after a warm-up run); then one actor update (T=1000) of smac batch-mean and sgd on each device for hidden
+widths 64 to 2048 (--update-widths). Without CUDA it prints the CPU rows and one line saying the --cuda rows were
+skipped.
+    python -m benchmark.costs device-check [--steps 20000] [--update-widths 64 1024]
 
 direction-cost: the public drop-in SMAC step (smac_direction + apply_step_) against the trainer's one-backward fast
 path, smac_direction_batched (one vmapped vector-Jacobian product), the same solve with two flat_grad calls and SGD
@@ -154,9 +156,10 @@ def trainer_sps(env_id: str, steps: int, optimizer: str, runs_dir: str) -> tuple
     return steps / elapsed, statistics.median(float(r.split(",")[11]) for r in rows)
 
 
-def reference_sps(env_id: str, steps: int, runs_dir: str) -> float:
-    """Training steps/s of smac_a2c.train with its defaults (SMAC; TensorBoard and progress lines included)."""
-    args = smac_a2c.Args(env_id=env_id, total_timesteps=steps, exp_name="throughput-reference")
+def reference_sps(env_id: str, steps: int, runs_dir: str, **flags) -> float:
+    """Training steps/s of smac_a2c.train with its defaults (SMAC; TensorBoard and progress lines included), and
+    `flags` (Args fields: hidden_sizes, cuda)."""
+    args = smac_a2c.Args(env_id=env_id, total_timesteps=steps, exp_name="throughput-reference", **flags)
     cwd = os.getcwd()
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     os.chdir(runs_dir)  # the reference writes runs/ where it runs
@@ -604,19 +607,60 @@ def ablation_costs(opts) -> None:
         print(f"{name:44s} {med:9.2f} {min(ts):8.2f} {med / base:12.2f}  {note}")
 
 
+def lab_sps(steps: int, runs_dir: str, hidden_sizes: tuple, cuda: bool) -> float:
+    """Training steps/s of the lab's trainer with smac on Hopper-v4 (no TensorBoard), after a warm-up run."""
+    args = lab.Args(
+        env_id="Hopper-v4",
+        total_timesteps=steps,
+        hidden_sizes=hidden_sizes,
+        cuda=cuda,
+        tensorboard=False,
+        runs_dir=runs_dir,
+    )
+    with contextlib.redirect_stdout(io.StringIO()):  # the progress lines
+        lab.train(lab.Args(**{**args.__dict__, "total_timesteps": min(2000, steps)}))  # warm-up
+        return steps / timed(functools.partial(lab.train, args))
+
+
+def reference_device_sps(steps: int, runs_dir: str, hidden_sizes: tuple, cuda: bool) -> float:
+    """Training steps/s of the reference smac_a2c.py on Hopper-v4 (its defaults), after a warm-up run."""
+    reference_sps("Hopper-v4", min(2000, steps), runs_dir, hidden_sizes=hidden_sizes, cuda=cuda)
+    return reference_sps("Hopper-v4", steps, runs_dir, hidden_sizes=hidden_sizes, cuda=cuda)
+
+
+DEVICE_TRAINERS = {"lab trainer": lab_sps, "smac_a2c.py": reference_device_sps}
+DEVICE_PAIRS = [("lab trainer", (64, 64)), ("smac_a2c.py", (64, 64)), ("smac_a2c.py", (1024, 1024))]
+
+
+def device_check_rows(cuda_here: bool) -> list:
+    """device-check's training rows, (trainer, hidden sizes, the --cuda values it runs): each pair on the CPU,
+    and with --cuda where CUDA is here."""
+    devices = (False, True) if cuda_here else (False,)
+    return [(trainer, hidden, devices) for trainer, hidden in DEVICE_PAIRS]
+
+
+def device_training(steps: int) -> None:
+    """Steps/s of device_check_rows, one line per row: CPU and --cuda side by side with their ratio; without
+    CUDA, the CPU figures and one line saying the --cuda runs were skipped."""
+    cuda_here = torch.cuda.is_available()
+    print(f"training Hopper-v4, smac, {steps} steps per run, steps/s (a warm-up run before each):")
+    with tempfile.TemporaryDirectory() as tmp:
+        for trainer, hidden, devices in device_check_rows(cuda_here):
+            sps = {cuda: DEVICE_TRAINERS[trainer](steps, tmp, hidden, cuda) for cuda in devices}
+            line = f"  {trainer:12s} {'-'.join(map(str, hidden)):10s} cpu {sps[False]:7.0f}"
+            if cuda_here:
+                line = line + f"   --cuda {sps[True]:7.0f}   --cuda / cpu {sps[True] / sps[False]:.2f}x"
+            print(line, flush=True)
+    if not cuda_here:
+        print("  --cuda runs skipped: no CUDA device here (torch.cuda.is_available() is False)")
+
+
 def device_check(opts) -> None:
     torch.set_num_threads(1)
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     print("GPU:", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")
-    with tempfile.TemporaryDirectory() as tmp:
-        for cuda in [False, True] if len(devices) > 1 else [False]:
-            args = lab.Args(
-                env_id="Hopper-v4", total_timesteps=30_000, cuda=cuda, tensorboard=False, runs_dir=tmp
-            )
-            lab.train(lab.Args(**{**args.__dict__, "total_timesteps": 2000}))  # warm-up
-            sps = 30_000 / timed(functools.partial(lab.train, args))
-            print(f"training Hopper-v4 smac, {'cuda' if cuda else 'cpu '}: {sps:7.0f} steps/s")
-    for width in [64, 256, 1024, 2048]:
+    device_training(opts.steps)
+    for width in opts.update_widths:
         for device in devices:
             ms = update_ms(
                 {"smac": lab.ACTOR_STEPS["smac"], "sgd": lab.ACTOR_STEPS["sgd"]},
@@ -710,7 +754,15 @@ def main(argv=None) -> None:
     add("--per-sample-subset", type=int, default=100, help="samples timed for Algorithm 1")
     add("--ranks", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32])
 
-    command("device-check", device_check, "CPU versus CUDA: training steps/s and actor update times")
+    add = command("device-check", device_check, "CPU versus CUDA: training steps/s and actor update times")
+    add("--steps", type=int, default=20_000, help="training steps per run")
+    add(
+        "--update-widths",
+        type=int,
+        nargs="*",
+        default=[64, 256, 1024, 2048],
+        help="hidden widths of the actor-update rows (none: no update rows)",
+    )
 
     add = command("direction-cost", direction_cost, "the drop-in smac_direction step against the batched one")
     add("--widths", type=int, nargs="+", default=[64, 256, 1024])

@@ -1,19 +1,21 @@
-"""The SMAC copy block in three training loops written the way other people write them, on CartPole-v1:
-REINFORCE (2000-step batches, returns-to-go), A2C with one module holding a shared trunk, an actor head and a
-critic head (one forward, SMAC on trunk + actor head, the value loss backpropagated after it), and a PPO-style loop
-(1000-step rollouts, the critic in four minibatch steps; SMAC in four minibatch steps too, or in one step on the
-whole rollout). The loops touch SMAC only through the functions a user copies (the `block` argument: a module
-holding them), and measure what "Choosing eta and lambda" in README states:
+"""The SMAC copy block in training loops written the way other people write them, on CartPole-v1: REINFORCE
+(2000-step batches, returns-to-go), A2C with one module holding a shared trunk, an actor head and a critic head
+(one forward, SMAC on trunk + actor head, the value loss backpropagated after it), a PPO-style loop (1000-step
+rollouts, the critic in four minibatch steps; SMAC in four minibatch steps too, or in one step on the whole
+rollout), and, for the batch-size measurement, A2C in SB3's default shape (separate actor and critic). The loops
+touch SMAC only through the functions a user copies (the `block` argument: a module holding them), and measure
+what "Choosing eta and lambda" in README states:
 
-    python -m benchmark.foreign_loops [--seeds 1 2] [--budget 100000] [--batch-sizes 5 16 64 256]
+    python -m benchmark.foreign_loops [--seeds 1 2] [--budget 100000] [--loops ...] [--batch-sizes 5 32 128 1000]
 
 prints, per loop and step rule (the paper's fixed step eta = 1e-2 with lambda = 1, on normalized or raw advantages;
 kl_step_ at its default target 0.01), the mean return of the last 20 episodes, the steps to reach 195, and per
 update the median KL the step caused (PPO's approx_kl on the batch), |l_bar|^2 / lambda and cos(g, step), and the
 share of kl_step_'s updates that kept no step or stopped below its band at the cap, its forward passes and the
-largest parameter change of its steps. --batch-sizes: the A2C loop
-with kl_step_ on rollouts of those lengths (the smallest batch with which it learns). tests/test_drop_in.py runs
-the kl_step_ rule with the copied block alone.
+largest parameter change of its steps. --batch-sizes: the two A2C loops (--batch-loops: `a2c`, separate networks,
+and `a2c-shared-trunk`) with kl_step_ on rollouts of those lengths, one row per loop, rollout length and seed: the
+smallest batch with which kl_step_ learns. `--loops` with no name prints the batch-size table alone.
+tests/test_drop_in.py runs the kl_step_ rule with the copied block alone.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ if REPO not in sys.path:
 DAMPING = 1.0  # README's setting for kl_step_; lambda then shapes the direction only
 FIXED_LR = 1e-2  # the README snippet's eta (the paper's Hopper row)
 SOLVED = 195.0  # CartPole-v1's old "solved" level, over the last 20 episodes
+MAX_CHANGE = 0.1  # kl_step_'s cap (its default): no parameter moves by more than this in one step
 
 
 class ActorCritic(torch.nn.Module):
@@ -76,6 +79,7 @@ class Run:
         self.etas = []
         self.passes = []  # kl_step_'s forward passes over the batch, per step
         self.largest_change = []  # kl_step_'s largest parameter change, per step
+        self.taken_prob = []  # mean probability of the batch's taken actions before the step (1: saturated)
         self.ell_over_lambda = []
         self.cos = []
         self.episode = 0.0
@@ -107,7 +111,7 @@ class Run:
                 calls.append(1)
                 return log_probs_fn()
 
-            self.etas.append(block.kl_step_(params, direction, counted_log_probs))
+            self.etas.append(block.kl_step_(params, direction, counted_log_probs, max_change=MAX_CHANGE))
             self.passes.append(len(calls))
             self.largest_change.append(self.etas[-1] * direction.abs().max().item())
         else:
@@ -116,6 +120,7 @@ class Run:
         with torch.no_grad():
             log_ratio = log_probs_fn() - before
             self.kl.append((torch.expm1(log_ratio) - log_ratio).mean().item())
+        self.taken_prob.append(before.exp().mean().item())
         self.ell_over_lambda.append(torch.dot(ell, ell).item() / DAMPING)
         self.cos.append((torch.dot(g, direction) / (g.norm() * direction.norm() + 1e-30)).item())
 
@@ -205,6 +210,34 @@ def a2c_shared_trunk(
         critic_opt.step()
 
 
+def a2c(block, env, obs, run: Run, budget: int, stop_when_solved=True, rollout_steps=5) -> None:
+    """A2C in SB3's default shape: separate actor and critic MLPs (64-64 tanh), rollouts of `rollout_steps`
+    transitions (SB3's n_steps, 5 by default) with returns bootstrapped by the critic (GAE lambda 1, SB3's), one
+    SMAC step on the actor and one critic step (RMSprop at 7e-4, SB3's) per rollout."""
+    actor = mlp(2)
+    critic = mlp(1)
+    critic_opt = torch.optim.RMSprop(critic.parameters(), lr=7e-4, alpha=0.99, eps=1e-5)
+    while run.steps < budget:
+        obs, data = rollout(env, obs, actor, rollout_steps, run)
+        if run.solved() and stop_when_solved:
+            return
+        o = torch.as_tensor(data["obs"], dtype=torch.float32)
+        a = torch.as_tensor(data["actions"])
+        with torch.no_grad():
+            values = critic(o).squeeze(-1).numpy()
+            next_values = critic(torch.as_tensor(data["next_obs"], dtype=torch.float32)).squeeze(-1).numpy()
+        advantages = gae(data, values, next_values, lam=1.0)
+        targets = torch.as_tensor(advantages + values, dtype=torch.float32)
+
+        def log_probs(o=o, a=a):
+            return torch.distributions.Categorical(logits=actor(o)).log_prob(a)
+
+        run.smac_step(block, actor, log_probs, run.advantages(advantages))
+        critic_opt.zero_grad()
+        (targets - critic(o).squeeze(-1)).pow(2).mean().backward()
+        critic_opt.step()
+
+
 def ppo_style(block, env, obs, run: Run, budget: int, stop_when_solved=True, per_minibatch=True) -> None:
     """1000-step rollouts, four minibatches: a critic step on each, and a SMAC step on each (per_minibatch) or one
     SMAC step on the whole rollout before them."""
@@ -252,13 +285,15 @@ LOOPS = {
     "ppo-one-step": ppo_one_step,
 }
 
+BATCH_LOOPS = {"a2c": a2c, "a2c-shared-trunk": a2c_shared_trunk}  # --batch-sizes: rollout_steps
+
 
 def run_loop(block, loop: str, rule: str, seed: int, budget: int, stop_when_solved=True, **options) -> Run:
     torch.manual_seed(seed)
     env = gym.make("CartPole-v1")
     obs, _ = env.reset(seed=seed)
     run = Run(rule)
-    LOOPS[loop](block, env, obs, run, budget, stop_when_solved, **options)
+    {**LOOPS, **BATCH_LOOPS}[loop](block, env, obs, run, budget, stop_when_solved, **options)
     run.solved()
     env.close()
     return run
@@ -294,6 +329,28 @@ HEADER = (
 RULES = {"fixed": "eta 1e-2, normalized A", "fixed-raw": "eta 1e-2, raw A", "kl": "kl_step_ 0.01"}
 
 
+def at_cap(run: Run) -> np.ndarray:
+    """Per kl_step_ update: True where its step moved some parameter by max_change, the cap."""
+    return np.isclose(np.array(run.largest_change), MAX_CHANGE, rtol=1e-6, atol=0.0)
+
+
+def batch_row(loop: str, size: int, seed: int, run: Run) -> str:
+    """One batch-size row: kl_step_ in `loop` on rollouts of `size` transitions, one seed."""
+    etas = np.array(run.etas)
+    tail = run.taken_prob[-max(len(run.taken_prob) // 10, 1) :]
+    last = np.mean(run.returns[-20:]) if run.returns else float("nan")
+    return (
+        f"| {loop} | {size} | {seed} | {len(etas)} | {last:.1f} | {run.solved_at or 'never'} | "
+        f"{np.mean(etas == 0):.1%} | {np.mean(at_cap(run)):.1%} | {np.median(run.kl):.2e} | {np.mean(tail):.3f} |"
+    )
+
+
+BATCH_HEADER = (
+    "| loop | transitions per update | seed | updates | last-20 return | steps to 195 | eta = 0 | at the cap "
+    "| KL per update, median | p(taken action), last 10% of updates |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
+
+
 def main(argv=None) -> None:
     import smac_a2c
 
@@ -303,13 +360,25 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--budget", type=int, default=100_000)
     parser.add_argument(
-        "--batch-sizes", type=int, nargs="*", default=[], help="A2C rollouts for kl_step_ (e.g. 5 16)"
+        "--batch-sizes",
+        type=int,
+        nargs="*",
+        default=[],
+        help="A2C rollouts for kl_step_ (e.g. 5 32 128 1000)",
+    )
+    parser.add_argument(
+        "--batch-loops",
+        nargs="+",
+        default=list(BATCH_LOOPS),
+        choices=list(BATCH_LOOPS),
+        help="for --batch-sizes",
     )
     parser.add_argument("--loops", nargs="*", default=list(LOOPS), choices=list(LOOPS))
     opts = parser.parse_args(argv)
     torch.set_num_threads(1)
     print(f"CartPole-v1, {opts.budget} steps per run, seeds {opts.seeds}, lambda = {DAMPING}")
-    print(HEADER)
+    if opts.loops:
+        print(HEADER)
     for loop in opts.loops:
         for rule in RULES:
             runs = [
@@ -317,12 +386,14 @@ def main(argv=None) -> None:
                 for seed in opts.seeds
             ]
             print(row(f"{loop} | {RULES[rule]}", rule, runs), flush=True)
-    for size in opts.batch_sizes:
-        runs = [
-            run_loop(smac_a2c, "a2c-shared-trunk", "kl", seed, opts.budget, False, rollout_steps=size)
-            for seed in opts.seeds
-        ]
-        print(row(f"a2c-shared-trunk, rollouts of {size} | {RULES['kl']}", "kl", runs), flush=True)
+    if opts.batch_sizes:
+        print(f"\nkl_step_ at its default target 0.01, cap {MAX_CHANGE}, on rollouts of {opts.batch_sizes}")
+        print(BATCH_HEADER)
+    for loop in opts.batch_loops:
+        for size in opts.batch_sizes:
+            for seed in opts.seeds:
+                run = run_loop(smac_a2c, loop, "kl", seed, opts.budget, False, rollout_steps=size)
+                print(batch_row(loop, size, seed, run), flush=True)
 
 
 if __name__ == "__main__":

@@ -6,16 +6,17 @@ Fisher, inverted in closed form by the Sherman-Morrison formula (the paper's eq.
     (lambda I + l l^T)^-1 g = (1/lambda) (g - l (l^T g) / (lambda + l^T l)),    O(d) time and memory.
 
 The defaults are the paper's Hopper row for SMAC; its baselines on Hopper are
-    python smac_a2c.py --env-id Hopper-v4 --damping 1.0                        # SMAC (the defaults)
+    python smac_a2c.py --env-id Hopper-v4                                        # SMAC (the defaults)
     python smac_a2c.py --env-id Hopper-v4 --optimizer sgd --learning-rate 1e-3   # AC-SGD
     python smac_a2c.py --env-id Hopper-v4 --optimizer adam --learning-rate 1e-4  # AC-Adam
 and every task's rows are in benchmark/hyperparams.toml. Logs go to runs/<run>/ (`tensorboard --logdir runs`).
 
-Read top to bottom: Args -> the SMAC math (the copy block) -> kl_step_ (ours) -> actor steps -> GAE and the
-critic -> networks -> train(), the loop. A reader of the method can stop there: the run helpers after train()
-(input checks, environments, normalization, signals, checkpoint, logging with SMAC's diagnostics, main) are
-what a CleanRL user expects of a script, not the paper. To use SMAC in your own loop, copy the six functions
-the copy block names. AC-CG, AC-KFAC, ablations, resume, evaluation: the lab, `python -m benchmark.trainer`.
+Read top to bottom: Args -> the SMAC math (the copy block) -> kl_step_ (ours: a reader of the paper skips
+it) -> actor steps -> GAE and the critic -> networks -> train(), the loop. A reader of the method can stop
+there: the run helpers after train() (input checks, environments, normalization, signals, checkpoint,
+logging, main) are what a CleanRL user expects of a script, not the paper. To use SMAC in your own loop, copy
+the functions the copy block names. AC-CG, AC-KFAC, ablations, resume, evaluation: the repo's full trainer,
+`python -m benchmark.trainer` (benchmark/).
 """
 
 import copy
@@ -27,13 +28,17 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Literal, Optional
 
-if __name__ == "__main__":  # as a script: a signal outside main() ends the process at once (exit_at_once)
+# Ctrl-C handling, installed before the slow imports below so that a signal during them ends the script with
+# one line, not a traceback (main() installs its own; importing the module installs none). A reader skips it.
+if __name__ == "__main__":
     ended = []  # main()'s exit code, once it returned
 
-    def exit_at_once(signum, frame):  # after main() returned (W&B's upload at exit): the first signal's code
-        if not ended:
+    def exit_at_once(signum, frame):
+        if not ended:  # during the imports
             print(f"stopped by {signal.Signals(signum).name} before training started", file=sys.stderr)
-        os._exit(ended[0] if ended and ended[0] in (130, 143) else 128 + signum)
+            os._exit(128 + signum)
+        # after main() returned (W&B's upload at exit): main()'s code if a signal ended it, else this signal's
+        os._exit(ended[0] if ended[0] in (130, 143) else 128 + signum)
 
     signal.signal(signal.SIGINT, exit_at_once)
     signal.signal(signal.SIGTERM, exit_at_once)
@@ -45,6 +50,8 @@ import torch.nn as nn
 import tyro
 from torch.utils.tensorboard import SummaryWriter
 
+FLOAT32_MAX = float(torch.finfo(torch.float32).max)  # the networks compute in float32
+
 
 @dataclass
 class Args:
@@ -53,7 +60,7 @@ class Args:
     seed: int = 1
     """seed of python, numpy, torch and the environments"""
     cuda: bool = False
-    """networks and updates on the GPU if there is one; actions from a CPU copy of the actor, CPU generator"""
+    """networks and updates on the GPU if there is one; actions from a CPU copy of the actor, CPU's RNG"""
     track: bool = False
     """sync the TensorBoard scalars to Weights & Biases (needs `wandb login`, or WANDB_MODE=offline)"""
     wandb_project_name: str = "smac"
@@ -70,7 +77,7 @@ class Args:
     """actor step: smac (Sherman-Morrison natural gradient), sgd (AC-SGD) or adam (AC-Adam)"""
     fisher: Literal["batch-mean", "per-sample"] = "batch-mean"
     """smac: batch-mean (the paper's Practical Method, one step per rollout) or per-sample (Algorithm 1: one
-    step of size eta per transition, so about B = T x num_envs times further per rollout at one eta)"""
+    step per transition, B = T x num_envs steps per rollout: at one eta, theta moves ~B x farther)"""
     learning_rate: float = 1e-2
     """actor step size eta"""
     target_kl: float = 0.0
@@ -83,7 +90,7 @@ class Args:
     num_envs: int = 1
     """parallel environments (the paper: 1); a rollout holds num_steps * num_envs transitions"""
     num_steps: int = 1000
-    """T: steps per environment per rollout (one actor step per rollout)"""
+    """T: steps per environment per rollout (batch-mean: one actor step per rollout)"""
     gamma: float = 0.99
     """discount factor gamma"""
     gae_lambda: float = 0.9
@@ -99,23 +106,29 @@ class Args:
 
 
 # ==== The SMAC math (the copy block) ===================================================================
-# To use SMAC in your own loop, copy these six functions (they need `import torch`, under that name):
+# To use SMAC in your own loop, copy these seven functions (they need `import torch`, under that name):
 # sherman_morrison_direction, trainable_parameters, mean_score_and_gradient, smac_direction, apply_step_,
-# kl_step_. Then, with log_probs the batch's log pi(a|s) WITH their graph, log_prob_fn() a function that
-# recomputes them from the policy's current parameters, and F~ = damping I + l_bar l_bar^T (smac_direction):
+# kl_step_, refuse_stale. Then, with log_probs the batch's log pi(a|s) WITH their graph, log_prob_fn() a
+# function that recomputes them from the policy's current parameters, and F~ = damping I + l_bar l_bar^T:
 #     direction = smac_direction(policy, log_probs, advantages, damping=1.0)  # F~^-1 g
-#     apply_step_(policy, direction, lr=1e-2)  # the paper's fixed step eta, or (ours) eta set by the KL:
+# then either the paper's fixed step eta
+#     apply_step_(policy, direction, lr=1e-2)
+# or (ours) eta set by the KL the step causes
 #     eta = kl_step_(policy, direction, log_prob_fn, target_kl=0.01)
 # The steps write the parameters in place: backpropagate every loss whose graph holds a parameter they move
-# (a value loss through a shared trunk) before the step, or build it after. A trunk shared with the critic:
-#     direction = smac_direction(trunk_and_actor_params, log_probs, advantages, 1.0, retain_graph=True)
+# before the step, or build it after. smac_direction leaves .grad alone (it calls torch.autograd.grad).
+# A trunk shared with the critic (the value head may be in the list: its direction is zero, it stays put):
+#     critic_optimizer.zero_grad()
+#     direction = smac_direction(trunk_and_actor, log_probs, advantages, damping=1.0, retain_graph=True)
 #     value_loss.backward()  # through the trunk, before it moves (retain_graph: the forward is shared)
-#     eta = kl_step_(trunk_and_actor_params, direction, log_prob_fn)
-#     critic_optimizer.step()  # it moves the trunk too: the policy moves outside kl_step_'s measure
+#     eta = kl_step_(trunk_and_actor, direction, log_prob_fn)  # or apply_step_(trunk_and_actor, ...)
+#     critic_optimizer.step()  # moves the trunk too: a policy change kl_step_ neither measures nor caps
 def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: float) -> torch.Tensor:
     """(lambda I + l l^T)^-1 g for flat 1-D tensors g and l: two dot products and one axpy, O(d)."""
     # eq. (4): (lambda I + l l^T)^-1 = I / lambda - l l^T / (lambda^2 + lambda l^T l). Applied to g it is
     # eq. (5) without its step size eta: (1/lambda) (g - l (l^T g) / (lambda + l^T l)). No d x d matrix.
+    # Ours, an identity of eq. (5), not a claim of the paper: across l the step is g / lambda, along l it is
+    # g / (lambda + |l|^2). So with |l|^2 << lambda, SMAC is SGD with step eta / lambda.
     return (g - ell * (torch.dot(ell, g) / (damping + torch.dot(ell, ell)))) / damping
 
 
@@ -170,10 +183,11 @@ def smac_direction(params, log_probs, advantages, damping: float, retain_graph: 
 
 @torch.no_grad()
 def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
-    """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout. A parameter the step
-    does not move is left untouched (not even a zero added). A non-finite lr is refused (ValueError), a
-    direction holding NaN or Inf raises FloatingPointError (a diverged step); either way nothing moves."""
-    if not abs(lr) < float("inf"):
+    """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout. A parameter whose
+    direction is zero is not written, not even a zero added: a graph built through it (a value loss through a
+    critic in the same module) still backpropagates. A non-finite lr is refused (ValueError), a direction
+    holding NaN or Inf raises FloatingPointError (a diverged step); either way nothing moves."""
+    if not abs(lr) < float("inf"):  # NaN fails every comparison: `not x < inf` refuses it too
         raise ValueError(f"lr must be a finite number, got {lr}")
     params = trainable_parameters(params)
     sizes = [p.numel() for p in params]
@@ -189,25 +203,24 @@ def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
 # ==== Ours, not the paper's: the step's length from the KL it causes (the copy block's kl_step_) ==========
 @torch.no_grad()
 def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change: float = 0.1) -> float:
-    """theta <- theta + eta * direction, eta set so that the policy moves by about target_kl (TRPO's 0.01)
-    on the batch, measured as PPO's approx_kl = mean((r - 1) - log r) over the taken actions (r: their new
-    over old probability). Use it in place of the paper's fixed eta in a loop of your own, where that eta
-    would need tuning (this file: --target-kl).
-    log_prob_fn() returns the batch's log pi(a|s), shape (B,), recomputed from the current parameters, the
-    same on every call at one theta: the policy in eval mode (no dropout, no train-mode BatchNorm, whose
-    running statistics would move at every call), no nondeterministic GPU kernels.
-    A step is kept when its KL lies in [target_kl / 2, 1.5 target_kl], or below that band at the cap: no
-    parameter moves by more than max_change (a few already likely actions never reach the target). Only
-    parameters whose direction is not zero are written. Returns the eta applied; 0 means no step, every
-    parameter as it was: a zero or non-finite direction, a cap too small to move any parameter, or no eta
-    found in 20 tries.
-    Refused with a ValueError, every parameter as it was: a target_kl or max_change that is not a finite
-    number > 0, a direction of the wrong length, and a log_prob_fn that returns no (B,) tensor, answers twice
-    differently, changes the module's buffers (train-mode BatchNorm) or is stale: its output stays put under
-    a trial step that autograd says moves it (stored log-probabilities, with or without their graph), or
-    autograd cannot go back through it. What log_prob_fn raises is re-raised, every parameter as it was.
+    """theta <- theta + eta * direction, eta chosen so that the policy moves by about target_kl (TRPO's 0.01)
+    on the batch: PPO's approx_kl = mean((r - 1) - log r), r the new / old probability of each taken action.
+    Returns the eta applied; 0 means no step, every parameter as it was. For loops where eta needs tuning.
+    log_prob_fn() recomputes the batch's log pi(a|s), shape (B,), from the current parameters, the same on
+    every call at one theta: eval mode (no dropout, no train-mode BatchNorm), no nondeterministic kernels.
+    A step is kept when its KL lies in [target_kl / 2, 1.5 target_kl], or below at the cap (no parameter
+    moves by more than max_change): when the taken actions are already near-certain, the KL can stay below
+    target even there. Parameters whose direction is zero are not written. eta = 0: a zero or non-finite
+    direction, a cap too small to move any parameter, or no eta found in 20 tries.
+    Refused with a ValueError, every parameter as it was:
+    - target_kl or max_change not a finite number > 0; a direction of the wrong length;
+    - log_prob_fn() not a (B,) tensor, or different at two calls at one theta;
+    - log_prob_fn() changing the module's buffers (train-mode BatchNorm; checked when params is a module);
+    - a stale log_prob_fn: stored log-probabilities, with or without their graph (refuse_stale).
+    Whatever else log_prob_fn raises is re-raised, every parameter as it was, except a torch distribution's
+    refusal of the parameters a trial step made invalid ("found invalid values"): that trial is too long.
     Cost: typically 4 forward passes over the batch, at most 23. At 32+ transitions per update it learned
-    CartPole in five foreign loops; at 5 it did not (the policy saturated)."""
+    CartPole in five training loops not written for SMAC; at 5 it did not (the policy saturated)."""
     if not 0 < target_kl < float("inf") or not 0 < max_change < float("inf"):
         raise ValueError(f"target_kl, max_change must be finite numbers > 0, got {target_kl}, {max_change}")
     buffers = list(params.buffers()) if isinstance(params, torch.nn.Module) else []
@@ -231,12 +244,11 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
         raise ValueError(
             "log_prob_fn() changes the module's buffers (BatchNorm in train mode): use eval mode"
         )
-    stale = "log_prob_fn() returns stored values or ignores the parameters: recompute log pi(a|s) from them"
     start = [p.clone() for p, _ in moved]
     eta_max = max_change / largest
     eta = min(1e-3 / largest, eta_max)  # a probe: no parameter moves by more than 1e-3
-    too_short = 0.0  # the largest eta whose KL was below the band, and the smallest above it (or NaN)
-    too_long = float("inf")
+    too_short = 0.0  # the largest eta so far whose KL was below the band
+    too_long = float("inf")  # the smallest eta so far whose KL was above it, or NaN
     kept = False
     try:  # whatever happens below, unless a step is kept, every parameter ends as it was (finally)
         for attempt in range(20):
@@ -246,21 +258,12 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
                 return 0.0  # even the cap moves no parameter
             try:
                 new = log_prob_fn()
-            except ValueError:  # a torch distribution that refuses what this trial step made non-finite
+            except ValueError as error:  # a torch distribution refusing the parameters this trial step made
+                if "found invalid values" not in str(error):
+                    raise
                 new = torch.full_like(old, float("nan"))
             if attempt == 0 and torch.equal(new, old):  # stale, or a policy too flat to move: autograd tells
-                with torch.enable_grad():
-                    out = log_prob_fn()
-                    signs = torch.randint(0, 2, out.shape, generator=torch.Generator().manual_seed(0))
-                    total = (out * (2 * signs - 1).to(out)).sum()  # a random +-1 projection
-                try:  # RuntimeError: no graph, a parameter unused, a graph freed or built before the trial
-                    grads = torch.autograd.grad(total, [p for p, _ in moved], retain_graph=True)
-                except RuntimeError as error:
-                    raise ValueError(f"{stale} ({str(error).splitlines()[0][:100]})") from None
-                # autograd's first-order change of the projection for this trial step, against rounding
-                change = sum(float((g * (p - p0)).sum()) for g, (p, _), p0 in zip(grads, moved, start))
-                if abs(change) > 4 * torch.finfo(out.dtype).eps * float((1 + out.abs()).sum()):
-                    raise ValueError(stale)
+                refuse_stale(log_prob_fn, moved, start)
             log_ratio = new - old
             kl = (torch.expm1(log_ratio) - log_ratio).mean().item()
             if target_kl / 2 <= kl <= 1.5 * target_kl or (kl < target_kl / 2 and eta == eta_max):
@@ -281,6 +284,23 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
             for (p, _), p0 in zip(moved, start):
                 p.copy_(p0)
     return 0.0
+
+
+def refuse_stale(log_prob_fn, moved: list, start: list) -> None:
+    """ValueError if log_prob_fn() cannot be differentiated, or autograd says the trial step moved it."""
+    stale = "log_prob_fn() returns stored values or ignores the parameters: recompute log pi(a|s) from them"
+    with torch.enable_grad():
+        out = log_prob_fn()
+        signs = torch.randint(0, 2, out.shape, generator=torch.Generator().manual_seed(0))
+        total = (out * (2 * signs - 1).to(out)).sum()  # a random +-1 projection
+    try:  # RuntimeError: no graph, a parameter unused, a graph freed or built before the trial
+        grads = torch.autograd.grad(total, [p for p, _ in moved], retain_graph=True)
+    except RuntimeError as error:
+        raise ValueError(f"{stale} ({str(error).splitlines()[0][:100]})") from None
+    # autograd's first-order change of the projection for the trial step (moved: from start), against rounding
+    change = sum(float((g * (p - p0)).sum()) for g, (p, _), p0 in zip(grads, moved, start))
+    if abs(change) > 4 * torch.finfo(out.dtype).eps * float((1 + out.abs()).sum()):
+        raise ValueError(stale)
 
 
 # ==== Actor steps: each takes a batch {obs, actions, advantages} and returns {g, step, ...} for the logs =
@@ -608,9 +628,6 @@ class Diverged(Exception):
 class StopNow(BaseException):
     """A signal before the loop, or a second one in it: stop at once (args[0]: the first signal's number).
     A BaseException, as KeyboardInterrupt: no `except Exception` on its way (gym.make's, wandb) catches it."""
-
-
-FLOAT32_MAX = float(torch.finfo(torch.float32).max)
 
 
 def run_name(args: Args) -> str:

@@ -11,12 +11,10 @@ The defaults are the paper's Hopper row for SMAC; its baselines on Hopper are
     python smac_a2c.py --env-id Hopper-v4 --optimizer adam --learning-rate 1e-4  # AC-Adam
 and every task's rows are in benchmark/hyperparams.toml. Logs go to runs/<run>/ (`tensorboard --logdir runs`).
 
-Read top to bottom: Args -> the SMAC math (the copy block) -> kl_step_ (ours: a reader of the paper skips
-it) -> actor steps -> GAE and the critic -> networks -> train(), the loop. A reader of the method can stop
-there: the run helpers after train() (input checks, environments, normalization, signals, checkpoint,
-logging, main) are what a CleanRL user expects of a script, not the paper. To use SMAC in your own loop, copy
-the functions the copy block names. AC-CG, AC-KFAC, ablations, resume, evaluation: the repo's full trainer,
-`python -m benchmark.trainer` (benchmark/).
+Read top to bottom: Args -> the SMAC math (the copy block; its kl_step_ is ours) -> actor steps -> GAE and
+the critic -> networks -> train(), the loop. A reader of the method stops there: the run helpers after it
+(checks, environments, normalization, signals, checkpoint, logging, main) are what a CleanRL user expects of
+a script, not the paper. AC-CG, AC-KFAC, ablations, resume, evaluation: `python -m benchmark.trainer`.
 """
 
 import copy
@@ -28,8 +26,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Literal, Optional
 
-# Ctrl-C handling, installed before the slow imports below so that a signal during them ends the script with
-# one line, not a traceback (main() installs its own; importing the module installs none). A reader skips it.
+# Signals, before the slow imports: Ctrl-C during them prints one line, no traceback (as a script). Skip it.
 if __name__ == "__main__":
     ended = []  # main()'s exit code, once it returned
 
@@ -111,10 +108,8 @@ class Args:
 # kl_step_, refuse_stale. Then, with log_probs the batch's log pi(a|s) WITH their graph, log_prob_fn() a
 # function that recomputes them from the policy's current parameters, and F~ = damping I + l_bar l_bar^T:
 #     direction = smac_direction(policy, log_probs, advantages, damping=1.0)  # F~^-1 g
-# then either the paper's fixed step eta
-#     apply_step_(policy, direction, lr=1e-2)
-# or (ours) eta set by the KL the step causes
-#     eta = kl_step_(policy, direction, log_prob_fn, target_kl=0.01)
+#     apply_step_(policy, direction, lr=1e-2)  # EITHER the paper's fixed step eta
+#     eta = kl_step_(policy, direction, log_prob_fn, target_kl=0.01)  # OR (ours) eta set by the KL it causes
 # The steps write the parameters in place: backpropagate every loss whose graph holds a parameter they move
 # before the step, or build it after. smac_direction leaves .grad alone (it calls torch.autograd.grad).
 # A trunk shared with the critic (the value head may be in the list: its direction is zero, it stays put):
@@ -138,10 +133,7 @@ def trainable_parameters(params) -> list:
         params = params.parameters()
     params = [p for p in params if p.requires_grad]
     if not params:
-        raise ValueError(
-            "no trainable parameters: pass the module or a list (a generator such as model.parameters() "
-            "is empty after its first use)"
-        )
+        raise ValueError("no trainable parameters: pass the module or a list (a used generator is empty)")
     return params
 
 
@@ -151,9 +143,7 @@ def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages, retain_
     keep the graph for a later backward through it (a critic sharing the trunk), at the memory it holds."""
     params = trainable_parameters(params)
     if not isinstance(log_probs, torch.Tensor) or not log_probs.requires_grad:
-        raise ValueError(
-            "log_probs must be a torch tensor with its graph: compute them outside torch.no_grad()"
-        )
+        raise ValueError("log_probs must be a tensor with its graph: compute them outside torch.no_grad()")
     advantages = torch.as_tensor(advantages, dtype=log_probs.dtype, device=log_probs.device)
     if log_probs.dim() != 1 or advantages.shape != log_probs.shape:
         raise ValueError(f"log_probs, advantages need shape (B,), got {log_probs.shape}, {advantages.shape}")
@@ -184,9 +174,8 @@ def smac_direction(params, log_probs, advantages, damping: float, retain_graph: 
 @torch.no_grad()
 def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
     """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout. A parameter whose
-    direction is zero is not written, not even a zero added: a graph built through it (a value loss through a
-    critic in the same module) still backpropagates. A non-finite lr is refused (ValueError), a direction
-    holding NaN or Inf raises FloatingPointError (a diverged step); either way nothing moves."""
+    direction is zero is not written, not even +0: a graph through it (a critic's value loss) still
+    backpropagates. A non-finite lr: ValueError; NaN/Inf in direction: FloatingPointError; nothing moves."""
     if not abs(lr) < float("inf"):  # NaN fails every comparison: `not x < inf` refuses it too
         raise ValueError(f"lr must be a finite number, got {lr}")
     params = trainable_parameters(params)
@@ -210,12 +199,12 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     every call at one theta: eval mode (no dropout, no train-mode BatchNorm), no nondeterministic kernels.
     A step is kept when its KL lies in [target_kl / 2, 1.5 target_kl], or below at the cap (no parameter
     moves by more than max_change): when the taken actions are already near-certain, the KL can stay below
-    target even there. Parameters whose direction is zero are not written. eta = 0: a zero or non-finite
-    direction, a cap too small to move any parameter, or no eta found in 20 tries.
+    target even there. eta = 0: a zero or non-finite direction, a cap too small to move any parameter, or
+    no eta found in 20 tries. Parameters whose direction is zero are not written (apply_step_).
     Refused with a ValueError, every parameter as it was:
     - target_kl or max_change not a finite number > 0; a direction of the wrong length;
-    - log_prob_fn() not a (B,) tensor, or different at two calls at one theta;
-    - log_prob_fn() changing the module's buffers (train-mode BatchNorm; checked when params is a module);
+    - a log_prob_fn() that returns no (B,) tensor, differs at two calls at one theta, or changes the
+      module's buffers (train-mode BatchNorm; checked when params is a module);
     - a stale log_prob_fn: stored log-probabilities, with or without their graph (refuse_stale).
     Whatever else log_prob_fn raises is re-raised, every parameter as it was, except a torch distribution's
     refusal of the parameters a trial step made invalid ("found invalid values"): that trial is too long.
@@ -241,9 +230,7 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     if not all(torch.equal(b, b0) for b, b0 in zip(buffers, buffers_before)):
         for b, b0 in zip(buffers, buffers_before):
             b.copy_(b0)
-        raise ValueError(
-            "log_prob_fn() changes the module's buffers (BatchNorm in train mode): use eval mode"
-        )
+        raise ValueError("log_prob_fn() changes the module's buffers (train-mode BatchNorm): use eval mode")
     start = [p.clone() for p, _ in moved]
     eta_max = max_change / largest
     eta = min(1e-3 / largest, eta_max)  # a probe: no parameter moves by more than 1e-3
@@ -325,8 +312,8 @@ def smac_batch_mean_step(actor: nn.Module, batch: dict, args: Args) -> dict:
     def batch_log_probs():
         return actor.log_prob(batch["obs"], batch["actions"])
 
-    # ours, not the paper's: eta from the KL the step causes (0: no step); logged as theta's change divided by
-    # --learning-rate, as the fixed step is
+    # ours, not the paper's: eta from the KL the step causes (0: no step). Logged as theta's change divided by
+    # --learning-rate (unused here), as the other steps are: losses/step_norm keeps one scale across modes
     eta = kl_step_(actor, step, batch_log_probs, args.target_kl)
     return {"g": g, "step": step * eta / args.learning_rate, "ell": ell, "kl_eta": eta}
 
@@ -341,7 +328,7 @@ def smac_per_sample_step(actor: nn.Module, batch: dict, args: Args) -> dict:
     g_sum = 0.0
     step_sum = 0.0
     ell_sq_sum = 0.0
-    # Algorithm 1, lines 6-9: for all samples k
+    # Algorithm 1, lines 6-9: for all samples k (the paper's k, i here; its line 3's k is the iteration)
     for i in range(n):
         ell = flat_grad(actor.log_prob(obs[i : i + 1], actions[i : i + 1]).sum(), params)
         # line 7: g = grad log pi(a|s) A(s, a)
@@ -388,7 +375,7 @@ def actor_step(actor: nn.Module, actor_opt: torch.optim.Adam, batch: dict, args:
     return adam_step(actor, actor_opt, batch, args)
 
 
-# ==== GAE and the critic (section SM-ActorCritic) ======================================================
+# ==== GAE and the critic (the paper's section 4.4) =====================================================
 def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
     """(advantages A, critic targets R = A + V), from (T, N) arrays: terminations[t] 1 where an episode
     terminated at step t, dones[t] 1 where it ended (terminated or truncated), next_values[t] = V(s_{t+1}),
@@ -409,7 +396,7 @@ def compute_gae(rewards, values, next_values, terminations, dones, gamma: float,
 
 
 def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, returns) -> float:
-    """One Adam step (learning rate alpha) on L_critic = (1/B) sum_t (R_t - V_phi(s_t))^2, B = T x N."""
+    """One Adam step (rate alpha) on L_critic = mean_t (R_t - V_phi(s_t))^2 (section 4.4, not numbered)."""
     loss = (returns - critic(obs)).pow(2).mean()
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -425,7 +412,8 @@ def layer_init(layer: nn.Linear, std: float = np.sqrt(2)) -> nn.Linear:
 
 
 class Actor(nn.Module):
-    """pi_theta(a|s) = Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)); theta: MLP and log_std."""
+    """pi_theta(a|s) = Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)); theta: MLP and log_std.
+    output(), act(): hand-written, acting being most of a step (79 us per action; torch.distributions 138)."""
 
     def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes=(64, 64)):
         super().__init__()
@@ -469,7 +457,7 @@ class Actor(nn.Module):
 
 
 def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, device="cpu"):
-    """The actor, and the critic V_phi(s): an MLP with a scalar output, shape (B,)."""
+    """The actor, and the critic V_phi(s): an MLP whose Flatten(-2) turns its output (B, 1) into (B,)."""
     actor = Actor(obs_dim, act_dim, discrete, args.hidden_sizes)
     sizes = [obs_dim, *args.hidden_sizes]
     layers = []
@@ -482,9 +470,9 @@ def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, device
 
 # ==== Training: Algorithm 1's loop ======================================================================
 def train(args: Args) -> int:
-    """Train; the exit code: 0 finished, 3 diverged (NaN/Inf), 130 / 143 Ctrl-C / SIGTERM, 1 no checkpoint.pt,
-    which holds the state at the end (after a divergence or a second signal: before the update under way)."""
-    # TRY NOT TO MODIFY: signals (StopRequest), logging (W&B syncs the TensorBoard scalars), seeding
+    """Train; the exit code: 0 finished, 3 diverged (NaN/Inf), 130 / 143 Ctrl-C / SIGTERM, 1 checkpoint.pt
+    not written. It holds the state at the end (after a divergence or a second signal: before that update)."""
+    # TRY NOT TO MODIFY: signals, logging (W&B syncs TensorBoard), seeding; their helpers come after train()
     stop = StopRequest()
     run_dir = os.path.join("runs", run_name(args))
     writer = make_writer(args, run_dir)
@@ -530,7 +518,7 @@ def train(args: Args) -> int:
     last_good = checkpoint_state(args, global_step, update, parts)
     stop.stop_now_at = 2  # StopNow at the second signal: the first ends the run after its update
     try:
-        # Algorithm 1, line 3: for iteration k = 0, 1, ...
+        # Algorithm 1, line 3: for iteration k = 0, 1, ... (k: `update` here)
         while global_step < budget and not stop.signal:
             # ALGO LOGIC: line 4: roll out T steps in every environment, acting with the current policy
             for t in range(T):
@@ -543,12 +531,13 @@ def train(args: Args) -> int:
                 )
                 buf_obs[t] = obs
                 buf_actions[t] = action
+                # one by one, not a SyncVectorEnv: an ending episode's final observation is kept as s_{t+1}
+                # (the truncation bootstrap), and no autoreset step enters the batch
                 for i, env in enumerate(envs):
                     next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
                     buf_rewards[t, i] = reward
                     buf_terminations[t, i] = terminated
                     buf_dones[t, i] = terminated or truncated
-                    # s_{t+1}: the final observation if the episode ends here
                     buf_next_obs[t, i] = next_obs
                     ep_return[i] = ep_return[i] + reward
                     ep_length[i] = ep_length[i] + 1
@@ -645,7 +634,7 @@ def check_args(args: Args) -> None:
         "num_steps",
     ):
         value = getattr(args, name)
-        # NaN fails too; float32 holds eta, lambda and alpha, and 10 alpha (Adam's first step)
+        # NaN fails too; float32 holds each, and 10 alpha: Adam's first step divides alpha by 1 - beta1 = 0.1
         if not 0 < value <= FLOAT32_MAX / 10:
             flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{flag} must be a number in (0, {FLOAT32_MAX / 10:.3g}], got {value!r}")
@@ -865,10 +854,7 @@ def log_episodes(writer: SummaryWriter, episodes: list) -> None:
         writer.add_scalar("charts/episodic_length", length, step)
 
 
-# ---- ours: how far SMAC's step departs from SGD with step eta / lambda (logged every update) -------------
-# By eq. (5), F~^-1 g = g / lambda - l_bar (l_bar^T g) / (lambda (lambda + |l_bar|^2)): across l_bar the step
-# is exactly g_perp / lambda, along it shrunk. With |l_bar|^2 << lambda (on-policy E[l] = 0, so |l_bar|^2
-# shrinks like 1/B) it is SGD's with step eta / lambda, and cos(g, step) is close to 1.
+# ---- ours: how far SMAC's step departs from SGD with step eta / lambda (sherman_morrison_direction) -----
 def step_diagnostics(diag: dict) -> dict:
     """Norms, cos(g, step), SMAC's step along l_bar and across it. diag: {"g", "step"} and, for batch-mean
     SMAC, "ell" (Algorithm 1: the mean |l|^2 of its samples as "ell_sq_mean")."""

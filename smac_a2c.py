@@ -190,6 +190,23 @@ def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
 
 
 # ==== Ours, not the paper's: the step's length from the KL it causes (the copy block's kl_step_) ==========
+def refuse_stale(log_prob_fn, moved: list, start: list) -> None:
+    """kl_step_'s check: ValueError if log_prob_fn() has no usable graph, or ignores a step that moves it."""
+    stale = "log_prob_fn() returns stored values or ignores the parameters: recompute log pi(a|s) from them"
+    with torch.enable_grad():
+        out = log_prob_fn()
+        signs = torch.randint(0, 2, out.shape, generator=torch.Generator().manual_seed(0))
+        total = (out * (2 * signs - 1).to(out)).sum()  # a random +-1 projection
+    try:  # RuntimeError: no graph, a parameter unused, a graph freed or built before the trial
+        grads = torch.autograd.grad(total, [p for p, _ in moved], retain_graph=True)
+    except RuntimeError as error:
+        raise ValueError(f"{stale} ({str(error).splitlines()[0][:100]})") from None
+    # autograd's first-order change of the projection for the trial step (moved: from start), against rounding
+    change = sum(float((g * (p - p0)).sum()) for g, (p, _), p0 in zip(grads, moved, start))
+    if abs(change) > 4 * torch.finfo(out.dtype).eps * float((1 + out.abs()).sum()):
+        raise ValueError(stale)
+
+
 @torch.no_grad()
 def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change: float = 0.1) -> float:
     """theta <- theta + eta * direction, eta chosen so that the policy moves by about target_kl (TRPO's 0.01)
@@ -271,23 +288,6 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
             for (p, _), p0 in zip(moved, start):
                 p.copy_(p0)
     return 0.0
-
-
-def refuse_stale(log_prob_fn, moved: list, start: list) -> None:
-    """ValueError if log_prob_fn() cannot be differentiated, or autograd says the trial step moved it."""
-    stale = "log_prob_fn() returns stored values or ignores the parameters: recompute log pi(a|s) from them"
-    with torch.enable_grad():
-        out = log_prob_fn()
-        signs = torch.randint(0, 2, out.shape, generator=torch.Generator().manual_seed(0))
-        total = (out * (2 * signs - 1).to(out)).sum()  # a random +-1 projection
-    try:  # RuntimeError: no graph, a parameter unused, a graph freed or built before the trial
-        grads = torch.autograd.grad(total, [p for p, _ in moved], retain_graph=True)
-    except RuntimeError as error:
-        raise ValueError(f"{stale} ({str(error).splitlines()[0][:100]})") from None
-    # autograd's first-order change of the projection for the trial step (moved: from start), against rounding
-    change = sum(float((g * (p - p0)).sum()) for g, (p, _), p0 in zip(grads, moved, start))
-    if abs(change) > 4 * torch.finfo(out.dtype).eps * float((1 + out.abs()).sum()):
-        raise ValueError(stale)
 
 
 # ==== Actor steps: each takes a batch {obs, actions, advantages} and returns {g, step, ...} for the logs =
@@ -531,8 +531,7 @@ def train(args: Args) -> int:
                 )
                 buf_obs[t] = obs
                 buf_actions[t] = action
-                # one by one, not a SyncVectorEnv: an ending episode's final observation is kept as s_{t+1}
-                # (the truncation bootstrap), and no autoreset step enters the batch
+                # not a SyncVectorEnv: s_{t+1} is an ending episode's final observation; no autoreset step
                 for i, env in enumerate(envs):
                     next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
                     buf_rewards[t, i] = reward

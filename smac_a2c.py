@@ -6,16 +6,15 @@ Fisher, inverted in closed form by the Sherman-Morrison formula (the paper's eq.
     (lambda I + l l^T)^-1 g = (1/lambda) (g - l (l^T g) / (lambda + l^T l)),    O(d) time and memory.
 
 The defaults are the paper's Hopper row for SMAC; its baselines on Hopper are
-    python smac_a2c.py --env-id Hopper-v4 --damping 1.0                        # SMAC (the defaults)
+    python smac_a2c.py --env-id Hopper-v4                                        # SMAC (the defaults)
     python smac_a2c.py --env-id Hopper-v4 --optimizer sgd --learning-rate 1e-3   # AC-SGD
     python smac_a2c.py --env-id Hopper-v4 --optimizer adam --learning-rate 1e-4  # AC-Adam
 and every task's rows are in benchmark/hyperparams.toml. Logs go to runs/<run>/ (`tensorboard --logdir runs`).
 
-Read top to bottom: Args -> the SMAC math (the copy block) -> kl_step_ (ours) -> actor steps -> GAE and the
-critic -> networks -> train(), the loop. A reader of the method can stop there: the run helpers after train()
-(input checks, environments, normalization, signals, checkpoint, logging with SMAC's diagnostics, main) are
-what a CleanRL user expects of a script, not the paper. To use SMAC in your own loop, copy the six functions
-the copy block names. AC-CG, AC-KFAC, ablations, resume, evaluation: the lab, `python -m benchmark.trainer`.
+Read top to bottom: Args -> the SMAC math (the copy block; its kl_step_ is ours) -> actor steps -> GAE and
+the critic -> networks -> train(), the loop. A reader of the method stops there: the run helpers after it
+(checks, environments, normalization, signals, checkpoint, logging, main) are what a CleanRL user expects of
+a script, not the paper. AC-CG, AC-KFAC, ablations, resume, evaluation: `python -m benchmark.trainer`.
 """
 
 import copy
@@ -27,13 +26,16 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Literal, Optional
 
-if __name__ == "__main__":  # as a script: a signal outside main() ends the process at once (exit_at_once)
+# Signals, before the slow imports: Ctrl-C during them prints one line, no traceback (as a script). Skip it.
+if __name__ == "__main__":
     ended = []  # main()'s exit code, once it returned
 
-    def exit_at_once(signum, frame):  # after main() returned (W&B's upload at exit): the first signal's code
-        if not ended:
+    def exit_at_once(signum, frame):
+        if not ended:  # during the imports
             print(f"stopped by {signal.Signals(signum).name} before training started", file=sys.stderr)
-        os._exit(ended[0] if ended and ended[0] in (130, 143) else 128 + signum)
+            os._exit(128 + signum)
+        # after main() returned (W&B's upload at exit): main()'s code if a signal ended it, else this signal's
+        os._exit(ended[0] if ended[0] in (130, 143) else 128 + signum)
 
     signal.signal(signal.SIGINT, exit_at_once)
     signal.signal(signal.SIGTERM, exit_at_once)
@@ -45,6 +47,8 @@ import torch.nn as nn
 import tyro
 from torch.utils.tensorboard import SummaryWriter
 
+FLOAT32_MAX = float(torch.finfo(torch.float32).max)  # the networks compute in float32
+
 
 @dataclass
 class Args:
@@ -53,7 +57,7 @@ class Args:
     seed: int = 1
     """seed of python, numpy, torch and the environments"""
     cuda: bool = False
-    """networks and updates on the GPU if there is one; actions from a CPU copy of the actor, CPU generator"""
+    """networks and updates on the GPU if there is one; actions from a CPU copy of the actor, CPU's RNG"""
     track: bool = False
     """sync the TensorBoard scalars to Weights & Biases (needs `wandb login`, or WANDB_MODE=offline)"""
     wandb_project_name: str = "smac"
@@ -70,7 +74,7 @@ class Args:
     """actor step: smac (Sherman-Morrison natural gradient), sgd (AC-SGD) or adam (AC-Adam)"""
     fisher: Literal["batch-mean", "per-sample"] = "batch-mean"
     """smac: batch-mean (the paper's Practical Method, one step per rollout) or per-sample (Algorithm 1: one
-    step of size eta per transition, so about B = T x num_envs times further per rollout at one eta)"""
+    step per transition, B = T x num_envs steps per rollout: at one eta, theta moves ~B x farther)"""
     learning_rate: float = 1e-2
     """actor step size eta"""
     target_kl: float = 0.0
@@ -83,7 +87,7 @@ class Args:
     num_envs: int = 1
     """parallel environments (the paper: 1); a rollout holds num_steps * num_envs transitions"""
     num_steps: int = 1000
-    """T: steps per environment per rollout (one actor step per rollout)"""
+    """T: steps per environment per rollout (batch-mean: one actor step per rollout)"""
     gamma: float = 0.99
     """discount factor gamma"""
     gae_lambda: float = 0.9
@@ -99,23 +103,27 @@ class Args:
 
 
 # ==== The SMAC math (the copy block) ===================================================================
-# To use SMAC in your own loop, copy these six functions (they need `import torch`, under that name):
+# To use SMAC in your own loop, copy these seven functions (they need `import torch`, under that name):
 # sherman_morrison_direction, trainable_parameters, mean_score_and_gradient, smac_direction, apply_step_,
-# kl_step_. Then, with log_probs the batch's log pi(a|s) WITH their graph, log_prob_fn() a function that
-# recomputes them from the policy's current parameters, and F~ = damping I + l_bar l_bar^T (smac_direction):
+# kl_step_, refuse_stale. Then, with log_probs the batch's log pi(a|s) WITH their graph, log_prob_fn() a
+# function that recomputes them from the policy's current parameters, and F~ = damping I + l_bar l_bar^T:
 #     direction = smac_direction(policy, log_probs, advantages, damping=1.0)  # F~^-1 g
-#     apply_step_(policy, direction, lr=1e-2)  # the paper's fixed step eta, or (ours) eta set by the KL:
-#     eta = kl_step_(policy, direction, log_prob_fn, target_kl=0.01)
+#     apply_step_(policy, direction, lr=1e-2)  # EITHER the paper's fixed step eta
+#     eta = kl_step_(policy, direction, log_prob_fn, target_kl=0.01)  # OR (ours) eta set by the KL it causes
 # The steps write the parameters in place: backpropagate every loss whose graph holds a parameter they move
-# (a value loss through a shared trunk) before the step, or build it after. A trunk shared with the critic:
-#     direction = smac_direction(trunk_and_actor_params, log_probs, advantages, 1.0, retain_graph=True)
+# before the step, or build it after. smac_direction leaves .grad alone (it calls torch.autograd.grad).
+# A trunk shared with the critic (the value head may be in the list: its direction is zero, it stays put):
+#     critic_optimizer.zero_grad()
+#     direction = smac_direction(trunk_and_actor, log_probs, advantages, damping=1.0, retain_graph=True)
 #     value_loss.backward()  # through the trunk, before it moves (retain_graph: the forward is shared)
-#     eta = kl_step_(trunk_and_actor_params, direction, log_prob_fn)
-#     critic_optimizer.step()  # it moves the trunk too: the policy moves outside kl_step_'s measure
+#     eta = kl_step_(trunk_and_actor, direction, log_prob_fn)  # or apply_step_(trunk_and_actor, ...)
+#     critic_optimizer.step()  # moves the trunk too: a policy change kl_step_ neither measures nor caps
 def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: float) -> torch.Tensor:
     """(lambda I + l l^T)^-1 g for flat 1-D tensors g and l: two dot products and one axpy, O(d)."""
     # eq. (4): (lambda I + l l^T)^-1 = I / lambda - l l^T / (lambda^2 + lambda l^T l). Applied to g it is
     # eq. (5) without its step size eta: (1/lambda) (g - l (l^T g) / (lambda + l^T l)). No d x d matrix.
+    # Ours, an identity of eq. (5), not a claim of the paper: across l the step is g / lambda, along l it is
+    # g / (lambda + |l|^2). So with |l|^2 << lambda, SMAC is SGD with step eta / lambda.
     return (g - ell * (torch.dot(ell, g) / (damping + torch.dot(ell, ell)))) / damping
 
 
@@ -125,10 +133,7 @@ def trainable_parameters(params) -> list:
         params = params.parameters()
     params = [p for p in params if p.requires_grad]
     if not params:
-        raise ValueError(
-            "no trainable parameters: pass the module or a list (a generator such as model.parameters() "
-            "is empty after its first use)"
-        )
+        raise ValueError("no trainable parameters: pass the module or a list (a used generator is empty)")
     return params
 
 
@@ -138,9 +143,7 @@ def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages, retain_
     keep the graph for a later backward through it (a critic sharing the trunk), at the memory it holds."""
     params = trainable_parameters(params)
     if not isinstance(log_probs, torch.Tensor) or not log_probs.requires_grad:
-        raise ValueError(
-            "log_probs must be a torch tensor with its graph: compute them outside torch.no_grad()"
-        )
+        raise ValueError("log_probs must be a tensor with its graph: compute them outside torch.no_grad()")
     advantages = torch.as_tensor(advantages, dtype=log_probs.dtype, device=log_probs.device)
     if log_probs.dim() != 1 or advantages.shape != log_probs.shape:
         raise ValueError(f"log_probs, advantages need shape (B,), got {log_probs.shape}, {advantages.shape}")
@@ -170,10 +173,10 @@ def smac_direction(params, log_probs, advantages, damping: float, retain_graph: 
 
 @torch.no_grad()
 def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
-    """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout. A parameter the step
-    does not move is left untouched (not even a zero added). A non-finite lr is refused (ValueError), a
-    direction holding NaN or Inf raises FloatingPointError (a diverged step); either way nothing moves."""
-    if not abs(lr) < float("inf"):
+    """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout. A parameter whose
+    direction is zero is not written, not even +0: a graph through it (a critic's value loss) still
+    backpropagates. A non-finite lr: ValueError; NaN/Inf in direction: FloatingPointError; nothing moves."""
+    if not abs(lr) < float("inf"):  # NaN fails every comparison: `not x < inf` refuses it too
         raise ValueError(f"lr must be a finite number, got {lr}")
     params = trainable_parameters(params)
     sizes = [p.numel() for p in params]
@@ -187,27 +190,43 @@ def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
 
 
 # ==== Ours, not the paper's: the step's length from the KL it causes (the copy block's kl_step_) ==========
+def refuse_stale(log_prob_fn, moved: list, start: list) -> None:
+    """kl_step_'s check: ValueError if log_prob_fn() has no usable graph, or ignores a step that moves it."""
+    stale = "log_prob_fn() returns stored values or ignores the parameters: recompute log pi(a|s) from them"
+    with torch.enable_grad():
+        out = log_prob_fn()
+        signs = torch.randint(0, 2, out.shape, generator=torch.Generator().manual_seed(0))
+        total = (out * (2 * signs - 1).to(out)).sum()  # a random +-1 projection
+    try:  # RuntimeError: no graph, a parameter unused, a graph freed or built before the trial
+        grads = torch.autograd.grad(total, [p for p, _ in moved], retain_graph=True)
+    except RuntimeError as error:
+        raise ValueError(f"{stale} ({str(error).splitlines()[0][:100]})") from None
+    # autograd's first-order change of the projection for the trial step (moved: from start), against rounding
+    change = sum(float((g * (p - p0)).sum()) for g, (p, _), p0 in zip(grads, moved, start))
+    if abs(change) > 4 * torch.finfo(out.dtype).eps * float((1 + out.abs()).sum()):
+        raise ValueError(stale)
+
+
 @torch.no_grad()
 def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change: float = 0.1) -> float:
-    """theta <- theta + eta * direction, eta set so that the policy moves by about target_kl (TRPO's 0.01)
-    on the batch, measured as PPO's approx_kl = mean((r - 1) - log r) over the taken actions (r: their new
-    over old probability). Use it in place of the paper's fixed eta in a loop of your own, where that eta
-    would need tuning (this file: --target-kl).
-    log_prob_fn() returns the batch's log pi(a|s), shape (B,), recomputed from the current parameters, the
-    same on every call at one theta: the policy in eval mode (no dropout, no train-mode BatchNorm, whose
-    running statistics would move at every call), no nondeterministic GPU kernels.
-    A step is kept when its KL lies in [target_kl / 2, 1.5 target_kl], or below that band at the cap: no
-    parameter moves by more than max_change (a few already likely actions never reach the target). Only
-    parameters whose direction is not zero are written. Returns the eta applied; 0 means no step, every
-    parameter as it was: a zero or non-finite direction, a cap too small to move any parameter, or no eta
-    found in 20 tries.
-    Refused with a ValueError, every parameter as it was: a target_kl or max_change that is not a finite
-    number > 0, a direction of the wrong length, and a log_prob_fn that returns no (B,) tensor, answers twice
-    differently, changes the module's buffers (train-mode BatchNorm) or is stale: its output stays put under
-    a trial step that autograd says moves it (stored log-probabilities, with or without their graph), or
-    autograd cannot go back through it. What log_prob_fn raises is re-raised, every parameter as it was.
+    """theta <- theta + eta * direction, eta chosen so that the policy moves by about target_kl (TRPO's 0.01)
+    on the batch: PPO's approx_kl = mean((r - 1) - log r), r the new / old probability of each taken action.
+    Returns the eta applied; 0 means no step, every parameter as it was. For loops where eta needs tuning.
+    log_prob_fn() recomputes the batch's log pi(a|s), shape (B,), from the current parameters, the same on
+    every call at one theta: eval mode (no dropout, no train-mode BatchNorm), no nondeterministic kernels.
+    A step is kept when its KL lies in [target_kl / 2, 1.5 target_kl], or below at the cap (no parameter
+    moves by more than max_change): when the taken actions are already near-certain, the KL can stay below
+    target even there. eta = 0: a zero or non-finite direction, a cap too small to move any parameter, or
+    no eta found in 20 tries. Parameters whose direction is zero are not written (apply_step_).
+    Refused with a ValueError, every parameter as it was:
+    - target_kl or max_change not a finite number > 0; a direction of the wrong length;
+    - a log_prob_fn() that returns no (B,) tensor, differs at two calls at one theta, or changes the
+      module's buffers (train-mode BatchNorm; checked when params is a module);
+    - a stale log_prob_fn: stored log-probabilities, with or without their graph (refuse_stale).
+    Whatever else log_prob_fn raises is re-raised, every parameter as it was, except a torch distribution's
+    refusal of the parameters a trial step made invalid ("found invalid values"): that trial is too long.
     Cost: typically 4 forward passes over the batch, at most 23. At 32+ transitions per update it learned
-    CartPole in five foreign loops; at 5 it did not (the policy saturated)."""
+    CartPole in five training loops not written for SMAC; at 5 it did not (the policy saturated)."""
     if not 0 < target_kl < float("inf") or not 0 < max_change < float("inf"):
         raise ValueError(f"target_kl, max_change must be finite numbers > 0, got {target_kl}, {max_change}")
     buffers = list(params.buffers()) if isinstance(params, torch.nn.Module) else []
@@ -228,15 +247,12 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     if not all(torch.equal(b, b0) for b, b0 in zip(buffers, buffers_before)):
         for b, b0 in zip(buffers, buffers_before):
             b.copy_(b0)
-        raise ValueError(
-            "log_prob_fn() changes the module's buffers (BatchNorm in train mode): use eval mode"
-        )
-    stale = "log_prob_fn() returns stored values or ignores the parameters: recompute log pi(a|s) from them"
+        raise ValueError("log_prob_fn() changes the module's buffers (train-mode BatchNorm): use eval mode")
     start = [p.clone() for p, _ in moved]
     eta_max = max_change / largest
     eta = min(1e-3 / largest, eta_max)  # a probe: no parameter moves by more than 1e-3
-    too_short = 0.0  # the largest eta whose KL was below the band, and the smallest above it (or NaN)
-    too_long = float("inf")
+    too_short = 0.0  # the largest eta so far whose KL was below the band
+    too_long = float("inf")  # the smallest eta so far whose KL was above it, or NaN
     kept = False
     try:  # whatever happens below, unless a step is kept, every parameter ends as it was (finally)
         for attempt in range(20):
@@ -246,21 +262,12 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
                 return 0.0  # even the cap moves no parameter
             try:
                 new = log_prob_fn()
-            except ValueError:  # a torch distribution that refuses what this trial step made non-finite
+            except ValueError as error:  # a torch distribution refusing the parameters this trial step made
+                if "found invalid values" not in str(error):
+                    raise
                 new = torch.full_like(old, float("nan"))
             if attempt == 0 and torch.equal(new, old):  # stale, or a policy too flat to move: autograd tells
-                with torch.enable_grad():
-                    out = log_prob_fn()
-                    signs = torch.randint(0, 2, out.shape, generator=torch.Generator().manual_seed(0))
-                    total = (out * (2 * signs - 1).to(out)).sum()  # a random +-1 projection
-                try:  # RuntimeError: no graph, a parameter unused, a graph freed or built before the trial
-                    grads = torch.autograd.grad(total, [p for p, _ in moved], retain_graph=True)
-                except RuntimeError as error:
-                    raise ValueError(f"{stale} ({str(error).splitlines()[0][:100]})") from None
-                # autograd's first-order change of the projection for this trial step, against rounding
-                change = sum(float((g * (p - p0)).sum()) for g, (p, _), p0 in zip(grads, moved, start))
-                if abs(change) > 4 * torch.finfo(out.dtype).eps * float((1 + out.abs()).sum()):
-                    raise ValueError(stale)
+                refuse_stale(log_prob_fn, moved, start)
             log_ratio = new - old
             kl = (torch.expm1(log_ratio) - log_ratio).mean().item()
             if target_kl / 2 <= kl <= 1.5 * target_kl or (kl < target_kl / 2 and eta == eta_max):
@@ -305,8 +312,8 @@ def smac_batch_mean_step(actor: nn.Module, batch: dict, args: Args) -> dict:
     def batch_log_probs():
         return actor.log_prob(batch["obs"], batch["actions"])
 
-    # ours, not the paper's: eta from the KL the step causes (0: no step); logged as theta's change divided by
-    # --learning-rate, as the fixed step is
+    # ours, not the paper's: eta from the KL the step causes (0: no step). Logged as theta's change divided by
+    # --learning-rate (unused here), as the other steps are: losses/step_norm keeps one scale across modes
     eta = kl_step_(actor, step, batch_log_probs, args.target_kl)
     return {"g": g, "step": step * eta / args.learning_rate, "ell": ell, "kl_eta": eta}
 
@@ -321,7 +328,7 @@ def smac_per_sample_step(actor: nn.Module, batch: dict, args: Args) -> dict:
     g_sum = 0.0
     step_sum = 0.0
     ell_sq_sum = 0.0
-    # Algorithm 1, lines 6-9: for all samples k
+    # Algorithm 1, lines 6-9: for all samples k (the paper's k, i here; its line 3's k is the iteration)
     for i in range(n):
         ell = flat_grad(actor.log_prob(obs[i : i + 1], actions[i : i + 1]).sum(), params)
         # line 7: g = grad log pi(a|s) A(s, a)
@@ -368,7 +375,7 @@ def actor_step(actor: nn.Module, actor_opt: torch.optim.Adam, batch: dict, args:
     return adam_step(actor, actor_opt, batch, args)
 
 
-# ==== GAE and the critic (section SM-ActorCritic) ======================================================
+# ==== GAE and the critic (the paper's section 4.4) =====================================================
 def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
     """(advantages A, critic targets R = A + V), from (T, N) arrays: terminations[t] 1 where an episode
     terminated at step t, dones[t] 1 where it ended (terminated or truncated), next_values[t] = V(s_{t+1}),
@@ -389,7 +396,7 @@ def compute_gae(rewards, values, next_values, terminations, dones, gamma: float,
 
 
 def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, returns) -> float:
-    """One Adam step (learning rate alpha) on L_critic = (1/B) sum_t (R_t - V_phi(s_t))^2, B = T x N."""
+    """One Adam step (rate alpha) on L_critic = mean_t (R_t - V_phi(s_t))^2 (section 4.4, not numbered)."""
     loss = (returns - critic(obs)).pow(2).mean()
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -405,7 +412,8 @@ def layer_init(layer: nn.Linear, std: float = np.sqrt(2)) -> nn.Linear:
 
 
 class Actor(nn.Module):
-    """pi_theta(a|s) = Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)); theta: MLP and log_std."""
+    """pi_theta(a|s) = Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)); theta: MLP and log_std.
+    output(), act(): hand-written, acting being most of a step (79 us per action; torch.distributions 138)."""
 
     def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes=(64, 64)):
         super().__init__()
@@ -449,7 +457,7 @@ class Actor(nn.Module):
 
 
 def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, device="cpu"):
-    """The actor, and the critic V_phi(s): an MLP with a scalar output, shape (B,)."""
+    """The actor, and the critic V_phi(s): an MLP whose Flatten(-2) turns its output (B, 1) into (B,)."""
     actor = Actor(obs_dim, act_dim, discrete, args.hidden_sizes)
     sizes = [obs_dim, *args.hidden_sizes]
     layers = []
@@ -462,9 +470,9 @@ def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, device
 
 # ==== Training: Algorithm 1's loop ======================================================================
 def train(args: Args) -> int:
-    """Train; the exit code: 0 finished, 3 diverged (NaN/Inf), 130 / 143 Ctrl-C / SIGTERM, 1 no checkpoint.pt,
-    which holds the state at the end (after a divergence or a second signal: before the update under way)."""
-    # TRY NOT TO MODIFY: signals (StopRequest), logging (W&B syncs the TensorBoard scalars), seeding
+    """Train; the exit code: 0 finished, 3 diverged (NaN/Inf), 130 / 143 Ctrl-C / SIGTERM, 1 checkpoint.pt
+    not written. It holds the state at the end (after a divergence or a second signal: before that update)."""
+    # TRY NOT TO MODIFY: signals, logging (W&B syncs TensorBoard), seeding; their helpers come after train()
     stop = StopRequest()
     run_dir = os.path.join("runs", run_name(args))
     writer = make_writer(args, run_dir)
@@ -510,7 +518,7 @@ def train(args: Args) -> int:
     last_good = checkpoint_state(args, global_step, update, parts)
     stop.stop_now_at = 2  # StopNow at the second signal: the first ends the run after its update
     try:
-        # Algorithm 1, line 3: for iteration k = 0, 1, ...
+        # Algorithm 1, line 3: for iteration k = 0, 1, ... (k: `update` here)
         while global_step < budget and not stop.signal:
             # ALGO LOGIC: line 4: roll out T steps in every environment, acting with the current policy
             for t in range(T):
@@ -523,12 +531,12 @@ def train(args: Args) -> int:
                 )
                 buf_obs[t] = obs
                 buf_actions[t] = action
+                # not a SyncVectorEnv: s_{t+1} is an ending episode's final observation; no autoreset step
                 for i, env in enumerate(envs):
                     next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
                     buf_rewards[t, i] = reward
                     buf_terminations[t, i] = terminated
                     buf_dones[t, i] = terminated or truncated
-                    # s_{t+1}: the final observation if the episode ends here
                     buf_next_obs[t, i] = next_obs
                     ep_return[i] = ep_return[i] + reward
                     ep_length[i] = ep_length[i] + 1
@@ -610,9 +618,6 @@ class StopNow(BaseException):
     A BaseException, as KeyboardInterrupt: no `except Exception` on its way (gym.make's, wandb) catches it."""
 
 
-FLOAT32_MAX = float(torch.finfo(torch.float32).max)
-
-
 def run_name(args: Args) -> str:
     """runs/{env_id}__{exp_name}__{seed}__{unix time}: one directory ('/' in a namespaced id becomes '-')."""
     return f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
@@ -628,7 +633,7 @@ def check_args(args: Args) -> None:
         "num_steps",
     ):
         value = getattr(args, name)
-        # NaN fails too; float32 holds eta, lambda and alpha, and 10 alpha (Adam's first step)
+        # NaN fails too; float32 holds each, and 10 alpha: Adam's first step divides alpha by 1 - beta1 = 0.1
         if not 0 < value <= FLOAT32_MAX / 10:
             flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{flag} must be a number in (0, {FLOAT32_MAX / 10:.3g}], got {value!r}")
@@ -848,10 +853,7 @@ def log_episodes(writer: SummaryWriter, episodes: list) -> None:
         writer.add_scalar("charts/episodic_length", length, step)
 
 
-# ---- ours: how far SMAC's step departs from SGD with step eta / lambda (logged every update) -------------
-# By eq. (5), F~^-1 g = g / lambda - l_bar (l_bar^T g) / (lambda (lambda + |l_bar|^2)): across l_bar the step
-# is exactly g_perp / lambda, along it shrunk. With |l_bar|^2 << lambda (on-policy E[l] = 0, so |l_bar|^2
-# shrinks like 1/B) it is SGD's with step eta / lambda, and cos(g, step) is close to 1.
+# ---- ours: how far SMAC's step departs from SGD with step eta / lambda (sherman_morrison_direction) -----
 def step_diagnostics(diag: dict) -> dict:
     """Norms, cos(g, step), SMAC's step along l_bar and across it. diag: {"g", "step"} and, for batch-mean
     SMAC, "ell" (Algorithm 1: the mean |l|^2 of its samples as "ell_sq_mean")."""

@@ -420,9 +420,10 @@ def test_kl_step_refuses_a_target_or_cap_that_is_not_a_positive_number(name, val
     assert torch.equal(flat(module["pi"]), before)
 
 
-def test_kl_step_leaves_every_parameter_as_it_was_when_log_prob_fn_raises():
+@pytest.mark.parametrize("error", [RuntimeError, ValueError])
+def test_kl_step_leaves_every_parameter_as_it_was_when_log_prob_fn_raises(error):
     """An error of the user's own log_prob_fn mid-search (here on its fourth call) propagates, and the trial step
-    it interrupted is undone."""
+    it interrupted is undone; a ValueError too, unless it is a torch distribution refusing invalid parameters."""
     module = separate_heads()
     obs, actions, adv = batch(n=256)
     inner = categorical_log_probs(module["pi"], obs, actions)
@@ -431,12 +432,12 @@ def test_kl_step_leaves_every_parameter_as_it_was_when_log_prob_fn_raises():
     def log_prob_fn():
         calls.append(1)
         if len(calls) == 4:
-            raise RuntimeError("the user's own bug")
+            raise error("the user's own bug")
         return inner()
 
     direction = BLOCK.smac_direction(module["pi"], inner(), adv, DAMPING)
     before = flat(module["pi"])
-    with pytest.raises(RuntimeError, match="own bug"):
+    with pytest.raises(error, match="own bug"):
         BLOCK.kl_step_(module["pi"], direction, log_prob_fn, target_kl=1e-6)
     assert len(calls) == 4 and torch.equal(flat(module["pi"]), before)
 

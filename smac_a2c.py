@@ -191,7 +191,7 @@ def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
 
 # ==== Ours, not the paper's: the step's length from the KL it causes (the copy block's kl_step_) ==========
 def refuse_stale(log_prob_fn, moved: list, start: list) -> None:
-    """kl_step_'s check: ValueError if log_prob_fn() has no usable graph, or ignores a step that moves it."""
+    """kl_step_'s check at the cap: ValueError if log_prob_fn() has no usable graph, or ignores the step."""
     stale = "log_prob_fn() returns stored values or ignores the parameters: recompute log pi(a|s) from them"
     with torch.enable_grad():
         out = log_prob_fn()
@@ -225,8 +225,8 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     - a stale log_prob_fn: stored log-probabilities, with or without their graph (refuse_stale).
     Whatever else log_prob_fn raises is re-raised, every parameter as it was, except a torch distribution's
     refusal of the parameters a trial step made invalid ("found invalid values"): that trial is too long.
-    Cost: typically 4 forward passes over the batch, at most 23. At 32+ transitions per update it learned
-    CartPole in five training loops not written for SMAC; at 5 it did not (the policy saturated)."""
+    Cost: typically 4 forward passes over the batch, at most 23. From 32 transitions per update it learned
+    CartPole in the loops tried; at 5 a policy saturated: below 32, use apply_step_ or a larger batch."""
     if not 0 < target_kl < float("inf") or not 0 < max_change < float("inf"):
         raise ValueError(f"target_kl, max_change must be finite numbers > 0, got {target_kl}, {max_change}")
     buffers = list(params.buffers()) if isinstance(params, torch.nn.Module) else []
@@ -255,7 +255,7 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     too_long = float("inf")  # the smallest eta so far whose KL was above it, or NaN
     kept = False
     try:  # whatever happens below, unless a step is kept, every parameter ends as it was (finally)
-        for attempt in range(20):
+        for _ in range(20):  # at most 20 trials
             for (p, d), p0 in zip(moved, start):
                 p.copy_(p0 + eta * d)
             if eta == eta_max and all(torch.equal(p, p0) for (p, _), p0 in zip(moved, start)):
@@ -266,7 +266,7 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
                 if "found invalid values" not in str(error):
                     raise
                 new = torch.full_like(old, float("nan"))
-            if attempt == 0 and torch.equal(new, old):  # stale, or a policy too flat to move: autograd tells
+            if eta == eta_max and torch.equal(new, old):  # stale, or too flat even at the cap: autograd tells
                 refuse_stale(log_prob_fn, moved, start)
             log_ratio = new - old
             kl = (torch.expm1(log_ratio) - log_ratio).mean().item()

@@ -372,6 +372,27 @@ def test_kl_step_does_not_refuse_a_truly_saturated_softmax(gap):
     assert approx_kl(before, log_prob_fn()) < 0.005
 
 
+@pytest.mark.parametrize("seed", [0, 2])
+def test_kl_step_does_not_refuse_a_live_policy_whose_first_trial_rounds_away(seed):
+    """Near-certain taken actions (logit gap 11 at logits of 20): the first, small trial changes each
+    log-probability by less than the rounding of the logits' scale, while autograd predicts a change above the
+    output's own rounding. The policy is live: a larger step moves it, so it is not refused as stale."""
+    signs = 2 * torch.randint(0, 2, (5,), generator=torch.Generator().manual_seed(0)) - 1
+    policy = torch.nn.Linear(64, 5)
+    with torch.no_grad():
+        policy.weight.zero_()
+        policy.bias.copy_(torch.tensor([20.0] + [9.0] * 4))
+    obs = torch.randn(5, 64, generator=torch.Generator().manual_seed(seed))
+    actions = torch.zeros(5, dtype=torch.long)
+    log_prob_fn = categorical_log_probs(policy, obs, actions)
+    # the top action's weights, moving each row's logit along the sign kl_step_'s stale check projects on
+    weights = obs.T @ torch.linalg.solve(obs @ obs.T, signs.float())
+    direction = torch.cat([weights / weights.abs().max(), torch.zeros(4 * 64 + 5)])
+    before = log_prob_fn()
+    eta = BLOCK.kl_step_(policy, direction, log_prob_fn)
+    assert eta > 0 and not torch.equal(log_prob_fn(), before)
+
+
 def test_kl_step_with_a_cap_too_small_to_move_any_parameter_returns_0():
     """max_change=1e-12 moves no float32 parameter of order 0.1: eta > 0 was returned for a step that moved
     nothing. Now 0, the parameters bitwise as they were."""

@@ -16,7 +16,9 @@ A study is everything one question of the lab needs, in one module under benchma
     analyze(where, done) -> result
                      its analysis of the committed compact logs: a dict (`where`: Where, the directories it reads and
                      writes, every one of them; `done`: {key: result} of the studies before it in REGISTRY); a study
-                     whose result is what its own command prints (the toy MDP's) has no analyze and no write
+                     with nothing to analyze (the toy MDP's, whose result its own command prints; the random policy's
+                     CSV, which is the measurement; SB3's, whose finals the fidelity page reads) has no analyze and no
+                     write
     write(result, where) -> list[str]
                      its page(s) rendered from the data (benchmark/templates/), and where.commit, the data as JSON
                      (benchmark/results/); returns the paths written

@@ -323,12 +323,7 @@ def _tost_row(reg: dict, row: dict, p_adj: float, block_c: dict, p_tost_adj: flo
             stats.mean_or_nan(list(block_c[(row["task"], a)].values())) < 0 for a in ("smac", "sgd-matched")
         ),
     )
-    if row["equivalent"]:
-        row["verdict"] = f"equivalent at ±{margin:g}"
-    elif p_adj < alpha:
-        row["verdict"] = f"different (Holm p {p_adj:.3g})"
-    else:
-        row["verdict"] = f"inconclusive (equivalence only at ±{row['reach']:.2f})"
+    row["verdict"] = vd.tost_verdict(row, p_adj, margin, alpha)
     return row
 
 

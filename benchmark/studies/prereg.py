@@ -456,11 +456,6 @@ def page_prereg(reg: dict, res: dict) -> dict:
     }
 
 
-def render_prereg(data: dict) -> str:
-    """report/prereg.md's body from page_prereg's JSON (benchmark/templates/prereg.md.j2)."""
-    return pages.render("prereg.md.j2", data)
-
-
 def write(result: dict, where) -> list[str]:
     """report/prereg.md: the pre-registered study in full, rules applied as written, rendered from page_prereg's data
     as JSON (6 significant digits); and where.commit, that JSON, benchmark/results/prereg.json."""

@@ -3,23 +3,9 @@
     python -m benchmark.sweep --tasks Hopper,Swimmer --algos smac,sgd-matched --seeds 1-5 --workers 2
     python -m benchmark.sweep --study ablations --backend ray --ray-address auto --dry-run
 
-{runs}/{task}/{algo}/seed{n}/ holds job.json, sweep.log (the trainer's output) and the trainer's run directory. A job
-is done (finished the budget) or diverged: skipped, judged by its compact log as compact.load (the report's reader)
-reads it, else by its run directory; resume (a checkpoint.pt exists): logs cut back to it, then
-`--resume`; fresh: started over (a run dir without a checkpoint is deleted), or with --extend-from a copy of a
-finished smaller-budget run of the same job is resumed. Runs checkpoint every K updates and at their end.
-Done means the budget as the trainer trains it: whole rollouts (budget - budget % (T x num_envs)).
-A job is claimed (flock on {seed}/.sweep.lock) while this sweep prepares and runs it: a second sweep of the same
-study skips it ("running"). A job that cannot start (a damaged checkpoint or updates.csv, two run directories) fails
-with one line and the others run; a compact log that cannot be read is renamed <name>.damaged and the job is not done.
-Before any job starts (--dry-run too), every job's flags go through the trainer's parser and checks, and every
-compact log and run directory of a job must have been made with the job's flags (trainer.RUN_FLAGS; a flag it predates
-as its default): otherwise one line, exit 2, nothing touched. So too an --extra-flags that changes a flag a job
-already passes (the jobs built without it show which), and a study-dependent option (STUDY_OPTIONS, a study's own)
-that the chosen study does not take (its SWEEP_OPTIONS). Jobs are not started while tracked sources differ from
-the checked-out commit (benchmark/provenance.py) unless --allow-dirty.
-Ctrl-C / SIGTERM: each trainer gets one SIGINT (PR_SET_PDEATHSIG if the sweep is killed), saves and exits 130;
-the sweep waits and exits 130. Run the same command again to resume.
+{runs}/{task}/{algo}/seed{n}/ holds job.json, sweep.log (the trainer's output) and the trainer's run directory. A
+job is done, diverged, to resume or fresh (inspect_job); what each means, what the sweep checks before any job starts,
+its claims on jobs, damaged logs and Ctrl-C: docs/harness.md ("Commands").
 """
 
 from __future__ import annotations
@@ -51,6 +37,7 @@ if REPO not in sys.path:
 from benchmark import compact, hparams, provenance, studies  # noqa: E402
 from benchmark.compact import DEFAULT_RUNS, find_run_dir, read_summary  # noqa: E402,F401
 from benchmark.hparams import parse_budget, parse_seeds  # noqa: E402,F401
+from benchmark.studies import STUDY_OPTIONS  # noqa: E402
 
 TRAINER = ["-m", "benchmark.trainer"]  # the lab trainer, run from the repository root (PYTHONPATH)
 DEFAULT_LOGS = os.path.join(REPO, "benchmark", "results", "logs")
@@ -190,7 +177,7 @@ def _settled(summary: Optional[dict], budget: int) -> Optional[str]:
 
 
 def inspect_job(job: Job) -> tuple[str, Optional[str]]:
-    """(state, run_dir), state done / diverged / resume / fresh (module docstring); a committed compact log that
+    """(state, run_dir), state done / diverged / resume / fresh (docs/harness.md); a committed compact log that
     finished the budget or diverged decides first (the raw run directory may be gone)."""
     log = committed_log(job)
     # a damaged log's header is None too: not done by it (prepare sets it aside)
@@ -974,20 +961,6 @@ def build_parser() -> argparse.ArgumentParser:
         if hasattr(study, "add_options"):
             study.add_options(p)
     return p
-
-
-# the sweep's options whose meaning is a study's (with every option a study adds in add_options): a study takes those
-# it names in SWEEP_OPTIONS and its own; any other of them, given, is refused before anything runs
-STUDY_OPTIONS = (
-    "tasks",
-    "algos",
-    "seeds",
-    "budget",
-    "extra_flags",
-    "runs_dir",
-    "logs_dir",
-    "checkpoint_every",
-)
 
 
 def own_options(study) -> list[str]:

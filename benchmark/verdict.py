@@ -115,6 +115,16 @@ def tost_page_word(r: dict, alpha: float) -> str:
     return "different (Holm)" if r["p_holm"] < alpha else "inconclusive"
 
 
+def tost_verdict(r: dict, p_holm: float, margin: float, alpha: float) -> str:
+    """A paired TOST row's verdict with its numbers: equivalent at the margin, different where the Holm-adjusted p
+    is below alpha, else inconclusive, with the margin its interval does lie within."""
+    if r["equivalent"]:
+        return f"equivalent at ±{margin:g}"
+    if p_holm < alpha:
+        return f"different (Holm p {p_holm:.3g})"
+    return f"inconclusive (equivalence only at ±{r['reach']:.2f})"
+
+
 def count(row: dict, word: str) -> int:
     """How many of a tallied row's items answered `word` (0 where none)."""
     return dict(row["answer"]).get(word, 0)

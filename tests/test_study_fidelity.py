@@ -154,7 +154,7 @@ def test_a_grid_cell_keeps_its_seeds_and_its_diverged_ones():
 
 # ---- the committed page, JSON and CSVs
 def test_the_committed_readings_page_is_its_template_on_the_committed_json():
-    assert detail_body("readings.md") == fid.render_readings(committed_json(fid.READINGS_JSON))
+    assert detail_body("readings.md") == pages.render("readings.md.j2", committed_json(fid.READINGS_JSON))
 
 
 def test_the_committed_readings_json_is_readings_data_on_the_committed_logs(stage1_runs):
@@ -313,4 +313,4 @@ def test_the_readings_template_renders_without_runs_or_grid(tmp_path):
     """No fidelity logs, no literal grid: the data says so (has_runs, grid_300k None) and the template renders."""
     data = fid.fidelity_data(logs_dir=str(tmp_path), results_dir=str(tmp_path / "res"))
     assert data["has_runs"] is False and data["adam_check"] is None
-    assert fid.render_readings({"fidelity": data, "grid_300k": None})
+    assert pages.render("readings.md.j2", {"fidelity": data, "grid_300k": None})

@@ -303,7 +303,9 @@ def test_the_5M_page_data_on_the_hand_made_logs(hand):
     words = [r["answer"] for key in ("claims", "table", "diagnostics") for r in page[key]]
     words += [w for r in page["block_c"]["rows"] for w in (r["answer"], r["reach_answer"])]
     assert set(words) <= set(mujoco_5M.VOCAB_5M)
-    mujoco_5M.render_5M(mujoco_5M.plain_5M(page))  # every field the template prints is there
+    pages.render(
+        "mujoco_5M.md.j2", pages.plain(page, mujoco_5M.DIGITS_5M)
+    )  # every field the template prints is there
 
 
 def test_the_verdict_rows_on_the_hand_made_logs(hand):
@@ -398,8 +400,8 @@ def test_the_committed_5M_page_is_its_template_on_the_committed_json(committed):
     with open(os.path.join(REPO, "benchmark", "report", "mujoco_5M.md"), encoding="utf-8") as f:
         title, _, part, _, body = f.read().split("\n", 4)
     assert title == f"# {mujoco_5M.TITLE}" and part.startswith("Part of [the reproduction report]")
-    assert body == mujoco_5M.render_5M(data)
-    assert data == mujoco_5M.plain_5M(mujoco_5M.page_5M(*committed))
+    assert body == pages.render("mujoco_5M.md.j2", data)
+    assert data == pages.plain(mujoco_5M.page_5M(*committed), mujoco_5M.DIGITS_5M)
 
 
 def committed_verdict() -> dict:

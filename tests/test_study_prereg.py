@@ -155,7 +155,7 @@ def test_the_committed_prereg_page_is_its_template_on_the_committed_json(committ
     with open(os.path.join(REPO, "benchmark", "report", "prereg.md"), encoding="utf-8") as f:
         title, _, part, _, body = f.read().split("\n", 4)
     assert title == "# The pre-registered study" and part.startswith("Part of [the reproduction report]")
-    assert body == prereg.render_prereg(data)
+    assert body == pages.render("prereg.md.j2", data)
     assert data == pages.plain(prereg.page_prereg(*committed))
 
 
@@ -353,13 +353,13 @@ def test_the_prereg_page_chooses_its_words_by_the_toml_rules():
     assert [r["p_norm"] for r in b3["rows"]] == [0.3, 0.3]
     assert b3["smac_vs_cg"] == {"tested": False, "diff": None, "p": None, "paper_diff": 2000.0}
     assert b3["answer"] == "pending (runs not all in)"
-    prereg.render_prereg(page)  # every field the template prints is there
+    pages.render("prereg.md.j2", page)  # every field the template prints is there
     slope = {"n": 10, "complete": True, "mean": -0.2, "p": 0.01, "ci": (-0.3, -0.1)}
     res = made_up_result([0.001], slope, {"diff": 5.0, "p": 0.04})
     page = prereg.page_prereg(reg, res)
     assert page["block2"]["slope"]["answer"] == "the rank-1 term matters (dose-response)"
     assert page["block3"]["smac_vs_cg"] == {"tested": True, "diff": 5.0, "p": 0.04, "paper_diff": 2000.0}
-    prereg.render_prereg(page)
+    pages.render("prereg.md.j2", page)
     res["lambda"]["slope"]["p"] = 0.05  # the toml: p < 0.05
     assert prereg.page_prereg(reg, res)["block2"]["slope"]["answer"] == "no dose-response detected"
 

@@ -5,7 +5,7 @@ A study is everything one question of the lab needs, in one module under benchma
     NAME             what `python -m benchmark.sweep --study NAME` runs; None: the study runs no jobs of its own
     PREREGISTRATION  the repo-relative path of the toml that fixed its rule before its runs; None: exploratory
     add_options(p)   (optional) its own flags on the sweep's argparse parser, e.g. the fidelity study's --readings
-    SWEEP_OPTIONS    the sweep's study-dependent options (sweep.STUDY_OPTIONS, or another study's own) its jobs
+    SWEEP_OPTIONS    the sweep's study-dependent options (STUDY_OPTIONS, or another study's own) its jobs
                      honour, as argparse names them ("seeds", "extra_flags"); any other of them, given, is refused
     jobs(args)       its job list (sweep.Job) from the sweep's parsed flags; KeyError / ValueError on bad input
     command(job, state, run_dir) -> list[str] | None
@@ -16,7 +16,9 @@ A study is everything one question of the lab needs, in one module under benchma
     analyze(where, done) -> result
                      its analysis of the committed compact logs: a dict (`where`: Where, the directories it reads and
                      writes, every one of them; `done`: {key: result} of the studies before it in REGISTRY); a study
-                     whose result is what its own command prints (the toy MDP's) has no analyze and no write
+                     with nothing to analyze (the toy MDP's, whose result its own command prints; the random policy's
+                     CSV, which is the measurement; SB3's, whose finals the fidelity page reads) has no analyze and no
+                     write
     write(result, where) -> list[str]
                      its page(s) rendered from the data (benchmark/templates/), and where.commit, the data as JSON
                      (benchmark/results/); returns the paths written
@@ -48,6 +50,19 @@ from typing import Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(REPO, "benchmark", "results")
+
+# the sweep's options whose meaning is a study's (with every option a study adds in add_options): a study takes those
+# it names in SWEEP_OPTIONS and its own; any other of them, given, is refused before anything runs
+STUDY_OPTIONS = (
+    "tasks",
+    "algos",
+    "seeds",
+    "budget",
+    "extra_flags",
+    "runs_dir",
+    "logs_dir",
+    "checkpoint_every",
+)
 
 # the studies in the order the report analyzes them (a study reads the results of those before it)
 REGISTRY = (

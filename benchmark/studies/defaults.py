@@ -134,11 +134,6 @@ def write_rows(rows: list[dict], path: str = CSV) -> Optional[str]:
     return path if rows else None
 
 
-def write_defaults_csv(path: str = CSV, logs_dir: str = LOGS) -> Optional[str]:
-    """docs/defaults_sweep.csv from the sweep's compact logs (None, and nothing written, without them)."""
-    return write_rows(defaults_rows(logs_dir), path)
-
-
 def scores(rows: list[dict], settings=SETTINGS) -> tuple[dict, list[str], dict]:
     """(seed-mean final by (setting, env_id, algo), the env ids, each setting's score): the mean over the task x
     algorithm cells of the seed-mean final min-max normalized per task over every setting and algorithm."""

@@ -527,11 +527,6 @@ def readings_data(d, write: bool = False, root: str = REPO) -> dict:
     return {"fidelity": fidelity, "grid_300k": grid_300k_data(d, under(GRID_300K))}
 
 
-def render_readings(data: dict) -> str:
-    """readings.md's body from readings_data's JSON (benchmark/templates/readings.md.j2)."""
-    return pages.render("readings.md.j2", data)
-
-
 # ---- the study's contract
 def analyze(where, done: dict) -> dict:
     """readings.md's data on the grid study's stage-1 runs (done["grid"]["data"]: a Data with .runs and the

@@ -24,20 +24,11 @@ from benchmark import aggregate, compact, hparams, pages, protocol, stats
 from benchmark import verdict as vd
 from benchmark.figures import figures, grid_plots
 from benchmark.stats import num, read_csv, write_csv
-from benchmark.studies import REPO, RESULTS
+from benchmark.studies import REPO, RESULTS, STUDY_OPTIONS
 
 NAME = "grid"
-# the sweep's options its jobs honour (besides its own, add_options)
-SWEEP_OPTIONS = (
-    "tasks",
-    "algos",
-    "seeds",
-    "budget",
-    "extra_flags",
-    "runs_dir",
-    "logs_dir",
-    "checkpoint_every",
-)
+# the sweep's options its jobs honour (besides its own, add_options): every study-dependent one
+SWEEP_OPTIONS = STUDY_OPTIONS
 PREREGISTRATION = None  # exploratory: the stage-1 grid ran before any rule was fixed
 COMMITTED_ONLY = False
 

@@ -323,12 +323,7 @@ def _tost_row(reg: dict, row: dict, p_adj: float, block_c: dict, p_tost_adj: flo
             stats.mean_or_nan(list(block_c[(row["task"], a)].values())) < 0 for a in ("smac", "sgd-matched")
         ),
     )
-    if row["equivalent"]:
-        row["verdict"] = f"equivalent at ±{margin:g}"
-    elif p_adj < alpha:
-        row["verdict"] = f"different (Holm p {p_adj:.3g})"
-    else:
-        row["verdict"] = f"inconclusive (equivalence only at ±{row['reach']:.2f})"
+    row["verdict"] = vd.tost_verdict(row, p_adj, margin, alpha)
     return row
 
 
@@ -745,17 +740,7 @@ def report(result: dict, done: dict) -> dict:
     }
 
 
-def render_5M(data: dict) -> str:
-    """report/mujoco_5M.md's body from page_5M's JSON (benchmark/templates/mujoco_5M.md.j2)."""
-    return pages.render("mujoco_5M.md.j2", data)
-
-
 DIGITS_5M = 7  # 6 would turn a last-fifth median of 125.5505 into 125.55, printed 125.5 at 4 digits
-
-
-def plain_5M(x):
-    """page_5M as JSON, floats to DIGITS_5M significant digits."""
-    return pages.plain(x, DIGITS_5M)
 
 
 # the paper states its MuJoCo budget nowhere; its HalfCheetah text implies 5M (aggregate.PAPER_BUDGET_NOTE)
@@ -766,7 +751,7 @@ TITLE = (
 
 def write(result: dict, where) -> list[str]:
     """report/mujoco_5M.md: what the 5M runs show so far, by the pre-registered rules, rendered from page_5M's data
-    as JSON (plain_5M); and where.commit, that JSON, benchmark/results/mujoco_5M.json."""
+    as JSON (floats to DIGITS_5M significant digits); and where.commit, that JSON, benchmark/results/mujoco_5M.json."""
     data = page_5M(result["reg"], result["res5"])
     return pages.write_study_page(where, "mujoco_5M.md", TITLE, data, PAGE_5M_JSON, DIGITS_5M)
 

@@ -182,13 +182,7 @@ def _equivalence(reg: dict, sc: dict) -> list:
             equivalent_reach=r["ci"][0] > -reach and r["ci"][1] < reach,
             p_holm=p_adj,
             complete=r["n"] == len(seeds),
-            verdict=(
-                "equivalent at ±%g" % margin
-                if r["equivalent"]
-                else "different (Holm p %.3g)" % p_adj
-                if p_adj < alpha
-                else "inconclusive (equivalence only at ±%.2f)" % r["reach"]
-            ),
+            verdict=vd.tost_verdict(r, p_adj, margin, alpha),
         )
     return rows
 
@@ -460,11 +454,6 @@ def page_prereg(reg: dict, res: dict) -> dict:
         "block2": _block2_page(reg, res),
         "block3": _block3_page(reg, res),
     }
-
-
-def render_prereg(data: dict) -> str:
-    """report/prereg.md's body from page_prereg's JSON (benchmark/templates/prereg.md.j2)."""
-    return pages.render("prereg.md.j2", data)
 
 
 def write(result: dict, where) -> list[str]:

@@ -86,14 +86,3 @@ def random_scores(tasks, steps: int = STEPS, seed: int = 0, out: str = compact.R
         print(rows[-1], flush=True)
     write_csv(out, rows)
     return rows
-
-
-# ---- the study's contract
-def analyze(where, done: dict) -> dict:
-    """Nothing to analyze: benchmark/results/random_scores.csv is the measurement, read where scores are normalized."""
-    return {}
-
-
-def write(result: dict, where) -> list[str]:
-    """No page of its own."""
-    return []

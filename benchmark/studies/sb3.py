@@ -113,17 +113,6 @@ def sb3_run(task: str, seed: int, budget: int, seed_dir: str) -> int:
     return 0
 
 
-# ---- the study's contract
-def analyze(where, done: dict) -> dict:
-    """Nothing of its own: the fidelity study's page reads the SB3 rows of the earlier literal grid."""
-    return {}
-
-
-def write(result: dict, where) -> list[str]:
-    """No page of its own."""
-    return []
-
-
 def main(argv=None) -> int:
     """`TASK SEED BUDGET SEED_DIR`, the runner's command for one job (command); a leading `sb3-run` is ignored."""
     argv = sys.argv[1:] if argv is None else list(argv)

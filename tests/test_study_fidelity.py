@@ -40,8 +40,9 @@ def grid_data(runs: list) -> types.SimpleNamespace:
 
 
 @pytest.fixture(scope="module")
-def stage1_runs():
-    return compact.discover_logs(aggregate.stage1_logs())
+def stage1_runs(committed_done):
+    """The committed stage-1 runs, as the grid study loaded them."""
+    return committed_done["grid"]["data"].runs
 
 
 def test_readings_is_the_studys_option_and_an_unknown_reading_is_refused():

@@ -14,31 +14,48 @@ os.environ["PYTHONPATH"] = ROOT + (
 )
 warnings.filterwarnings("ignore", category=DeprecationWarning)  # gymnasium's "-v4 is out of date"
 
-# Under pytest-xdist (README's `-n 2`) a worker is handed one unit at a time: a test file, or every file with a test
-# that reads committed_done, so that a module fixture and the analysis of the committed logs are computed once; the
-# units in FIRST (the longest) are handed out first, the others in file order.
+# Under pytest-xdist (README's `-n 2`) a worker is handed one unit at a time: a test file, or together every file
+# that asks for committed_done, so that a module fixture and the analysis of the committed logs are computed once
+# per run; the units in FIRST (the longest) are handed out first, the others in file order.
 COMMITTED = "committed-logs"
-FIRST = (COMMITTED, "test_report_regeneration.py")
+FIRST = (COMMITTED, "tests/test_report_regeneration.py")
 
 
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "xdist_group(name): the tests pytest-xdist hands to one worker together"
+def unit(rootpath, path: str) -> str:
+    """The unit of the test file at `path` (relative to rootpath): COMMITTED when it names committed_done."""
+    with open(os.path.join(rootpath, path), encoding="utf-8") as f:
+        return COMMITTED if "committed_done" in f.read() else path
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`-n N` without a --dist of one's own: xdist's loadscope with a unit per test file or COMMITTED."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit(config.rootpath, nodeid.split("::", 1)[0])
+
+    config.option.loadscopereorder = (
+        False  # the order of the workers' collection (pytest_collection_modifyitems)
     )
-    if getattr(config.option, "dist", "no") == "load":  # `-n N` without a --dist of one's own
-        config.option.dist = "loadgroup"
-        config.option.loadscopereorder = False
+    return ByUnit(config, log)
 
 
-@pytest.hookimpl(tryfirst=True)
+def first(config, item) -> int:
+    """The place of the item's unit among FIRST (after them: len(FIRST))."""
+    path = os.path.relpath(item.path, config.rootpath)
+    u = unit(config.rootpath, path)
+    return FIRST.index(u) if u in FIRST else len(FIRST)
+
+
 def pytest_collection_modifyitems(config, items):
-    shared = {item.path for item in items if "committed_done" in item.fixturenames}
-    rank = {}
-    for item in items:
-        group = COMMITTED if item.path in shared else item.path.name
-        item.add_marker(pytest.mark.xdist_group(group))
-        rank[item.nodeid] = FIRST.index(group) if group in FIRST else len(FIRST)
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if os.environ.get(
+        "PYTEST_XDIST_WORKER"
+    ):  # a worker's collection, whose order the units are handed out in
+        rank = {item.nodeid: first(config, item) for item in items}
         items.sort(key=lambda item: rank[item.nodeid])
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from helpers import write_log
 
-from benchmark import aggregate, compact, hparams, pages, report, stats, verdict
-from benchmark.studies import Where, grid, mujoco_5M, prereg
+from benchmark import aggregate, hparams, pages, report, stats, verdict
+from benchmark.studies import grid, mujoco_5M, prereg
 
 
 def committed_json(path: str) -> dict:
@@ -34,12 +34,9 @@ def detail_body(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def stage1():
-    """The committed stage-1 runs as the grid study's Data, with their cells (no bootstrap)."""
-    runs = compact.discover_logs(aggregate.stage1_logs())
-    d = grid.Data(runs=runs, headline=[], final={}, diag={})
-    d.cells = aggregate.cell_rows(aggregate.load_cells(runs))
-    return d
+def stage1(committed_done):
+    """The committed stage-1 runs as the grid study's Data, with their cells."""
+    return committed_done["grid"]["data"]
 
 
 def test_the_committed_deviations_page_is_its_template_on_the_committed_json(stage1):
@@ -72,15 +69,10 @@ def test_the_committed_report_is_its_template_on_the_committed_json():
     assert "date" not in committed_json(report.REPORT_JSON)
 
 
-def test_the_committed_report_json_is_report_data_on_the_committed_logs(stage1):
+def test_the_committed_report_json_is_report_data_on_the_committed_logs(committed_done):
     """report_data from the studies' results: the grid's Data and its stage-1 paired comparisons (seeds 1-5), the
     pre-registered study's block 1 (20 seeds), MuJoCo at 5M."""
-    done = {
-        "grid": {"data": stage1, "equiv": grid.stage1_equiv(aggregate.stage1_logs())},
-        "prereg": {"pre": prereg.results(prereg.load())},
-        "mujoco_5M": mujoco_5M.analyze(Where(), {}),
-    }
-    assert committed_json(report.REPORT_JSON) == pages.committed(report.report_data(done))
+    assert committed_json(report.REPORT_JSON) == pages.committed(report.report_data(committed_done))
 
 
 def test_the_per_task_rows_recomputed():

@@ -12,7 +12,7 @@ from scipy import stats as sps
 
 from benchmark import aggregate, compact, pages
 from benchmark import verdict as vd
-from benchmark.studies import REPO, Where, claims, grid, mujoco_5M
+from benchmark.studies import REPO, Where, claims, grid
 
 TITLE = "The paper's timestep claims, claim by claim, and the 5M block"
 
@@ -241,17 +241,16 @@ def committed(name: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def done(tmp_path_factory):
-    """The studies before this one as the report hands them over: the grid study's Data of the committed logs (the
-    stage-1 CSVs into a scratch directory; its cells) and MuJoCo at 5M's analysis."""
-    d = grid.load(results_dir=str(tmp_path_factory.mktemp("stage1")))
-    d.cells = aggregate.cell_rows(aggregate.load_cells(d.runs))
-    return {"grid": {"data": d, "logs": aggregate.stage1_logs()}, "mujoco_5M": mujoco_5M.analyze(Where(), {})}
+def done(committed_done):
+    """The studies as the report hands them over: the grid study's Data of the committed logs (its cells) and
+    MuJoCo at 5M's analysis among them."""
+    return committed_done
 
 
 @pytest.fixture(scope="module")
-def study(done):
-    return claims.analyze(Where(), done)
+def study(committed_done):
+    """claims.analyze on them, as the report ran it."""
+    return committed_done["claims"]
 
 
 def test_the_committed_claims_page_is_its_template_on_the_committed_json():

@@ -12,7 +12,7 @@ import pytest
 from helpers import stepped_run
 from scipy import stats as sps
 
-from benchmark import aggregate, compact, hparams, pages, stats, sweep
+from benchmark import compact, hparams, pages, stats, sweep
 from benchmark import verdict as vd
 from benchmark.studies import REPO, Where
 from benchmark.studies import claims as claims_study
@@ -41,8 +41,9 @@ def grid_data(runs: list) -> types.SimpleNamespace:
 
 
 @pytest.fixture(scope="module")
-def stage1_runs():
-    return compact.discover_logs(aggregate.stage1_logs())
+def stage1_runs(committed_done):
+    """The committed stage-1 runs, as the grid study loaded them."""
+    return committed_done["grid"]["data"].runs
 
 
 def test_readings_is_the_studys_option_and_an_unknown_reading_is_refused():

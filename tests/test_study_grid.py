@@ -402,12 +402,10 @@ def test_the_step_ratio_is_smacs_eta_over_lambda_over_sgds_eta():
 
 # ---- the study on the committed logs
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    """analyze on the committed logs (2000 bootstrap replicates, about a minute), its CSVs and figures into a scratch
-    directory."""
-    tmp = tmp_path_factory.mktemp("grid")
-    where = Where(results=str(tmp / "stage1"), figures=str(tmp / "fig"), pages=str(tmp / "report"))
-    return grid.analyze(where, {}), where
+def study(committed_done, committed_where):
+    """analyze on the committed logs (2000 bootstrap replicates; the report's, shared by the run), its CSVs and
+    figures in a scratch directory: (its result, that Where)."""
+    return committed_done["grid"], committed_where
 
 
 def test_analyze_writes_the_committed_csvs_and_figures(study):

@@ -32,9 +32,15 @@ HEADER = (
 
 
 @pytest.fixture(scope="module")
-def res():
+def study():
+    """analyze on the committed logs."""
+    return kl_step.analyze(Where(), {})
+
+
+@pytest.fixture(scope="module")
+def res(study):
     """results on the committed logs."""
-    return kl_step.results()
+    return study["kl_step"]
 
 
 @pytest.fixture
@@ -349,17 +355,17 @@ def test_the_committed_page_is_its_template_on_the_committed_json(res):
     assert data == pages.plain(res)
 
 
-def test_write_gives_the_committed_bytes(tmp_path, monkeypatch):
+def test_write_gives_the_committed_bytes(study, tmp_path, monkeypatch):
     committed = {
         "page": os.path.join(REPO, "benchmark", "report", kl_step.PAGE),
         "json": os.path.join(REPO, "benchmark", "results", "kl_step.json"),
     }
     where = Where(pages=str(tmp_path / "a"), commit=False)
-    paths = kl_step.write(kl_step.analyze(where, {}), where)
+    paths = kl_step.write(study, where)
     assert paths == [str(tmp_path / "a" / kl_step.PAGE)]
     assert open(paths[0], "rb").read() == open(committed["page"], "rb").read()
     monkeypatch.setattr(kl_step, "RESULTS", str(tmp_path / "kl_step.json"))
     where = Where(pages=str(tmp_path / "b"), commit=True)
-    page, data = kl_step.write(kl_step.analyze(where, {}), where)
+    page, data = kl_step.write(study, where)
     assert open(page, "rb").read() == open(committed["page"], "rb").read()
     assert open(data, "rb").read() == open(committed["json"], "rb").read()

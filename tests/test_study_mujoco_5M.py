@@ -5,7 +5,6 @@ import gzip
 import json
 import math
 import os
-import types
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from scipy import stats as sps
 
 from benchmark import aggregate, compact, hparams, pages, sweep
 from benchmark import verdict as vd
-from benchmark.studies import REPO, Where, mujoco_5M, prereg
+from benchmark.studies import REPO, Where, mujoco_5M
 from benchmark.studies import claims as claims_study
 
 
@@ -45,10 +44,9 @@ def test_the_5M_diagnostics_split_a_run_into_its_first_and_last_fifth():
 
 
 @pytest.fixture(scope="module")
-def committed():
+def committed(committed_done):
     """The study on the committed logs: (the toml, analyze_5M's result)."""
-    reg = mujoco_5M.load_5M()
-    return reg, mujoco_5M.analyze_5M(reg)
+    return committed_done["mujoco_5M"]["reg"], committed_done["mujoco_5M"]["res5"]
 
 
 def test_the_5M_study_judges_a_cell_only_with_its_five_seeds(committed):
@@ -421,27 +419,16 @@ def test_the_committed_block_c_verdicts_are_mujoco_5M_pages():
 
 # ---- the study through its contract: analyze, write, verdict
 @pytest.fixture(scope="module")
-def done():
-    """The studies before this one as the report hands them over: the grid study's data (stage-1 runs, their
-    cells, the headline block's runs) and verdict row sgd_stage1 (the committed one), the pre-registered study."""
-    runs = compact.discover_logs(aggregate.stage1_logs())
-    block = hparams.load()["meta"]["headline"]
-    cells = {(t, a) for t in block["tasks"].split(",") for a in block["algos"].split(",")}
-    headline = [
-        r for r in compact.discover_logs(os.path.join(REPO, block["logs"])) if (r["task"], r["algo"]) in cells
-    ]
-    data = types.SimpleNamespace(
-        runs=runs, cells=aggregate.cell_rows(aggregate.load_cells(runs)), headline=headline
-    )
-    stage1 = [r for r in committed_verdict()["rows"] if r["id"] == "sgd_stage1"]
-    out = {"grid": {"data": data, "verdict": {"rows": stage1}}}
-    out["prereg"] = prereg.analyze(Where(), out)
-    return out
+def done(committed_done):
+    """The studies as the report hands them over: the grid study's data (stage-1 runs, their cells, the headline
+    block's runs) and its verdict row sgd_stage1, the pre-registered study, this one."""
+    return committed_done
 
 
 @pytest.fixture(scope="module")
-def study(done):
-    return mujoco_5M.analyze(Where(), done)
+def study(committed_done):
+    """mujoco_5M.analyze on the committed logs, as the report ran it."""
+    return committed_done["mujoco_5M"]
 
 
 def test_write_renders_the_page_and_commits_the_json_only_when_asked(study, tmp_path, monkeypatch):

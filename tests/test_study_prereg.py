@@ -6,13 +6,12 @@ import math
 import operator
 import os
 import statistics
-import types
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
-from benchmark import aggregate, compact, hparams, pages, stats, sweep
+from benchmark import aggregate, hparams, pages, stats, sweep
 from benchmark import verdict as vd
 from benchmark.studies import REPO, Where, prereg
 
@@ -143,10 +142,9 @@ def test_rank1_figures_by_hand():
 
 # ---- report/prereg.md: page_prereg's data, by scipy and by hand
 @pytest.fixture(scope="module")
-def committed():
+def committed(committed_done):
     """The pre-registered study on the committed logs: (reg, its results)."""
-    reg = prereg.load()
-    return reg, prereg.results(reg)
+    return committed_done["prereg"]["reg"], committed_done["prereg"]["pre"]
 
 
 def test_the_committed_prereg_page_is_its_template_on_the_committed_json(committed):
@@ -378,10 +376,9 @@ def test_block_1_uses_the_interval_level_the_toml_states(committed):
 
 # ---- the study through its contract: analyze, write, verdict
 @pytest.fixture(scope="module")
-def study(committed):
+def study(committed_done):
     """analyze's result on the committed logs, the grid study's runs being the stage-1 compact logs."""
-    grid = types.SimpleNamespace(runs=compact.discover_logs(aggregate.stage1_logs()))
-    return prereg.analyze(Where(), {"grid": {"data": grid}})
+    return committed_done["prereg"]
 
 
 def test_write_renders_the_page_and_commits_the_json_only_when_asked(study, tmp_path, monkeypatch):

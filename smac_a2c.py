@@ -190,20 +190,30 @@ def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
 
 
 # ==== Ours, not the paper's: the step's length from the KL it causes (the copy block's kl_step_) ==========
-def refuse_stale(log_prob_fn, moved: list, start: list) -> None:
-    """kl_step_'s check at the cap: ValueError if log_prob_fn() has no usable graph, or ignores the step."""
+def refuse_stale(log_prob_fn, moved: list) -> None:
+    """kl_step_'s check when even the cap's step left log_prob_fn() bitwise unchanged: ValueError if it has no
+    usable graph, or ignores a step that autograd predicts to change it far above rounding (stored values)."""
     stale = "log_prob_fn() returns stored values or ignores the parameters: recompute log pi(a|s) from them"
     with torch.enable_grad():
         out = log_prob_fn()
-        signs = torch.randint(0, 2, out.shape, generator=torch.Generator().manual_seed(0))
-        total = (out * (2 * signs - 1).to(out)).sum()  # a random +-1 projection
+        total = out.sum()
     try:  # RuntimeError: no graph, a parameter unused, a graph freed or built before the trial
         grads = torch.autograd.grad(total, [p for p, _ in moved], retain_graph=True)
     except RuntimeError as error:
         raise ValueError(f"{stale} ({str(error).splitlines()[0][:100]})") from None
-    # autograd's first-order change of the projection for the trial step (moved: from start), against rounding
-    change = sum(float((g * (p - p0)).sum()) for g, (p, _), p0 in zip(grads, moved, start))
-    if abs(change) > 4 * torch.finfo(out.dtype).eps * float((1 + out.abs()).sum()):
+    norm_sq = sum(float((g * g).sum()) for g in grads)  # 0: flat to first order, nothing predicts a change
+    here = [p.clone() for p, _ in moved]
+    # down the gradient (log pi <= 0 may not rise): sum(log pi) falls by 1e-3 (1 + sum |log pi|), to 1st order
+    alpha = min(1e-3 * float((1 + out.abs()).sum()) / max(norm_sq, 1e-30), 1e30)
+    for (p, _), g in zip(moved, grads):
+        p.sub_(g, alpha=alpha)
+    try:
+        unchanged = torch.equal(log_prob_fn(), out.detach())
+    except Exception:  # a distribution refusing what that step made of a near-flat policy: it moved
+        unchanged = False
+    for (p, _), p0 in zip(moved, here):
+        p.copy_(p0)
+    if unchanged and norm_sq > 0:
         raise ValueError(stale)
 
 
@@ -211,13 +221,13 @@ def refuse_stale(log_prob_fn, moved: list, start: list) -> None:
 def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change: float = 0.1) -> float:
     """theta <- theta + eta * direction, eta chosen so that the policy moves by about target_kl (TRPO's 0.01)
     on the batch: PPO's approx_kl = mean((r - 1) - log r), r the new / old probability of each taken action.
-    Returns the eta applied; 0 means no step, every parameter as it was. For loops where eta needs tuning.
+    Returns the eta applied; 0 means no step, every parameter as it was (a zero or non-finite direction, a
+    cap too small to move any parameter, or no eta in 20 tries). For loops where eta needs tuning.
     log_prob_fn() recomputes the batch's log pi(a|s), shape (B,), from the current parameters, the same on
     every call at one theta: eval mode (no dropout, no train-mode BatchNorm), no nondeterministic kernels.
     A step is kept when its KL lies in [target_kl / 2, 1.5 target_kl], or below at the cap (no parameter
-    moves by more than max_change): when the taken actions are already near-certain, the KL can stay below
-    target even there. eta = 0: a zero or non-finite direction, a cap too small to move any parameter, or
-    no eta found in 20 tries. Parameters whose direction is zero are not written (apply_step_).
+    moves by more than max_change; near-certain taken actions keep the KL low). As apply_step_, it writes
+    only parameters whose direction is not zero.
     Refused with a ValueError, every parameter as it was:
     - target_kl or max_change not a finite number > 0; a direction of the wrong length;
     - a log_prob_fn() that returns no (B,) tensor, differs at two calls at one theta, or changes the
@@ -225,7 +235,7 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     - a stale log_prob_fn: stored log-probabilities, with or without their graph (refuse_stale).
     Whatever else log_prob_fn raises is re-raised, every parameter as it was, except a torch distribution's
     refusal of the parameters a trial step made invalid ("found invalid values"): that trial is too long.
-    Cost: typically 4 forward passes over the batch, at most 23. From 32 transitions per update it learned
+    Cost: typically 4 forward passes over the batch, at most 24. From 32 transitions per update it learned
     CartPole in the loops tried; at 5 a policy saturated: below 32, use apply_step_ or a larger batch."""
     if not 0 < target_kl < float("inf") or not 0 < max_change < float("inf"):
         raise ValueError(f"target_kl, max_change must be finite numbers > 0, got {target_kl}, {max_change}")
@@ -267,7 +277,7 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
                     raise
                 new = torch.full_like(old, float("nan"))
             if eta == eta_max and torch.equal(new, old):  # stale, or too flat even at the cap: autograd tells
-                refuse_stale(log_prob_fn, moved, start)
+                refuse_stale(log_prob_fn, moved)
             log_ratio = new - old
             kl = (torch.expm1(log_ratio) - log_ratio).mean().item()
             if target_kl / 2 <= kl <= 1.5 * target_kl or (kl < target_kl / 2 and eta == eta_max):
@@ -277,8 +287,7 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
                 too_short = eta
             else:
                 too_long = eta
-            # the KL grows like eta^2 for small steps: rescale by that model, at most 10x either way (NaN:
-            # 1/10), and where that leaves the bracket found so far, halve it on a log scale
+            # KL ~ eta^2 at small eta: rescale by that, 10x at most (NaN: / 10); else bisect the bracket (log)
             factor = min(max((target_kl / max(kl, 1e-30)) ** 0.5, 0.1), 10.0) if kl < float("inf") else 0.1
             eta = min(eta * factor, eta_max)
             if not too_short < eta < too_long:
@@ -322,15 +331,13 @@ def smac_per_sample_step(actor: nn.Module, batch: dict, args: Args) -> dict:
     """SMAC as Algorithm 1 writes it: one step per transition, in rollout order, each with its own
     one-sample Fisher lambda I + l l^T, l = grad log pi(a|s). Costs B = T x N backward passes per rollout."""
     params = trainable_parameters(actor)
-    obs = batch["obs"]
-    actions = batch["actions"]
-    n = obs.shape[0]
+    n = len(batch["obs"])
     g_sum = 0.0
     step_sum = 0.0
     ell_sq_sum = 0.0
     # Algorithm 1, lines 6-9: for all samples k (the paper's k, i here; its line 3's k is the iteration)
     for i in range(n):
-        ell = flat_grad(actor.log_prob(obs[i : i + 1], actions[i : i + 1]).sum(), params)
+        ell = flat_grad(actor.log_prob(batch["obs"][i : i + 1], batch["actions"][i : i + 1]).sum(), params)
         # line 7: g = grad log pi(a|s) A(s, a)
         g = ell * batch["advantages"][i]
         # line 8: theta <- theta + eta F^-1 g, with eq. (5)
@@ -623,15 +630,11 @@ def run_name(args: Args) -> str:
     return f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
 
 
+POSITIVE = ("learning_rate", "damping", "critic_learning_rate", "total_timesteps", "num_envs", "num_steps")
+
+
 def check_args(args: Args) -> None:
-    for name in (
-        "learning_rate",
-        "damping",
-        "critic_learning_rate",
-        "total_timesteps",
-        "num_envs",
-        "num_steps",
-    ):
+    for name in POSITIVE:
         value = getattr(args, name)
         # NaN fails too; float32 holds each, and 10 alpha: Adam's first step divides alpha by 1 - beta1 = 0.1
         if not 0 < value <= FLOAT32_MAX / 10:
@@ -894,13 +897,11 @@ def log_update(writer: SummaryWriter, actor: Actor, batch: dict, value_loss: flo
 
 def main(argv=None) -> int:
     """The exit code (train()'s, 2 for bad input); the signal handlers it found are back on every return."""
-    # a signal before training starts: one line, exit 130 / 143 (train() installs its own)
-    stop = StopRequest()
+    stop = StopRequest()  # a signal before training starts: one line, exit 130 / 143 (train() has its own)
     try:
         args = tyro.cli(Args, args=argv)  # a flag tyro cannot parse: its message, exit code 2
         torch.set_num_threads(1)  # fastest for these small networks, and deterministic
-        # before any environment renders: with CUDA builds of torch this imports triton, whose import crashes
-        # once an EGL context exists (--capture-video's probe)
+        # before any EGL context (--capture-video): CUDA torch imports triton here, which crashes after one
         torch.use_deterministic_algorithms(True, warn_only=True)
         check_args(args)
         if args.capture_video:

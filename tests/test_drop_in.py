@@ -393,6 +393,30 @@ def test_kl_step_does_not_refuse_a_live_policy_whose_first_trial_rounds_away(see
     assert eta > 0 and not torch.equal(log_prob_fn(), before)
 
 
+@pytest.mark.parametrize("gap", [10.0, 11.0])
+def test_kl_step_does_not_refuse_a_live_policy_that_even_the_cap_leaves_unchanged(gap):
+    """The direction's largest entry on a weight whose input is 0 (it moves nothing), a small one on the taken
+    action's bias: the cap's step changes log pi by less than the rounding at the logits' scale (20), while
+    autograd predicts a change above the rounding of log pi's own scale. A larger step along the gradient moves
+    it: live, not stale. kl_step_ keeps the cap's step, no parameter over the cap."""
+    policy = torch.nn.Linear(8, 5)
+    with torch.no_grad():
+        policy.weight.zero_()
+        policy.bias.copy_(torch.tensor([20.0] + [20.0 - gap] * 4))
+    obs = torch.randn(1, 8, generator=torch.Generator().manual_seed(0))
+    obs[:, 0] = 0.0
+    actions = torch.zeros(1, dtype=torch.long)
+    log_prob_fn = categorical_log_probs(policy, obs, actions)
+    direction = torch.zeros(5 * 8 + 5)
+    direction[0] = 1.0
+    direction[40] = 0.1 if gap == 11.0 else 0.05
+    before = [p.detach().clone() for p in policy.parameters()]
+    eta = BLOCK.kl_step_(policy, direction, log_prob_fn)
+    assert eta == pytest.approx(0.1)
+    moved = torch.cat([(p.detach() - p0).reshape(-1) for p, p0 in zip(policy.parameters(), before)])
+    torch.testing.assert_close(moved, eta * direction)
+
+
 def test_kl_step_with_a_cap_too_small_to_move_any_parameter_returns_0():
     """max_change=1e-12 moves no float32 parameter of order 0.1: eta > 0 was returned for a step that moved
     nothing. Now 0, the parameters bitwise as they were."""

@@ -11,10 +11,11 @@ The defaults are the paper's Hopper row for SMAC; its baselines on Hopper are
     python smac_a2c.py --env-id Hopper-v4 --optimizer adam --learning-rate 1e-4  # AC-Adam
 and every task's rows are in benchmark/hyperparams.toml. Logs go to runs/<run>/ (`tensorboard --logdir runs`).
 
-Read top to bottom: Args -> the SMAC math (the copy block; its kl_step_ is ours) -> actor steps -> GAE and
-the critic -> networks -> train(), the loop. A reader of the method stops there: the run helpers after it
-(checks, environments, normalization, signals, checkpoint, logging, main) are what a CleanRL user expects of
-a script, not the paper. AC-CG, AC-KFAC, ablations, resume, evaluation: `python -m benchmark.trainer`.
+Read top to bottom ("ours": this code's, not the paper's): Args -> the SMAC math (the copy block; its
+kl_step_ is ours) -> actor steps -> GAE and the critic -> networks -> train(), the loop. A reader of the
+method stops there: the run helpers after it (checks, environments, normalization, signals, checkpoint,
+logging, main) are what a CleanRL user expects of a script, not the paper. AC-CG, AC-KFAC, ablations,
+resume, evaluation: `python -m benchmark.trainer` (the repository's lab).
 """
 
 import copy
@@ -106,7 +107,8 @@ class Args:
 # To use SMAC in your own loop, copy these seven functions (they need `import torch`, under that name):
 # sherman_morrison_direction, trainable_parameters, mean_score_and_gradient, smac_direction, apply_step_,
 # kl_step_, refuse_stale. Then, with log_probs the batch's log pi(a|s) WITH their graph, log_prob_fn() a
-# function that recomputes them from the policy's current parameters, and F~ = damping I + l_bar l_bar^T:
+# function that recomputes them from the current parameters, F~ = damping I + l_bar l_bar^T (l_bar: the mean
+# score, grad mean_i log pi(a_i|s_i)):
 #     direction = smac_direction(policy, log_probs, advantages, damping=1.0)  # F~^-1 g
 #     apply_step_(policy, direction, lr=1e-2)  # EITHER the paper's fixed step eta
 #     eta = kl_step_(policy, direction, log_prob_fn, target_kl=0.01)  # OR (ours) eta set by the KL it causes
@@ -191,30 +193,28 @@ def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
 
 # ==== Ours, not the paper's: the step's length from the KL it causes (the copy block's kl_step_) ==========
 def refuse_stale(log_prob_fn, moved: list) -> None:
-    """kl_step_'s check when even the cap's step left log_prob_fn() bitwise unchanged: ValueError if it has no
-    usable graph, or ignores a step that autograd predicts to change it far above rounding (stored values)."""
-    stale = "log_prob_fn() returns stored values or ignores the parameters: recompute log pi(a|s) from them"
+    """kl_step_'s check when even the cap's step left log_prob_fn() bitwise unchanged (a saturated policy, or
+    stored values): ValueError unless its outputs' autograd graphs reach a moved parameter and two calls share
+    no node (each recomputation builds its own)."""
     with torch.enable_grad():
-        out = log_prob_fn()
-        total = out.sum()
-    try:  # RuntimeError: no graph, a parameter unused, a graph freed or built before the trial
-        grads = torch.autograd.grad(total, [p for p, _ in moved], retain_graph=True)
-    except RuntimeError as error:
-        raise ValueError(f"{stale} ({str(error).splitlines()[0][:100]})") from None
-    norm_sq = sum(float((g * g).sum()) for g in grads)  # 0: flat to first order, nothing predicts a change
-    here = [p.clone() for p, _ in moved]
-    # down the gradient (log pi <= 0 may not rise): sum(log pi) falls by 1e-3 (1 + sum |log pi|), to 1st order
-    alpha = min(1e-3 * float((1 + out.abs()).sum()) / max(norm_sq, 1e-30), 1e30)
-    for (p, _), g in zip(moved, grads):
-        p.sub_(g, alpha=alpha)
-    try:
-        unchanged = torch.equal(log_prob_fn(), out.detach())
-    except Exception:  # a distribution refusing what that step made of a near-flat policy: it moved
-        unchanged = False
-    for (p, _), p0 in zip(moved, here):
-        p.copy_(p0)
-    if unchanged and norm_sq > 0:
-        raise ValueError(stale)
+        outputs = [log_prob_fn(), log_prob_fn()]
+    graphs = []
+    leaves = set()  # the ids of the parameters the graphs reach (their AccumulateGrad nodes)
+    for out in outputs:
+        nodes = set()
+        todo = [out.grad_fn]
+        while todo:
+            node = todo.pop()
+            if type(node).__name__ == "AccumulateGrad":
+                leaves.add(id(node.variable))
+            elif node is not None and node not in nodes:
+                nodes.add(node)
+                todo.extend(next_node for next_node, _ in node.next_functions)
+        graphs.append(nodes)
+    if not leaves & {id(p) for p, _ in moved} or graphs[0] & graphs[1]:
+        raise ValueError(
+            "log_prob_fn() returns stored values or ignores the parameters: recompute log pi(a|s) from them"
+        )
 
 
 @torch.no_grad()
@@ -272,7 +272,7 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
                 return 0.0  # even the cap moves no parameter
             try:
                 new = log_prob_fn()
-            except ValueError as error:  # a torch distribution refusing the parameters this trial step made
+            except ValueError as error:  # a validating torch distribution refusing what this trial step made
                 if "found invalid values" not in str(error):
                     raise
                 new = torch.full_like(old, float("nan"))
@@ -774,7 +774,7 @@ class Normalizer:
         return state
 
 
-def tensor(x: np.ndarray, device: torch.device) -> torch.Tensor:
+def tensor(x: np.ndarray, device) -> torch.Tensor:
     return torch.from_numpy(x.astype(np.float32)).to(device)  # (twice as fast as torch.as_tensor for one row)
 
 
@@ -901,7 +901,7 @@ def main(argv=None) -> int:
     try:
         args = tyro.cli(Args, args=argv)  # a flag tyro cannot parse: its message, exit code 2
         torch.set_num_threads(1)  # fastest for these small networks, and deterministic
-        # before any EGL context (--capture-video): CUDA torch imports triton here, which crashes after one
+        # before an EGL context exists (--capture-video): CUDA torch imports triton here, which crashes after
         torch.use_deterministic_algorithms(True, warn_only=True)
         check_args(args)
         if args.capture_video:

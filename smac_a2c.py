@@ -192,28 +192,41 @@ def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
 
 
 # ==== Ours, not the paper's: the step's length from the KL it causes (the copy block's kl_step_) ==========
-def refuse_stale(log_prob_fn, moved: list) -> None:
-    """kl_step_'s check when even the cap's step left log_prob_fn() bitwise unchanged (a saturated policy, or
-    stored values): ValueError unless its outputs' autograd graphs reach a moved parameter and two calls share
-    no node (each recomputation builds its own)."""
-    with torch.enable_grad():
-        outputs = [log_prob_fn(), log_prob_fn()]
-    graphs = []
-    leaves = set()  # the ids of the parameters the graphs reach (their AccumulateGrad nodes)
-    for out in outputs:
-        nodes = set()
-        todo = [out.grad_fn]
-        while todo:
-            node = todo.pop()
+def refuse_stale(first: torch.Tensor, second: torch.Tensor, moved: dict) -> None:
+    """kl_step_'s stale rule, on two outputs of log_prob_fn() at one theta, each with its graph: every moved
+    parameter ({name: tensor}) must be reached from `second` through autograd nodes built in that call, i.e.
+    not in `first`'s graph. Else a ValueError naming what it found and the fix."""
+    earlier = set()  # the first call's graph, with every node from before the calls that it reaches
+    reached = set()  # the parameters it reaches (their AccumulateGrad nodes' variables)
+    todo = [first.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is not None and node not in earlier:
+            earlier.add(node)
             if type(node).__name__ == "AccumulateGrad":
-                leaves.add(id(node.variable))
-            elif node is not None and node not in nodes:
-                nodes.add(node)
-                todo.extend(next_node for next_node, _ in node.next_functions)
-        graphs.append(nodes)
-    if not leaves & {id(p) for p, _ in moved} or graphs[0] & graphs[1]:
+                reached.add(id(node.variable))
+            todo.extend(child for child, _ in node.next_functions)
+    fresh = set()  # the parameters the second call reaches through nodes built in it
+    built = set()  # those nodes
+    todo = [second.grad_fn]
+    while todo:
+        node = todo.pop()
+        if type(node).__name__ == "AccumulateGrad":
+            fresh.add(id(node.variable))
+        elif node is not None and node not in earlier and node not in built:
+            built.add(node)
+            todo.extend(child for child, _ in node.next_functions)
+    if not reached & {id(p) for p in moved.values()}:
         raise ValueError(
-            "log_prob_fn() returns stored values or ignores the parameters: recompute log pi(a|s) from them"
+            "log_prob_fn() reaches none of the parameters kl_step_ moves (stored values, another module, or "
+            "no_grad): recompute log pi(a|s) from them in each call"
+        )
+    stale = [name for name, p in moved.items() if id(p) not in fresh]
+    if stale:
+        raise ValueError(
+            f"log_prob_fn() does not recompute from {', '.join(stale)} (reached only through tensors made "
+            "before the call, or not at all): recompute in each call the part of the forward pass that uses "
+            "them, or leave them out of params"
         )
 
 
@@ -232,7 +245,8 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     - target_kl or max_change not a finite number > 0; a direction of the wrong length;
     - a log_prob_fn() that returns no (B,) tensor, differs at two calls at one theta, or changes the
       module's buffers (train-mode BatchNorm; checked when params is a module);
-    - a stale log_prob_fn: stored log-probabilities, with or without their graph (refuse_stale).
+    - a stale log_prob_fn: a moved parameter not reached through autograd nodes built in the call
+      (stored log-probabilities, with or without their graph; refuse_stale).
     Whatever else log_prob_fn raises is re-raised, every parameter as it was, except a torch distribution's
     refusal of the parameters a trial step made invalid ("found invalid values"): that trial is too long.
     Cost: typically 4 forward passes over the batch, at most 24. From 32 transitions per update it learned
@@ -240,7 +254,11 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     if not 0 < target_kl < float("inf") or not 0 < max_change < float("inf"):
         raise ValueError(f"target_kl, max_change must be finite numbers > 0, got {target_kl}, {max_change}")
     buffers = list(params.buffers()) if isinstance(params, torch.nn.Module) else []
+    names = (
+        {id(p): name for name, p in params.named_parameters()} if isinstance(params, torch.nn.Module) else {}
+    )
     params = trainable_parameters(params)
+    labels = [names.get(id(p), f"params[{i}]") for i, p in enumerate(params)]  # for refuse_stale's message
     sizes = [p.numel() for p in params]
     if direction.numel() != sum(sizes):
         raise ValueError(f"direction has {direction.numel()} entries, the trainable parameters {sum(sizes)}")
@@ -249,15 +267,21 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     if not moved or not largest < float("inf"):  # a zero direction, or NaN/Inf in it: no step
         return 0.0
     buffers_before = [b.clone() for b in buffers]
-    old = log_prob_fn()
-    if not isinstance(old, torch.Tensor) or old.dim() != 1:
-        raise ValueError("log_prob_fn() must return log pi(a|s) as a torch tensor (B,)")
-    if not torch.equal(log_prob_fn(), old):
+    with torch.enable_grad():  # two calls with their graphs, for the stale rule
+        first = log_prob_fn()
+        second = log_prob_fn()
+    for out in (first, second):
+        if not isinstance(out, torch.Tensor) or out.dim() != 1:
+            raise ValueError("log_prob_fn() must return log pi(a|s) as a torch tensor (B,)")
+    if not torch.equal(first, second):
         raise ValueError("log_prob_fn() differs between two calls at the same parameters: use eval mode")
     if not all(torch.equal(b, b0) for b, b0 in zip(buffers, buffers_before)):
         for b, b0 in zip(buffers, buffers_before):
             b.copy_(b0)
         raise ValueError("log_prob_fn() changes the module's buffers (train-mode BatchNorm): use eval mode")
+    refuse_stale(first, second, {n: p for n, p, d in zip(labels, params, direction.split(sizes)) if d.any()})
+    old = first.detach()
+    del first, second  # their graphs
     start = [p.clone() for p, _ in moved]
     eta_max = max_change / largest
     eta = min(1e-3 / largest, eta_max)  # a probe: no parameter moves by more than 1e-3
@@ -276,8 +300,6 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
                 if "found invalid values" not in str(error):
                     raise
                 new = torch.full_like(old, float("nan"))
-            if eta == eta_max and torch.equal(new, old):  # stale, or too flat even at the cap: autograd tells
-                refuse_stale(log_prob_fn, moved)
             log_ratio = new - old
             kl = (torch.expm1(log_ratio) - log_ratio).mean().item()
             if target_kl / 2 <= kl <= 1.5 * target_kl or (kl < target_kl / 2 and eta == eta_max):

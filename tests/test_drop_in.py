@@ -499,7 +499,7 @@ def test_numpy_log_probabilities_are_refused_like_those_without_a_graph():
     direction = BLOCK.smac_direction(module["pi"], log_prob_fn(), adv, DAMPING)
 
     def numpy_log_probs():
-        return log_prob_fn().numpy()
+        return log_prob_fn().detach().numpy()
 
     with pytest.raises(ValueError, match="torch tensor"):
         BLOCK.kl_step_(module["pi"], direction, numpy_log_probs)
@@ -515,3 +515,157 @@ def test_the_copied_block_learns_cartpole_in_foreign_loops(loop, seed):
     run = foreign_loops.run_loop(BLOCK, loop, "kl", seed, BUDGET)
     assert run.solved_at is not None, (loop, seed, np.mean(run.returns[-20:]))
     assert np.median(run.kl) <= 0.015  # every step moved the policy by about the target, 0.01
+
+
+# ---- kl_step_'s stale rule: every moved parameter reached through autograd nodes built in log_prob_fn()'s call ------
+GAP = {
+    "live": None,
+    "saturated": 25.0,
+}  # a logit gap of 25 (taken action's p = 1 - 3e-11): log pi rounds to 0
+
+
+class TrunkAndHead(torch.nn.Module):
+    """An MLP or GRU trunk and a linear head over 3 actions; at a saturated policy the head's bias puts the taken
+    action (0) `gap` logits ahead and its weights are small, so that every parameter still gets a direction."""
+
+    def __init__(self, trunk="mlp", gap=None):
+        super().__init__()
+        torch.manual_seed(0)
+        if trunk == "gru":
+            self.trunk = torch.nn.GRU(4, 16, batch_first=True)
+        else:
+            self.trunk = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.Tanh())
+        self.head = torch.nn.Linear(16, 3)
+        if gap is not None:
+            with torch.no_grad():
+                self.head.weight.mul_(0.01)
+                self.head.bias.copy_(torch.tensor([gap, 0.0, 0.0]))
+
+    def features(self, obs):
+        if isinstance(self.trunk, torch.nn.GRU):
+            return self.trunk(obs)[0].reshape(-1, 16)  # (B, T, 16) -> (B T, 16): one action per step
+        return self.trunk(obs)
+
+    def forward(self, obs):
+        return self.head(self.features(obs))
+
+
+def stale_rule_case(case, state):
+    """(policy, params, direction, log_prob_fn) for one case of the stale rule at a live or saturated policy."""
+    gap = GAP[state]
+    gru = case in ("gru", "half-stale gru")
+    policy = TrunkAndHead("gru" if gru else "mlp", gap)
+    gen = torch.Generator().manual_seed(1)
+    obs = torch.randn(8, 6, 4, generator=gen) if gru else torch.randn(48, 4, generator=gen)
+    actions = torch.zeros(48, dtype=torch.long) if gap else torch.randint(0, 3, (48,), generator=gen)
+    adv = torch.randn(48, generator=gen)
+    params = policy
+    if case in ("earlier features", "encoder with its own optimizer"):
+        features = policy.features(obs)  # once per update, its graph kept for the critic
+        value_loss = features.pow(2).mean()  # stands in for the critic's loss through the trunk
+        params = policy.head
+
+        def log_prob_fn():
+            return torch.distributions.Categorical(logits=policy.head(features)).log_prob(actions)
+
+        log_probs = log_prob_fn()
+        if case == "encoder with its own optimizer":
+            encoder_opt = torch.optim.SGD(policy.trunk.parameters(), lr=0.1)
+            value_loss.backward(retain_graph=True)
+            encoder_opt.step()  # the encoder moves; the features keep their graph
+    elif case == "half-stale gru":
+        features = policy.features(obs)  # stored GRU outputs with their graph, only the head recomputed
+
+        def log_prob_fn():
+            return torch.distributions.Categorical(logits=policy.head(features)).log_prob(actions)
+
+        log_probs = torch.distributions.Categorical(logits=policy(obs)).log_prob(actions)
+    else:
+        model = policy
+        if case == "compiled":
+            # aot_eager: the CompiledFunctionBackward node inductor builds too, without its minute of compiling
+            model = torch.compile(policy, backend="aot_eager")
+
+        def log_prob_fn():
+            if case == "functional_call":
+                logits = torch.func.functional_call(policy, dict(policy.named_parameters()), (obs,))
+            else:
+                logits = model(obs)
+            return torch.distributions.Categorical(logits=logits).log_prob(actions)
+
+        log_probs = log_prob_fn()
+        stored = log_probs.detach()
+        if case == "stored without graph":
+
+            def log_prob_fn():
+                return stored
+
+        elif case == "stored with graph":
+
+            def log_prob_fn():
+                return log_probs.clone()
+
+    direction = BLOCK.smac_direction(params, log_probs, adv, DAMPING, retain_graph=True)
+    return policy, params, direction, log_prob_fn
+
+
+CORRECT = ["earlier features", "encoder with its own optimizer", "functional_call", "compiled", "gru"]
+
+
+@pytest.mark.parametrize("state", list(GAP))
+@pytest.mark.parametrize("case", CORRECT)
+def test_kl_step_takes_a_correct_log_prob_fn_at_a_live_and_a_saturated_policy(case, state):
+    """Each recomputes log pi from the parameters kl_step_ moves. At a logit gap of 25 the earlier rule ("two calls
+    share no autograd node") refused the first two, whose features keep a graph from a forward through layers
+    kl_step_ does not move (a shared trunk at 5 transitions per update stopped at update 3,530 on it)."""
+    policy, params, direction, log_prob_fn = stale_rule_case(case, state)
+    moved = [p for p in BLOCK.trainable_parameters(params)]
+    before = [p.detach().clone() for p in moved]
+    old = log_prob_fn().detach()
+    eta = BLOCK.kl_step_(params, direction, log_prob_fn)
+    change = torch.cat([(p.detach() - p0).reshape(-1) for p, p0 in zip(moved, before)])
+    assert eta > 0
+    torch.testing.assert_close(change, eta * direction)  # the step is eta times the direction, every entry
+    kl = approx_kl(old, log_prob_fn().detach())
+    assert 0.005 <= kl <= 0.015 or (kl < 0.005 and change.abs().max().item() == pytest.approx(0.1, rel=1e-4))
+
+
+def test_kl_step_takes_a_near_deterministic_gaussian_head():
+    """std 1e-4, fixed: log pi moves only through the mean, by (a - mu) / sigma^2 per unit of mean: a step of
+    about 7e-7 in the mean's weights already moves the policy by the target KL."""
+    torch.manual_seed(0)
+    mean = torch.nn.Linear(4, 2)
+    obs = torch.randn(64, 4, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        actions = mean(obs) + 1e-4 * torch.randn(64, 2, generator=torch.Generator().manual_seed(1))
+
+    def log_prob_fn():
+        return torch.distributions.Normal(mean(obs), 1e-4).log_prob(actions).sum(-1)
+
+    old = log_prob_fn().detach()
+    direction = BLOCK.smac_direction(mean, log_prob_fn(), torch.randn(64), DAMPING)
+    eta = BLOCK.kl_step_(mean, direction, log_prob_fn)
+    assert eta > 0 and 0.005 <= approx_kl(old, log_prob_fn().detach()) <= 0.015
+
+
+@pytest.mark.parametrize("state", list(GAP))
+@pytest.mark.parametrize("case", ["stored without graph", "stored with graph", "half-stale gru"])
+def test_kl_step_refuses_a_stale_log_prob_fn_at_a_live_and_a_saturated_policy(case, state):
+    """Stored log-probabilities reach no parameter through a node built in the call (with their graph: every one
+    through nodes from before it, and those are named; without: none at all); the half-stale function
+    (stored GRU outputs with their graph, the head recomputed, params the whole policy) reaches the GRU's only
+    through the stored outputs: at a live policy the earlier rule kept its step, having measured only the head's
+    part of the change (here a KL of 0.0049; the whole policy's, 0.0069). Refused, naming the parameters, every one as it was."""
+    policy, params, direction, log_prob_fn = stale_rule_case(case, state)
+    before = flat(policy)
+    with pytest.raises(ValueError, match="recompute") as refused:
+        BLOCK.kl_step_(params, direction, log_prob_fn)
+    assert torch.equal(flat(policy), before)
+    named = [name for name, _ in policy.named_parameters()]
+    listed = [name for name in named if name in str(refused.value)]
+    stale = {  # the parameters the call reaches only through nodes from before it
+        "stored without graph": [],  # none reached at all
+        "stored with graph": named,
+        "half-stale gru": [name for name in named if name.startswith("trunk.")],
+    }
+    assert listed == stale[case]

@@ -40,6 +40,12 @@ path, smac_direction_batched (one vmapped vector-Jacobian product), the same sol
 (Hopper-dims MLP, T = 1000, interleaved); the median per method and its ratio to SGD; writes
 docs/smac_direction_cost.csv.
     python -m benchmark.costs direction-cost [--widths 64 --rounds 50 --device cuda]
+
+kl-step-cost: one batch-mean SMAC update with kl_step_ (smac_direction, then kl_step_ at target 0.01 with
+log_prob_fn recomputing the batch's log pi) against one SGD step (Hopper-dims Gaussian MLP, 64-64, T = 1000, one
+thread), median of --rounds interleaved rounds and its ratio to SGD; --compare FILE times FILE's copy of the block
+(e.g. `git show REV:smac_a2c.py > FILE`) in the same rounds.
+    python -m benchmark.costs kl-step-cost [--rounds 100] [--compare OLD_smac_a2c.py]
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ import argparse
 import contextlib
 import copy
 import functools
+import importlib.util
 import io
 import json
 import os
@@ -698,6 +705,33 @@ def direction_cost(a) -> None:
     )
 
 
+def kl_step_update(block):
+    """An actor step: smac_direction, then block.kl_step_ at its default target (eta set by the KL it causes)."""
+
+    def step(actor, batch, args, state):
+        def log_prob_fn():
+            return actor.log_prob(batch["obs"], batch["actions"])
+
+        direction = block.smac_direction(actor, log_prob_fn(), batch["advantages"], args.damping)
+        return {"eta": block.kl_step_(actor, direction, log_prob_fn)}
+
+    return step
+
+
+def kl_step_cost(a) -> None:
+    steps = {"sgd": lab.sgd_step, "smac_direction + kl_step_": kl_step_update(smac_a2c)}
+    if a.compare:
+        spec = importlib.util.spec_from_file_location("compared_block", a.compare)
+        compared = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(compared)
+        steps[f"the same, {a.compare}"] = kl_step_update(compared)
+    torch.set_num_threads(1)
+    med = update_ms(steps, 64, "cpu", T=1000, repeats=a.rounds, warmup=5)
+    for name, ms in med.items():
+        print(f"{name:40s} {ms:8.3f} ms  x{ms / med['sgd']:5.2f} sgd")
+    print(f"64-64, T = 1000, 1 thread, torch {torch.__version__}, median of {a.rounds} interleaved rounds")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", metavar="command", required=True)
@@ -770,6 +804,10 @@ def main(argv=None) -> None:
     add("--threads", type=int, default=1)
     add("--device", choices=["cpu", "cuda"], default="cpu")
     add("--out", default=os.path.join(ROOT, "docs", "smac_direction_cost.csv"))
+
+    add = command("kl-step-cost", kl_step_cost, "smac_direction + kl_step_ against an SGD step")
+    add("--rounds", type=int, default=100)
+    add("--compare", default=None, help="another smac_a2c.py whose kl_step_ is timed in the same rounds")
 
     opts = p.parse_args(argv)
     opts.fn(opts)

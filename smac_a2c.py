@@ -1,23 +1,23 @@
 """SMAC: Sherman-Morrison Actor-Critic, the reference implementation in one file (A2C + GAE + rank-1 NPG).
 
 Paper: "Rank-1 Approximation of Inverse Fisher for Natural Policy Gradients in Deep Reinforcement Learning"
-(Huo et al., TMLR 2026). The actor step preconditions the policy gradient g with a damped rank-1 empirical
-Fisher, inverted in closed form by the Sherman-Morrison formula (the paper's eq. (4) and (5)):
-    (lambda I + l l^T)^-1 g = (1/lambda) (g - l (l^T g) / (lambda + l^T l)),    O(d) time and memory.
+(Huo et al., TMLR 2026). The actor's step is a natural policy gradient whose Fisher is the damped rank-1
+empirical Fisher F~ = lambda I + l_bar l_bar^T, inverted in closed form (Sherman-Morrison) in O(d).
 
-The defaults are the paper's Hopper row for SMAC; its baselines on Hopper are
-    python smac_a2c.py --env-id Hopper-v4                                        # SMAC (the defaults)
+Run it (the defaults are the paper's Hopper row; every task's rows are in benchmark/hyperparams.toml):
+    python smac_a2c.py --env-id Hopper-v4                                        # SMAC
     python smac_a2c.py --env-id Hopper-v4 --optimizer sgd --learning-rate 1e-3   # AC-SGD
     python smac_a2c.py --env-id Hopper-v4 --optimizer adam --learning-rate 1e-4  # AC-Adam
-and every task's rows are in benchmark/hyperparams.toml. Logs go to runs/<run>/ (`tensorboard --logdir runs`).
+Logs go to runs/<run>/ (`tensorboard --logdir runs`), the final state to runs/<run>/checkpoint.pt.
 
-Read top to bottom ("ours": this code's, not the paper's): Args -> the SMAC math (the copy block; its
-kl_step_ is ours) -> actor steps -> GAE and the critic -> networks -> train(), the loop. A reader of the
-method stops there: the run helpers after it (checks, environments, normalization, signals, checkpoint,
-logging, main) are what a CleanRL user expects of a script, not the paper. AC-CG, AC-KFAC, ablations,
-resume, evaluation: `python -m benchmark.trainer` (the repository's lab).
+Read top to bottom: Args, the SMAC step (the copy block), the four actor steps, GAE and the critic, the
+networks, and train(), Algorithm 1's loop. A reader of the method can stop at the end of train(): what
+follows is ours, not the paper's (kl_step_, acting without torch.distributions, normalization, signals,
+the checkpoint, input checks, logging, main). The lab, `python -m benchmark.trainer`, adds AC-CG, AC-KFAC,
+ablations, resume and evaluation.
 """
 
+import atexit
 import copy
 import os
 import random
@@ -26,20 +26,6 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import Literal, Optional
-
-# Signals, before the slow imports: Ctrl-C during them prints one line, no traceback (as a script). Skip it.
-if __name__ == "__main__":
-    ended = []  # main()'s exit code, once it returned
-
-    def exit_at_once(signum, frame):
-        if not ended:  # during the imports
-            print(f"stopped by {signal.Signals(signum).name} before training started", file=sys.stderr)
-            os._exit(128 + signum)
-        # after main() returned (W&B's upload at exit): main()'s code if a signal ended it, else this signal's
-        os._exit(ended[0] if ended[0] in (130, 143) else 128 + signum)
-
-    signal.signal(signal.SIGINT, exit_at_once)
-    signal.signal(signal.SIGTERM, exit_at_once)
 
 import gymnasium as gym
 import numpy as np
@@ -58,7 +44,7 @@ class Args:
     seed: int = 1
     """seed of python, numpy, torch and the environments"""
     cuda: bool = False
-    """networks and updates on the GPU if there is one; actions from a CPU copy of the actor, CPU's RNG"""
+    """networks and updates on the GPU if there is one; actions from a CPU copy of the actor"""
     track: bool = False
     """sync the TensorBoard scalars to Weights & Biases (needs `wandb login`, or WANDB_MODE=offline)"""
     wandb_project_name: str = "smac"
@@ -74,13 +60,13 @@ class Args:
     optimizer: Literal["smac", "sgd", "adam"] = "smac"
     """actor step: smac (Sherman-Morrison natural gradient), sgd (AC-SGD) or adam (AC-Adam)"""
     fisher: Literal["batch-mean", "per-sample"] = "batch-mean"
-    """smac: batch-mean (the paper's Practical Method, one step per rollout) or per-sample (Algorithm 1: one
-    step per transition, B = T x num_envs steps per rollout: at one eta, theta moves ~B x farther)"""
+    """smac: batch-mean (the paper's Practical Method, one step per rollout) or per-sample (Algorithm 1:
+    one step per transition, so at one eta theta moves about B times farther per rollout)"""
     learning_rate: float = 1e-2
     """actor step size eta"""
     target_kl: float = 0.0
-    """ours, not the paper's: > 0 sets each batch-mean SMAC step's length so that the policy moves by about
-    this KL on the batch (TRPO: 0.01; kl_step_), instead of eta; 0: the paper's fixed step eta"""
+    """ours: > 0 sets each batch-mean SMAC step's length by the KL it causes on the batch (kl_step_;
+    TRPO: 0.01) instead of eta; 0: the paper's fixed step eta"""
     damping: float = 1.0
     """smac damping lambda > 0 in F = lambda I + l l^T"""
     critic_learning_rate: float = 1e-4
@@ -103,29 +89,23 @@ class Args:
     """hidden layer widths of the actor and the critic (tanh MLPs)"""
 
 
-# ==== The SMAC math (the copy block) ===================================================================
+# ==== The SMAC step: the copy block ====================================================================
+# The whole update, once (ascent on J; the paper's eq. (5) with the Practical Method's batch means):
+#     theta <- theta + eta (lambda I + l_bar l_bar^T)^-1 g
+#     l_bar = grad_theta (1/B) sum_i log pi(a_i|s_i),   g = grad_theta (1/B) sum_i log pi(a_i|s_i) A_i
 # To use SMAC in your own loop, copy these seven functions (they need `import torch`, under that name):
 # sherman_morrison_direction, trainable_parameters, mean_score_and_gradient, smac_direction, apply_step_,
-# kl_step_, refuse_stale. Then, with log_probs the batch's log pi(a|s) WITH their graph, log_prob_fn() a
-# function that recomputes them from the current parameters, F~ = damping I + l_bar l_bar^T (l_bar: the mean
-# score, grad mean_i log pi(a_i|s_i)):
-#     direction = smac_direction(policy, log_probs, advantages, damping=1.0)  # F~^-1 g
-#     apply_step_(policy, direction, lr=1e-2)  # EITHER the paper's fixed step eta
-#     eta = kl_step_(policy, direction, log_prob_fn, target_kl=0.01)  # OR (ours) eta set by the KL it causes
-# The steps write the parameters in place: backpropagate every loss whose graph holds a parameter they move
-# before the step, or build it after. smac_direction leaves .grad alone (it calls torch.autograd.grad).
-# A trunk shared with the critic (the value head may be in the list: its direction is zero, it stays put):
-#     critic_optimizer.zero_grad()
-#     direction = smac_direction(trunk_and_actor, log_probs, advantages, damping=1.0, retain_graph=True)
-#     value_loss.backward()  # through the trunk, before it moves (retain_graph: the forward is shared)
-#     eta = kl_step_(trunk_and_actor, direction, log_prob_fn)  # or apply_step_(trunk_and_actor, ...)
-#     critic_optimizer.step()  # moves the trunk too: a policy change kl_step_ neither measures nor caps
+# kl_step_, refuse_stale. Then, with log_probs the batch's log pi(a|s) WITH their graph:
+#     direction = smac_direction(policy, log_probs, advantages, damping=1.0)
+#     apply_step_(policy, direction, lr=1e-2)  # the paper's fixed eta, OR (ours, after train()):
+#     eta = kl_step_(policy, direction, log_prob_fn, target_kl=0.01)  # eta set by the KL it causes
+# Its rules (a shared trunk, batch size, eta) are in docs/drop_in.md.
 def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: float) -> torch.Tensor:
     """(lambda I + l l^T)^-1 g for flat 1-D tensors g and l: two dot products and one axpy, O(d)."""
-    # eq. (4): (lambda I + l l^T)^-1 = I / lambda - l l^T / (lambda^2 + lambda l^T l). Applied to g it is
-    # eq. (5) without its step size eta: (1/lambda) (g - l (l^T g) / (lambda + l^T l)). No d x d matrix.
-    # Ours, an identity of eq. (5), not a claim of the paper: across l the step is g / lambda, along l it is
-    # g / (lambda + |l|^2). So with |l|^2 << lambda, SMAC is SGD with step eta / lambda.
+    # eq. (4): (lambda I + l l^T)^-1 = I / lambda - l l^T / (lambda^2 + lambda l^T l). Applied to g, it
+    # is eq. (5) without its step size eta: (1/lambda) (g - l (l^T g) / (lambda + l^T l)). No d x d matrix.
+    # Ours, an identity of eq. (5): across l the step is g / lambda, along l it is g / (lambda + |l|^2).
+    # So with |l|^2 << lambda, SMAC is SGD with step eta / lambda.
     return (g - ell * (torch.dot(ell, g) / (damping + torch.dot(ell, ell)))) / damping
 
 
@@ -140,9 +120,8 @@ def trainable_parameters(params) -> list:
 
 
 def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages, retain_graph: bool = False):
-    """Flat (l_bar, g) of the Practical Method: l_bar = grad (1/B) sum_i log pi(a_i|s_i) and
-    g = grad (1/B) sum_i log pi(a_i|s_i) A_i, from two backward passes through the same graph. retain_graph:
-    keep the graph for a later backward through it (a critic sharing the trunk), at the memory it holds."""
+    """Flat (l_bar, g) of the Practical Method, from two backward passes through the same graph.
+    retain_graph: keep the graph for a later backward through it (a critic sharing the trunk)."""
     params = trainable_parameters(params)
     if not isinstance(log_probs, torch.Tensor) or not log_probs.requires_grad:
         raise ValueError("log_probs must be a tensor with its graph: compute them outside torch.no_grad()")
@@ -151,7 +130,7 @@ def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages, retain_
         raise ValueError(f"log_probs, advantages need shape (B,), got {log_probs.shape}, {advantages.shape}")
     batch_size = len(log_probs)
     score_weights = torch.full_like(log_probs, 1.0 / batch_size)
-    # ours, where the paper is silent: g is the batch mean of grad log pi(a_i|s_i) A_i, as l_bar of the scores
+    # ours, where the paper is silent: g is a batch mean, as l_bar is
     adv_weights = advantages.detach() / batch_size
     # a parameter the log-probabilities do not depend on gets a zero gradient (materialize_grads)
     ell_parts = torch.autograd.grad(
@@ -164,9 +143,8 @@ def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages, retain_
 
 
 def smac_direction(params, log_probs, advantages, damping: float, retain_graph: bool = False) -> torch.Tensor:
-    """F~^-1 g with F~ = damping I + l_bar l_bar^T, for any policy. params: a module or a list of parameters;
-    log_probs (B,) WITH their graph; advantages (B,), a tensor or an array. Flat (d,), laid out as the
-    parameters (apply_step_)."""
+    """F~^-1 g with F~ = damping I + l_bar l_bar^T, for any policy. params: a module or a list of
+    parameters; log_probs (B,) WITH their graph; advantages (B,), a tensor or an array. Flat (d,)."""
     if not damping > 0:
         raise ValueError(f"damping must be > 0 (the paper's rows: 0.01 to 1), got {damping}")
     ell, g = mean_score_and_gradient(params, log_probs, advantages, retain_graph)
@@ -176,8 +154,8 @@ def smac_direction(params, log_probs, advantages, damping: float, retain_graph: 
 @torch.no_grad()
 def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
     """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout. A parameter whose
-    direction is zero is not written, not even +0: a graph through it (a critic's value loss) still
-    backpropagates. A non-finite lr: ValueError; NaN/Inf in direction: FloatingPointError; nothing moves."""
+    direction is zero is not written, not even +0: a graph through it (a critic's loss) still backpropagates.
+    A non-finite lr: ValueError; NaN/Inf in direction: FloatingPointError; nothing moves."""
     if not abs(lr) < float("inf"):  # NaN fails every comparison: `not x < inf` refuses it too
         raise ValueError(f"lr must be a finite number, got {lr}")
     params = trainable_parameters(params)
@@ -191,7 +169,299 @@ def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
             p.add_(d.view_as(p), alpha=lr)
 
 
-# ==== Ours, not the paper's: the step's length from the KL it causes (the copy block's kl_step_) ==========
+# ==== The four actor steps: each takes a batch {obs, actions, advantages}, returns {g, step, ...} ======
+def flat_grad(output: torch.Tensor, params) -> torch.Tensor:
+    return torch.cat([g.reshape(-1) for g in torch.autograd.grad(output, params)])
+
+
+def smac_batch_mean_step(actor: nn.Module, batch: dict, args: Args) -> dict:
+    """SMAC as the paper's experiments run it (Practical Method): one step per rollout of B = T x N
+    transitions. With --target-kl it returns the direction without stepping: train() calls kl_step_."""
+    log_probs = actor(batch["obs"]).log_prob(batch["actions"])
+    # smac_direction, in its two halves so that l_bar can be logged
+    ell, g = mean_score_and_gradient(actor, log_probs, batch["advantages"])
+    step = sherman_morrison_direction(g, ell, args.damping)
+    # The Practical Method prints this step as theta - eta [g / lambda - ...] with g the gradient of J:
+    # taken literally it would descend J. The code follows eq. (5) and Algorithm 1, line 8 (ascent).
+    if args.target_kl == 0:
+        apply_step_(actor, step, args.learning_rate)
+    return {"g": g, "step": step, "ell": ell}
+
+
+def smac_per_sample_step(actor: nn.Module, batch: dict, args: Args) -> dict:
+    """SMAC as Algorithm 1 writes it: one step per transition, in rollout order, each with its own
+    one-sample Fisher lambda I + l l^T, l = grad log pi(a|s). Costs B backward passes per rollout."""
+    params = trainable_parameters(actor)
+    n = len(batch["obs"])
+    g_sum = 0.0
+    step_sum = 0.0
+    ell_sq_sum = 0.0
+    # Algorithm 1, lines 6-9: for all samples k (the paper's k, i here; its line 3's k is the iteration)
+    for i in range(n):
+        ell = flat_grad(actor(batch["obs"][i : i + 1]).log_prob(batch["actions"][i : i + 1]).sum(), params)
+        # line 7: g = grad log pi(a|s) A(s, a)
+        g = ell * batch["advantages"][i]
+        # line 8: theta <- theta + eta F^-1 g, with eq. (5)
+        step = sherman_morrison_direction(g, ell, args.damping)
+        apply_step_(params, step, args.learning_rate)
+        g_sum = g_sum + g
+        step_sum = step_sum + step
+        ell_sq_sum = ell_sq_sum + torch.dot(ell, ell)
+    return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq_sum / n}
+
+
+def sgd_step(actor: nn.Module, batch: dict, args: Args) -> dict:
+    """AC-SGD: theta <- theta + eta g, g = grad mean_i log pi(a_i|s_i) A_i."""
+    objective = (actor(batch["obs"]).log_prob(batch["actions"]) * batch["advantages"]).mean()
+    g = flat_grad(objective, list(actor.parameters()))
+    apply_step_(actor, g, args.learning_rate)
+    return {"g": g, "step": g}
+
+
+def adam_step(actor: nn.Module, optimizer: torch.optim.Adam, batch: dict, args: Args) -> dict:
+    """AC-Adam: one step of the actor's Adam (learning rate eta, maximize=True) on the same objective."""
+    params = list(actor.parameters())
+    before = nn.utils.parameters_to_vector(params).detach()
+    objective = (actor(batch["obs"]).log_prob(batch["actions"]) * batch["advantages"]).mean()
+    optimizer.zero_grad(set_to_none=True)
+    objective.backward()
+    g = torch.cat([p.grad.reshape(-1) for p in params])
+    optimizer.step()
+    # Adam's step, for the diagnostics (the other steps report theta's change divided by eta too)
+    step = (nn.utils.parameters_to_vector(params).detach() - before) / args.learning_rate
+    return {"g": g, "step": step}
+
+
+# ==== GAE and the critic (the paper's section 4.4) =====================================================
+def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
+    """(advantages A, critic targets R = A + V), from (T, N) arrays: terminations[t] 1 where an episode
+    terminated at step t, dones[t] 1 where it ended (terminated or truncated), next_values[t] = V(s_{t+1}),
+    of the final observation where an episode ended at t."""
+    # eq. (14): delta_t = r_t + gamma V(s_{t+1}) - V(s_t), every t at once. Ours, where the paper is
+    # silent: a truncation bootstraps from V(final observation), a termination does not (a select, not
+    # a product: a NaN in a terminal observation's value must not leak into the advantages)
+    deltas = rewards + gamma * np.where(terminations > 0, 0.0, next_values) - values
+    decay = gamma * gae_lambda * (1.0 - dones)
+    advantages = np.zeros_like(rewards)
+    last = np.zeros_like(rewards[0])
+    # eq. (15): A_t = sum_l (gamma lambda_GAE)^l delta_{t+l}, i.e. A_t = delta_t + gamma lambda_GAE A_{t+1},
+    # cut where an episode ends
+    for t in reversed(range(rewards.shape[0])):
+        last = deltas[t] + decay[t] * last
+        advantages[t] = last
+    return advantages, advantages + values
+
+
+def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, returns) -> float:
+    """One Adam step (rate alpha) on L_critic = mean_t (R_t - V_phi(s_t))^2 (section 4.4, not numbered)."""
+    loss = (returns - critic(obs)).pow(2).mean()
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+# ==== Networks: separate actor and critic MLPs (CleanRL's: 64-64 tanh, orthogonal initialization) =======
+def layer_init(layer: nn.Linear, std: float = np.sqrt(2)) -> nn.Linear:
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.constant_(layer.bias, 0.0)
+    return layer
+
+
+class Actor(nn.Module):
+    """pi_theta(a|s) = Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)); theta: MLP and log_std."""
+
+    def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes=(64, 64)):
+        super().__init__()
+        self.discrete = discrete
+        sizes = [obs_dim, *hidden_sizes]
+        self.linears = nn.ModuleList(layer_init(nn.Linear(i, o)) for i, o in zip(sizes[:-1], sizes[1:]))
+        # the output layer starts near zero: a near-uniform first policy
+        self.linears.append(layer_init(nn.Linear(sizes[-1], act_dim), std=0.01))
+        if not discrete:
+            self.log_std = nn.Parameter(torch.zeros(act_dim))
+
+    def forward(self, obs: torch.Tensor) -> torch.distributions.Distribution:
+        """The policy at a batch of observations (B, obs_dim); its log_prob(actions) has shape (B,)."""
+        *hidden, last = self.linears
+        h = obs
+        for linear in hidden:
+            h = torch.tanh(linear(h))
+        out = last(h)
+        # validate_args=False: the loop checks finiteness itself (NaN: exit 3 with a checkpoint)
+        if self.discrete:
+            return torch.distributions.Categorical(logits=out, validate_args=False)
+        normal = torch.distributions.Normal(out, torch.exp(self.log_std), validate_args=False)
+        return torch.distributions.Independent(normal, 1, validate_args=False)  # log pi: sum over dims
+
+
+def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, device="cpu"):
+    """The actor, and the critic V_phi(s): an MLP whose Flatten(-2) turns its output (B, 1) into (B,)."""
+    actor = Actor(obs_dim, act_dim, discrete, args.hidden_sizes)
+    sizes = [obs_dim, *args.hidden_sizes]
+    layers = []
+    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+        layers.append(layer_init(nn.Linear(n_in, n_out)))
+        layers.append(nn.Tanh())
+    critic = nn.Sequential(*layers, layer_init(nn.Linear(sizes[-1], 1), std=1.0), nn.Flatten(-2))
+    return actor.to(device), critic.to(device)
+
+
+# ==== Training: Algorithm 1's loop ======================================================================
+def train(args: Args) -> int:
+    """Train; the exit code: 0 finished, 3 diverged (NaN/Inf), 130 / 143 Ctrl-C / SIGTERM, 1 checkpoint.pt
+    not written. It holds the state at the end (after a divergence or a second signal: before that update)."""
+    # TRY NOT TO MODIFY: signals, the run directory, logging, seeding (helpers after train())
+    stop = StopRequest()
+    run_dir = create_run_dir(args)
+    writer = make_writer(args, run_dir)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+
+    # environments (environment i resets with seed + i) and Algorithm 1, line 2: initialise theta and phi
+    envs = [make_env(args, run_dir, i) for i in range(args.num_envs)]
+    act_space = envs[0].action_space
+    discrete = isinstance(act_space, gym.spaces.Discrete)
+    obs_dim = envs[0].observation_space.shape[0]
+    act_dim = act_space.n if discrete else act_space.shape[0]
+    actor, critic = make_networks(args, obs_dim, act_dim, discrete, device)
+    critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
+    actor_opt = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, maximize=True)  # AC-Adam
+    normalizer = Normalizer(obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
+    parts = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "actor_opt": actor_opt}
+    parts["normalizer"] = normalizer
+    # --cuda: act with a CPU copy of the actor, refreshed after each update (no GPU round trip per action)
+    acting = actor if device.type == "cpu" else copy.deepcopy(actor).cpu()
+    T = args.num_steps
+    N = args.num_envs
+    budget = args.total_timesteps - args.total_timesteps % (T * N)
+    buf_obs = np.zeros((T, N, obs_dim))
+    buf_next_obs = np.zeros((T, N, obs_dim))
+    buf_actions = np.zeros((T, N) if discrete else (T, N, act_dim))
+    buf_rewards = np.zeros((T, N))
+    buf_terminations = np.zeros((T, N))
+    buf_dones = np.zeros((T, N))
+    ep_return = np.zeros(N)
+    ep_length = np.zeros(N, dtype=np.int64)
+    recent_returns = []
+    finished = []  # (step, return, length) of the episodes that end in this rollout
+    obs = np.stack([env.reset(seed=args.seed + i)[0] for i, env in enumerate(envs)])
+    global_step = 0
+    update = 0
+    no_step = 0  # --target-kl: updates whose step kl_step_ refused
+    exit_code = 0
+    start_time = time.time()
+    # the state after the last completed update: what checkpoint.pt keeps if the next goes bad or is stopped
+    last_good = checkpoint_state(args, global_step, update, parts)
+    stop.stop_now_at = 2  # from here the first signal ends the run after its update, a second at once
+    try:
+        # Algorithm 1, line 3: for iteration k = 0, 1, ... (k: `update` here)
+        while global_step < budget and not stop.signal:
+            # ALGO LOGIC: line 4: roll out T steps in every environment, acting with the current policy
+            for t in range(T):
+                if not np.abs(obs).max() <= FLOAT32_MAX:  # NaN, Inf, or beyond float32 (1e39)
+                    raise Diverged("NaN/Inf in an observation")
+                # a ~ pi(.|s): what acting(obs).sample() draws, faster (ours, after train())
+                action = act(acting, tensor(normalizer.obs(obs), "cpu")).numpy()
+                # Discrete(n, start): the index shifted; a Box: the action clipped into it (as CleanRL)
+                env_action = (
+                    action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
+                )
+                buf_obs[t] = obs
+                buf_actions[t] = action
+                # not a SyncVectorEnv: s_{t+1} is an ending episode's final observation, no autoreset step
+                for i, env in enumerate(envs):
+                    next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
+                    buf_rewards[t, i] = reward
+                    buf_terminations[t, i] = terminated
+                    buf_dones[t, i] = terminated or truncated
+                    buf_next_obs[t, i] = next_obs
+                    ep_return[i] = ep_return[i] + reward
+                    ep_length[i] = ep_length[i] + 1
+                    if terminated or truncated:
+                        finished.append((global_step + (t + 1) * N, ep_return[i], ep_length[i]))
+                        recent_returns.append(ep_return[i])
+                        ep_return[i] = 0.0
+                        ep_length[i] = 0
+                        next_obs, _ = env.reset()
+                    obs[i] = next_obs
+            global_step += T * N
+            log_episodes(writer, finished)
+            finished = []
+
+            # ALGO LOGIC: line 5: advantages with GAE, from the critic before its update
+            with torch.no_grad():
+                b_obs = tensor(normalizer.obs(buf_obs), device).reshape(T * N, obs_dim)
+                values = critic(b_obs).reshape(T, N).cpu().numpy()
+                next_values = critic(tensor(normalizer.obs(buf_next_obs), device)).cpu().numpy()
+            rewards = normalizer.rewards(buf_rewards, buf_dones)
+            advantages, returns = compute_gae(
+                rewards, values, next_values, buf_terminations, buf_dones, args.gamma, args.gae_lambda
+            )
+            advantages = tensor(advantages, device).reshape(-1)
+            if args.norm_adv:
+                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+            actions = tensor(buf_actions, device).reshape(T * N, *buf_actions.shape[2:])
+            batch = {"obs": b_obs, "actions": actions, "advantages": advantages}
+
+            # ALGO LOGIC: lines 6-9: the actor step --optimizer and --fisher choose
+            if args.optimizer == "sgd":
+                diagnostics = sgd_step(actor, batch, args)
+            elif args.optimizer == "adam":
+                diagnostics = adam_step(actor, actor_opt, batch, args)
+            elif args.fisher == "per-sample":
+                diagnostics = smac_per_sample_step(actor, batch, args)
+            else:
+                diagnostics = smac_batch_mean_step(actor, batch, args)
+            if args.target_kl > 0:  # OURS, --target-kl: eta set by the KL the step causes (after train())
+                eta = kl_step_(actor, diagnostics["step"], log_prob_fn(actor, batch), args.target_kl)
+                diagnostics["step"] = diagnostics["step"] * eta / args.learning_rate  # theta's change / eta
+                diagnostics["kl_eta"] = eta
+                no_step += int(eta == 0.0)
+            # ALGO LOGIC: line 10: the critic step
+            value_loss = critic_step(critic, critic_opt, b_obs, tensor(returns, device).reshape(-1))
+            # observation statistics: updated after the update that used them
+            normalizer.obs_rms.update(buf_obs.reshape(-1, obs_dim))
+            if not finite_state(value_loss, actor, critic, normalizer, b_obs, buf_rewards):
+                raise Diverged("NaN/Inf after the update")
+            update += 1
+            last_good = checkpoint_state(args, global_step, update, parts)
+            if acting is not actor:
+                acting.load_state_dict(actor.state_dict())
+
+            # TRY NOT TO MODIFY: log the losses, SMAC's diagnostics and a progress line every 10 updates
+            log_update(writer, actor, batch, value_loss, diagnostics, global_step)
+            if update % 10 == 0 or global_step >= budget:
+                mean_return = np.mean(recent_returns[-10:]) if recent_returns else float("nan")
+                sps = int(global_step / (time.time() - start_time))
+                kept = f", no step in {no_step} of {update} updates" if args.target_kl > 0 else ""
+                line = f"step {global_step}/{budget}, {sps} SPS, return {mean_return:.1f} (last 10)"
+                print(line + kept, flush=True)
+    except (Diverged, FloatingPointError) as error:  # FloatingPointError: apply_step_'s non-finite direction
+        print(f"diverged at update {update + 1} ({error})", file=sys.stderr)
+        exit_code = 3
+    except StopNow:  # a second signal: the update under way is dropped
+        pass
+    stop.stop_now_at = 0  # no StopNow: while the checkpoint is written, signals are only remembered
+    if stop.signal and exit_code == 0 and last_good["global_step"] < budget:
+        exit_code = 128 + stop.signal  # 130 after Ctrl-C, 143 after SIGTERM: the first signal's
+    if not save_checkpoint(last_good, os.path.join(run_dir, "checkpoint.pt")):
+        exit_code = 1
+    for env in envs:
+        env.close()
+    writer.close()
+    stop.release()
+    return exit_code
+
+
+# ==== The method ends here. ==========================================================================
+# Below: ours, not the paper's. What a CleanRL user expects of a script (acting, normalization, signals,
+# the checkpoint, input checks, logging, main), and kl_step_, the copy block's optional step size.
+
+
+# ---- kl_step_: the step's length from the KL it causes (part of the copy block)
 def refuse_stale(first: torch.Tensor, second: torch.Tensor, moved: dict) -> None:
     """kl_step_'s stale rule, on two outputs of log_prob_fn() at one theta, each with its graph: every moved
     parameter ({name: tensor}) must be reached from `second` through autograd nodes built in that call, i.e.
@@ -232,25 +502,13 @@ def refuse_stale(first: torch.Tensor, second: torch.Tensor, moved: dict) -> None
 
 @torch.no_grad()
 def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change: float = 0.1) -> float:
-    """theta <- theta + eta * direction, eta chosen so that the policy moves by about target_kl (TRPO's 0.01)
-    on the batch: PPO's approx_kl = mean((r - 1) - log r), r the new / old probability of each taken action.
-    Returns the eta applied; 0 means no step, every parameter as it was (a zero or non-finite direction, a
-    cap too small to move any parameter, or no eta in 20 tries). For loops where eta needs tuning.
-    log_prob_fn() recomputes the batch's log pi(a|s), shape (B,), from the current parameters, the same on
-    every call at one theta: eval mode (no dropout, no train-mode BatchNorm), no nondeterministic kernels.
-    A step is kept when its KL lies in [target_kl / 2, 1.5 target_kl], or below at the cap (no parameter
-    moves by more than max_change; near-certain taken actions keep the KL low). As apply_step_, it writes
-    only parameters whose direction is not zero.
-    Refused with a ValueError, every parameter as it was:
-    - target_kl or max_change not a finite number > 0; a direction of the wrong length;
-    - a log_prob_fn() that returns no (B,) tensor, differs at two calls at one theta, or changes the
-      module's buffers (train-mode BatchNorm; checked when params is a module);
-    - a stale log_prob_fn: a moved parameter not reached through autograd nodes built in the call
-      (stored log-probabilities, with or without their graph; refuse_stale).
-    Whatever else log_prob_fn raises is re-raised, every parameter as it was, except a torch distribution's
-    refusal of the parameters a trial step made invalid ("found invalid values"): that trial is too long.
-    Cost: typically 4 forward passes over the batch, at most 24. From 32 transitions per update it learned
-    CartPole in the loops tried; at 5 a policy saturated: below 32, use apply_step_ or a larger batch."""
+    """theta <- theta + eta * direction, eta chosen so that the policy moves by about target_kl on the batch
+    (PPO's approx_kl over the taken actions). Returns the eta applied; 0: no step, every parameter as it was.
+    log_prob_fn() recomputes the batch's log pi(a|s), shape (B,), from the current parameters, the same at
+    every call at one theta (eval mode). A step is kept when its KL is in [target_kl / 2, 1.5 target_kl], or
+    below it at the cap (no parameter moves by more than max_change). Refused with a ValueError, nothing
+    moved: bad arguments, or a log_prob_fn that varies, changes buffers or is stale (refuse_stale).
+    Cost: typically 4 forward passes. The whole contract, and from which batch size: docs/drop_in.md."""
     if not 0 < target_kl < float("inf") or not 0 < max_change < float("inf"):
         raise ValueError(f"target_kl, max_change must be finite numbers > 0, got {target_kl}, {max_change}")
     buffers = list(params.buffers()) if isinstance(params, torch.nn.Module) else []
@@ -321,424 +579,41 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     return 0.0
 
 
-# ==== Actor steps: each takes a batch {obs, actions, advantages} and returns {g, step, ...} for the logs =
-def flat_grad(output: torch.Tensor, params) -> torch.Tensor:
-    return torch.cat([g.reshape(-1) for g in torch.autograd.grad(output, params)])
-
-
-def smac_batch_mean_step(actor: nn.Module, batch: dict, args: Args) -> dict:
-    """SMAC as the paper's experiments run it (Practical Method): one step per rollout of B = T x N
-    transitions, with the batch-mean score l_bar in the damped rank-1 Fisher F~ = lambda I + l_bar l_bar^T."""
-    log_probs = actor.log_prob(batch["obs"], batch["actions"])
-    # smac_direction, in its two halves so that l_bar can be logged
-    ell, g = mean_score_and_gradient(actor, log_probs, batch["advantages"])
-    step = sherman_morrison_direction(g, ell, args.damping)
-    # theta <- theta + eta F~^-1 g: ascent on J, as in eq. (5) and Algorithm 1, line 8. The Practical Method's
-    # formula is printed with a minus sign, theta - eta [g / lambda - ...], while g is the gradient of J:
-    # taken literally, that step would descend J. The code follows eq. (5) and Algorithm 1.
-    if args.target_kl == 0:
-        apply_step_(actor, step, args.learning_rate)
-        return {"g": g, "step": step, "ell": ell}
+def log_prob_fn(actor: nn.Module, batch: dict):
+    """train()'s log_prob_fn for kl_step_: the batch's log pi(a|s), recomputed from the current parameters."""
 
     def batch_log_probs():
-        return actor.log_prob(batch["obs"], batch["actions"])
+        return actor(batch["obs"]).log_prob(batch["actions"])
 
-    # ours, not the paper's: eta from the KL the step causes (0: no step). Logged as theta's change divided by
-    # --learning-rate (unused here), as the other steps are: losses/step_norm keeps one scale across modes
-    eta = kl_step_(actor, step, batch_log_probs, args.target_kl)
-    return {"g": g, "step": step * eta / args.learning_rate, "ell": ell, "kl_eta": eta}
+    return batch_log_probs
 
 
-def smac_per_sample_step(actor: nn.Module, batch: dict, args: Args) -> dict:
-    """SMAC as Algorithm 1 writes it: one step per transition, in rollout order, each with its own
-    one-sample Fisher lambda I + l l^T, l = grad log pi(a|s). Costs B = T x N backward passes per rollout."""
-    params = trainable_parameters(actor)
-    n = len(batch["obs"])
-    g_sum = 0.0
-    step_sum = 0.0
-    ell_sq_sum = 0.0
-    # Algorithm 1, lines 6-9: for all samples k (the paper's k, i here; its line 3's k is the iteration)
-    for i in range(n):
-        ell = flat_grad(actor.log_prob(batch["obs"][i : i + 1], batch["actions"][i : i + 1]).sum(), params)
-        # line 7: g = grad log pi(a|s) A(s, a)
-        g = ell * batch["advantages"][i]
-        # line 8: theta <- theta + eta F^-1 g, with eq. (5)
-        step = sherman_morrison_direction(g, ell, args.damping)
-        apply_step_(params, step, args.learning_rate)
-        g_sum = g_sum + g
-        step_sum = step_sum + step
-        ell_sq_sum = ell_sq_sum + torch.dot(ell, ell)
-    return {"g": g_sum / n, "step": step_sum / n, "ell_sq_mean": ell_sq_sum / n}
+# ---- acting: most of a step's time, so without torch.distributions (about 60 us an action faster) ----
+def policy_output(actor: Actor, obs: torch.Tensor) -> torch.Tensor:
+    """The actor's logits or action means, as forward() computes them, without the module calls."""
+    *hidden, last = actor.linears
+    h = obs
+    for linear in hidden:
+        h = torch.tanh(nn.functional.linear(h, linear.weight, linear.bias))
+    return nn.functional.linear(h, last.weight, last.bias)
 
 
-def sgd_step(actor: nn.Module, batch: dict, args: Args) -> dict:
-    """AC-SGD: theta <- theta + eta g, g = grad mean_i log pi(a_i|s_i) A_i."""
-    objective = (actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"]).mean()
-    g = flat_grad(objective, list(actor.parameters()))
-    apply_step_(actor, g, args.learning_rate)
-    return {"g": g, "step": g}
+@torch.inference_mode()
+def act(actor: Actor, obs: torch.Tensor) -> torch.Tensor:
+    """a ~ pi(.|s) per row: bitwise what actor(obs).sample() draws, the RNG left in the same state."""
+    out = policy_output(actor, obs)
+    if actor.discrete:
+        # as Categorical(logits=out).sample(): it subtracts logsumexp, then takes the softmax
+        probs = torch.softmax(out - out.logsumexp(-1, keepdim=True), -1)
+        return torch.multinomial(probs, 1, True).squeeze(-1)
+    return out + torch.randn_like(out) * torch.exp(actor.log_std)  # as Normal.sample: mean + noise * std
 
 
-def adam_step(actor: nn.Module, optimizer: torch.optim.Adam, batch: dict, args: Args) -> dict:
-    """AC-Adam: one step of the actor's Adam (learning rate eta, maximize=True) on the same objective."""
-    params = list(actor.parameters())
-    before = nn.utils.parameters_to_vector(params).detach()
-    objective = (actor.log_prob(batch["obs"], batch["actions"]) * batch["advantages"]).mean()
-    optimizer.zero_grad(set_to_none=True)
-    objective.backward()
-    g = torch.cat([p.grad.reshape(-1) for p in params])
-    optimizer.step()
-    # Adam's step, for the diagnostics (as the other steps report theta's change divided by eta)
-    step = (nn.utils.parameters_to_vector(params).detach() - before) / args.learning_rate
-    return {"g": g, "step": step}
+def tensor(x: np.ndarray, device) -> torch.Tensor:
+    return torch.from_numpy(x.astype(np.float32)).to(device)  # (twice as fast as torch.as_tensor for one row)
 
 
-def actor_step(actor: nn.Module, actor_opt: torch.optim.Adam, batch: dict, args: Args) -> dict:
-    """The actor step --optimizer and --fisher choose: Algorithm 1, lines 6-9."""
-    if args.optimizer == "smac" and args.fisher == "per-sample":
-        return smac_per_sample_step(actor, batch, args)
-    if args.optimizer == "smac":
-        return smac_batch_mean_step(actor, batch, args)
-    if args.optimizer == "sgd":
-        return sgd_step(actor, batch, args)
-    return adam_step(actor, actor_opt, batch, args)
-
-
-# ==== GAE and the critic (the paper's section 4.4) =====================================================
-def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
-    """(advantages A, critic targets R = A + V), from (T, N) arrays: terminations[t] 1 where an episode
-    terminated at step t, dones[t] 1 where it ended (terminated or truncated), next_values[t] = V(s_{t+1}),
-    of the final observation where an episode ended at t."""
-    # eq. (14): delta_t = r_t + gamma V(s_{t+1}) - V(s_t), every t at once. Ours, where the paper is silent: a
-    # time-limit truncation bootstraps from V(final observation), a termination does not (V = 0 after it; a
-    # select, not a product: a NaN in a terminal observation's value must not leak into the advantages)
-    deltas = rewards + gamma * np.where(terminations > 0, 0.0, next_values) - values
-    decay = gamma * gae_lambda * (1.0 - dones)
-    advantages = np.zeros_like(rewards)
-    last = np.zeros_like(rewards[0])
-    # eq. (15): A_t = sum_l (gamma lambda_GAE)^l delta_{t+l}, i.e. A_t = delta_t + gamma lambda_GAE A_{t+1},
-    # cut where an episode ends
-    for t in reversed(range(rewards.shape[0])):
-        last = deltas[t] + decay[t] * last
-        advantages[t] = last
-    return advantages, advantages + values
-
-
-def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, returns) -> float:
-    """One Adam step (rate alpha) on L_critic = mean_t (R_t - V_phi(s_t))^2 (section 4.4, not numbered)."""
-    loss = (returns - critic(obs)).pow(2).mean()
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    optimizer.step()
-    return loss.item()
-
-
-# ==== Networks: separate actor and critic MLPs (CleanRL's: 64-64 tanh, orthogonal initialization) =======
-def layer_init(layer: nn.Linear, std: float = np.sqrt(2)) -> nn.Linear:
-    nn.init.orthogonal_(layer.weight, std)
-    nn.init.constant_(layer.bias, 0.0)
-    return layer
-
-
-class Actor(nn.Module):
-    """pi_theta(a|s) = Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)); theta: MLP and log_std.
-    output(), act(): hand-written, acting being most of a step (79 us per action; torch.distributions 138)."""
-
-    def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes=(64, 64)):
-        super().__init__()
-        self.discrete = discrete
-        sizes = [obs_dim, *hidden_sizes]
-        self.linears = nn.ModuleList(layer_init(nn.Linear(i, o)) for i, o in zip(sizes[:-1], sizes[1:]))
-        # the output layer starts near zero: a near-uniform first policy
-        self.linears.append(layer_init(nn.Linear(sizes[-1], act_dim), std=0.01))
-        if not discrete:
-            self.log_std = nn.Parameter(torch.zeros(act_dim))
-
-    def output(self, obs: torch.Tensor) -> torch.Tensor:
-        """Logits or action means (B, act_dim) at a batch of observations (B, obs_dim)."""
-        *hidden, last = self.linears  # (slicing a ModuleList would build a new one at every call)
-        h = obs
-        for linear in hidden:  # F.linear is what linear(h) runs, without the module call's overhead
-            h = torch.tanh(nn.functional.linear(h, linear.weight, linear.bias))
-        return nn.functional.linear(h, last.weight, last.bias)
-
-    def forward(self, obs: torch.Tensor) -> torch.distributions.Distribution:
-        """The policy at a batch of observations (B, obs_dim); its log_prob(actions) has shape (B,)."""
-        out = self.output(obs)
-        # validate_args=False: the loop checks finiteness itself (NaN: exit 3 with a checkpoint, no traceback)
-        if self.discrete:
-            return torch.distributions.Categorical(logits=out, validate_args=False)
-        normal = torch.distributions.Normal(out, torch.exp(self.log_std), validate_args=False)
-        return torch.distributions.Independent(normal, 1, validate_args=False)  # log pi: sum over dimensions
-
-    @torch.inference_mode()
-    def act(self, obs: torch.Tensor) -> torch.Tensor:
-        """a ~ pi(.|s) per row: the numbers forward(obs).sample() draws, without building distributions."""
-        out = self.output(obs)
-        if self.discrete:
-            # bitwise what Categorical(logits=out).sample() draws: it subtracts logsumexp, then takes softmax
-            probs = torch.softmax(out - out.logsumexp(-1, keepdim=True), -1)
-            return torch.multinomial(probs, 1, True).squeeze(-1)
-        return out + torch.randn_like(out) * torch.exp(self.log_std)  # as Normal.sample: mean + noise * std
-
-    def log_prob(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        return self(obs).log_prob(actions)
-
-
-def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, device="cpu"):
-    """The actor, and the critic V_phi(s): an MLP whose Flatten(-2) turns its output (B, 1) into (B,)."""
-    actor = Actor(obs_dim, act_dim, discrete, args.hidden_sizes)
-    sizes = [obs_dim, *args.hidden_sizes]
-    layers = []
-    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
-        layers.append(layer_init(nn.Linear(n_in, n_out)))
-        layers.append(nn.Tanh())
-    critic = nn.Sequential(*layers, layer_init(nn.Linear(sizes[-1], 1), std=1.0), nn.Flatten(-2))
-    return actor.to(device), critic.to(device)
-
-
-# ==== Training: Algorithm 1's loop ======================================================================
-def train(args: Args) -> int:
-    """Train; the exit code: 0 finished, 3 diverged (NaN/Inf), 130 / 143 Ctrl-C / SIGTERM, 1 checkpoint.pt
-    not written. It holds the state at the end (after a divergence or a second signal: before that update)."""
-    # TRY NOT TO MODIFY: signals, logging (W&B syncs TensorBoard), seeding; their helpers come after train()
-    stop = StopRequest()
-    run_dir = os.path.join("runs", run_name(args))
-    writer = make_writer(args, run_dir)
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
-
-    # environments (environment i resets with seed + i) and Algorithm 1, line 2: initialise theta and phi
-    envs = [make_env(args, run_dir, i) for i in range(args.num_envs)]
-    act_space = envs[0].action_space
-    discrete = isinstance(act_space, gym.spaces.Discrete)
-    obs_dim = envs[0].observation_space.shape[0]
-    act_dim = act_space.n if discrete else act_space.shape[0]
-    actor, critic = make_networks(args, obs_dim, act_dim, discrete, device)
-    critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
-    actor_opt = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, maximize=True)  # AC-Adam only
-    normalizer = Normalizer(obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
-    parts = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "actor_opt": actor_opt}
-    parts["normalizer"] = normalizer
-    # --cuda: act with a CPU copy of the actor, refreshed after each update (no GPU round trip per action)
-    acting = actor if device.type == "cpu" else copy.deepcopy(actor).cpu()
-    T = args.num_steps
-    N = args.num_envs
-    budget = args.total_timesteps - args.total_timesteps % (T * N)
-    buf_obs = np.zeros((T, N, obs_dim))
-    buf_next_obs = np.zeros((T, N, obs_dim))
-    buf_actions = np.zeros((T, N) if discrete else (T, N, act_dim))
-    buf_rewards = np.zeros((T, N))
-    buf_terminations = np.zeros((T, N))
-    buf_dones = np.zeros((T, N))
-    ep_return = np.zeros(N)
-    ep_length = np.zeros(N, dtype=np.int64)
-    recent_returns = []
-    finished = []  # (step, return, length) of the episodes that end in this rollout
-    obs = np.stack([env.reset(seed=args.seed + i)[0] for i, env in enumerate(envs)])
-    global_step = 0
-    update = 0
-    no_step = 0  # --target-kl: updates whose step kl_step_ refused
-    exit_code = 0
-    start_time = time.time()
-    # the state after the last completed update: what checkpoint.pt keeps if the next goes bad or is stopped
-    last_good = checkpoint_state(args, global_step, update, parts)
-    stop.stop_now_at = 2  # StopNow at the second signal: the first ends the run after its update
-    try:
-        # Algorithm 1, line 3: for iteration k = 0, 1, ... (k: `update` here)
-        while global_step < budget and not stop.signal:
-            # ALGO LOGIC: line 4: roll out T steps in every environment, acting with the current policy
-            for t in range(T):
-                if not np.abs(obs).max() <= FLOAT32_MAX:  # NaN, Inf, or Inf in the networks' float32 (1e39)
-                    raise Diverged("NaN/Inf in an observation")
-                action = acting.act(tensor(normalizer.obs(obs), "cpu")).numpy()
-                # Discrete(n, start): the index shifted; a Box: the action clipped into it (ours, as CleanRL)
-                env_action = (
-                    action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
-                )
-                buf_obs[t] = obs
-                buf_actions[t] = action
-                # not a SyncVectorEnv: s_{t+1} is an ending episode's final observation; no autoreset step
-                for i, env in enumerate(envs):
-                    next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
-                    buf_rewards[t, i] = reward
-                    buf_terminations[t, i] = terminated
-                    buf_dones[t, i] = terminated or truncated
-                    buf_next_obs[t, i] = next_obs
-                    ep_return[i] = ep_return[i] + reward
-                    ep_length[i] = ep_length[i] + 1
-                    if terminated or truncated:
-                        finished.append((global_step + (t + 1) * N, ep_return[i], ep_length[i]))
-                        recent_returns.append(ep_return[i])
-                        ep_return[i] = 0.0
-                        ep_length[i] = 0
-                        next_obs, _ = env.reset()
-                    obs[i] = next_obs
-            global_step += T * N
-            log_episodes(writer, finished)
-            finished = []
-
-            # ALGO LOGIC: line 5: advantages with GAE, from the critic before its update
-            with torch.no_grad():
-                b_obs = tensor(normalizer.obs(buf_obs), device).reshape(T * N, obs_dim)
-                values = critic(b_obs).reshape(T, N).cpu().numpy()
-                next_values = critic(tensor(normalizer.obs(buf_next_obs), device)).cpu().numpy()
-            rewards = normalizer.rewards(buf_rewards, buf_dones)
-            advantages, returns = compute_gae(
-                rewards, values, next_values, buf_terminations, buf_dones, args.gamma, args.gae_lambda
-            )
-            advantages = tensor(advantages, device).reshape(-1)
-            if args.norm_adv:
-                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-            actions = tensor(buf_actions, device).reshape(T * N, *buf_actions.shape[2:])
-            batch = {"obs": b_obs, "actions": actions, "advantages": advantages}
-
-            # ALGO LOGIC: lines 6-9: the actor step; line 10: the critic step
-            diagnostics = actor_step(actor, actor_opt, batch, args)
-            value_loss = critic_step(critic, critic_opt, b_obs, tensor(returns, device).reshape(-1))
-            # observation statistics: updated after the update that used them
-            normalizer.obs_rms.update(buf_obs.reshape(-1, obs_dim))
-            if not finite_state(value_loss, actor, critic, normalizer, b_obs, buf_rewards):
-                raise Diverged("NaN/Inf after the update")
-            update += 1
-            last_good = checkpoint_state(args, global_step, update, parts)
-            if acting is not actor:
-                acting.load_state_dict(actor.state_dict())
-            no_step += int(diagnostics.get("kl_eta") == 0.0)
-
-            # TRY NOT TO MODIFY: log the losses, SMAC's diagnostics and a progress line every 10 updates
-            log_update(writer, actor, batch, value_loss, diagnostics, global_step)
-            if update % 10 == 0 or global_step >= budget:
-                mean_return = np.mean(recent_returns[-10:]) if recent_returns else float("nan")
-                sps = int(global_step / (time.time() - start_time))
-                kept = f", no step in {no_step} of {update} updates" if args.target_kl > 0 else ""
-                line = f"step {global_step}/{budget}, {sps} SPS, return {mean_return:.1f} (last 10)"
-                print(line + kept, flush=True)
-    except (Diverged, FloatingPointError) as error:  # FloatingPointError: apply_step_'s non-finite direction
-        print(f"diverged at update {update + 1} ({error})", file=sys.stderr)
-        exit_code = 3
-    except StopNow:  # a second signal: the update under way is dropped
-        pass
-    stop.stop_now_at = 0  # no StopNow: while the checkpoint is written, signals are only remembered
-    if stop.signal and exit_code == 0 and last_good["global_step"] < budget:
-        exit_code = 128 + stop.signal  # 130 after Ctrl-C, 143 after SIGTERM: the first signal's
-    if not save_checkpoint(last_good, os.path.join(run_dir, "checkpoint.pt")):
-        exit_code = 1
-    for env in envs:
-        env.close()
-    writer.close()
-    stop.release()
-    return exit_code
-
-
-# ==== Run helpers: what a CleanRL user expects of a script, not the paper (a reader of the method skips) ==
-class ConfigError(Exception):
-    """Bad input: one line on stderr and exit code 2, before anything is written."""
-
-
-class Diverged(Exception):
-    """NaN or Inf in an observation or after an update: exit 3 with the state before that update."""
-
-
-class StopNow(BaseException):
-    """A signal before the loop, or a second one in it: stop at once (args[0]: the first signal's number).
-    A BaseException, as KeyboardInterrupt: no `except Exception` on its way (gym.make's, wandb) catches it."""
-
-
-def run_name(args: Args) -> str:
-    """runs/{env_id}__{exp_name}__{seed}__{unix time}: one directory ('/' in a namespaced id becomes '-')."""
-    return f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
-
-
-POSITIVE = ("learning_rate", "damping", "critic_learning_rate", "total_timesteps", "num_envs", "num_steps")
-
-
-def check_args(args: Args) -> None:
-    for name in POSITIVE:
-        value = getattr(args, name)
-        # NaN fails too; float32 holds each, and 10 alpha: Adam's first step divides alpha by 1 - beta1 = 0.1
-        if not 0 < value <= FLOAT32_MAX / 10:
-            flag = "--" + name.replace("_", "-")
-            raise ConfigError(f"{flag} must be a number in (0, {FLOAT32_MAX / 10:.3g}], got {value!r}")
-    if not 0 <= args.gamma <= 1 or not 0 <= args.gae_lambda <= 1:
-        raise ConfigError(f"--gamma, --gae-lambda must be in [0, 1], got {args.gamma!r}, {args.gae_lambda!r}")
-    if not 0 <= args.target_kl < float("inf"):
-        raise ConfigError(f"--target-kl must be a finite number >= 0, got {args.target_kl!r}")
-    if args.target_kl > 0 and (args.optimizer != "smac" or args.fisher != "batch-mean"):
-        raise ConfigError("--target-kl sets batch-mean SMAC's step: use --optimizer smac --fisher batch-mean")
-    if not 0 <= args.seed < 2**32:
-        raise ConfigError(f"--seed must be in [0, 2**32), got {args.seed!r}")
-    if len(args.hidden_sizes) == 0 or min(args.hidden_sizes) <= 0:
-        raise ConfigError(f"--hidden-sizes must be one or more positive widths, got {args.hidden_sizes!r}")
-    if not args.exp_name or "/" in args.exp_name or args.exp_name.startswith("."):
-        raise ConfigError(f"--exp-name must be a plain name (no '/', no leading '.'), got {args.exp_name!r}")
-    if len(run_name(args).encode()) > 255:  # the longest file name of ext4, APFS and NTFS
-        raise ConfigError(f"--exp-name is too long for a directory name ({len(args.exp_name)} characters)")
-    if args.total_timesteps < args.num_steps * args.num_envs:
-        raise ConfigError("--total-timesteps must be at least one rollout (--num-steps x --num-envs)")
-    if args.norm_adv and args.num_steps * args.num_envs < 2:
-        raise ConfigError("--norm-adv needs at least 2 transitions per rollout (--num-steps x --num-envs)")
-
-
-def make_env(args: Args, run_dir: str, i: int) -> gym.Env:
-    """Environment i, a plain gymnasium environment; with --capture-video the first records run_dir/videos."""
-    if not args.capture_video or i > 0:
-        return gym.make(args.env_id, disable_env_checker=True)
-    env = gym.make(args.env_id, disable_env_checker=True, render_mode="rgb_array")
-    return gym.wrappers.RecordVideo(env, os.path.join(run_dir, "videos"), disable_logger=True)
-
-
-def set_render_backend() -> None:
-    """--capture-video: MuJoCo renders with glfw on a display, EGL without one (unless MUJOCO_GL is set),
-    read once, at mujoco's import: call before the first environment. EGL that cannot load: a ConfigError."""
-    os.environ.setdefault("MUJOCO_GL", "glfw" if os.environ.get("DISPLAY") else "egl")
-    if os.environ["MUJOCO_GL"] != "egl" or "mujoco" in sys.modules:
-        return
-    try:
-        import mujoco  # noqa: F401
-    except ImportError:  # no mujoco here: nothing renders with it
-        return
-    except Exception as error:  # PyOpenGL without an EGL library: AttributeError on 'NoneType'
-        raise ConfigError(
-            f"--capture-video: MuJoCo cannot load EGL here ({type(error).__name__}: {error}); set "
-            "MUJOCO_GL=osmesa (or glfw with a display), or install EGL's libraries (libEGL)"
-        ) from None
-
-
-def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.Space]:
-    """The environment's (observation, action) spaces, or a ConfigError; with --capture-video also moviepy and
-    one rendered frame, so that a machine that cannot record fails here, not mid-run."""
-    try:
-        if capture_video:
-            import moviepy  # noqa: F401  (RecordVideo writes with it)
-
-            env = gym.make(env_id, render_mode="rgb_array")
-            env.reset(seed=0)
-            if env.render() is None:
-                raise RuntimeError("render() gave no frame")
-        else:
-            env = gym.make(env_id, disable_env_checker=True)
-    except Exception as e:
-        hint = " Use Pusher-v5: Pusher-v4 needs mujoco < 3." if env_id.startswith("Pusher-v4") else ""
-        what = f"{type(e).__name__}: {str(e)[:150]}".replace("\n", " ")
-        raise ConfigError(
-            f"--env-id {env_id!r} cannot be built (or rendered, --capture-video) here ({what}).{hint}"
-        ) from None
-    obs_space = env.observation_space
-    act_space = env.action_space
-    env.close()
-    flat = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1 and obs_space.shape[0] > 0
-    box = isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1 and act_space.shape[0] > 0
-    if not flat or not (box or isinstance(act_space, gym.spaces.Discrete)):
-        raise ConfigError(
-            f"--env-id {env_id!r}: spaces {obs_space} -> {act_space} are unsupported (need non-empty "
-            f"1-D Box observations and Discrete or non-empty 1-D Box actions)"
-        )
-    return obs_space, act_space
-
-
+# ---- normalization: --norm-obs and --norm-reward ------------------------------------------------------
 class RunningMeanStd:
     """Running mean and variance of a stream of arrays (Chan et al.'s parallel update)."""
 
@@ -796,36 +671,57 @@ class Normalizer:
         return state
 
 
-def tensor(x: np.ndarray, device) -> torch.Tensor:
-    return torch.from_numpy(x.astype(np.float32)).to(device)  # (twice as fast as torch.as_tensor for one row)
+# ---- divergence: NaN or Inf anywhere is exit 3 with the state before the bad update ---------------------
+class Diverged(Exception):
+    """NaN or Inf in an observation or after an update."""
 
 
 def finite_state(value_loss: float, actor, critic, normalizer: Normalizer, obs, rewards: np.ndarray) -> bool:
-    """No NaN/Inf in the critic's loss, the networks, the actor's outputs (finite weights can overflow there),
-    the normalization statistics or the rewards."""
+    """No NaN/Inf in the critic's loss, the networks, the actor's outputs (finite weights can overflow
+    there), the normalization statistics or the rewards."""
     arrays = [normalizer.obs_rms.mean, normalizer.obs_rms.var, normalizer.ret_rms.var, rewards]
     tensors = list(actor.parameters()) + list(critic.parameters())
     with torch.no_grad():
-        tensors.append(actor.output(obs))
+        tensors.append(policy_output(actor, obs))
     finite = all(torch.isfinite(x).all() for x in tensors) and all(np.isfinite(x).all() for x in arrays)
     return bool(np.isfinite(value_loss) and finite)
 
 
+# ---- signals: Ctrl-C and SIGTERM end the run after its update, a second one at once -------------------
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class StopNow(BaseException):
+    """A signal before the loop, or a second one in it: stop at once (args[0]: the first signal's number).
+    A BaseException, as KeyboardInterrupt: no `except Exception` on its way (gym.make's, wandb) catches it."""
+
+
+def block_signals(how: int) -> set:
+    """signal.pthread_sigmask(how, STOP_SIGNALS), the mask before; nothing where there is none (Windows)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return set()
+    return signal.pthread_sigmask(how, STOP_SIGNALS)
+
+
 class StopRequest:
-    """Ctrl-C and SIGTERM until release() gives back the handlers it found: the first signal's code wins, and
-    the signal numbered stop_now_at (1 before the loop, 2 in it, 0: none) stops the run at once (StopNow)."""
+    """Ctrl-C and SIGTERM until release() gives back the handlers and the mask it found: the first signal's
+    code wins, and the signal numbered stop_now_at (1 before the loop, 2 in it, 0: none) raises StopNow."""
 
     def __init__(self):
         self.signal = 0
         self.count = 0
-        self.stop_now_at = 1  # the signal that raises StopNow: the first, the second (in the loop), 0: none
+        self.stop_now_at = 1
         self.found = {}
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in STOP_SIGNALS:
             self.found[signum] = signal.signal(signum, self.handle)
+        self.mask = block_signals(signal.SIG_UNBLOCK)  # run as a script, they are blocked outside main()
 
     def release(self) -> None:
+        block_signals(signal.SIG_BLOCK)  # no signal between the handlers and the mask given back
         for signum, handler in self.found.items():
             signal.signal(signum, handler)
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
 
     def handle(self, signum, frame):
         if not self.signal:
@@ -835,6 +731,20 @@ class StopRequest:
             raise StopNow(self.signal)
 
 
+def exit_keeping(code: int) -> None:
+    """sys.exit(code), where no signal changes the code: one during the at-exit callbacks (W&B's upload)
+    ends the process at once with it, and after them both are blocked (see __main__)."""
+
+    def exit_at_once(signum, frame):
+        os._exit(code)
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, exit_at_once)
+    block_signals(signal.SIG_UNBLOCK)
+    sys.exit(code)
+
+
+# ---- the checkpoint: written at the end, whole or not at all ------------------------------------------
 def checkpoint_state(args: Args, global_step: int, update: int, parts: dict) -> dict:
     """What checkpoint.pt holds, copied: flags, counters, each part's state_dict() (weights_only loads it)."""
     state = {"args": asdict(args), "global_step": global_step, "update": update}
@@ -856,6 +766,123 @@ def save_checkpoint(state: dict, path: str) -> bool:
         return False
 
 
+# ---- input checks and the run directory: bad input is one line and exit 2 -----------------------------
+class ConfigError(Exception):
+    """Bad input: one line on stderr and exit code 2, before anything is written."""
+
+
+def run_name(args: Args) -> str:
+    """{env_id}__{exp_name}__{seed}__{unix time} ('/' in a namespaced id becomes '-')."""
+    return f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
+
+
+SUFFIXES = 1000  # runs/<name>, then <name>-2 ... <name>-999 for runs started in the same second
+
+
+def create_run_dir(args: Args) -> str:
+    """runs/<run_name>, made by this run alone: one started in the same second gets -2, -3, ..."""
+    base = os.path.join("runs", run_name(args))
+    os.makedirs("runs", exist_ok=True)
+    for k in range(1, SUFFIXES):
+        path = base if k == 1 else f"{base}-{k}"
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:
+            continue
+    raise ConfigError(f"{SUFFIXES - 1} runs named {os.path.basename(base)} already")
+
+
+POSITIVE = ("learning_rate", "damping", "critic_learning_rate", "total_timesteps", "num_envs", "num_steps")
+
+
+def check_args(args: Args) -> None:
+    for name in POSITIVE:
+        value = getattr(args, name)
+        # NaN fails too; float32 holds each, and 10 alpha: Adam's first step divides alpha by 1 - beta1
+        if not 0 < value <= FLOAT32_MAX / 10:
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"{flag} must be a number in (0, {FLOAT32_MAX / 10:.3g}], got {value!r}")
+    if not 0 <= args.gamma <= 1 or not 0 <= args.gae_lambda <= 1:
+        raise ConfigError(f"--gamma, --gae-lambda must be in [0, 1], got {args.gamma!r}, {args.gae_lambda!r}")
+    if not 0 <= args.target_kl < float("inf"):
+        raise ConfigError(f"--target-kl must be a finite number >= 0, got {args.target_kl!r}")
+    if args.target_kl > 0 and (args.optimizer != "smac" or args.fisher != "batch-mean"):
+        raise ConfigError("--target-kl sets batch-mean SMAC's step: use --optimizer smac --fisher batch-mean")
+    if not 0 <= args.seed < 2**32:
+        raise ConfigError(f"--seed must be in [0, 2**32), got {args.seed!r}")
+    if len(args.hidden_sizes) == 0 or min(args.hidden_sizes) <= 0:
+        raise ConfigError(f"--hidden-sizes must be one or more positive widths, got {args.hidden_sizes!r}")
+    if not args.exp_name or "/" in args.exp_name or args.exp_name.startswith("."):
+        raise ConfigError(f"--exp-name must be a plain name (no '/', no leading '.'), got {args.exp_name!r}")
+    # 255 bytes: the longest file name of ext4, APFS and NTFS, with room for the suffix -999
+    if len(run_name(args).encode()) + len(f"-{SUFFIXES - 1}") > 255:
+        raise ConfigError(f"--exp-name is too long for a directory name ({len(args.exp_name)} characters)")
+    if args.total_timesteps < args.num_steps * args.num_envs:
+        raise ConfigError("--total-timesteps must be at least one rollout (--num-steps x --num-envs)")
+    if args.norm_adv and args.num_steps * args.num_envs < 2:
+        raise ConfigError("--norm-adv needs at least 2 transitions per rollout (--num-steps x --num-envs)")
+
+
+# ---- environments and video ---------------------------------------------------------------------------
+def make_env(args: Args, run_dir: str, i: int) -> gym.Env:
+    """Environment i, a plain gymnasium environment; with --capture-video the first records videos."""
+    if not args.capture_video or i > 0:
+        return gym.make(args.env_id, disable_env_checker=True)
+    env = gym.make(args.env_id, disable_env_checker=True, render_mode="rgb_array")
+    return gym.wrappers.RecordVideo(env, os.path.join(run_dir, "videos"), disable_logger=True)
+
+
+def set_render_backend() -> None:
+    """--capture-video: MuJoCo renders with glfw on a display, EGL without one (unless MUJOCO_GL is set),
+    read once, at mujoco's import: call before the first environment. EGL that cannot load: ConfigError."""
+    os.environ.setdefault("MUJOCO_GL", "glfw" if os.environ.get("DISPLAY") else "egl")
+    if os.environ["MUJOCO_GL"] != "egl" or "mujoco" in sys.modules:
+        return
+    try:
+        import mujoco  # noqa: F401
+    except ImportError:  # no mujoco here: nothing renders with it
+        return
+    except Exception as error:  # PyOpenGL without an EGL library: AttributeError on 'NoneType'
+        raise ConfigError(
+            f"--capture-video: MuJoCo cannot load EGL here ({type(error).__name__}: {error}); set "
+            "MUJOCO_GL=osmesa (or glfw with a display), or install EGL's libraries (libEGL)"
+        ) from None
+
+
+def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.Space]:
+    """The environment's (observation, action) spaces, or a ConfigError; with --capture-video also moviepy
+    and one rendered frame, so that a machine that cannot record fails here, not mid-run."""
+    try:
+        if capture_video:
+            import moviepy  # noqa: F401  (RecordVideo writes with it)
+
+            env = gym.make(env_id, render_mode="rgb_array")
+            env.reset(seed=0)
+            if env.render() is None:
+                raise RuntimeError("render() gave no frame")
+        else:
+            env = gym.make(env_id, disable_env_checker=True)
+    except Exception as e:
+        hint = " Use Pusher-v5: Pusher-v4 needs mujoco < 3." if env_id.startswith("Pusher-v4") else ""
+        what = f"{type(e).__name__}: {str(e)[:150]}".replace("\n", " ")
+        raise ConfigError(
+            f"--env-id {env_id!r} cannot be built (or rendered, --capture-video) here ({what}).{hint}"
+        ) from None
+    obs_space = env.observation_space
+    act_space = env.action_space
+    env.close()
+    flat = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1 and obs_space.shape[0] > 0
+    box = isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1 and act_space.shape[0] > 0
+    if not flat or not (box or isinstance(act_space, gym.spaces.Discrete)):
+        raise ConfigError(
+            f"--env-id {env_id!r}: spaces {obs_space} -> {act_space} are unsupported (need non-empty "
+            f"1-D Box observations and Discrete or non-empty 1-D Box actions)"
+        )
+    return obs_space, act_space
+
+
+# ---- logging: TensorBoard, W&B, SMAC's diagnostics ----------------------------------------------------
 def make_writer(args: Args, run_dir: str) -> SummaryWriter:
     """TensorBoard scalars in run_dir; with --track, W&B syncs them (as CleanRL does)."""
     if args.track:
@@ -878,10 +905,9 @@ def log_episodes(writer: SummaryWriter, episodes: list) -> None:
         writer.add_scalar("charts/episodic_length", length, step)
 
 
-# ---- ours: how far SMAC's step departs from SGD with step eta / lambda (sherman_morrison_direction) -----
 def step_diagnostics(diag: dict) -> dict:
-    """Norms, cos(g, step), SMAC's step along l_bar and across it. diag: {"g", "step"} and, for batch-mean
-    SMAC, "ell" (Algorithm 1: the mean |l|^2 of its samples as "ell_sq_mean")."""
+    """How far SMAC's step departs from SGD with step eta / lambda: norms, cos(g, step), the step along
+    l_bar and across it. diag: {"g", "step"} and "ell" (batch-mean) or "ell_sq_mean" (per-sample)."""
     g = diag["g"].double()
     step = diag["step"].double()
     ell_sq = float(diag.get("ell_sq_mean", float("nan")))
@@ -948,5 +974,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    ended.append(main())  # from here to the process's end a signal goes to exit_at_once
-    sys.exit(ended[0])
+    # Python's shutdown puts the default handlers back after the at-exit callbacks; this one, registered
+    # first, runs last and blocks both signals, so that none can change the exit code there
+    atexit.register(block_signals, signal.SIG_BLOCK)
+    block_signals(signal.SIG_BLOCK)  # main() takes them while it runs, exit_keeping() after it
+    exit_keeping(main())

@@ -1,20 +1,18 @@
-"""SMAC: Sherman-Morrison Actor-Critic, the reference implementation in one file (A2C + GAE + rank-1 NPG).
+"""SMAC, the Sherman-Morrison Actor-Critic: A2C + GAE with a rank-1 natural policy gradient.
 
-Paper: "Rank-1 Approximation of Inverse Fisher for Natural Policy Gradients in Deep Reinforcement Learning"
-(Huo et al., TMLR 2026). The actor's step is a natural policy gradient whose Fisher is the damped rank-1
-empirical Fisher F~ = lambda I + l_bar l_bar^T, inverted in closed form (Sherman-Morrison) in O(d).
+Paper: "Rank-1 Approximation of Inverse Fisher for Natural Policy Gradients in Deep Reinforcement
+Learning" (Huo et al., TMLR 2026). The actor's step preconditions the policy gradient with a damped
+rank-1 empirical Fisher, inverted in closed form by the Sherman-Morrison formula in O(d).
 
-Run it (the defaults are the paper's Hopper row; every task's rows are in benchmark/hyperparams.toml):
+Run (the defaults are the paper's Hopper row; the other rows: benchmark/hyperparams.toml):
     python smac_a2c.py --env-id Hopper-v4                                        # SMAC
     python smac_a2c.py --env-id Hopper-v4 --optimizer sgd --learning-rate 1e-3   # AC-SGD
     python smac_a2c.py --env-id Hopper-v4 --optimizer adam --learning-rate 1e-4  # AC-Adam
-Logs go to runs/<run>/ (`tensorboard --logdir runs`), the final state to runs/<run>/checkpoint.pt.
+Logs: runs/<run>/ (`tensorboard --logdir runs`), the final state in runs/<run>/checkpoint.pt.
 
-Read top to bottom: Args, the SMAC step (the copy block), the four actor steps, GAE and the critic, the
-networks, and train(), Algorithm 1's loop. A reader of the method can stop at the end of train(): what
-follows is ours, not the paper's (kl_step_, acting without torch.distributions, normalization, signals,
-the checkpoint, input checks, logging, main). The lab, `python -m benchmark.trainer`, adds AC-CG, AC-KFAC,
-ablations, resume and evaluation.
+Read top to bottom: Args, the SMAC step (the copy block), the four actor steps, GAE, the networks,
+and train(), Algorithm 1's loop. Stop at the end of train(): what follows is ours, not the paper's
+(kl_step_, fast acting, normalization, signals, the checkpoint, input checks, logging, main).
 """
 
 import atexit
@@ -40,13 +38,13 @@ FLOAT32_MAX = float(torch.finfo(torch.float32).max)  # the networks compute in f
 @dataclass
 class Args:
     exp_name: str = "smac_a2c"
-    """name of the experiment, part of the run directory runs/{env_id}__{exp_name}__{seed}__{unix time}"""
+    """name of the experiment, in the run directory runs/{env_id}__{exp_name}__{seed}__{time}"""
     seed: int = 1
     """seed of python, numpy, torch and the environments"""
     cuda: bool = False
     """networks and updates on the GPU if there is one; actions from a CPU copy of the actor"""
     track: bool = False
-    """sync the TensorBoard scalars to Weights & Biases (needs `wandb login`, or WANDB_MODE=offline)"""
+    """sync the TensorBoard scalars to Weights & Biases (`wandb login`, or WANDB_MODE=offline)"""
     wandb_project_name: str = "smac"
     """W&B project for --track"""
     wandb_entity: Optional[str] = None
@@ -60,13 +58,11 @@ class Args:
     optimizer: Literal["smac", "sgd", "adam"] = "smac"
     """actor step: smac (Sherman-Morrison natural gradient), sgd (AC-SGD) or adam (AC-Adam)"""
     fisher: Literal["batch-mean", "per-sample"] = "batch-mean"
-    """smac: batch-mean (the paper's Practical Method, one step per rollout) or per-sample (Algorithm 1:
-    one step per transition, so at one eta theta moves about B times farther per rollout)"""
+    """smac: batch-mean (Practical Method: a step per rollout) or per-sample (Algorithm 1)"""
     learning_rate: float = 1e-2
     """actor step size eta"""
     target_kl: float = 0.0
-    """ours: > 0 sets each batch-mean SMAC step's length by the KL it causes on the batch (kl_step_;
-    TRPO: 0.01) instead of eta; 0: the paper's fixed step eta"""
+    """ours: > 0 sets batch-mean SMAC's step by the KL it causes (kl_step_; TRPO's 0.01); 0: eta"""
     damping: float = 1.0
     """smac damping lambda > 0 in F = lambda I + l l^T"""
     critic_learning_rate: float = 1e-4
@@ -80,7 +76,7 @@ class Args:
     gae_lambda: float = 0.9
     """GAE trace-decay lambda_GAE"""
     norm_obs: bool = False
-    """normalize observations by running mean and std (updated once per rollout, saved in the checkpoint)"""
+    """normalize observations by their running mean and std (updated once per rollout)"""
     norm_reward: bool = False
     """scale rewards by the running std of the discounted return, clipped to [-10, 10]"""
     norm_adv: bool = False
@@ -89,23 +85,23 @@ class Args:
     """hidden layer widths of the actor and the critic (tanh MLPs)"""
 
 
-# ==== The SMAC step: the copy block ====================================================================
-# The whole update, once (ascent on J; the paper's eq. (5) with the Practical Method's batch means):
+# ==== The SMAC step: the copy block ===============================================================
+# The whole update (eq. (5) with the Practical Method's batch means; ascent on J):
 #     theta <- theta + eta (lambda I + l_bar l_bar^T)^-1 g
-#     l_bar = grad_theta (1/B) sum_i log pi(a_i|s_i),   g = grad_theta (1/B) sum_i log pi(a_i|s_i) A_i
-# To use SMAC in your own loop, copy these seven functions (they need `import torch`, under that name):
-# sherman_morrison_direction, trainable_parameters, mean_score_and_gradient, smac_direction, apply_step_,
-# kl_step_, refuse_stale. Then, with log_probs the batch's log pi(a|s) WITH their graph:
+#     l_bar = grad (1/B) sum_i log pi(a_i|s_i),   g = grad (1/B) sum_i log pi(a_i|s_i) A_i
+# To use SMAC in your own loop, copy these seven functions (they need only `import torch`):
+# sherman_morrison_direction, trainable_parameters, mean_score_and_gradient, smac_direction,
+# apply_step_, kl_step_, refuse_stale. Then, with log_probs the batch's log pi(a|s) with graph:
 #     direction = smac_direction(policy, log_probs, advantages, damping=1.0)
 #     apply_step_(policy, direction, lr=1e-2)  # the paper's fixed eta, OR (ours, after train()):
 #     eta = kl_step_(policy, direction, log_prob_fn, target_kl=0.01)  # eta set by the KL it causes
-# Its rules (a shared trunk, batch size, eta) are in docs/drop_in.md.
+# The rules (a shared trunk, the batch size, eta): docs/drop_in.md.
 def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: float) -> torch.Tensor:
     """(lambda I + l l^T)^-1 g for flat 1-D tensors g and l: two dot products and one axpy, O(d)."""
-    # eq. (4): (lambda I + l l^T)^-1 = I / lambda - l l^T / (lambda^2 + lambda l^T l). Applied to g, it
-    # is eq. (5) without its step size eta: (1/lambda) (g - l (l^T g) / (lambda + l^T l)). No d x d matrix.
-    # Ours, an identity of eq. (5): across l the step is g / lambda, along l it is g / (lambda + |l|^2).
-    # So with |l|^2 << lambda, SMAC is SGD with step eta / lambda.
+    # eq. (4): (lambda I + l l^T)^-1 = I / lambda - l l^T / (lambda^2 + lambda l^T l). Applied to g:
+    # eq. (5) without eta, (1/lambda) (g - l (l^T g) / (lambda + l^T l)). No d x d matrix.
+    # Ours: across l the step is g / lambda, along l g / (lambda + |l|^2); with |l|^2 << lambda,
+    # SMAC is SGD with step eta / lambda.
     return (g - ell * (torch.dot(ell, g) / (damping + torch.dot(ell, ell)))) / damping
 
 
@@ -115,7 +111,7 @@ def trainable_parameters(params) -> list:
         params = params.parameters()
     params = [p for p in params if p.requires_grad]
     if not params:
-        raise ValueError("no trainable parameters: pass the module or a list (a used generator is empty)")
+        raise ValueError("no trainable parameters: pass a module or a list, not a used generator")
     return params
 
 
@@ -124,27 +120,23 @@ def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages, retain_
     retain_graph: keep the graph for a later backward through it (a critic sharing the trunk)."""
     params = trainable_parameters(params)
     if not isinstance(log_probs, torch.Tensor) or not log_probs.requires_grad:
-        raise ValueError("log_probs must be a tensor with its graph: compute them outside torch.no_grad()")
+        raise ValueError("log_probs need their graph: compute them outside torch.no_grad()")
     advantages = torch.as_tensor(advantages, dtype=log_probs.dtype, device=log_probs.device)
     if log_probs.dim() != 1 or advantages.shape != log_probs.shape:
-        raise ValueError(f"log_probs, advantages need shape (B,), got {log_probs.shape}, {advantages.shape}")
+        raise ValueError(f"log_probs, advantages: (B,), not {log_probs.shape}, {advantages.shape}")
     batch_size = len(log_probs)
     score_weights = torch.full_like(log_probs, 1.0 / batch_size)
     # ours, where the paper is silent: g is a batch mean, as l_bar is
     adv_weights = advantages.detach() / batch_size
-    # a parameter the log-probabilities do not depend on gets a zero gradient (materialize_grads)
-    ell_parts = torch.autograd.grad(
-        log_probs, params, score_weights, retain_graph=True, allow_unused=True, materialize_grads=True
-    )
-    g_parts = torch.autograd.grad(
-        log_probs, params, adv_weights, retain_graph=retain_graph, allow_unused=True, materialize_grads=True
-    )
-    return torch.cat([d.reshape(-1) for d in ell_parts]), torch.cat([d.reshape(-1) for d in g_parts])
+    zero_if_unused = {"allow_unused": True, "materialize_grads": True}  # a parameter not used
+    ell = torch.autograd.grad(log_probs, params, score_weights, retain_graph=True, **zero_if_unused)
+    g = torch.autograd.grad(log_probs, params, adv_weights, retain_graph=retain_graph, **zero_if_unused)
+    return torch.cat([d.reshape(-1) for d in ell]), torch.cat([d.reshape(-1) for d in g])
 
 
 def smac_direction(params, log_probs, advantages, damping: float, retain_graph: bool = False) -> torch.Tensor:
-    """F~^-1 g with F~ = damping I + l_bar l_bar^T, for any policy. params: a module or a list of
-    parameters; log_probs (B,) WITH their graph; advantages (B,), a tensor or an array. Flat (d,)."""
+    """F~^-1 g with F~ = damping I + l_bar l_bar^T, for any policy. params: a module or a list;
+    log_probs (B,) WITH their graph; advantages (B,), a tensor or an array. Flat (d,)."""
     if not damping > 0:
         raise ValueError(f"damping must be > 0 (the paper's rows: 0.01 to 1), got {damping}")
     ell, g = mean_score_and_gradient(params, log_probs, advantages, retain_graph)
@@ -153,36 +145,36 @@ def smac_direction(params, log_probs, advantages, damping: float, retain_graph: 
 
 @torch.no_grad()
 def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
-    """theta <- theta + lr * direction (ascent on J), for smac_direction's flat layout. A parameter whose
-    direction is zero is not written, not even +0: a graph through it (a critic's loss) still backpropagates.
+    """theta <- theta + lr * direction (ascent on J), in smac_direction's flat layout. A parameter
+    whose direction is zero is not written (a critic's loss through it still backpropagates).
     A non-finite lr: ValueError; NaN/Inf in direction: FloatingPointError; nothing moves."""
     if not abs(lr) < float("inf"):  # NaN fails every comparison: `not x < inf` refuses it too
         raise ValueError(f"lr must be a finite number, got {lr}")
     params = trainable_parameters(params)
     sizes = [p.numel() for p in params]
     if direction.numel() != sum(sizes):
-        raise ValueError(f"direction has {direction.numel()} entries, the trainable parameters {sum(sizes)}")
+        raise ValueError(f"direction has {direction.numel()} entries, the parameters {sum(sizes)}")
     if not torch.isfinite(direction).all():
-        raise FloatingPointError("the direction holds NaN or Inf (a diverged step); no parameter was moved")
+        raise FloatingPointError("NaN or Inf in the direction (a diverged step); nothing was moved")
     for p, d in zip(params, direction.split(sizes)):
         if d.any():
             p.add_(d.view_as(p), alpha=lr)
 
 
-# ==== The four actor steps: each takes a batch {obs, actions, advantages}, returns {g, step, ...} ======
+# ==== The four actor steps: a batch {obs, actions, advantages} in, {g, step, ...} out =============
 def flat_grad(output: torch.Tensor, params) -> torch.Tensor:
     return torch.cat([g.reshape(-1) for g in torch.autograd.grad(output, params)])
 
 
 def smac_batch_mean_step(actor: nn.Module, batch: dict, args: Args) -> dict:
     """SMAC as the paper's experiments run it (Practical Method): one step per rollout of B = T x N
-    transitions. With --target-kl it returns the direction without stepping: train() calls kl_step_."""
+    transitions. With --target-kl it only returns the direction: train() calls kl_step_."""
     log_probs = actor(batch["obs"]).log_prob(batch["actions"])
     # smac_direction, in its two halves so that l_bar can be logged
     ell, g = mean_score_and_gradient(actor, log_probs, batch["advantages"])
     step = sherman_morrison_direction(g, ell, args.damping)
-    # The Practical Method prints this step as theta - eta [g / lambda - ...] with g the gradient of J:
-    # taken literally it would descend J. The code follows eq. (5) and Algorithm 1, line 8 (ascent).
+    # The Practical Method prints theta - eta [g / lambda - ...], g the gradient of J: literally, a
+    # descent on J. Here: ascent, as eq. (5) and Algorithm 1, line 8.
     if args.target_kl == 0:
         apply_step_(actor, step, args.learning_rate)
     return {"g": g, "step": step, "ell": ell}
@@ -190,15 +182,16 @@ def smac_batch_mean_step(actor: nn.Module, batch: dict, args: Args) -> dict:
 
 def smac_per_sample_step(actor: nn.Module, batch: dict, args: Args) -> dict:
     """SMAC as Algorithm 1 writes it: one step per transition, in rollout order, each with its own
-    one-sample Fisher lambda I + l l^T, l = grad log pi(a|s). Costs B backward passes per rollout."""
+    one-sample Fisher lambda I + l l^T, l = grad log pi(a|s): B backward passes per rollout."""
     params = trainable_parameters(actor)
     n = len(batch["obs"])
     g_sum = 0.0
     step_sum = 0.0
     ell_sq_sum = 0.0
-    # Algorithm 1, lines 6-9: for all samples k (the paper's k, i here; its line 3's k is the iteration)
+    # Algorithm 1, lines 6-9: for all samples k (i here; line 3's k is the iteration)
     for i in range(n):
-        ell = flat_grad(actor(batch["obs"][i : i + 1]).log_prob(batch["actions"][i : i + 1]).sum(), params)
+        log_prob = actor(batch["obs"][i : i + 1]).log_prob(batch["actions"][i : i + 1])
+        ell = flat_grad(log_prob.sum(), params)
         # line 7: g = grad log pi(a|s) A(s, a)
         g = ell * batch["advantages"][i]
         # line 8: theta <- theta + eta F^-1 g, with eq. (5)
@@ -219,7 +212,7 @@ def sgd_step(actor: nn.Module, batch: dict, args: Args) -> dict:
 
 
 def adam_step(actor: nn.Module, optimizer: torch.optim.Adam, batch: dict, args: Args) -> dict:
-    """AC-Adam: one step of the actor's Adam (learning rate eta, maximize=True) on the same objective."""
+    """AC-Adam: one step of the actor's Adam (rate eta, maximize=True) on the same objective."""
     params = list(actor.parameters())
     before = nn.utils.parameters_to_vector(params).detach()
     objective = (actor(batch["obs"]).log_prob(batch["actions"]) * batch["advantages"]).mean()
@@ -232,20 +225,18 @@ def adam_step(actor: nn.Module, optimizer: torch.optim.Adam, batch: dict, args: 
     return {"g": g, "step": step}
 
 
-# ==== GAE and the critic (the paper's section 4.4) =====================================================
+# ==== GAE and the critic (the paper's section 4.4) ================================================
 def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
-    """(advantages A, critic targets R = A + V), from (T, N) arrays: terminations[t] 1 where an episode
-    terminated at step t, dones[t] 1 where it ended (terminated or truncated), next_values[t] = V(s_{t+1}),
-    of the final observation where an episode ended at t."""
+    """(advantages, critic targets R = A + V) from (T, N) arrays: terminations[t] / dones[t] are 1
+    where an episode terminated / ended at t, next_values[t] is V(s_{t+1}) (its final observation)."""
     # eq. (14): delta_t = r_t + gamma V(s_{t+1}) - V(s_t), every t at once. Ours, where the paper is
-    # silent: a truncation bootstraps from V(final observation), a termination does not (a select, not
-    # a product: a NaN in a terminal observation's value must not leak into the advantages)
+    # silent: a truncation bootstraps from V(final observation), a termination does not (a select:
+    # a NaN value of a terminal observation must not leak into the advantages)
     deltas = rewards + gamma * np.where(terminations > 0, 0.0, next_values) - values
     decay = gamma * gae_lambda * (1.0 - dones)
     advantages = np.zeros_like(rewards)
     last = np.zeros_like(rewards[0])
-    # eq. (15): A_t = sum_l (gamma lambda_GAE)^l delta_{t+l}, i.e. A_t = delta_t + gamma lambda_GAE A_{t+1},
-    # cut where an episode ends
+    # eq. (15): A_t = delta_t + gamma lambda_GAE A_{t+1}, cut where an episode ends
     for t in reversed(range(rewards.shape[0])):
         last = deltas[t] + decay[t] * last
         advantages[t] = last
@@ -253,7 +244,7 @@ def compute_gae(rewards, values, next_values, terminations, dones, gamma: float,
 
 
 def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, returns) -> float:
-    """One Adam step (rate alpha) on L_critic = mean_t (R_t - V_phi(s_t))^2 (section 4.4, not numbered)."""
+    """One Adam step (rate alpha) on L_critic = mean_t (R_t - V_phi(s_t))^2 (section 4.4)."""
     loss = (returns - critic(obs)).pow(2).mean()
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -261,7 +252,7 @@ def critic_step(critic: nn.Module, optimizer: torch.optim.Optimizer, obs, return
     return loss.item()
 
 
-# ==== Networks: separate actor and critic MLPs (CleanRL's: 64-64 tanh, orthogonal initialization) =======
+# ==== Networks: separate actor and critic MLPs (CleanRL's: 64-64 tanh, orthogonal init) ===========
 def layer_init(layer: nn.Linear, std: float = np.sqrt(2)) -> nn.Linear:
     nn.init.orthogonal_(layer.weight, std)
     nn.init.constant_(layer.bias, 0.0)
@@ -269,20 +260,20 @@ def layer_init(layer: nn.Linear, std: float = np.sqrt(2)) -> nn.Linear:
 
 
 class Actor(nn.Module):
-    """pi_theta(a|s) = Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std)); theta: MLP and log_std."""
+    """pi_theta(a|s) = Categorical(logits=MLP(s)) or Normal(MLP(s), exp(log_std))."""
 
     def __init__(self, obs_dim: int, act_dim: int, discrete: bool, hidden_sizes=(64, 64)):
         super().__init__()
         self.discrete = discrete
         sizes = [obs_dim, *hidden_sizes]
-        self.linears = nn.ModuleList(layer_init(nn.Linear(i, o)) for i, o in zip(sizes[:-1], sizes[1:]))
+        self.linears = nn.ModuleList(layer_init(nn.Linear(a, b)) for a, b in zip(sizes, sizes[1:]))
         # the output layer starts near zero: a near-uniform first policy
         self.linears.append(layer_init(nn.Linear(sizes[-1], act_dim), std=0.01))
         if not discrete:
             self.log_std = nn.Parameter(torch.zeros(act_dim))
 
     def forward(self, obs: torch.Tensor) -> torch.distributions.Distribution:
-        """The policy at a batch of observations (B, obs_dim); its log_prob(actions) has shape (B,)."""
+        """The policy at observations (B, obs_dim); its log_prob(actions) has shape (B,)."""
         *hidden, last = self.linears
         h = obs
         for linear in hidden:
@@ -292,11 +283,11 @@ class Actor(nn.Module):
         if self.discrete:
             return torch.distributions.Categorical(logits=out, validate_args=False)
         normal = torch.distributions.Normal(out, torch.exp(self.log_std), validate_args=False)
-        return torch.distributions.Independent(normal, 1, validate_args=False)  # log pi: sum over dims
+        return torch.distributions.Independent(normal, 1, validate_args=False)  # sums log pi
 
 
 def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, device="cpu"):
-    """The actor, and the critic V_phi(s): an MLP whose Flatten(-2) turns its output (B, 1) into (B,)."""
+    """The actor, and the critic V_phi(s), an MLP whose Flatten(-2) makes its (B, 1) output (B,)."""
     actor = Actor(obs_dim, act_dim, discrete, args.hidden_sizes)
     sizes = [obs_dim, *args.hidden_sizes]
     layers = []
@@ -307,10 +298,10 @@ def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, device
     return actor.to(device), critic.to(device)
 
 
-# ==== Training: Algorithm 1's loop ======================================================================
+# ==== Training: Algorithm 1's loop ================================================================
 def train(args: Args) -> int:
-    """Train; the exit code: 0 finished, 3 diverged (NaN/Inf), 130 / 143 Ctrl-C / SIGTERM, 1 checkpoint.pt
-    not written. It holds the state at the end (after a divergence or a second signal: before that update)."""
+    """Train; the exit code: 0 finished, 3 diverged (NaN/Inf), 130 / 143 Ctrl-C / SIGTERM, 1 no
+    checkpoint.pt (it holds the last completed update's state)."""
     # TRY NOT TO MODIFY: signals, the run directory, logging, seeding (helpers after train())
     stop = StopRequest()
     run_dir = create_run_dir(args)
@@ -320,7 +311,7 @@ def train(args: Args) -> int:
     torch.manual_seed(args.seed)
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
 
-    # environments (environment i resets with seed + i) and Algorithm 1, line 2: initialise theta and phi
+    # environments (the i-th resets with seed + i); Algorithm 1, line 2: initialise theta and phi
     envs = [make_env(args, run_dir, i) for i in range(args.num_envs)]
     act_space = envs[0].action_space
     discrete = isinstance(act_space, gym.spaces.Discrete)
@@ -328,11 +319,11 @@ def train(args: Args) -> int:
     act_dim = act_space.n if discrete else act_space.shape[0]
     actor, critic = make_networks(args, obs_dim, act_dim, discrete, device)
     critic_opt = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate)
-    actor_opt = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, maximize=True)  # AC-Adam
+    actor_opt = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, maximize=True)
     normalizer = Normalizer(obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
     parts = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "actor_opt": actor_opt}
     parts["normalizer"] = normalizer
-    # --cuda: act with a CPU copy of the actor, refreshed after each update (no GPU round trip per action)
+    # --cuda: act with a CPU copy of the actor, refreshed after each update (no GPU round trips)
     acting = actor if device.type == "cpu" else copy.deepcopy(actor).cpu()
     T = args.num_steps
     N = args.num_envs
@@ -353,25 +344,25 @@ def train(args: Args) -> int:
     no_step = 0  # --target-kl: updates whose step kl_step_ refused
     exit_code = 0
     start_time = time.time()
-    # the state after the last completed update: what checkpoint.pt keeps if the next goes bad or is stopped
+    # the state after the last completed update: what checkpoint.pt keeps if the next one goes bad
     last_good = checkpoint_state(args, global_step, update, parts)
-    stop.stop_now_at = 2  # from here the first signal ends the run after its update, a second at once
+    stop.stop_now_at = 2  # a first signal ends the run after its update, a second at once
     try:
         # Algorithm 1, line 3: for iteration k = 0, 1, ... (k: `update` here)
         while global_step < budget and not stop.signal:
-            # ALGO LOGIC: line 4: roll out T steps in every environment, acting with the current policy
+            # ALGO LOGIC: line 4: roll out T steps in every environment with the current policy
             for t in range(T):
                 if not np.abs(obs).max() <= FLOAT32_MAX:  # NaN, Inf, or beyond float32 (1e39)
                     raise Diverged("NaN/Inf in an observation")
                 # a ~ pi(.|s): what acting(obs).sample() draws, faster (ours, after train())
                 action = act(acting, tensor(normalizer.obs(obs), "cpu")).numpy()
-                # Discrete(n, start): the index shifted; a Box: the action clipped into it (as CleanRL)
+                # Discrete(n, start): the index shifted; a Box: the action clipped (as CleanRL)
                 env_action = (
                     action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
                 )
                 buf_obs[t] = obs
                 buf_actions[t] = action
-                # not a SyncVectorEnv: s_{t+1} is an ending episode's final observation, no autoreset step
+                # not a SyncVectorEnv: s_{t+1} is an ending episode's final observation
                 for i, env in enumerate(envs):
                     next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
                     buf_rewards[t, i] = reward
@@ -388,7 +379,9 @@ def train(args: Args) -> int:
                         next_obs, _ = env.reset()
                     obs[i] = next_obs
             global_step += T * N
-            log_episodes(writer, finished)
+            for at, episodic_return, length in finished:  # in one burst, not during the rollout
+                writer.add_scalar("charts/episodic_return", episodic_return, at)
+                writer.add_scalar("charts/episodic_length", length, at)
             finished = []
 
             # ALGO LOGIC: line 5: advantages with GAE, from the critic before its update
@@ -415,9 +408,10 @@ def train(args: Args) -> int:
                 diagnostics = smac_per_sample_step(actor, batch, args)
             else:
                 diagnostics = smac_batch_mean_step(actor, batch, args)
-            if args.target_kl > 0:  # OURS, --target-kl: eta set by the KL the step causes (after train())
-                eta = kl_step_(actor, diagnostics["step"], log_prob_fn(actor, batch), args.target_kl)
-                diagnostics["step"] = diagnostics["step"] * eta / args.learning_rate  # theta's change / eta
+            if args.target_kl > 0:  # OURS: eta set by the KL the step causes (after train())
+                step = diagnostics["step"]
+                eta = kl_step_(actor, step, recompute_log_probs(actor, batch), args.target_kl)
+                diagnostics["step"] = step * eta / args.learning_rate  # theta's change / eta
                 diagnostics["kl_eta"] = eta
                 no_step += int(eta == 0.0)
             # ALGO LOGIC: line 10: the critic step
@@ -431,7 +425,7 @@ def train(args: Args) -> int:
             if acting is not actor:
                 acting.load_state_dict(actor.state_dict())
 
-            # TRY NOT TO MODIFY: log the losses, SMAC's diagnostics and a progress line every 10 updates
+            # TRY NOT TO MODIFY: losses, SMAC's diagnostics, a progress line every 10 updates
             log_update(writer, actor, batch, value_loss, diagnostics, global_step)
             if update % 10 == 0 or global_step >= budget:
                 mean_return = np.mean(recent_returns[-10:]) if recent_returns else float("nan")
@@ -439,7 +433,7 @@ def train(args: Args) -> int:
                 kept = f", no step in {no_step} of {update} updates" if args.target_kl > 0 else ""
                 line = f"step {global_step}/{budget}, {sps} SPS, return {mean_return:.1f} (last 10)"
                 print(line + kept, flush=True)
-    except (Diverged, FloatingPointError) as error:  # FloatingPointError: apply_step_'s non-finite direction
+    except (Diverged, FloatingPointError) as error:  # apply_step_'s non-finite direction
         print(f"diverged at update {update + 1} ({error})", file=sys.stderr)
         exit_code = 3
     except StopNow:  # a second signal: the update under way is dropped
@@ -456,70 +450,67 @@ def train(args: Args) -> int:
     return exit_code
 
 
-# ==== The method ends here. ==========================================================================
-# Below: ours, not the paper's. What a CleanRL user expects of a script (acting, normalization, signals,
-# the checkpoint, input checks, logging, main), and kl_step_, the copy block's optional step size.
+# ==== The method ends here. =======================================================================
+# Below: ours, not the paper's. kl_step_, the copy block's optional step size; then what a CleanRL
+# user expects of a script (acting, normalization, signals, the checkpoint, checks, logging, main).
 
 
-# ---- kl_step_: the step's length from the KL it causes (part of the copy block)
 def refuse_stale(first: torch.Tensor, second: torch.Tensor, moved: dict) -> None:
-    """kl_step_'s stale rule, on two outputs of log_prob_fn() at one theta, each with its graph: every moved
-    parameter ({name: tensor}) must be reached from `second` through autograd nodes built in that call, i.e.
-    not in `first`'s graph. Else a ValueError naming what it found and the fix."""
-    earlier = set()  # the first call's graph, with every node from before the calls that it reaches
-    reached = set()  # the parameters it reaches (their AccumulateGrad nodes' variables)
+    """kl_step_'s stale rule, on two outputs of log_prob_fn() at one theta with their graphs: each
+    moved parameter ({name: tensor}) must be reached from `second` through autograd nodes built in
+    that call, i.e. not in `first`'s graph. Else a ValueError naming what it found and the fix."""
+    known = set()  # the first call's graph, with every node from before the calls that it reaches
     todo = [first.grad_fn]
     while todo:
         node = todo.pop()
-        if node is not None and node not in earlier:
-            earlier.add(node)
-            if type(node).__name__ == "AccumulateGrad":
-                reached.add(id(node.variable))
+        if node is not None and node not in known:
+            known.add(node)
             todo.extend(child for child, _ in node.next_functions)
-    fresh = set()  # the parameters the second call reaches through nodes built in it
-    built = set()  # those nodes
+    reached = {id(node.variable) for node in known if type(node).__name__ == "AccumulateGrad"}
+    fresh = set()  # the parameters the second call reaches through nodes built in it (not known)
     todo = [second.grad_fn]
     while todo:
         node = todo.pop()
         if type(node).__name__ == "AccumulateGrad":
             fresh.add(id(node.variable))
-        elif node is not None and node not in earlier and node not in built:
-            built.add(node)
+        elif node is not None and node not in known:
+            known.add(node)
             todo.extend(child for child, _ in node.next_functions)
     if not reached & {id(p) for p in moved.values()}:
         raise ValueError(
-            "log_prob_fn() reaches none of the parameters kl_step_ moves (stored values, another module, or "
-            "no_grad): recompute log pi(a|s) from them in each call"
+            "log_prob_fn() reaches none of the parameters kl_step_ moves (stored values, another "
+            "module, or no_grad): recompute log pi(a|s) from them in each call"
         )
     stale = [name for name, p in moved.items() if id(p) not in fresh]
     if stale:
         raise ValueError(
-            f"log_prob_fn() does not recompute from {', '.join(stale)} (reached only through tensors made "
-            "before the call, or not at all): recompute in each call the part of the forward pass that uses "
-            "them, or leave them out of params"
+            f"log_prob_fn() does not recompute from {', '.join(stale)} (reached only through "
+            "tensors made before the call, or not at all): recompute in each call the part of the "
+            "forward pass that uses them, or leave them out of params"
         )
 
 
 @torch.no_grad()
 def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change: float = 0.1) -> float:
-    """theta <- theta + eta * direction, eta chosen so that the policy moves by about target_kl on the batch
-    (PPO's approx_kl over the taken actions). Returns the eta applied; 0: no step, every parameter as it was.
-    log_prob_fn() recomputes the batch's log pi(a|s), shape (B,), from the current parameters, the same at
-    every call at one theta (eval mode). A step is kept when its KL is in [target_kl / 2, 1.5 target_kl], or
-    below it at the cap (no parameter moves by more than max_change). Refused with a ValueError, nothing
-    moved: bad arguments, or a log_prob_fn that varies, changes buffers or is stale (refuse_stale).
-    Cost: typically 4 forward passes. The whole contract, and from which batch size: docs/drop_in.md."""
+    """theta <- theta + eta * direction, eta such that the policy moves by about target_kl on the
+    batch (PPO's approx_kl over the taken actions). Returns eta; 0: no step, every parameter as it was.
+    log_prob_fn() recomputes the batch's log pi(a|s), shape (B,), from the current parameters, the
+    same at every call at one theta (eval mode). A step is kept when its KL is in [target_kl / 2,
+    1.5 target_kl], or below at the cap (no parameter moves by more than max_change). A ValueError,
+    nothing moved: bad arguments, a log_prob_fn that varies, changes buffers or is stale (refuse_stale).
+    Typically 4 forward passes. The whole contract, and from which batch size: docs/drop_in.md."""
     if not 0 < target_kl < float("inf") or not 0 < max_change < float("inf"):
-        raise ValueError(f"target_kl, max_change must be finite numbers > 0, got {target_kl}, {max_change}")
-    buffers = list(params.buffers()) if isinstance(params, torch.nn.Module) else []
-    names = (
-        {id(p): name for name, p in params.named_parameters()} if isinstance(params, torch.nn.Module) else {}
-    )
+        raise ValueError(f"target_kl, max_change: finite numbers > 0, not {target_kl}, {max_change}")
+    buffers = []
+    names = {}  # for refuse_stale's message
+    if isinstance(params, torch.nn.Module):
+        buffers = list(params.buffers())
+        names = {id(p): name for name, p in params.named_parameters()}
     params = trainable_parameters(params)
-    labels = [names.get(id(p), f"params[{i}]") for i, p in enumerate(params)]  # for refuse_stale's message
+    labels = [names.get(id(p), f"params[{i}]") for i, p in enumerate(params)]
     sizes = [p.numel() for p in params]
     if direction.numel() != sum(sizes):
-        raise ValueError(f"direction has {direction.numel()} entries, the trainable parameters {sum(sizes)}")
+        raise ValueError(f"direction has {direction.numel()} entries, the parameters {sum(sizes)}")
     moved = [(p, d.view_as(p)) for p, d in zip(params, direction.split(sizes)) if d.any()]
     largest = direction.abs().max().item()
     if not moved or not largest < float("inf"):  # a zero direction, or NaN/Inf in it: no step
@@ -532,11 +523,11 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
         if not isinstance(out, torch.Tensor) or out.dim() != 1:
             raise ValueError("log_prob_fn() must return log pi(a|s) as a torch tensor (B,)")
     if not torch.equal(first, second):
-        raise ValueError("log_prob_fn() differs between two calls at the same parameters: use eval mode")
+        raise ValueError("log_prob_fn() differs between two calls at one theta: use eval mode")
     if not all(torch.equal(b, b0) for b, b0 in zip(buffers, buffers_before)):
         for b, b0 in zip(buffers, buffers_before):
             b.copy_(b0)
-        raise ValueError("log_prob_fn() changes the module's buffers (train-mode BatchNorm): use eval mode")
+        raise ValueError("log_prob_fn() changes the module's buffers (BatchNorm): use eval mode")
     refuse_stale(first, second, {n: p for n, p, d in zip(labels, params, direction.split(sizes)) if d.any()})
     old = first.detach()
     del first, second  # their graphs
@@ -554,7 +545,7 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
                 return 0.0  # even the cap moves no parameter
             try:
                 new = log_prob_fn()
-            except ValueError as error:  # a validating torch distribution refusing what this trial step made
+            except ValueError as error:  # a validating distribution refusing this trial's parameters
                 if "found invalid values" not in str(error):
                     raise
                 new = torch.full_like(old, float("nan"))
@@ -567,8 +558,10 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
                 too_short = eta
             else:
                 too_long = eta
-            # KL ~ eta^2 at small eta: rescale by that, 10x at most (NaN: / 10); else bisect the bracket (log)
-            factor = min(max((target_kl / max(kl, 1e-30)) ** 0.5, 0.1), 10.0) if kl < float("inf") else 0.1
+            # KL ~ eta^2 at small eta: rescale by that, 10x at most (NaN: / 10); else bisect (log)
+            factor = 0.1
+            if kl < float("inf"):
+                factor = min(max((target_kl / max(kl, 1e-30)) ** 0.5, 0.1), 10.0)
             eta = min(eta * factor, eta_max)
             if not too_short < eta < too_long:
                 eta = (too_short * too_long) ** 0.5
@@ -579,8 +572,8 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
     return 0.0
 
 
-def log_prob_fn(actor: nn.Module, batch: dict):
-    """train()'s log_prob_fn for kl_step_: the batch's log pi(a|s), recomputed from the current parameters."""
+def recompute_log_probs(actor: nn.Module, batch: dict):
+    """train()'s log_prob_fn for kl_step_: the batch's log pi(a|s) from the current parameters."""
 
     def batch_log_probs():
         return actor(batch["obs"]).log_prob(batch["actions"])
@@ -588,7 +581,7 @@ def log_prob_fn(actor: nn.Module, batch: dict):
     return batch_log_probs
 
 
-# ---- acting: most of a step's time, so without torch.distributions (about 60 us an action faster) ----
+# ---- acting without torch.distributions: 60 us an action faster ----------------------------------
 def policy_output(actor: Actor, obs: torch.Tensor) -> torch.Tensor:
     """The actor's logits or action means, as forward() computes them, without the module calls."""
     *hidden, last = actor.linears
@@ -613,33 +606,13 @@ def tensor(x: np.ndarray, device) -> torch.Tensor:
     return torch.from_numpy(x.astype(np.float32)).to(device)  # (twice as fast as torch.as_tensor for one row)
 
 
-# ---- normalization: --norm-obs and --norm-reward ------------------------------------------------------
-class RunningMeanStd:
-    """Running mean and variance of a stream of arrays (Chan et al.'s parallel update)."""
-
-    def __init__(self, shape=()):
-        self.mean = np.zeros(shape)
-        self.var = np.ones(shape)
-        self.count = 1e-4
-
-    def update(self, x: np.ndarray) -> None:
-        batch_mean = x.mean(axis=0)
-        batch_var = x.var(axis=0)
-        n = x.shape[0]
-        delta = batch_mean - self.mean
-        total = self.count + n
-        self.var = (self.var * self.count + batch_var * n + delta**2 * self.count * n / total) / total
-        self.mean = self.mean + delta * n / total
-        self.count = total
-
-
+# ---- normalization (--norm-obs, --norm-reward), and NaN / Inf anywhere: exit 3 -------------------
 class Normalizer:
-    """--norm-obs and --norm-reward as CleanRL's wrappers do them, with the statistics updated once per
-    rollout instead of every step (and saved in the checkpoint, so an evaluation sees what training saw)."""
+    """--norm-obs and --norm-reward as CleanRL's wrappers, the statistics updated once per rollout."""
 
     def __init__(self, obs_dim: int, num_envs: int, gamma: float, norm_obs: bool, norm_reward: bool):
-        self.obs_rms = RunningMeanStd((obs_dim,))
-        self.ret_rms = RunningMeanStd(())
+        self.obs_rms = gym.wrappers.utils.RunningMeanStd(shape=(obs_dim,))  # Chan et al.'s update
+        self.ret_rms = gym.wrappers.utils.RunningMeanStd(shape=())
         self.norm_obs = norm_obs
         self.norm_reward = norm_reward
         self.gamma = gamma
@@ -671,14 +644,12 @@ class Normalizer:
         return state
 
 
-# ---- divergence: NaN or Inf anywhere is exit 3 with the state before the bad update ---------------------
 class Diverged(Exception):
     """NaN or Inf in an observation or after an update."""
 
 
 def finite_state(value_loss: float, actor, critic, normalizer: Normalizer, obs, rewards: np.ndarray) -> bool:
-    """No NaN/Inf in the critic's loss, the networks, the actor's outputs (finite weights can overflow
-    there), the normalization statistics or the rewards."""
+    """No NaN/Inf in the critic's loss, the networks, their outputs, the statistics or the rewards."""
     arrays = [normalizer.obs_rms.mean, normalizer.obs_rms.var, normalizer.ret_rms.var, rewards]
     tensors = list(actor.parameters()) + list(critic.parameters())
     with torch.no_grad():
@@ -687,25 +658,24 @@ def finite_state(value_loss: float, actor, critic, normalizer: Normalizer, obs, 
     return bool(np.isfinite(value_loss) and finite)
 
 
-# ---- signals: Ctrl-C and SIGTERM end the run after its update, a second one at once -------------------
+# ---- signals (the first ends the run after its update, a second at once) and the checkpoint ------
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-class StopNow(BaseException):
-    """A signal before the loop, or a second one in it: stop at once (args[0]: the first signal's number).
-    A BaseException, as KeyboardInterrupt: no `except Exception` on its way (gym.make's, wandb) catches it."""
+class StopNow(BaseException):  # not an Exception: no `except Exception` on its way catches it
+    """A signal before the loop, or a second one in it: stop at once (args[0]: the first signal)."""
 
 
-def block_signals(how: int) -> set:
-    """signal.pthread_sigmask(how, STOP_SIGNALS), the mask before; nothing where there is none (Windows)."""
+def set_signal_mask(how: int, signals=STOP_SIGNALS) -> set:
+    """signal.pthread_sigmask(how, signals), the mask before; nothing where there is none (Windows)."""
     if not hasattr(signal, "pthread_sigmask"):
         return set()
-    return signal.pthread_sigmask(how, STOP_SIGNALS)
+    return signal.pthread_sigmask(how, signals)
 
 
 class StopRequest:
-    """Ctrl-C and SIGTERM until release() gives back the handlers and the mask it found: the first signal's
-    code wins, and the signal numbered stop_now_at (1 before the loop, 2 in it, 0: none) raises StopNow."""
+    """Ctrl-C and SIGTERM until release() gives back the handlers and mask it found: the first signal's
+    code wins, the signal numbered stop_now_at (1 before the loop, 2 in it, 0: none) raises StopNow."""
 
     def __init__(self):
         self.signal = 0
@@ -714,14 +684,13 @@ class StopRequest:
         self.found = {}
         for signum in STOP_SIGNALS:
             self.found[signum] = signal.signal(signum, self.handle)
-        self.mask = block_signals(signal.SIG_UNBLOCK)  # run as a script, they are blocked outside main()
+        self.mask = set_signal_mask(signal.SIG_UNBLOCK)  # as a script, blocked outside main()
 
     def release(self) -> None:
-        block_signals(signal.SIG_BLOCK)  # no signal between the handlers and the mask given back
+        set_signal_mask(signal.SIG_BLOCK)  # none between the handlers and the mask given back
         for signum, handler in self.found.items():
             signal.signal(signum, handler)
-        if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
+        set_signal_mask(signal.SIG_SETMASK, self.mask)
 
     def handle(self, signum, frame):
         if not self.signal:
@@ -731,20 +700,6 @@ class StopRequest:
             raise StopNow(self.signal)
 
 
-def exit_keeping(code: int) -> None:
-    """sys.exit(code), where no signal changes the code: one during the at-exit callbacks (W&B's upload)
-    ends the process at once with it, and after them both are blocked (see __main__)."""
-
-    def exit_at_once(signum, frame):
-        os._exit(code)
-
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, exit_at_once)
-    block_signals(signal.SIG_UNBLOCK)
-    sys.exit(code)
-
-
-# ---- the checkpoint: written at the end, whole or not at all ------------------------------------------
 def checkpoint_state(args: Args, global_step: int, update: int, parts: dict) -> dict:
     """What checkpoint.pt holds, copied: flags, counters, each part's state_dict() (weights_only loads it)."""
     state = {"args": asdict(args), "global_step": global_step, "update": update}
@@ -766,7 +721,7 @@ def save_checkpoint(state: dict, path: str) -> bool:
         return False
 
 
-# ---- input checks and the run directory: bad input is one line and exit 2 -----------------------------
+# ---- input checks (bad input: one line, exit 2), the run directory, environments and video -------
 class ConfigError(Exception):
     """Bad input: one line on stderr and exit code 2, before anything is written."""
 
@@ -776,21 +731,18 @@ def run_name(args: Args) -> str:
     return f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
 
 
-SUFFIXES = 1000  # runs/<name>, then <name>-2 ... <name>-999 for runs started in the same second
-
-
 def create_run_dir(args: Args) -> str:
     """runs/<run_name>, made by this run alone: one started in the same second gets -2, -3, ..."""
     base = os.path.join("runs", run_name(args))
     os.makedirs("runs", exist_ok=True)
-    for k in range(1, SUFFIXES):
+    for k in range(1, 1000):
         path = base if k == 1 else f"{base}-{k}"
         try:
             os.mkdir(path)
             return path
         except FileExistsError:
             continue
-    raise ConfigError(f"{SUFFIXES - 1} runs named {os.path.basename(base)} already")
+    raise ConfigError(f"999 runs named {os.path.basename(base)} already")
 
 
 POSITIVE = ("learning_rate", "damping", "critic_learning_rate", "total_timesteps", "num_envs", "num_steps")
@@ -815,8 +767,7 @@ def check_args(args: Args) -> None:
         raise ConfigError(f"--hidden-sizes must be one or more positive widths, got {args.hidden_sizes!r}")
     if not args.exp_name or "/" in args.exp_name or args.exp_name.startswith("."):
         raise ConfigError(f"--exp-name must be a plain name (no '/', no leading '.'), got {args.exp_name!r}")
-    # 255 bytes: the longest file name of ext4, APFS and NTFS, with room for the suffix -999
-    if len(run_name(args).encode()) + len(f"-{SUFFIXES - 1}") > 255:
+    if len(run_name(args).encode()) + len("-999") > 255:  # ext4's, APFS's, NTFS's longest name
         raise ConfigError(f"--exp-name is too long for a directory name ({len(args.exp_name)} characters)")
     if args.total_timesteps < args.num_steps * args.num_envs:
         raise ConfigError("--total-timesteps must be at least one rollout (--num-steps x --num-envs)")
@@ -824,7 +775,6 @@ def check_args(args: Args) -> None:
         raise ConfigError("--norm-adv needs at least 2 transitions per rollout (--num-steps x --num-envs)")
 
 
-# ---- environments and video ---------------------------------------------------------------------------
 def make_env(args: Args, run_dir: str, i: int) -> gym.Env:
     """Environment i, a plain gymnasium environment; with --capture-video the first records videos."""
     if not args.capture_video or i > 0:
@@ -834,8 +784,8 @@ def make_env(args: Args, run_dir: str, i: int) -> gym.Env:
 
 
 def set_render_backend() -> None:
-    """--capture-video: MuJoCo renders with glfw on a display, EGL without one (unless MUJOCO_GL is set),
-    read once, at mujoco's import: call before the first environment. EGL that cannot load: ConfigError."""
+    """--capture-video: MUJOCO_GL, glfw with a display, else EGL, before mujoco's import (no EGL:
+    ConfigError). Call it before the first environment."""
     os.environ.setdefault("MUJOCO_GL", "glfw" if os.environ.get("DISPLAY") else "egl")
     if os.environ["MUJOCO_GL"] != "egl" or "mujoco" in sys.modules:
         return
@@ -851,8 +801,7 @@ def set_render_backend() -> None:
 
 
 def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.Space]:
-    """The environment's (observation, action) spaces, or a ConfigError; with --capture-video also moviepy
-    and one rendered frame, so that a machine that cannot record fails here, not mid-run."""
+    """The (observation, action) spaces, or a ConfigError; --capture-video: one frame rendered too."""
     try:
         if capture_video:
             import moviepy  # noqa: F401  (RecordVideo writes with it)
@@ -882,7 +831,7 @@ def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.
     return obs_space, act_space
 
 
-# ---- logging: TensorBoard, W&B, SMAC's diagnostics ----------------------------------------------------
+# ---- logging: TensorBoard, W&B, SMAC's diagnostics -----------------------------------------------
 def make_writer(args: Args, run_dir: str) -> SummaryWriter:
     """TensorBoard scalars in run_dir; with --track, W&B syncs them (as CleanRL does)."""
     if args.track:
@@ -896,13 +845,6 @@ def make_writer(args: Args, run_dir: str) -> SummaryWriter:
             name=os.path.basename(run_dir),
         )
     return SummaryWriter(run_dir)
-
-
-def log_episodes(writer: SummaryWriter, episodes: list) -> None:
-    """A rollout's finished episodes, in one burst after it (TensorBoard's thread competes with the loop)."""
-    for step, episodic_return, length in episodes:
-        writer.add_scalar("charts/episodic_return", episodic_return, step)
-        writer.add_scalar("charts/episodic_length", length, step)
 
 
 def step_diagnostics(diag: dict) -> dict:
@@ -930,8 +872,7 @@ def step_diagnostics(diag: dict) -> dict:
 
 
 def log_update(writer: SummaryWriter, actor: Actor, batch: dict, value_loss: float, diagnostics: dict, step):
-    """Critic loss, mean log pi of the taken actions (the paper's confidence diagnostic), entropy, SMAC's
-    diagnostics, --target-kl's eta."""
+    """Critic loss, mean log pi of the taken actions (the paper's diagnostic), entropy, SMAC's."""
     with torch.no_grad():
         policy = actor(batch["obs"])
         writer.add_scalar("losses/mean_logprob", policy.log_prob(batch["actions"]).mean().item(), step)
@@ -974,8 +915,16 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    # Python's shutdown puts the default handlers back after the at-exit callbacks; this one, registered
-    # first, runs last and blocks both signals, so that none can change the exit code there
-    atexit.register(block_signals, signal.SIG_BLOCK)
-    block_signals(signal.SIG_BLOCK)  # main() takes them while it runs, exit_keeping() after it
-    exit_keeping(main())
+    # Python's shutdown puts the default handlers back after the at-exit callbacks: this one runs
+    # last (registered first) and blocks both signals, so that none changes the exit code there
+    atexit.register(set_signal_mask, signal.SIG_BLOCK)
+    set_signal_mask(signal.SIG_BLOCK)  # main() takes them while it runs
+    exit_code = main()
+
+    def exit_at_once(signum, frame):  # during the at-exit callbacks (W&B's upload)
+        os._exit(exit_code)
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, exit_at_once)
+    set_signal_mask(signal.SIG_UNBLOCK)
+    sys.exit(exit_code)

@@ -182,7 +182,7 @@ def reference_sps(env_id: str, steps: int, runs_dir: str, **flags) -> float:
 
 def policy_sample_us(obs_dim=11, act_dim=3, repeats=20_000) -> dict:
     """Microseconds per batch-1 action, 5 interleaved blocks: the lab's numpy copy of the 64-64 actor
-    (RolloutPolicy.sample) against the reference's torch actor (Actor.act: the draws of its distribution's sample())."""
+    (RolloutPolicy.sample) against the reference's torch actor (smac_a2c.act: the draws of its distribution's sample())."""
     actor, n = lab.Actor(obs_dim, act_dim, False), repeats // 5
     policy, rng = lab.RolloutPolicy(actor), np.random.default_rng(0)
     reference_actor = smac_a2c.Actor(obs_dim, act_dim, False)
@@ -194,7 +194,7 @@ def policy_sample_us(obs_dim=11, act_dim=3, repeats=20_000) -> dict:
 
     def torch_block():
         for _ in range(n):
-            reference_actor.act(obs_t).numpy()
+            smac_a2c.act(reference_actor, obs_t).numpy()
 
     with torch.no_grad():
         times = interleaved_ms({"numpy": numpy_block, "torch": torch_block}, rounds=5, warmup=0)

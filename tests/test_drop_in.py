@@ -83,8 +83,8 @@ def test_a_shared_trunk_keeps_its_graph_for_the_critic():
     torch.testing.assert_close(direction.double(), explicit, rtol=1e-4, atol=1e-6)
 
 
-def test_readmes_shared_trunk_snippet_works_and_the_other_order_is_the_documented_failure(monkeypatch):
-    """README's shared-trunk example with the copied functions alone: the value loss's backward before the step
+def test_the_shared_trunk_snippet_works_and_the_other_order_is_the_documented_failure(monkeypatch):
+    """docs/drop_in.md's shared-trunk example with the copied functions alone: the value loss's backward before the step
     works (the trunk gets the critic's gradient, the step keeps the KL in its band); with the step first, the
     backward meets the trunk's parameters moved in place: torch's "modified by an inplace operation"."""
     import os
@@ -92,11 +92,11 @@ def test_readmes_shared_trunk_snippet_works_and_the_other_order_is_the_documente
     import sys
 
     monkeypatch.setitem(sys.modules, "smac_a2c", BLOCK)
-    readme = open(os.path.join(helpers.ROOT, "README.md")).read()
-    snippet = re.search(r"<!-- shared-trunk-snippet -->\s*```python\n(.*?)```", readme, re.S).group(1)
+    page = open(os.path.join(helpers.ROOT, "docs", "drop_in.md")).read()
+    snippet = re.search(r"<!-- shared-trunk-snippet -->\s*```python\n(.*?)```", page, re.S).group(1)
     torch.manual_seed(0)
     namespace = {}
-    exec(compile(snippet, "README.md", "exec"), namespace)
+    exec(compile(snippet, "drop_in.md", "exec"), namespace)
     assert namespace["eta"] > 0 and all(p.grad is not None for p in namespace["trunk"].parameters())
     lines = snippet.splitlines()
     backward = next(i for i, line in enumerate(lines) if line.startswith("value_loss.backward()"))
@@ -104,7 +104,7 @@ def test_readmes_shared_trunk_snippet_works_and_the_other_order_is_the_documente
     lines[backward], lines[step] = lines[step], lines[backward]
     torch.manual_seed(0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        exec(compile("\n".join(lines), "README.md, the other order", "exec"), {})
+        exec(compile("\n".join(lines), "drop_in.md, the other order", "exec"), {})
 
 
 # ---- 4. inputs given the wrong way: accepted, or refused with the fix named ----------------------------------------

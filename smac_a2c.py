@@ -11,8 +11,8 @@ Run (the defaults are the paper's Hopper row; the other rows: benchmark/hyperpar
 Logs: runs/<run>/ (`tensorboard --logdir runs`), the final state in runs/<run>/checkpoint.pt.
 
 Read top to bottom: Args, the SMAC step (the copy block), the four actor steps, GAE, the networks,
-and train(), Algorithm 1's loop. Stop at the end of train(): what follows is ours, not the paper's
-(kl_step_, fast acting, normalization, signals, the checkpoint, input checks, logging, main).
+and train(), Algorithm 1's loop, whose own additions are labelled OURS or TRY NOT TO MODIFY. Stop
+at the end of train(): what follows is ours (kl_step_, fast acting, normalization, signals, main).
 """
 
 import atexit
@@ -62,7 +62,7 @@ class Args:
     learning_rate: float = 1e-2
     """actor step size eta"""
     target_kl: float = 0.0
-    """ours: > 0 sets batch-mean SMAC's step by the KL it causes (kl_step_; TRPO's 0.01); 0: eta"""
+    """ours: > 0 sets batch-mean SMAC's step by the KL it causes (TRPO's 0.01); 0: the fixed eta"""
     damping: float = 1.0
     """smac damping lambda > 0 in F = lambda I + l l^T"""
     critic_learning_rate: float = 1e-4
@@ -89,19 +89,19 @@ class Args:
 # The whole update (eq. (5) with the Practical Method's batch means; ascent on J):
 #     theta <- theta + eta (lambda I + l_bar l_bar^T)^-1 g
 #     l_bar = grad (1/B) sum_i log pi(a_i|s_i),   g = grad (1/B) sum_i log pi(a_i|s_i) A_i
-# To use SMAC in your own loop, copy these seven functions (they need only `import torch`):
+# To use SMAC in your own loop, copy these seven functions (two after train(); only `import torch`):
 # sherman_morrison_direction, trainable_parameters, mean_score_and_gradient, smac_direction,
 # apply_step_, kl_step_, refuse_stale. Then, with log_probs the batch's log pi(a|s) with graph:
 #     direction = smac_direction(policy, log_probs, advantages, damping=1.0)
 #     apply_step_(policy, direction, lr=1e-2)  # the paper's fixed eta, OR (ours, after train()):
-#     eta = kl_step_(policy, direction, log_prob_fn, target_kl=0.01)  # eta set by the KL it causes
+#     eta = kl_step_(policy, direction, log_prob_fn, target_kl=0.01)  # log_prob_fn(): log pi(a|s) now
 # The rules (a shared trunk, the batch size, eta): docs/drop_in.md.
 def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: float) -> torch.Tensor:
     """(lambda I + l l^T)^-1 g for flat 1-D tensors g and l: two dot products and one axpy, O(d)."""
     # eq. (4): (lambda I + l l^T)^-1 = I / lambda - l l^T / (lambda^2 + lambda l^T l). Applied to g:
     # eq. (5) without eta, (1/lambda) (g - l (l^T g) / (lambda + l^T l)). No d x d matrix.
-    # Ours: across l the step is g / lambda, along l g / (lambda + |l|^2); with |l|^2 << lambda,
-    # SMAC is SGD with step eta / lambda.
+    # Ours: g's component across l is divided by lambda, along l by lambda + |l|^2. On-policy E[l] = 0,
+    # so a batch mean's |l|^2 shrinks like 1/B; with |l|^2 << lambda, SMAC is SGD with step eta / lambda.
     return (g - ell * (torch.dot(ell, g) / (damping + torch.dot(ell, ell)))) / damping
 
 
@@ -128,7 +128,7 @@ def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages, retain_
     score_weights = torch.full_like(log_probs, 1.0 / batch_size)
     # ours, where the paper is silent: g is a batch mean, as l_bar is
     adv_weights = advantages.detach() / batch_size
-    zero_if_unused = {"allow_unused": True, "materialize_grads": True}  # a parameter not used
+    zero_if_unused = {"allow_unused": True, "materialize_grads": True}  # not None where unused
     ell = torch.autograd.grad(log_probs, params, score_weights, retain_graph=True, **zero_if_unused)
     g = torch.autograd.grad(log_probs, params, adv_weights, retain_graph=retain_graph, **zero_if_unused)
     return torch.cat([d.reshape(-1) for d in ell]), torch.cat([d.reshape(-1) for d in g])
@@ -146,7 +146,7 @@ def smac_direction(params, log_probs, advantages, damping: float, retain_graph: 
 @torch.no_grad()
 def apply_step_(params, direction: torch.Tensor, lr: float) -> None:
     """theta <- theta + lr * direction (ascent on J), in smac_direction's flat layout. A parameter
-    whose direction is zero is not written (a critic's loss through it still backpropagates).
+    whose direction is zero is not written (its version unchanged, a critic's graph stays valid).
     A non-finite lr: ValueError; NaN/Inf in direction: FloatingPointError; nothing moves."""
     if not abs(lr) < float("inf"):  # NaN fails every comparison: `not x < inf` refuses it too
         raise ValueError(f"lr must be a finite number, got {lr}")
@@ -169,12 +169,12 @@ def flat_grad(output: torch.Tensor, params) -> torch.Tensor:
 def smac_batch_mean_step(actor: nn.Module, batch: dict, args: Args) -> dict:
     """SMAC as the paper's experiments run it (Practical Method): one step per rollout of B = T x N
     transitions. With --target-kl it only returns the direction: train() calls kl_step_."""
+    # The paper's Practical Method writes theta - eta [g / lambda - ...] with g the gradient of J:
+    # literally a descent on J. Here: ascent, as eq. (5) and Algorithm 1, line 8.
     log_probs = actor(batch["obs"]).log_prob(batch["actions"])
     # smac_direction, in its two halves so that l_bar can be logged
     ell, g = mean_score_and_gradient(actor, log_probs, batch["advantages"])
     step = sherman_morrison_direction(g, ell, args.damping)
-    # The Practical Method prints theta - eta [g / lambda - ...], g the gradient of J: literally, a
-    # descent on J. Here: ascent, as eq. (5) and Algorithm 1, line 8.
     if args.target_kl == 0:
         apply_step_(actor, step, args.learning_rate)
     return {"g": g, "step": step, "ell": ell}
@@ -220,7 +220,7 @@ def adam_step(actor: nn.Module, optimizer: torch.optim.Adam, batch: dict, args: 
     objective.backward()
     g = torch.cat([p.grad.reshape(-1) for p in params])
     optimizer.step()
-    # Adam's step, for the diagnostics (the other steps report theta's change divided by eta too)
+    # Adam's step, for the diagnostics: theta's change divided by eta, as sgd and batch-mean SMAC
     step = (nn.utils.parameters_to_vector(params).detach() - before) / args.learning_rate
     return {"g": g, "step": step}
 
@@ -228,7 +228,7 @@ def adam_step(actor: nn.Module, optimizer: torch.optim.Adam, batch: dict, args: 
 # ==== GAE and the critic (the paper's section 4.4) ================================================
 def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
     """(advantages, critic targets R = A + V) from (T, N) arrays: terminations[t] / dones[t] are 1
-    where an episode terminated / ended at t, next_values[t] is V(s_{t+1}) (its final observation)."""
+    where an episode terminated / ended at t, next_values[t] is V(s_{t+1}) (at an end: the final obs)."""
     # eq. (14): delta_t = r_t + gamma V(s_{t+1}) - V(s_t), every t at once. Ours, where the paper is
     # silent: a truncation bootstraps from V(final observation), a termination does not (a select:
     # a NaN value of a terminal observation must not leak into the advantages)
@@ -267,7 +267,7 @@ class Actor(nn.Module):
         self.discrete = discrete
         sizes = [obs_dim, *hidden_sizes]
         self.linears = nn.ModuleList(layer_init(nn.Linear(a, b)) for a, b in zip(sizes, sizes[1:]))
-        # the output layer starts near zero: a near-uniform first policy
+        # the output layer starts near zero: near-uniform logits, or means near 0 (std 1)
         self.linears.append(layer_init(nn.Linear(sizes[-1], act_dim), std=0.01))
         if not discrete:
             self.log_std = nn.Parameter(torch.zeros(act_dim))
@@ -352,7 +352,7 @@ def train(args: Args) -> int:
         while global_step < budget and not stop.signal:
             # ALGO LOGIC: line 4: roll out T steps in every environment with the current policy
             for t in range(T):
-                if not np.abs(obs).max() <= FLOAT32_MAX:  # NaN, Inf, or beyond float32 (1e39)
+                if not np.abs(obs).max() <= FLOAT32_MAX:  # NaN, Inf, or beyond float32 (as 1e39)
                     raise Diverged("NaN/Inf in an observation")
                 # a ~ pi(.|s): what acting(obs).sample() draws, faster (ours, after train())
                 action = act(acting, tensor(normalizer.obs(obs), "cpu")).numpy()
@@ -410,10 +410,10 @@ def train(args: Args) -> int:
                 diagnostics = smac_batch_mean_step(actor, batch, args)
             if args.target_kl > 0:  # OURS: eta set by the KL the step causes (after train())
                 step = diagnostics["step"]
-                eta = kl_step_(actor, step, recompute_log_probs(actor, batch), args.target_kl)
-                diagnostics["step"] = step * eta / args.learning_rate  # theta's change / eta
-                diagnostics["kl_eta"] = eta
-                no_step += int(eta == 0.0)
+                kl_eta = kl_step_(actor, step, recompute_log_probs(actor, batch), args.target_kl)
+                diagnostics["step"] = step * kl_eta / args.learning_rate  # logged on the others' scale
+                diagnostics["kl_eta"] = kl_eta
+                no_step += int(kl_eta == 0.0)
             # ALGO LOGIC: line 10: the critic step
             value_loss = critic_step(critic, critic_opt, b_obs, tensor(returns, device).reshape(-1))
             # observation statistics: updated after the update that used them
@@ -430,9 +430,9 @@ def train(args: Args) -> int:
             if update % 10 == 0 or global_step >= budget:
                 mean_return = np.mean(recent_returns[-10:]) if recent_returns else float("nan")
                 sps = int(global_step / (time.time() - start_time))
-                kept = f", no step in {no_step} of {update} updates" if args.target_kl > 0 else ""
+                refused = f", no step in {no_step} of {update} updates" if args.target_kl > 0 else ""
                 line = f"step {global_step}/{budget}, {sps} SPS, return {mean_return:.1f} (last 10)"
-                print(line + kept, flush=True)
+                print(line + refused, flush=True)
     except (Diverged, FloatingPointError) as error:  # apply_step_'s non-finite direction
         print(f"diverged at update {update + 1} ({error})", file=sys.stderr)
         exit_code = 3
@@ -440,7 +440,7 @@ def train(args: Args) -> int:
         pass
     stop.stop_now_at = 0  # no StopNow: while the checkpoint is written, signals are only remembered
     if stop.signal and exit_code == 0 and last_good["global_step"] < budget:
-        exit_code = 128 + stop.signal  # 130 after Ctrl-C, 143 after SIGTERM: the first signal's
+        exit_code = 128 + stop.signal  # the first signal's: 130 after Ctrl-C, 143 after SIGTERM
     if not save_checkpoint(last_good, os.path.join(run_dir, "checkpoint.pt")):
         exit_code = 1
     for env in envs:
@@ -457,9 +457,9 @@ def train(args: Args) -> int:
 
 def refuse_stale(first: torch.Tensor, second: torch.Tensor, moved: dict) -> None:
     """kl_step_'s stale rule, on two outputs of log_prob_fn() at one theta with their graphs: each
-    moved parameter ({name: tensor}) must be reached from `second` through autograd nodes built in
-    that call, i.e. not in `first`'s graph. Else a ValueError naming what it found and the fix."""
-    known = set()  # the first call's graph, with every node from before the calls that it reaches
+    moved parameter ({name: tensor}) must be reached from `second` through nodes built in that call
+    (not in `first`'s graph: a stale tensor, made before it, ignores trial steps), or a ValueError."""
+    known = set()  # every node of the first call's graph, those made before the call included
     todo = [first.grad_fn]
     while todo:
         node = todo.pop()
@@ -558,7 +558,7 @@ def kl_step_(params, direction, log_prob_fn, target_kl: float = 0.01, max_change
                 too_short = eta
             else:
                 too_long = eta
-            # KL ~ eta^2 at small eta: rescale by that, 10x at most (NaN: / 10); else bisect (log)
+            # KL ~ eta^2 at small eta: rescale by that, 10x at most (NaN: / 10); else bisect the bracket
             factor = 0.1
             if kl < float("inf"):
                 factor = min(max((target_kl / max(kl, 1e-30)) ** 0.5, 0.1), 10.0)
@@ -608,7 +608,7 @@ def tensor(x: np.ndarray, device) -> torch.Tensor:
 
 # ---- normalization (--norm-obs, --norm-reward), and NaN / Inf anywhere: exit 3 -------------------
 class Normalizer:
-    """--norm-obs and --norm-reward as CleanRL's wrappers, the statistics updated once per rollout."""
+    """--norm-obs, --norm-reward as CleanRL's gym wrappers, the statistics updated once per rollout."""
 
     def __init__(self, obs_dim: int, num_envs: int, gamma: float, norm_obs: bool, norm_reward: bool):
         self.obs_rms = gym.wrappers.utils.RunningMeanStd(shape=(obs_dim,))  # Chan et al.'s update
@@ -675,7 +675,7 @@ def set_signal_mask(how: int, signals=STOP_SIGNALS) -> set:
 
 class StopRequest:
     """Ctrl-C and SIGTERM until release() gives back the handlers and mask it found: the first signal's
-    code wins, the signal numbered stop_now_at (1 before the loop, 2 in it, 0: none) raises StopNow."""
+    code wins; the stop_now_at-th signal (the 1st before the loop, 2nd in it, 0: none) raises StopNow."""
 
     def __init__(self):
         self.signal = 0
@@ -751,7 +751,7 @@ POSITIVE = ("learning_rate", "damping", "critic_learning_rate", "total_timesteps
 def check_args(args: Args) -> None:
     for name in POSITIVE:
         value = getattr(args, name)
-        # NaN fails too; float32 holds each, and 10 alpha: Adam's first step divides alpha by 1 - beta1
+        # NaN fails too; float32 must hold each, and 10 alpha (Adam's first step: alpha / (1 - beta1))
         if not 0 < value <= FLOAT32_MAX / 10:
             flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{flag} must be a number in (0, {FLOAT32_MAX / 10:.3g}], got {value!r}")
@@ -890,7 +890,7 @@ def main(argv=None) -> int:
     try:
         args = tyro.cli(Args, args=argv)  # a flag tyro cannot parse: its message, exit code 2
         torch.set_num_threads(1)  # fastest for these small networks, and deterministic
-        # before an EGL context exists (--capture-video): CUDA torch imports triton here, which crashes after
+        # here, before any EGL context (--capture-video): CUDA torch imports triton, which crashes after one
         torch.use_deterministic_algorithms(True, warn_only=True)
         check_args(args)
         if args.capture_video:

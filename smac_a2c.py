@@ -666,15 +666,8 @@ class StopNow(BaseException):  # not an Exception: no `except Exception` on its 
     """A signal before the loop, or a second one in it: stop at once (args[0]: the first signal)."""
 
 
-def set_signal_mask(how: int, signals=STOP_SIGNALS) -> set:
-    """signal.pthread_sigmask(how, signals), the mask before; nothing where there is none (Windows)."""
-    if not hasattr(signal, "pthread_sigmask"):
-        return set()
-    return signal.pthread_sigmask(how, signals)
-
-
 class StopRequest:
-    """Ctrl-C and SIGTERM until release() gives back the handlers and mask it found: the first signal's
+    """Ctrl-C and SIGTERM until release() gives back the handlers it found: the first signal's
     code wins; the stop_now_at-th signal (the 1st before the loop, 2nd in it, 0: none) raises StopNow."""
 
     def __init__(self):
@@ -684,13 +677,10 @@ class StopRequest:
         self.found = {}
         for signum in STOP_SIGNALS:
             self.found[signum] = signal.signal(signum, self.handle)
-        self.mask = set_signal_mask(signal.SIG_UNBLOCK)  # as a script, blocked outside main()
 
     def release(self) -> None:
-        set_signal_mask(signal.SIG_BLOCK)  # none between the handlers and the mask given back
         for signum, handler in self.found.items():
             signal.signal(signum, handler)
-        set_signal_mask(signal.SIG_SETMASK, self.mask)
 
     def handle(self, signum, frame):
         if not self.signal:
@@ -915,10 +905,11 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    # Python's shutdown puts the default handlers back after the at-exit callbacks: this one runs
-    # last (registered first) and blocks both signals, so that none changes the exit code there
-    atexit.register(set_signal_mask, signal.SIG_BLOCK)
-    set_signal_mask(signal.SIG_BLOCK)  # main() takes them while it runs
+    # Ignored outside main(), so that none changes its exit code. Python's shutdown gives the default
+    # action back to handled signals: these at-exit callbacks, registered first, run last and ignore them
+    for signum in STOP_SIGNALS:
+        atexit.register(signal.signal, signum, signal.SIG_IGN)
+        signal.signal(signum, signal.SIG_IGN)
     exit_code = main()
 
     def exit_at_once(signum, frame):  # during the at-exit callbacks (W&B's upload)
@@ -926,5 +917,4 @@ if __name__ == "__main__":
 
     for signum in STOP_SIGNALS:
         signal.signal(signum, exit_at_once)
-    set_signal_mask(signal.SIG_UNBLOCK)
     sys.exit(exit_code)

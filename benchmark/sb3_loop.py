@@ -33,6 +33,12 @@ from scratch at n_steps=5 with apply_step_ at that eta. Success criterion, fixed
 at least 2 of the 3 seeds reach a last-20 mean of 195 within 100,000 steps and none ends (last-20 mean at
 100,000) below 100. Judged for normalize_advantage off (SB3's default) and, separately, on.
 
+What was run on the 2-core machine, fixed after one timing run and before the others: a kl_step_ run at
+n_steps=5 took 663 s (100k steps; its row, n_steps 5, off, seed 1, was seen), too slow for the whole set within
+an hour. In this order, each with seeds 1, 2, 3: `--eta-rule --normalize off` (the issue's setting, SB3's
+default), then `--n-steps 32 128` (README's rule), then, as time allows, `--eta-rule --normalize on` and
+`--n-steps 5`. What did not run is said where the results are (docs/drop_in.md).
+
 tests/test_sb3_loop.py runs the subclass for a few updates (skipped without stable-baselines3).
 """
 
@@ -93,8 +99,8 @@ def smac_a2c_class():
                 self.block.apply_step_(self.policy, direction, self.eta)
                 return self.eta
 
-            def log_prob_fn():
-                return self.policy.evaluate_actions(obs, actions)[1]
+            def log_prob_fn():  # evaluate_actions' log-probabilities without its critic's forward
+                return self.policy.get_distribution(obs).log_prob(actions)
 
             return self.block.kl_step_(self.policy, direction, log_prob_fn, TARGET_KL, MAX_CHANGE)
 
@@ -139,7 +145,7 @@ def smac_a2c_class():
             """Per update: eta, its largest parameter change (at_cap), the KL it caused, p(taken action)."""
             run = self.smac_run
             with torch.no_grad():
-                log_ratio = self.policy.evaluate_actions(obs, actions)[1] - before
+                log_ratio = self.policy.get_distribution(obs).log_prob(actions) - before
             run.etas.append(eta)
             run.largest_change.append(eta * direction.abs().max().item())
             run.kl.append((torch.expm1(log_ratio) - log_ratio).mean().item())

@@ -105,8 +105,8 @@ def smac_a2c_class():
             return self.block.kl_step_(self.policy, direction, log_prob_fn, TARGET_KL, MAX_CHANGE)
 
         def train(self) -> None:
-            """SB3's A2C.train with the actor's step SMAC's: the value loss's backward, then the actor's step,
-            then SB3's optimizer step (it holds every parameter; only the critic's have a gradient)."""
+            """SB3's A2C.train with the actor's step SMAC's: the direction, the value loss's backward, the actor's
+            step, then SB3's optimizer step (it holds every parameter; only the critic's have a gradient)."""
             self.policy.set_training_mode(True)
             self._update_learning_rate(self.policy.optimizer)
             for rollout_data in self.rollout_buffer.get(batch_size=None):
@@ -131,7 +131,7 @@ def smac_a2c_class():
                 torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
                 eta = self.actor_step(obs, actions, direction)
                 self.policy.optimizer.step()
-                self.record(obs, actions, log_prob.detach(), eta, direction)
+                record_update(self.smac_run, self.policy, obs, actions, log_prob.detach(), eta, direction)
             explained_var = explained_variance(
                 self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten()
             )
@@ -141,17 +141,17 @@ def smac_a2c_class():
             self.logger.record("train/value_loss", value_loss.item())
             self.logger.record("train/smac_eta", eta)
 
-        def record(self, obs, actions, before, eta, direction) -> None:
-            """Per update: eta, its largest parameter change (at_cap), the KL it caused, p(taken action)."""
-            run = self.smac_run
-            with torch.no_grad():
-                log_ratio = self.policy.get_distribution(obs).log_prob(actions) - before
-            run.etas.append(eta)
-            run.largest_change.append(eta * direction.abs().max().item())
-            run.kl.append((torch.expm1(log_ratio) - log_ratio).mean().item())
-            run.taken_prob.append(before.exp().mean().item())
-
     return SmacA2C
+
+
+def record_update(run: Run, policy, obs, actions, before, eta: float, direction) -> None:
+    """Per update: eta, its largest parameter change (at_cap), the KL it caused, p(taken action)."""
+    with torch.no_grad():
+        log_ratio = policy.get_distribution(obs).log_prob(actions) - before
+    run.etas.append(eta)
+    run.largest_change.append(eta * direction.abs().max().item())
+    run.kl.append((torch.expm1(log_ratio) - log_ratio).mean().item())
+    run.taken_prob.append(before.exp().mean().item())
 
 
 def episode_recorder(run: Run):

@@ -33,6 +33,7 @@ from benchmark.protocol import N_BINS, across_seeds, bin_quantiles, smoothed_cur
 from benchmark.stats import write_csv  # noqa: E402
 
 DEFAULT_RESULTS = os.path.join(REPO, "benchmark", "results", "stage1")
+CHECK = os.path.join(DEFAULT_RESULTS, "bootstrap_check.csv")  # tools/bootstrap_check.py: see checked
 
 
 def stage1_logs() -> str:
@@ -512,6 +513,10 @@ def aggregates(cells: dict, min_seeds: int, results_dir: str, reps: int) -> Opti
     imp = {
         b: stats.improvement_probability(scores["smac"], scores[b], reps=reps) for b in algos if b != "smac"
     }
+    check = {(r["x"], r["y"]): r for r in stats.read_csv(CHECK)}
+    agg = {a: {m: checked(v, check.get((a, m))) for m, v in d.items()} for a, d in agg.items()}
+    imp = {b: checked(v, check.get(("smac", b))) for b, v in imp.items()}
+    check_reps = [int(check[("smac", b)]["reps"]) for b, v in imp.items() if v[3] is not None]
     taus = np.linspace(-0.5, 1.5, 81)
     write_csv(
         os.path.join(results_dir, "aggregates.csv"),
@@ -526,14 +531,14 @@ def aggregates(cells: dict, min_seeds: int, results_dir: str, reps: int) -> Opti
                 "seeds_per_task": use,
             }
             for a, d in agg.items()
-            for m, (p, lo, hi) in d.items()
+            for m, (p, lo, hi, *_) in d.items()
         ],
     )
     write_csv(
         os.path.join(results_dir, "improvement.csv"),
         [
             {"x": "smac", "y": b, "P(x>y)": f"{p:.4f}", "lo": f"{lo:.4f}", "hi": f"{hi:.4f}"}
-            for b, (p, lo, hi) in imp.items()
+            for b, (p, lo, hi, *_) in imp.items()
         ],
     )
     return {
@@ -541,10 +546,18 @@ def aggregates(cells: dict, min_seeds: int, results_dir: str, reps: int) -> Opti
         "tasks": tasks,
         "agg": agg,
         "imp": imp,
+        "check_reps": check_reps[0] if check_reps else None,
         "eff": stats.iqm_over_steps(curves, reps=reps),
         "profile": stats.performance_profile(scores, taus),
         "taus": taus,
     }
+
+
+def checked(v: tuple, row: Optional[dict]) -> tuple:
+    """(point, lo, hi) and its bounds' checks: the row's (CHECK: the committed stage-1 bounds at many more bootstrap
+    replicates) lo and hi where its 2,000-replicate bounds are v's, else None, None (no check, or other logs)."""
+    same = row is not None and (row["lo_2000"], row["hi_2000"]) == (f"{v[1]:.6g}", f"{v[2]:.6g}")
+    return (*v, *((stats.num(row["lo"]), stats.num(row["hi"])) if same else (None, None)))
 
 
 def main(argv=None) -> int:

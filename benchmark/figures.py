@@ -208,7 +208,7 @@ def grid_plots(agg: dict, eff: dict, profile: dict, taus, tasks: list[str], figu
     fig, axes = plt.subplots(1, len(aggregate.METRICS), figsize=(15, 3.2))
     for ax, name in zip(axes, aggregate.METRICS):
         for i, a in enumerate(algos):
-            p, lo, hi = agg[a][name]
+            p, lo, hi = agg[a][name][:3]
             ax.barh(i, hi - lo, left=lo, height=0.6, color=f"C{i}", alpha=0.75)
             ax.plot([p, p], [i - 0.3, i + 0.3], color="k")
         ax.set_yticks(

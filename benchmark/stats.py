@@ -41,13 +41,8 @@ def welch_test(a, b) -> Optional[dict]:
     va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     diff, se = float(a.mean() - b.mean()), math.sqrt(va + vb)
     if se == 0.0:
-        return {
-            "diff": diff,
-            "se": 0.0,
-            "t": math.copysign(math.inf, diff) if diff else 0.0,
-            "df": float(a.size + b.size - 2),
-            "p": 0.0 if diff else 1.0,
-        }
+        t, p = (math.copysign(math.inf, diff), 0.0) if diff else (0.0, 1.0)
+        return {"diff": diff, "se": 0.0, "t": t, "df": float(a.size + b.size - 2), "p": p}
     res = sps.ttest_ind(a, b, equal_var=False)
     return {"diff": diff, "se": se, "t": float(res.statistic), "df": float(res.df), "p": float(res.pvalue)}
 
@@ -60,16 +55,8 @@ def paired(x: dict, y: dict, seeds: list[int], margin: float, level: float = 0.9
     d = np.array([x[s] - y[s] for s in common])
     out = {"n": len(common), "seeds": common, "mean": float(d.mean()) if len(d) else math.nan}
     if len(d) < 2:
-        return {
-            **out,
-            "sd": math.nan,
-            "ci": (math.nan, math.nan),
-            "p": math.nan,
-            "p_welch": math.nan,
-            "p_tost": math.nan,
-            "equivalent": False,
-            "reach": math.nan,
-        }
+        nan = math.nan
+        return dict(out, sd=nan, ci=(nan, nan), p=nan, p_welch=nan, p_tost=nan, equivalent=False, reach=nan)
     sd = float(d.std(ddof=1))
     half = float(sps.t.ppf(0.5 + level / 2, len(d) - 1)) * sd / math.sqrt(len(d))
     ci = (out["mean"] - half, out["mean"] + half)
@@ -96,26 +83,11 @@ def unpaired(x: dict, y: dict, seeds: list[int], margin: float, level: float = 0
     out = {"n": min(len(xs), len(ys)), "seeds": [s for s in seeds if s in x and s in y], "sd": math.nan}
     if w is None:
         nan = math.nan
-        return {
-            **out,
-            "mean": nan,
-            "ci": (nan, nan),
-            "p": nan,
-            "p_welch": nan,
-            "equivalent": False,
-            "reach": nan,
-        }
+        return dict(out, mean=nan, ci=(nan, nan), p=nan, p_welch=nan, equivalent=False, reach=nan)
     half = float(sps.t.ppf(0.5 + level / 2, w["df"])) * w["se"]
     ci = (w["diff"] - half, w["diff"] + half)
-    return {
-        **out,
-        "mean": w["diff"],
-        "ci": ci,
-        "p": w["p"],
-        "p_welch": w["p"],
-        "equivalent": -margin < ci[0] and ci[1] < margin,
-        "reach": max(abs(ci[0]), abs(ci[1])),
-    }
+    equivalent, reach = -margin < ci[0] and ci[1] < margin, max(abs(ci[0]), abs(ci[1]))
+    return dict(out, mean=w["diff"], ci=ci, p=w["p"], p_welch=w["p"], equivalent=equivalent, reach=reach)
 
 
 def tost_p(d, margin: float) -> float:
@@ -174,15 +146,10 @@ def aggregate_intervals(score_dict: dict, reps: int = 2000, seed: int = 0) -> di
     from rliable import library as rly
     from rliable import metrics
 
+    fns = [getattr(metrics, f"aggregate_{n}") for n in ("iqm", "mean", "median", "optimality_gap")]
+
     def fn(x):
-        return np.array(
-            [
-                metrics.aggregate_iqm(x),
-                metrics.aggregate_mean(x),
-                metrics.aggregate_median(x),
-                metrics.aggregate_optimality_gap(x),
-            ]
-        )
+        return np.array([f(x) for f in fns])
 
     np.random.seed(seed)  # rliable's bootstrap draws from numpy's global RNG
     points, cis = rly.get_interval_estimates(score_dict, fn, reps=reps)
@@ -319,18 +286,27 @@ def interval(lo, hi) -> str:
     return _interval_at(a, b, _interval_decimals(a, b))
 
 
-def _interval_at(a: float, b: float, d: Optional[int]) -> str:
-    return f"[{fmt(a)}, {fmt(b)}]" if d is None else f"[{_fixed(a, d)}, {_fixed(b, d)}]"
+def _interval_at(a: float, b: float, d: Optional[int], checks=(None, None)) -> str:
+    ends = [fmt(a), fmt(b)] if d is None else [_fixed(x, _agreed(x, c, d)) for x, c in zip((a, b), checks)]
+    return f"[{ends[0]}, {ends[1]}]"
 
 
-def estimate(x, lo, hi) -> str:
+def _agreed(x: float, check, d: int) -> int:
+    """d decimals, or where x has a check the most (up to d) at which the two print alike."""
+    c = num(check)
+    return d if c is None else max([k for k in range(d + 1) if _fixed(x, k) == _fixed(c, k)], default=0)
+
+
+def estimate(x, lo, hi, lo_check=None, hi_check=None) -> str:
     """'x [lo, hi]', an estimate and its confidence interval printed to the same decimal place (`interval`'s):
-    (0.82, 0.7856, 0.861) -> '0.820 [0.786, 0.861]'; `fmt(x)` alone when the interval is missing."""
+    (0.82, 0.7856, 0.861) -> '0.820 [0.786, 0.861]'; `fmt(x)` alone when the interval is missing. A bound with a
+    check (the same bootstrap bound at many more replicates) keeps only the decimals on which the two agree:
+    (0.4933, 0.3732, 0.6134, 0.3733, 0.6178) -> '0.49 [0.37, 0.6]'."""
     v, a, b = num(x), num(lo), num(hi)
     if v is None or a is None or b is None:
         return fmt(x)
     d = _interval_decimals(a, b)
-    return f"{fmt(v) if d is None or abs(v) >= 1e5 else _fixed(v, d)} {_interval_at(a, b, d)}"
+    return f"{fmt(v) if d is None or abs(v) >= 1e5 else _fixed(v, d)} {_interval_at(a, b, d, (lo_check, hi_check))}"
 
 
 def _table_cell(value) -> str:

@@ -133,12 +133,12 @@ def count(row: dict, word: str) -> int:
 def summary(rows: dict, points: dict, declared: dict | None = None) -> dict:
     """The numbers of the verdict's opening sentences, read from its rows so that they say no more than the table:
     the headline's answer, the claims held (strict names, and under the rules fixed before the runs), SMAC against
-    SGD with step η/λ at 5M (equivalent, different after Holm, of how many tasks), and where the rank-1 term is
-    largest (neither shown, of how many; the λ slope's answer); "curvature": DIFFERENT where SMAC differs from SGD
-    with step η/λ in either, else NOT_SHOWN. `declared`: the numbers the studies declare for the sentences beside
-    their rows ({part: value}, a dict value added to the part's own), such as the MuJoCo cells at 5M that differ from
-    the paper's table and how many of the equivalent tasks can speak to curvature. A part whose row is missing and
-    that no study declares is None."""
+    SGD with step η/λ at 5M (equivalent, those still equivalent at Holm-adjusted TOST p, different after Holm, of
+    how many tasks), and at the paper's smallest λ (neither shown, of how many; the λ slope's answer); "curvature":
+    DIFFERENT where SMAC differs from SGD with step η/λ in either, else NOT_SHOWN. `declared`: the numbers the
+    studies declare for the sentences beside their rows ({part: value}, a dict value added to the part's own), such
+    as the MuJoCo cells at 5M that differ from the paper's table and how many of the equivalent tasks can speak to
+    curvature. A part whose row is missing and that no study declares is None."""
     out = dict.fromkeys(SUMMARY)
     if "headline" in rows:
         h = rows["headline"]
@@ -155,6 +155,9 @@ def summary(rows: dict, points: dict, declared: dict | None = None) -> dict:
     if "sgd_5M" in rows:
         r = rows["sgd_5M"]
         out["sgd_5M"] = {"equivalent": count(r, EQUIVALENT), "different": count(r, DIFFERENT), "of": r["of"]}
+        out["sgd_5M"]["holm"] = [
+            t["task"] for t in r["numbers"]["tasks"] if t["answer"] == EQUIVALENT and t["p_tost_holm"] < ALPHA
+        ]
     if "rank1" in rows:
         r = rows["rank1"]
         out["rank1"] = {

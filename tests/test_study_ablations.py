@@ -537,6 +537,10 @@ def test_page_data_damping_prev_ef_and_batch_size(hand_page):
     assert [o["label"] for o in hop["order"]] == ["λ = 1", "λ = 0.1", "λ = 10"]
     assert swim["order"][0]["label"] == "λ = 0.1" and not swim["best_is_1"]
     assert (dm["n_tasks"], dm["n_slower"], dm["n_noisy"], dm["n_best"]) == (3, 1, 1, 2)
+    # λ = 1 against λ = 0.1 and λ = 10; best on Hopper and Walker2d, but within noise of λ = 0.1 on both
+    assert hop["final_1_vs"] == [_welch_word([20, 21, 22], [0, 10, 20]), _welch_word([20, 21, 22], [5, 6, 7])]
+    assert hop["final_1_vs"] == ["within noise", "higher"] and walk["final_1_vs"][0] == "within noise"
+    assert dm["n_best_clear"] == 0
     assert hop["final_10_vs_1"] == _welch_word([5, 6, 7], [20, 21, 22]) == "lower"
     assert hop["std_01"] == pytest.approx(10.0) and hop["drawdown_01"] == 5.0
     assert walk["norm_vs_01"] == _welch_word([10, 11, 12], [0, 10, 20])
@@ -573,6 +577,23 @@ def test_page_data_damping_prev_ef_and_batch_size(hand_page):
         hc["vs_1000"][-1]["answer"] == "higher"
     )
     assert [r["label"] for r in bs["rows"][:4]] == ["250", "500", "1000", "2000"]
+
+
+def test_a_clear_lead_over_ac_sgd_that_welch_does_not_confirm_is_not_an_agreement():
+    """Hopper's committed finals: batch-mean 175.24, 172.047, 279.99 against AC-SGD 128.109, 137.158, 135.797 is
+    |t| 2.12 (clear by the page's screen) but Welch p 0.17: higher on the screen only, not "agree"."""
+    import scipy.stats
+
+    stats, refs = _hand_stats()
+    bm, sgd = [175.24, 172.047, 279.99], [128.109, 137.158, 135.797]
+    assert scipy.stats.ttest_ind(bm, sgd, equal_var=False).pvalue == pytest.approx(0.17, abs=0.01)
+    for s in stats:
+        if (s["section"], s["task"], s["variant"]) == ("fisher", "Hopper", "batch-mean"):
+            s.update(_hand_cell(bm))
+    refs[1].update(_hand_cell(sgd))
+    hop = ablations.page_data(stats, refs, COSTS, "", [1, 2, 3], budget=300_000)["fisher"]["tasks"][1]
+    assert hop["vs_sgd"] == _welch_word(bm, sgd) == "higher"
+    assert hop["sgd_answer"] == "higher on the |t| > 2 screen only (Welch p ≥ 0.05)" != "agree"
 
 
 def test_page_data_without_costs_or_finite_values():

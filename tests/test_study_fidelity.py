@@ -120,6 +120,7 @@ def test_norm_runs_over_their_first_steps_beside_the_literal_grid():
     assert fid.reading_verdict(row) == "not distinguishable"  # p = 0.44
     assert fid.reading_verdict({**row, "p": 0.01}) == "behind"  # norm mean 150 < literal 209
     assert fid.reading_verdict({**row, "p": 0.01, "norm": np.array([300.0])}) == "ahead"
+    assert fid.reading_verdict({**row, "p": None, "literal": np.array([209.0])}) == "not tested"  # one seed
     cell = fid.pair_data(row)
     assert cell["literal"] == pytest.approx((175.24 + 172.047 + 279.989) / 3)
     assert cell["norm"] == pytest.approx(150)
@@ -247,7 +248,9 @@ def test_the_earlier_grid_and_the_two_readings_recomputed(stage1_runs):
         by: dict = {}
         for row in p["rows"]:
             c = row["cells"][col]
-            if c["p"] is None or c["p"] >= 0.05:
+            if c["p"] is None:
+                word = "not tested"
+            elif c["p"] >= 0.05:
                 word = "not distinguishable"
             else:
                 word = "ahead" if c["norm"] > c["literal"] else "behind"

@@ -92,6 +92,28 @@ def test_grid_section_by_hand(tmp_path):
     assert values["SMAC"]["IQM"][0] == pytest.approx(rows[("smac", "IQM")])
     assert values["AC-SGD"]["Optimality gap"][0] == pytest.approx(rows[("sgd", "Optimality gap")])
     assert {r["algo"]: r["p"][0] for r in agg["improvement"]}["AC-SGD"] == pytest.approx(1.0)
+    assert agg["check_reps"] is None and values["SMAC"]["IQM"][3:] == [None, None]  # no bootstrap check there
+
+
+def test_a_bounds_check_counts_only_for_the_bounds_it_was_run_on():
+    """aggregate.checked: the check's bounds follow (point, lo, hi) where its 2,000-replicate bounds are these
+    (6 significant digits, as tools/bootstrap_check.py writes them); else, or without a check, None."""
+    row = {"lo_2000": "0.373201", "hi_2000": "0.613402", "lo": "0.373333", "hi": "0.617778"}
+    assert aggregate.checked((0.49, 0.3732014, 0.6134021), row) == (
+        0.49,
+        0.3732014,
+        0.6134021,
+        0.373333,
+        0.617778,
+    )
+    assert aggregate.checked((0.49, 0.3732014, 0.6134), row) == (
+        0.49,
+        0.3732014,
+        0.6134,
+        None,
+        None,
+    )  # other logs
+    assert aggregate.checked((0.49, 0.37, 0.61), None) == (0.49, 0.37, 0.61, None, None)
 
 
 def welch_vs_paper(x, mean, std):
@@ -521,10 +543,17 @@ def test_the_committed_grid_json_is_the_data_of_the_committed_logs(study):
     assert len(csv_rows) == len(values) == 24
     for r in csv_rows:
         point = [float(r[k]) for k in ("point", "lo", "hi")]
-        assert values[(r["algo"], r["metric"])] == pytest.approx(point, rel=1e-5, abs=1e-6)
+        assert values[(r["algo"], r["metric"])][:3] == pytest.approx(point, rel=1e-5, abs=1e-6)
     imp = {label[r["algo"]]: r["p"] for r in agg["improvement"]}
     for r in stats.read_csv(os.path.join(stage1, "improvement.csv")):
-        assert imp[r["y"]] == pytest.approx([float(r[k]) for k in ("P(x>y)", "lo", "hi")], abs=5e-5)
+        assert imp[r["y"]][:3] == pytest.approx([float(r[k]) for k in ("P(x>y)", "lo", "hi")], abs=5e-5)
+    # every printed bound has its check (tools/bootstrap_check.py), run on these very bounds
+    check = {(r["x"], r["y"]): r for r in stats.read_csv(aggregate.CHECK)}
+    assert agg["check_reps"] == 200_000 and len(check) == 24 + len(imp)
+    for (a, m), v in values.items():
+        assert v[3:] == pytest.approx([float(check[(a, m)][k]) for k in ("lo", "hi")])
+    for y, p in imp.items():
+        assert p[3:] == pytest.approx([float(check[("smac", y)][k]) for k in ("lo", "hi")])
     # the orderings: our ranks by the cells' means, pairs in the paper's order counted pair by pair
     for o in data["ordering"]:
         means = {a: by_row[o["task"]][a]["mean"] for a in hparams.PAPER_ALGOS}

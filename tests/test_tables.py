@@ -60,6 +60,18 @@ def test_intervals_print_to_the_decimal_place_their_width_warrants():
     assert estimate(0.5, None, 1) == "0.5" and estimate(None, 0, 1) == "–"
 
 
+def test_a_checked_bootstrap_bound_keeps_only_the_decimals_its_check_confirms():
+    """Each bound against the same bound at many more replicates: the decimals (up to the interval's) on which
+    the two print alike; no check, the interval's; the point is not a bootstrap number and keeps them."""
+    assert estimate(0.4933, 0.3732, 0.6134, 0.3733, 0.6178) == "0.49 [0.37, 0.6]"  # 0.61 vs 0.62
+    assert (
+        estimate(0.5611, 0.5362, 0.5682, 0.5312, 0.5682) == "0.561 [0.5, 0.568]"
+    )  # 0.536 / 0.54 vs 0.531 / 0.53
+    assert estimate(0.4933, 0.3732, 0.6134, None, 0.6178) == "0.49 [0.37, 0.6]"  # the lower bound unchecked
+    assert estimate(0.4933, 0.3732, 0.6134) == "0.49 [0.37, 0.61]"
+    assert estimate(0.4933, 0.3732, 0.6134, 0.3732, 0.6134) == "0.49 [0.37, 0.61]"
+
+
 def test_markdown_table_from_rows_of_cells():
     rows = [{"task": "Hopper", "v": 1.23456}, {"task": "a|b", "v": None}]
     lines = markdown_table(["Task", "value"], [[r["task"], fmt(r["v"])] for r in rows])

@@ -86,6 +86,7 @@ VOCAB = (
     "within noise",
     "n/a",
     "agree",
+    "higher on the |t| > 2 screen only (Welch p ≥ 0.05)",
     "disagree",
     "disagree: larger saving",
     "disagree: smaller saving",
@@ -543,6 +544,8 @@ def _fisher(stats, refs) -> dict:
         else:
             returns_answer = "inconclusive"
         sgd_answers = {"higher": "agree", "within noise": "not shown here", "lower": "disagree"}
+        if c2 == "higher" and welch_test(bm["finals"], sgd["finals"])["p"] >= 0.05:  # clear by |t|, p >= 0.05
+            sgd_answers["higher"] = "higher on the |t| > 2 screen only (Welch p ≥ 0.05)"
         tasks.append(
             {
                 "task": task,
@@ -601,6 +604,7 @@ def _damping(stats) -> dict:
                 "noisy": bool(a["final_std"] > b["final_std"] and a["drawdown_mean"] > b["drawdown_mean"]),
                 "order": [{"label": label, "final": m} for m, label in order],
                 "best_is_1": bool(order) and order[0][1] == _label("lambda1"),
+                "final_1_vs": [compare(b, a), compare(b, c)],  # λ = 1 against λ = 0.1 and λ = 10
                 "norm_final": [n["final_mean"], n["final_std"]],
                 "norm_auc": n["auc_mean"],
                 "final_01": [a["final_mean"], a["final_std"]],
@@ -616,6 +620,7 @@ def _damping(stats) -> dict:
         "n_slower": sum(t["slower"] == "slower" for t in tasks),
         "n_noisy": sum(t["noisy"] for t in tasks),
         "n_best": sum(t["best_is_1"] for t in tasks),
+        "n_best_clear": sum(t["best_is_1"] and t["final_1_vs"] == ["higher", "higher"] for t in tasks),
     }
 
 

@@ -44,7 +44,7 @@ LOGS = hparams.FIDELITY_LOGS
 RESULTS = hparams.FIDELITY_RESULTS  # scores.csv, claims.csv, finals.csv, adam_check.json
 GRID_300K = os.path.join(REPO, "benchmark", "results", "grid_300k")
 READINGS_JSON = os.path.join(REPO, "benchmark", "results", "readings.json")
-READING_WORDS = ("ahead", "behind", "not distinguishable")  # norm vs literal on one cell (reading_verdict)
+READING_WORDS = ("ahead", "behind", "not distinguishable", "not tested")  # norm vs literal: reading_verdict
 PAGE_TITLE = "Which reading of the paper: the fidelity study and the earlier literal grid"
 
 # The rule was written before any fidelity run; the runs and the score follow it, not the other way round.
@@ -430,10 +430,10 @@ def reading_pairs(final: dict, runs: list[dict]) -> tuple[int, dict]:
 
 
 def reading_verdict(row: dict) -> str:
-    """norm vs literal on one cell: a word of READING_WORDS, 'ahead' / 'behind' (Welch p < 0.05) or
-    'not distinguishable'."""
+    """norm vs literal on one cell: a word of READING_WORDS, 'ahead' / 'behind' (Welch p < 0.05),
+    'not distinguishable', or 'not tested' (no Welch test: fewer than 2 seeds on a side)."""
     if row["p"] is None or row["p"] >= 0.05:
-        return "not distinguishable"
+        return "not tested" if row["p"] is None else "not distinguishable"
     return "ahead" if row["norm"].mean() > row["literal"].mean() else "behind"
 
 

@@ -387,6 +387,7 @@ def stage1_data(c: dict) -> dict:
         return out
     out["aggregates"] = {
         "reps": c["reps"],
+        "check_reps": agg.get("check_reps"),
         "tasks": agg["tasks"],
         "n_tasks": len(agg["tasks"]),
         "seeds": agg["use"],

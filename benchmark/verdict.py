@@ -245,10 +245,10 @@ def assemble(parts: list[dict]) -> dict:
     }
 
 
-def render(data: dict, base: str = "") -> str:
+def render(data: dict, base: str = "", short: bool = False) -> str:
     """The verdict table and points (benchmark/templates/verdict.md.j2) from the verdict's JSON; `base`: the links'
-    prefix (README: "benchmark/")."""
-    return pages.render("verdict.md.j2", data, base=base)
+    prefix (README: "benchmark/"); short: README's rendering (four points, the table's answers)."""
+    return pages.render("verdict.md.j2", data, base=base, short=short)
 
 
 def write_readme(data: dict, path: str = README) -> bool:
@@ -260,7 +260,7 @@ def write_readme(data: dict, path: str = README) -> bool:
         return False
     head, rest = text.split(begin, 1)
     tail = rest.split(end, 1)[1]
-    new = f"{head}{begin}\n{render(data, base='benchmark/')}{end}{tail}"
+    new = f"{head}{begin}\n{render(data, base='benchmark/', short=True)}{end}{tail}"
     if new != text:
         with open(path, "w", encoding="utf-8") as f:
             f.write(new)

@@ -148,7 +148,7 @@ def test_readme_results_block_is_the_rendering_of_the_committed_verdict():
     text = open(verdict.README, encoding="utf-8").read()
     begin, end = verdict.README_MARKERS
     block = text.split(begin, 1)[1].split(end, 1)[0]
-    assert block == "\n" + verdict.render(committed_verdict(), base="benchmark/")
+    assert block == "\n" + verdict.render(committed_verdict(), base="benchmark/", short=True)
     path = os.path.join(os.path.dirname(verdict.README), "benchmark", "REPORT.md")
     assert verdict.render(committed_verdict()) in open(path, encoding="utf-8").read()
     assert os.path.getsize(path) <= 15_000
@@ -279,7 +279,13 @@ def test_the_opening_sentences_say_no_more_than_the_rows():
     assert verdict.summary({}, {})["curvature"] is None  # no rows, no sentences
 
 
-def test_readme_results_open_with_the_summary_before_the_table():
+def test_readme_results_are_at_most_five_lines_before_a_short_table():
+    """README's own rendering: a summary of at most five lines, then a table of three columns (question, answer,
+    link) with a row per question of the full verdict; REPORT.md keeps the full table."""
     text = open(verdict.README, encoding="utf-8").read()
-    block = text.split(verdict.README_MARKERS[0], 1)[1]
-    assert block.index("**In short.**") < block.index("| Question |")
+    block = text.split(verdict.README_MARKERS[0], 1)[1].split(verdict.README_MARKERS[1], 1)[0]
+    lines = [line for line in block.splitlines() if line.strip()]
+    table = [i for i, line in enumerate(lines) if line.startswith("|")]
+    assert 0 < table[0] <= 5 and table == list(range(table[0], len(lines)))
+    assert {line.count("|") for line in lines[table[0] :]} == {4}
+    assert len(table) - 2 == len(committed_verdict()["rows"])

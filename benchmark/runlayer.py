@@ -88,6 +88,26 @@ class StopSignals:
             signal.signal(sig, handler)
 
 
+def ignore_signals() -> None:
+    """SIGINT, SIGTERM and SIGHUP ignored to the process's end: the script's last atexit callback (registered
+    first). Python gives the default action back to signals with a handler as it shuts down, and one then
+    killed the process with its own code; SIG_IGN it keeps, in every thread (a mask: in this one only)."""
+    for sig in SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def exit_with(code: int) -> None:
+    """The script's end: exit `code` (main()'s). A signal from here to ignore_signals (W&B's upload at exit)
+    ends the process at once, with `code` if a signal decided it, else with its own."""
+
+    def at_once(signum, frame):
+        os._exit(code if code > 128 else 128 + signum)
+
+    for sig in SIGNALS:
+        signal.signal(sig, at_once)
+    sys.exit(code)
+
+
 def snapshot(args, nets: dict, actor_state: dict, rng, global_step: int, update: int) -> dict:
     """All the training state, copied: a checkpoint, or the point a bad update rolls back to."""
     rngs = {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state(), "python": random.getstate()}

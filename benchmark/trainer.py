@@ -19,6 +19,7 @@ fast path; AC-SGD / AC-Adam with entropy bonus, clipping and --loss-reduction; A
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import csv
@@ -1677,4 +1678,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    atexit.register(runlayer.ignore_signals)  # before wandb.init registers W&B's: runs after them, the last
+    runlayer.exit_with(main())

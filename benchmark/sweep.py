@@ -1081,6 +1081,11 @@ def logs_dir_of(args, default: Optional[str] = None) -> Optional[str]:
     return args.logs_dir or default
 
 
+def logs_under(root: Optional[str], *parts: str) -> Optional[str]:
+    """root/parts, absolute: a study's compact logs below the root logs_dir_of gives; None (off) stays None."""
+    return os.path.abspath(os.path.join(root, *parts)) if root else None
+
+
 def study_jobs(args) -> list[Job]:
     """The chosen study's job list (benchmark/studies/<module>.jobs; raises KeyError / ValueError on bad input)."""
     return studies.named()[args.study].jobs(args)

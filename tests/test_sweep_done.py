@@ -321,6 +321,26 @@ STUDIES = {  # each committed logs directory, and the command that made it (docs
 }
 
 
+def dry_run_states(argv, capsys):
+    """The sweep's --dry-run of argv: (its study's jobs, the state its line gives each job, its stdout)."""
+    capsys.readouterr()
+    assert sweep.main(argv + ["--dry-run"]) == 0, (argv, capsys.readouterr().err)
+    out = capsys.readouterr().out
+    jobs = sweep.study_jobs(sweep.build_parser().parse_args(argv))
+    states = [line.split()[1] for line in out.splitlines() if line.split()[0] in {j.name for j in jobs}]
+    return jobs, states, out
+
+
+@pytest.mark.parametrize("study", ["prereg", "mujoco-5M", "fidelity", "ablations", "defaults"])
+def test_logs_dir_none_leaves_every_job_of_a_fresh_runs_dir_to_run(tmp_path, capsys, study):
+    """`--logs-dir none` ('none': off), as for the grid and kl-step: no compact log counts or is written, so in a
+    fresh runs directory every job is to run. These five studies took their committed logs instead: all done."""
+    argv = ["--study", study, "--runs-dir", str(tmp_path / "runs"), "--logs-dir", "none"]
+    jobs, states, out = dry_run_states(argv, capsys)
+    assert len(states) == len(jobs) > 0 and set(states) == {"fresh"}, out
+    assert {j.logs_dir for j in jobs} == {None}
+
+
 def test_every_studys_dry_run_over_the_committed_logs_finds_nothing_to_run(tmp_path, capsys):
     """Every committed log is the done log of a job of the study that made it: it loads whole (every required update
     and episode column, each of its table's length), its flags agree (1,024 of them predate --target-kl, 682 carry
@@ -329,12 +349,8 @@ def test_every_studys_dry_run_over_the_committed_logs_finds_nothing_to_run(tmp_p
     covered = set()
     for name, argv in STUDIES.items():
         argv = argv + ["--runs-dir", str(tmp_path / "runs" / name.split()[0])]
-        capsys.readouterr()
-        assert sweep.main(argv + ["--dry-run"]) == 0, (name, capsys.readouterr().err)
-        out = capsys.readouterr().out
+        jobs, states, out = dry_run_states(argv, capsys)
         assert "damaged compact log" not in out, (name, out)
-        jobs = sweep.study_jobs(sweep.build_parser().parse_args(argv))
-        states = [line.split()[1] for line in out.splitlines() if line.split()[0] in {j.name for j in jobs}]
         assert len(states) == len(jobs) and set(states) <= {"done", "diverged"}, (name, out)
         covered |= {sweep.committed_log(j) for j in jobs}
     committed = {p for p in before if p.endswith(".json.gz") and os.path.basename(p).startswith("seed")}

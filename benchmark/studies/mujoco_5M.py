@@ -43,18 +43,18 @@ def jobs(args) -> list:
     """The study's jobs from the sweep's flags (--runs-dir, --logs-dir, --checkpoint-every)."""
     from benchmark import sweep
 
-    logs = sweep.logs_dir_of(args)
-    return cell_jobs(load_5M(), args.runs_dir, logs, args.checkpoint_every)
+    reg = load_5M()
+    logs = sweep.logs_dir_of(args, os.path.join(REPO, reg["common"]["logs"]))
+    return cell_jobs(reg, args.runs_dir, logs, args.checkpoint_every)
 
 
 def cell_jobs(reg: dict, runs_dir=None, logs_dir=None, checkpoint_every=10) -> list:
     """Each [execution] item "task/algo" over the seeds, in that order, with the reading's flags; the compact logs
-    share a directory with the HalfCheetah 5M headline block."""
+    (None: none) share a directory with the HalfCheetah 5M headline block."""
     from benchmark import sweep
 
     common = reg["common"]
     runs_dir = runs_dir or os.path.join(REPO, common["runs_dir"])
-    logs_dir = logs_dir or os.path.join(REPO, common["logs"])
     out = []
     for item in reg["execution"]["order"]:
         task, algo = item.split("/")

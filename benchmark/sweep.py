@@ -291,11 +291,9 @@ def disagreement(job: Job, args) -> Optional[str]:
             record = compact.load(log)
         except compact.DamagedLog:
             record = None
-        if record is not None and (record["task"], record["algo"]) != (
-            job.task,
-            job.algo,
-        ):  # the report's keys
-            return f"{log} holds {record['task']}/{record['algo']}, the job is {job.task}/{job.algo}"
+        why = compact.misplaced(record, log) if record is not None else None
+        if why is not None:  # the report's keys
+            return why
         if record is not None:
             found.append((log, record["cfg"]))
     try:

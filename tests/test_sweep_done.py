@@ -7,6 +7,7 @@ committed logs finds nothing to run; a cut-off last CSV line is not packed as a 
 import gzip
 import json
 import os
+import shutil
 
 import pytest
 from helpers import finished_run, one_line_error
@@ -175,6 +176,44 @@ def test_the_report_names_and_leaves_out_a_log_it_cannot_read_in_full(tmp_path, 
         assert len([line for line in err.splitlines() if path in line]) == 1, err
     with open(os.path.join(out_dir, "results", "report.json")) as f:
         assert json.load(f)["runs"] == 2
+
+
+def gone_or_another(path, fault):
+    """The log at path made a link to a file that is not there (fault "link": the log moved away, its link left
+    behind), or one that stores another seed (seed1.json.gz copied over it), task or algorithm than its path's."""
+    if fault == "link":
+        os.remove(path)
+        os.symlink(path + ".moved", path)
+    elif fault == "seed":
+        shutil.copy(os.path.join(os.path.dirname(path), "seed1.json.gz"), path)
+    else:
+
+        def edit(record):
+            record[fault] = {"task": "Acrobot", "algo": "smac"}[fault]
+
+        rewrite(path, edit)
+
+
+@pytest.mark.parametrize("fault", ["link", "seed", "task", "algo"])
+def test_the_report_names_and_leaves_out_a_log_gone_or_not_its_paths(tmp_path, capsys, fault):
+    """Beside two whole logs, a dangling link (the report exited 2, `No such file or directory`, and wrote nothing),
+    or a log whose stored seed, task or algorithm is not its path's (it entered final.csv as another run, a copy of
+    seed 1 as a third seed): now named on stderr in one line and left out, the two others reported."""
+    logs, out_dir = tmp_path / "logs", tmp_path / "report"
+    write_log(logs, 1)
+    write_log(logs, 2)
+    bad = write_log(logs, 3)
+    gone_or_another(bad, fault)
+    capsys.readouterr()
+    assert report.main(["--logs", str(logs), "--out-dir", str(out_dir)]) == 0
+    err = capsys.readouterr().err
+    assert len([line for line in err.splitlines() if bad in line]) == 1, err
+    with open(os.path.join(out_dir, "results", "report.json")) as f:
+        assert json.load(f)["runs"] == 2
+    assert [(r["task"], r["algo"], r["seed"]) for r in compact.discover_logs(str(logs))] == [
+        ("CartPole", "sgd", 1),
+        ("CartPole", "sgd", 2),
+    ]
 
 
 # 2. other flags, same directory -------------------------------------------------------------------------------------

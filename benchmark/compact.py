@@ -113,6 +113,13 @@ def read_summary(run_dir: Optional[str]) -> Optional[dict]:
     return read_json(os.path.join(run_dir, "summary.json")) if run_dir else None
 
 
+def run_args(run_dir: Optional[str]) -> dict:
+    """The trainer's flags of a run directory (config.json's args), or {}."""
+    cfg = read_json(os.path.join(run_dir, "config.json")) if run_dir else None
+    args = cfg.get("args") if isinstance(cfg, dict) else None
+    return args if isinstance(args, dict) else {}
+
+
 def read_csv_columns(path: str, columns: list[str]) -> dict:
     """The columns of a run's CSV as float arrays ("" as NaN). A cut-off last line (a kill or a full disk during a
     write: no line end) and a row with more or fewer fields than the header are dropped, not read as a row."""

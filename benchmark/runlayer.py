@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from benchmark import provenance
+from benchmark import compact, provenance
 from smac_a2c import ConfigError, step_diagnostics
 
 
@@ -352,11 +352,8 @@ def run_provenance(run_dir: str, global_step: int, start: Optional[dict] = None)
     start = {**(start or provenance.record()), "step": int(global_step)}
     if not global_step:
         return [start]
-    try:
-        with open(os.path.join(run_dir, "config.json")) as f:
-            before = json.load(f).get("provenance")
-    except (OSError, ValueError, AttributeError):
-        before = None
+    config = compact.read_json(os.path.join(run_dir, "config.json"))
+    before = config.get("provenance") if isinstance(config, dict) else None
     earlier = [
         s for s in provenance.starts(before) if isinstance(s.get("step"), int) and s["step"] < global_step
     ]
@@ -428,14 +425,6 @@ def run_dir_locked(run_dir: str) -> bool:
             return False
     except ConfigError:
         return True
-
-
-def read_summary(run_dir: str) -> dict:  # RUN/summary.json, or {} when it is missing or unreadable
-    try:
-        with open(os.path.join(run_dir, "summary.json")) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
 
 
 def logged_anything(run_dir: str) -> bool:

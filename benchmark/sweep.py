@@ -35,7 +35,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import compact, hparams, provenance, studies  # noqa: E402
-from benchmark.compact import DEFAULT_RUNS, find_run_dir, read_summary  # noqa: E402,F401
+from benchmark.compact import DEFAULT_RUNS, find_run_dir, read_summary, run_args  # noqa: E402,F401
 from benchmark.hparams import parse_budget, parse_seeds  # noqa: E402,F401
 from benchmark.studies import STUDY_OPTIONS  # noqa: E402
 
@@ -158,13 +158,6 @@ def trained_budget(budget: int, args: Optional[dict]) -> int:
     if rollout < 1 or rollout > budget:
         return budget
     return budget - budget % rollout
-
-
-def run_args(run_dir: Optional[str]) -> dict:
-    """The trainer's flags of a run directory (config.json's args), or {}."""
-    cfg = compact.read_json(os.path.join(run_dir, "config.json")) if run_dir else None
-    args = cfg.get("args") if isinstance(cfg, dict) else None
-    return args if isinstance(args, dict) else {}
 
 
 def _settled(summary: Optional[dict], budget: int) -> Optional[str]:

@@ -183,12 +183,6 @@ def check_args(args: LabArgs, training: bool = True) -> None:
     def finite_nonnegative(v) -> bool:
         return v >= 0 and math.isfinite(v)
 
-    def nonnegative(v) -> bool:
-        return v >= 0
-
-    def at_least_one(v) -> bool:
-        return v >= 1
-
     require(
         "--critic-updates --eval-episodes --eval-max-steps --torch-threads",
         finite_positive,
@@ -196,8 +190,8 @@ def check_args(args: LabArgs, training: bool = True) -> None:
     )
     require("--ent-coef --max-grad-norm", finite_nonnegative, "a finite number >= 0")
     require("--log-std-init", math.isfinite, "a finite number")
-    require("--video-every", nonnegative, ">= 0")
-    require("--num-minibatches --update-epochs", at_least_one, ">= 1")
+    require("--video-every", lambda v: v >= 0, ">= 0")
+    require("--num-minibatches --update-epochs", lambda v: v >= 1, ">= 1")
     if args.num_minibatches > args.num_steps * args.num_envs:
         raise ConfigError(
             f"--num-minibatches {args.num_minibatches} exceeds the rollout's "

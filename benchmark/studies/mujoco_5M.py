@@ -449,10 +449,7 @@ def analyze(where, done: dict) -> dict:
 # the words the 5M page may use: a claim's verdict (claims_study.evaluate), a Welch row, a block C row and its reachable
 # margin, amendment 1's state, a block D row (the verdict's vocabulary where the page shares them)
 VOCAB_5M = (
-    "held",
-    "direction only",
-    "baseline never reaches it",
-    "not held",
+    *claims_study.ORDER,
     "waiting",
     "differs",
     "not shown to differ",

@@ -250,8 +250,7 @@ def pack(run_dir: str, out_path: str, task: str, algo: str, seed: int, budget: O
 
 
 class DamagedLog(ValueError):
-    """A compact log that cannot be read: a damaged gzip stream (a flipped byte), not JSON, or not a log's record
-    (or, from load_found, gone or misplaced)."""
+    """A compact log that cannot be read: a damaged gzip stream (a flipped byte), not JSON, or not a log's record."""
 
 
 def read_record(path: str) -> dict:

@@ -89,9 +89,8 @@ class StopSignals:
 
 
 def ignore_signals() -> None:
-    """SIGINT, SIGTERM and SIGHUP ignored to the process's end: the script's last atexit callback (registered
-    first). Python gives the default action back to signals with a handler as it shuts down, and one then
-    killed the process with its own code; SIG_IGN it keeps, in every thread (a mask: in this one only)."""
+    """SIGINT, SIGTERM and SIGHUP ignored to the process's end (the script's last atexit callback): Python's
+    shutdown resets handled signals to the default (a kill with their code), not SIG_IGN (all threads)."""
     for sig in SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
 

@@ -113,6 +113,13 @@ def read_summary(run_dir: Optional[str]) -> Optional[dict]:
     return read_json(os.path.join(run_dir, "summary.json")) if run_dir else None
 
 
+def run_args(run_dir: Optional[str]) -> dict:
+    """The trainer's flags of a run directory (config.json's args), or {}."""
+    cfg = read_json(os.path.join(run_dir, "config.json")) if run_dir else None
+    args = cfg.get("args") if isinstance(cfg, dict) else None
+    return args if isinstance(args, dict) else {}
+
+
 def read_csv_columns(path: str, columns: list[str]) -> dict:
     """The columns of a run's CSV as float arrays ("" as NaN). A cut-off last line (a kill or a full disk during a
     write: no line end) and a row with more or fewer fields than the header are dropped, not read as a row."""
@@ -353,12 +360,35 @@ def damage(path: Optional[str]) -> Optional[str]:
     return None
 
 
+def misplaced(run: dict, path: str) -> Optional[str]:
+    """Why the loaded log `run` is not the run its path names (the sweep's check and the report's), or None: the
+    task, algorithm and seed it stores name another {task}/{algo}/seed{n}.json.gz (seed1's copied as seed3's)."""
+    own = log_path("", run["task"], run["algo"], run["seed"])
+    if os.path.normpath(path).split(os.sep)[-3:] == own.split(os.sep):
+        return None
+    return f"{path} holds {run['task']}/{run['algo']}/seed{run['seed']}, not its path's run"
+
+
+def load_found(path: str) -> dict:
+    """load() of a log that a listing found; DamagedLog (one line naming it) also for one gone since (a dangling
+    link, or removed meanwhile) and for a misplaced one."""
+    try:
+        run = load(path)
+    except FileNotFoundError:
+        raise DamagedLog(f"{path}: not there (a dangling link, or removed meanwhile)") from None
+    why = misplaced(run, path)
+    if why is not None:
+        raise DamagedLog(why)
+    return run
+
+
 def discover_logs(logs_dir: str) -> list[dict]:
-    """Every {task}/{algo}/seed{n}.json.gz under logs_dir, loaded; a damaged one is left out with one line on stderr."""
+    """Every {task}/{algo}/seed{n}.json.gz under logs_dir, loaded; one that is damaged, gone (a dangling link) or
+    misplaced (load_found) is left out with one line on stderr."""
     runs = []
     for path in sorted(glob.glob(os.path.join(logs_dir, "*", "*", "seed*.json.gz"))):
         try:
-            runs.append(load(path))
+            runs.append(load_found(path))
         except DamagedLog as e:
             print(f"warning: {e}; left out", file=sys.stderr)
     return runs

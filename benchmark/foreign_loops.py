@@ -21,6 +21,7 @@ tests/test_drop_in.py runs the kl_step_ rule with the copied block alone.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
@@ -155,6 +156,21 @@ def gae(data: dict, values, next_values, gamma=0.99, lam=0.95) -> np.ndarray:
     return advantages
 
 
+def critic_gae(critic, data: dict, o: torch.Tensor, lam=0.95) -> tuple:
+    """GAE advantages on a separate critic's values, and the critic's targets (advantages + values)."""
+    with torch.no_grad():
+        values = critic(o).squeeze(-1).numpy()
+        next_values = critic(torch.as_tensor(data["next_obs"], dtype=torch.float32)).squeeze(-1).numpy()
+    advantages = gae(data, values, next_values, lam=lam)
+    return advantages, torch.as_tensor(advantages + values, dtype=torch.float32)
+
+
+def log_probs_of(policy, o: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    """log pi(a|o) under the policy's logits, computed afresh: partial(log_probs_of, policy, o, a) is a loop's
+    log_prob_fn."""
+    return torch.distributions.Categorical(logits=policy(o)).log_prob(a)
+
+
 def reinforce(block, env, obs, run: Run, budget: int, stop_when_solved=True) -> None:
     policy = mlp(2)
     while run.steps < budget:
@@ -168,11 +184,7 @@ def reinforce(block, env, obs, run: Run, budget: int, stop_when_solved=True) -> 
             to_go[t] = g
         o = torch.as_tensor(data["obs"], dtype=torch.float32)
         a = torch.as_tensor(data["actions"])
-
-        def log_probs(o=o, a=a):
-            return torch.distributions.Categorical(logits=policy(o)).log_prob(a)
-
-        run.smac_step(block, policy, log_probs, run.advantages(to_go))
+        run.smac_step(block, policy, functools.partial(log_probs_of, policy, o, a), run.advantages(to_go))
 
 
 def a2c_shared_trunk(
@@ -196,10 +208,7 @@ def a2c_shared_trunk(
         advantages = gae(data, values.detach().numpy(), next_values)
         targets = torch.as_tensor(advantages + values.detach().numpy(), dtype=torch.float32)
         log_probs = torch.distributions.Categorical(logits=logits).log_prob(a)
-
-        def new_log_probs(o=o, a=a):
-            return torch.distributions.Categorical(logits=net(o)[0]).log_prob(a)
-
+        new_log_probs = functools.partial(log_probs_of, act, o, a)
         # the SMAC direction keeps the graph (retain_graph) for the value loss's backward through the trunk; the
         # actor's step is applied after that backward, the critic's Adam step last
         params = net.actor_parameters()
@@ -223,16 +232,8 @@ def a2c(block, env, obs, run: Run, budget: int, stop_when_solved=True, rollout_s
             return
         o = torch.as_tensor(data["obs"], dtype=torch.float32)
         a = torch.as_tensor(data["actions"])
-        with torch.no_grad():
-            values = critic(o).squeeze(-1).numpy()
-            next_values = critic(torch.as_tensor(data["next_obs"], dtype=torch.float32)).squeeze(-1).numpy()
-        advantages = gae(data, values, next_values, lam=1.0)
-        targets = torch.as_tensor(advantages + values, dtype=torch.float32)
-
-        def log_probs(o=o, a=a):
-            return torch.distributions.Categorical(logits=actor(o)).log_prob(a)
-
-        run.smac_step(block, actor, log_probs, run.advantages(advantages))
+        advantages, targets = critic_gae(critic, data, o, lam=1.0)
+        run.smac_step(block, actor, functools.partial(log_probs_of, actor, o, a), run.advantages(advantages))
         critic_opt.zero_grad()
         (targets - critic(o).squeeze(-1)).pow(2).mean().backward()
         critic_opt.step()
@@ -250,23 +251,13 @@ def ppo_style(block, env, obs, run: Run, budget: int, stop_when_solved=True, per
             return
         o = torch.as_tensor(data["obs"], dtype=torch.float32)
         a = torch.as_tensor(data["actions"])
-        with torch.no_grad():
-            values = critic(o).squeeze(-1).numpy()
-            next_values = critic(torch.as_tensor(data["next_obs"], dtype=torch.float32)).squeeze(-1).numpy()
-        advantages = gae(data, values, next_values)
-        targets = torch.as_tensor(advantages + values, dtype=torch.float32)
+        advantages, targets = critic_gae(critic, data, o)
         if not per_minibatch:
-
-            def all_log_probs(o=o, a=a):
-                return torch.distributions.Categorical(logits=actor(o)).log_prob(a)
-
-            run.smac_step(block, actor, all_log_probs, run.advantages(advantages))
+            log_probs = functools.partial(log_probs_of, actor, o, a)
+            run.smac_step(block, actor, log_probs, run.advantages(advantages))
         for idx in torch.randperm(1000).chunk(4):
             if per_minibatch:  # several SMAC steps per rollout
-
-                def log_probs(o=o[idx], a=a[idx]):
-                    return torch.distributions.Categorical(logits=actor(o)).log_prob(a)
-
+                log_probs = functools.partial(log_probs_of, actor, o[idx], a[idx])
                 run.smac_step(block, actor, log_probs, run.advantages(advantages[idx.numpy()]))
             critic_opt.zero_grad()
             (targets[idx] - critic(o[idx]).squeeze(-1)).pow(2).mean().backward()

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -14,7 +13,7 @@ from typing import Optional
 
 import numpy as np
 
-from benchmark import protocol
+from benchmark import compact, protocol
 from smac_a2c import ConfigError
 
 
@@ -85,14 +84,9 @@ def _plotted_run(d: str) -> tuple:
     d = os.path.dirname(d) if os.path.isfile(d) else d
     if not os.path.isfile(os.path.join(d, "episodes.csv")):
         raise ConfigError(f"--plot: {d!r} is not a run directory (no episodes.csv)")
-    try:
-        with open(os.path.join(d, "config.json")) as f:
-            cfg = dict(json.load(f)["args"])
-    except (OSError, ValueError, KeyError, TypeError):
-        cfg = {}
     return (
         d,
-        cfg,
+        compact.run_args(d),
         read_run_csv(os.path.join(d, "episodes.csv"), ("global_step", "episodic_return")),
         read_run_csv(os.path.join(d, "updates.csv"), ("global_step", "ell_sq", "cos_g_step")),
     )

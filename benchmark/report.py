@@ -131,7 +131,7 @@ def provenance_data(dirs: list[str]) -> list[dict]:
         commits, hosts, n = Counter(), Counter(), 0
         for log in logs:
             try:
-                starts = compact.load(log)["provenance"]
+                starts = compact.load_found(log)["provenance"]
             except compact.DamagedLog:
                 continue
             n += 1

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from benchmark import provenance
+from benchmark import compact, provenance
 from smac_a2c import ConfigError, step_diagnostics
 
 
@@ -86,6 +86,25 @@ class StopSignals:
     def __exit__(self, *exc_info):
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
+
+
+def ignore_signals() -> None:
+    """SIGINT, SIGTERM and SIGHUP ignored to the process's end (the script's last atexit callback): Python's
+    shutdown resets handled signals to the default (a kill with their code), not SIG_IGN (all threads)."""
+    for sig in SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def exit_with(code: int) -> None:
+    """The script's end: exit `code` (main()'s). A signal from here to ignore_signals (W&B's upload at exit)
+    ends the process at once, with `code` if a signal decided it, else with its own."""
+
+    def at_once(signum, frame):
+        os._exit(code if code > 128 else 128 + signum)
+
+    for sig in SIGNALS:
+        signal.signal(sig, at_once)
+    sys.exit(code)
 
 
 def snapshot(args, nets: dict, actor_state: dict, rng, global_step: int, update: int) -> dict:
@@ -332,11 +351,8 @@ def run_provenance(run_dir: str, global_step: int, start: Optional[dict] = None)
     start = {**(start or provenance.record()), "step": int(global_step)}
     if not global_step:
         return [start]
-    try:
-        with open(os.path.join(run_dir, "config.json")) as f:
-            before = json.load(f).get("provenance")
-    except (OSError, ValueError, AttributeError):
-        before = None
+    config = compact.read_json(os.path.join(run_dir, "config.json"))
+    before = config.get("provenance") if isinstance(config, dict) else None
     earlier = [
         s for s in provenance.starts(before) if isinstance(s.get("step"), int) and s["step"] < global_step
     ]
@@ -408,14 +424,6 @@ def run_dir_locked(run_dir: str) -> bool:
             return False
     except ConfigError:
         return True
-
-
-def read_summary(run_dir: str) -> dict:  # RUN/summary.json, or {} when it is missing or unreadable
-    try:
-        with open(os.path.join(run_dir, "summary.json")) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
 
 
 def logged_anything(run_dir: str) -> bool:

@@ -35,7 +35,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import compact, hparams, provenance, studies  # noqa: E402
-from benchmark.compact import DEFAULT_RUNS, find_run_dir, read_summary  # noqa: E402,F401
+from benchmark.compact import DEFAULT_RUNS, find_run_dir, read_summary, run_args  # noqa: E402,F401
 from benchmark.hparams import parse_budget, parse_seeds  # noqa: E402,F401
 from benchmark.studies import STUDY_OPTIONS  # noqa: E402
 
@@ -158,13 +158,6 @@ def trained_budget(budget: int, args: Optional[dict]) -> int:
     if rollout < 1 or rollout > budget:
         return budget
     return budget - budget % rollout
-
-
-def run_args(run_dir: Optional[str]) -> dict:
-    """The trainer's flags of a run directory (config.json's args), or {}."""
-    cfg = compact.read_json(os.path.join(run_dir, "config.json")) if run_dir else None
-    args = cfg.get("args") if isinstance(cfg, dict) else None
-    return args if isinstance(args, dict) else {}
 
 
 def _settled(summary: Optional[dict], budget: int) -> Optional[str]:
@@ -291,11 +284,9 @@ def disagreement(job: Job, args) -> Optional[str]:
             record = compact.load(log)
         except compact.DamagedLog:
             record = None
-        if record is not None and (record["task"], record["algo"]) != (
-            job.task,
-            job.algo,
-        ):  # the report's keys
-            return f"{log} holds {record['task']}/{record['algo']}, the job is {job.task}/{job.algo}"
+        why = compact.misplaced(record, log) if record is not None else None
+        if why is not None:  # the report's keys
+            return why
         if record is not None:
             found.append((log, record["cfg"]))
     try:
@@ -1079,6 +1070,11 @@ def logs_dir_of(args, default: Optional[str] = None) -> Optional[str]:
     if (args.logs_dir or "").lower() == "none":
         return None
     return args.logs_dir or default
+
+
+def logs_under(root: Optional[str], *parts: str) -> Optional[str]:
+    """root/parts, absolute: a study's compact logs below the root logs_dir_of gives; None (off) stays None."""
+    return os.path.abspath(os.path.join(root, *parts)) if root else None
 
 
 def study_jobs(args) -> list[Job]:

@@ -19,6 +19,7 @@ fast path; AC-SGD / AC-Adam with entropy bonus, clipping and --loss-reduction; A
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import csv
@@ -42,7 +43,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 import smac_a2c  # noqa: E402
-from benchmark import algorithms, plotting, provenance, runlayer  # noqa: E402
+from benchmark import algorithms, compact, plotting, provenance, runlayer  # noqa: E402
 from benchmark.runlayer import (  # noqa: E402
     EXIT_CODES,
     FLOAT32_MAX,
@@ -51,7 +52,6 @@ from benchmark.runlayer import (  # noqa: E402
     RunLog,
     StopSignals,
     create_run_dir,
-    read_summary,
     record_crash,
     restore,
     run_dir_locked,  # noqa: F401  (sweep.py's)
@@ -183,12 +183,6 @@ def check_args(args: LabArgs, training: bool = True) -> None:
     def finite_nonnegative(v) -> bool:
         return v >= 0 and math.isfinite(v)
 
-    def nonnegative(v) -> bool:
-        return v >= 0
-
-    def at_least_one(v) -> bool:
-        return v >= 1
-
     require(
         "--critic-updates --eval-episodes --eval-max-steps --torch-threads",
         finite_positive,
@@ -196,8 +190,8 @@ def check_args(args: LabArgs, training: bool = True) -> None:
     )
     require("--ent-coef --max-grad-norm", finite_nonnegative, "a finite number >= 0")
     require("--log-std-init", math.isfinite, "a finite number")
-    require("--video-every", nonnegative, ">= 0")
-    require("--num-minibatches --update-epochs", at_least_one, ">= 1")
+    require("--video-every", lambda v: v >= 0, ">= 0")
+    require("--num-minibatches --update-epochs", lambda v: v >= 1, ">= 1")
     if args.num_minibatches > args.num_steps * args.num_envs:
         raise ConfigError(
             f"--num-minibatches {args.num_minibatches} exceeds the rollout's "
@@ -1498,7 +1492,7 @@ def finish_at_budget(run_dir: str, resume: dict, args: LabArgs) -> str:
     summary.json (a kill after the last checkpoint) is rewritten as finished, so that the sweep packs the run
     instead of resuming it forever; any other status (diverged, crashed) is kept, and is the outcome."""
     path = os.path.join(run_dir, "summary.json")
-    summary = read_summary(run_dir)
+    summary = compact.read_summary(run_dir) or {}
     status = summary.get("status")
     if status not in (None, "interrupted", "finished"):
         print(
@@ -1677,4 +1671,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    atexit.register(runlayer.ignore_signals)  # before wandb.init registers W&B's: runs after them, the last
+    runlayer.exit_with(main())

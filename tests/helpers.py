@@ -61,6 +61,16 @@ def program_process(program, cwd, *argv, **kw):
     return lab_process(cwd, *argv, text=True, **kw)
 
 
+def training_process(program, cwd):
+    """program_process training CartPole (rollouts of 100, the lab without TensorBoard) towards a budget it never
+    reaches, returned once it printed its first progress line (update 10): training is under way."""
+    argv = ["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "100000000"]
+    proc = program_process(program, cwd, *argv, *(["--no-tensorboard"] if program == "lab" else []))
+    first = proc.stdout.readline()
+    assert first.startswith("step 1"), first + proc.stderr.read()
+    return proc
+
+
 def train_in_process(program, tmp_path, monkeypatch, total, sigterm_at=None, nan_at=None):
     """The reference's or the lab's training on CartPole (rollouts of 100, runs in tmp_path/runs) in this process,
     with an AC-SGD actor step that records the actor before each update, sends this process SIGTERM during update

@@ -33,6 +33,7 @@ from helpers import (
     run_main,
     summary,
     train_in_process,
+    training_process,
     wait_for_updates,
 )
 
@@ -91,10 +92,7 @@ def test_a_signal_mid_run_finishes_the_update_checkpoints_and_exits(tmp_path, pr
     """Ctrl-C or SIGTERM after the first progress line (update 10): the update under way finishes, its state is
     checkpointed (no partial rollout counted), exit 130 / 143, no traceback; the lab's summary says which signal
     interrupted it, at the checkpoint's update."""
-    argv = ["--env-id", "CartPole-v1", "--num-steps", "100", "--total-timesteps", "100000000"]
-    proc = program_process(program, tmp_path, *argv, *(["--no-tensorboard"] if program == "lab" else []))
-    first = proc.stdout.readline()  # the progress line of update 10
-    assert first.startswith("step 1"), first + proc.stderr.read()
+    proc = training_process(program, tmp_path)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code and "Traceback" not in err, err
@@ -104,6 +102,34 @@ def test_a_signal_mid_run_finishes_the_update_checkpoints_and_exits(tmp_path, pr
     if program == "lab":
         assert summary(run)["status"] == "interrupted" and summary(run)["signal"] == sig.name
         assert summary(run)["updates"] == ckpt["update"]
+
+
+@pytest.mark.parametrize(
+    "trainer",
+    [
+        "lab",
+        # not strict: the reference passes when a SIGINT comes before Python's shutdown (its exit_at_once ends
+        # the process with 143 then), about 3 runs in 10; when none does, it fails
+        pytest.param(
+            "reference", marks=pytest.mark.xfail(reason="issue 61 fixes the reference's side", strict=False)
+        ),
+    ],
+)
+def test_a_second_signal_while_the_process_ends_keeps_the_first_signals_code(tmp_path, trainer):
+    """SIGTERM once training is under way, then SIGINT every 50 ms until the process has ended: exit 143, the
+    first signal's code. Python gives back the default handlers while it shuts down (after the atexit
+    callbacks), and a SIGINT then killed the process with its own code (130) under a summary that says
+    SIGTERM."""
+    proc = training_process(trainer, tmp_path)
+    proc.send_signal(signal.SIGTERM)
+    deadline = time.time() + 120
+    while proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and "Traceback" not in err, (proc.returncode, err)
+    if trainer == "lab":
+        assert summary(only_run(tmp_path / "runs"))["signal"] == "SIGTERM"
 
 
 def test_sighup_with_a_broken_stdout_is_an_interruption(tmp_path):

@@ -7,6 +7,7 @@ committed logs finds nothing to run; a cut-off last CSV line is not packed as a 
 import gzip
 import json
 import os
+import shutil
 
 import pytest
 from helpers import finished_run, one_line_error
@@ -177,6 +178,44 @@ def test_the_report_names_and_leaves_out_a_log_it_cannot_read_in_full(tmp_path, 
         assert json.load(f)["runs"] == 2
 
 
+def gone_or_another(path, fault):
+    """The log at path made a link to a file that is not there (fault "link": the log moved away, its link left
+    behind), or one that stores another seed (seed1.json.gz copied over it), task or algorithm than its path's."""
+    if fault == "link":
+        os.remove(path)
+        os.symlink(path + ".moved", path)
+    elif fault == "seed":
+        shutil.copy(os.path.join(os.path.dirname(path), "seed1.json.gz"), path)
+    else:
+
+        def edit(record):
+            record[fault] = {"task": "Acrobot", "algo": "smac"}[fault]
+
+        rewrite(path, edit)
+
+
+@pytest.mark.parametrize("fault", ["link", "seed", "task", "algo"])
+def test_the_report_names_and_leaves_out_a_log_gone_or_not_its_paths(tmp_path, capsys, fault):
+    """Beside two whole logs, a dangling link (the report exited 2, `No such file or directory`, and wrote nothing),
+    or a log whose stored seed, task or algorithm is not its path's (it entered final.csv as another run, a copy of
+    seed 1 as a third seed): now named on stderr in one line and left out, the two others reported."""
+    logs, out_dir = tmp_path / "logs", tmp_path / "report"
+    write_log(logs, 1)
+    write_log(logs, 2)
+    bad = write_log(logs, 3)
+    gone_or_another(bad, fault)
+    capsys.readouterr()
+    assert report.main(["--logs", str(logs), "--out-dir", str(out_dir)]) == 0
+    err = capsys.readouterr().err
+    assert len([line for line in err.splitlines() if bad in line]) == 1, err
+    with open(os.path.join(out_dir, "results", "report.json")) as f:
+        assert json.load(f)["runs"] == 2
+    assert [(r["task"], r["algo"], r["seed"]) for r in compact.discover_logs(str(logs))] == [
+        ("CartPole", "sgd", 1),
+        ("CartPole", "sgd", 2),
+    ]
+
+
 # 2. other flags, same directory -------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "extra,flag,there,asked",
@@ -321,6 +360,26 @@ STUDIES = {  # each committed logs directory, and the command that made it (docs
 }
 
 
+def dry_run_states(argv, capsys):
+    """The sweep's --dry-run of argv: (its study's jobs, the state its line gives each job, its stdout)."""
+    capsys.readouterr()
+    assert sweep.main(argv + ["--dry-run"]) == 0, (argv, capsys.readouterr().err)
+    out = capsys.readouterr().out
+    jobs = sweep.study_jobs(sweep.build_parser().parse_args(argv))
+    states = [line.split()[1] for line in out.splitlines() if line.split()[0] in {j.name for j in jobs}]
+    return jobs, states, out
+
+
+@pytest.mark.parametrize("study", ["prereg", "mujoco-5M", "fidelity", "ablations", "defaults"])
+def test_logs_dir_none_leaves_every_job_of_a_fresh_runs_dir_to_run(tmp_path, capsys, study):
+    """`--logs-dir none` ('none': off), as for the grid and kl-step: no compact log counts or is written, so in a
+    fresh runs directory every job is to run. These five studies took their committed logs instead: all done."""
+    argv = ["--study", study, "--runs-dir", str(tmp_path / "runs"), "--logs-dir", "none"]
+    jobs, states, out = dry_run_states(argv, capsys)
+    assert len(states) == len(jobs) > 0 and set(states) == {"fresh"}, out
+    assert {j.logs_dir for j in jobs} == {None}
+
+
 def test_every_studys_dry_run_over_the_committed_logs_finds_nothing_to_run(tmp_path, capsys):
     """Every committed log is the done log of a job of the study that made it: it loads whole (every required update
     and episode column, each of its table's length), its flags agree (1,024 of them predate --target-kl, 682 carry
@@ -329,12 +388,8 @@ def test_every_studys_dry_run_over_the_committed_logs_finds_nothing_to_run(tmp_p
     covered = set()
     for name, argv in STUDIES.items():
         argv = argv + ["--runs-dir", str(tmp_path / "runs" / name.split()[0])]
-        capsys.readouterr()
-        assert sweep.main(argv + ["--dry-run"]) == 0, (name, capsys.readouterr().err)
-        out = capsys.readouterr().out
+        jobs, states, out = dry_run_states(argv, capsys)
         assert "damaged compact log" not in out, (name, out)
-        jobs = sweep.study_jobs(sweep.build_parser().parse_args(argv))
-        states = [line.split()[1] for line in out.splitlines() if line.split()[0] in {j.name for j in jobs}]
         assert len(states) == len(jobs) and set(states) <= {"done", "diverged"}, (name, out)
         covered |= {sweep.committed_log(j) for j in jobs}
     committed = {p for p in before if p.endswith(".json.gz") and os.path.basename(p).startswith("seed")}

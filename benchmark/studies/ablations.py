@@ -133,13 +133,13 @@ def jobs(args) -> list:
     --checkpoint-every)."""
     from benchmark import sweep
 
-    logs = sweep.logs_dir_of(args)
+    logs = sweep.logs_dir_of(args, LOGS)
     return ablation_jobs(
         sweep._names(args.sections, hparams.SECTIONS, "section"),
         hparams.parse_seeds(args.seeds or SEEDS),
         args.runs_dir,
         int(args.budget or BUDGET),
-        logs or LOGS,
+        logs,
         args.checkpoint_every,
     )
 
@@ -154,7 +154,7 @@ def ablation_jobs(
     runs_dir = os.path.abspath(runs_dir or f"{sweep.DEFAULT_RUNS}_ablations")
     cells = [(c.task, c.run_variant, c.flags) for c in hparams.all_cells(sections)]
     cells += [(t, "sgd", hparams.lookup(t, "sgd")) for t in hparams.ABLATION_REF_TASKS]
-    logs_dir, first = os.path.abspath(logs_dir), {}
+    logs_dir, first = sweep.logs_under(logs_dir), {}
     out = [
         sweep._job(
             runs_dir, task, variant, seed, budget, flags, checkpoint_every, logs_dir=logs_dir, tag="ablations"

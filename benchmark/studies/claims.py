@@ -245,13 +245,7 @@ STRICT = {  # the stricter names for the verdict of a "slower" / "faster" claim 
     "direction only": "the order is the paper's, but the ratio is not within 1.25x of the paper's or the seeds overlap",
     "baseline never reaches it": "the paper says the slower algorithm reaches the threshold later; ours never does",
 }
-# combined(): the less favourable wins
-ORDER = (
-    "held",
-    "direction only",
-    "baseline never reaches it",
-    "not held",
-)
+ORDER = CLAIMS_VOCAB[:4]  # a claim's verdicts, the most favourable first: combined()'s less favourable wins
 # the claims table: its headers, and a claim's (a row of evaluate()) cells under them
 CLAIM_HEADERS = [
     "Task",

@@ -65,9 +65,9 @@ def jobs(args) -> list:
     """The study's jobs from the sweep's flags (--seeds, --runs-dir, --logs-dir, --checkpoint-every)."""
     from benchmark import sweep
 
-    logs = sweep.logs_dir_of(args)
+    logs = sweep.logs_dir_of(args, LOGS)
     seeds = hparams.parse_seeds(args.seeds or SEEDS)
-    return defaults_jobs(seeds, args.runs_dir, logs or LOGS, args.checkpoint_every)
+    return defaults_jobs(seeds, args.runs_dir, logs, args.checkpoint_every)
 
 
 def defaults_jobs(seeds, runs_dir=None, logs_dir=LOGS, checkpoint_every=10) -> list:
@@ -98,7 +98,7 @@ def defaults_jobs(seeds, runs_dir=None, logs_dir=LOGS, checkpoint_every=10) -> l
                 flags,
                 checkpoint_every,
                 extra_flags=SETTINGS[setting],
-                logs_dir=os.path.join(logs_dir, setting),
+                logs_dir=sweep.logs_under(logs_dir, setting),
                 tag=setting,
             )
         )

@@ -73,13 +73,13 @@ def jobs(args) -> list:
     """The study's jobs from the sweep's flags (--readings, --seeds, --budget, --runs-dir, --logs-dir)."""
     from benchmark import sweep
 
-    logs = sweep.logs_dir_of(args)
+    logs = sweep.logs_dir_of(args, hparams.FIDELITY_LOGS)
     readings = sweep._names(args.readings) or list(hparams.READINGS)
     for r in readings:
         hparams.reading_flags(r)
     budget = int(args.budget or hparams.FIDELITY_BUDGET)
     seeds = hparams.parse_seeds(args.seeds or hparams.FIDELITY_SEEDS)
-    return fidelity_jobs(readings, seeds, budget, args.runs_dir, logs or hparams.FIDELITY_LOGS)
+    return fidelity_jobs(readings, seeds, budget, args.runs_dir, logs)
 
 
 def fidelity_jobs(
@@ -105,7 +105,7 @@ def fidelity_jobs(
             {t: budget for t in tasks},
             os.path.join(runs_dir, r),
             extra_flags=hparams.reading_flags(r),
-            logs_dir=os.path.join(logs_dir, r),
+            logs_dir=sweep.logs_under(logs_dir, r),
             tag=r,
         )
     ]

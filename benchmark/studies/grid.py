@@ -69,19 +69,14 @@ def jobs(args) -> list:
     benchmark/results/logs/<reading>."""
     from benchmark import sweep
 
-    logs = sweep.logs_dir_of(args)
     tasks = sweep.select(args.tasks, "task")
     algos, seeds = sweep.select(args.algos, "algo"), sweep.parse_seeds(args.seeds or sweep.DEFAULT_SEEDS)
     budgets = sweep.parse_budget(args.budget or sweep.DEFAULT_BUDGET, tasks)
     reading_flags = hparams.reading_flags(args.reading)
     default_runs = sweep.DEFAULT_RUNS if args.reading == "literal" else f"{sweep.DEFAULT_RUNS}_{args.reading}"
     args.runs_dir = args.runs_dir or default_runs
-    if args.logs_dir is None:
-        logs = (
-            os.path.join(sweep.DEFAULT_LOGS, args.reading)
-            if os.path.abspath(args.runs_dir) == default_runs
-            else None
-        )
+    own = os.path.abspath(args.runs_dir) == default_runs  # the default runs: their reading's logs by default
+    logs = sweep.logs_dir_of(args, os.path.join(sweep.DEFAULT_LOGS, args.reading) if own else None)
     return sweep.make_jobs(
         tasks,
         algos,

@@ -43,18 +43,18 @@ def jobs(args) -> list:
     """The study's jobs from the sweep's flags (--runs-dir, --logs-dir, --checkpoint-every)."""
     from benchmark import sweep
 
-    logs = sweep.logs_dir_of(args)
-    return cell_jobs(load_5M(), args.runs_dir, logs, args.checkpoint_every)
+    reg = load_5M()
+    logs = sweep.logs_dir_of(args, os.path.join(REPO, reg["common"]["logs"]))
+    return cell_jobs(reg, args.runs_dir, logs, args.checkpoint_every)
 
 
 def cell_jobs(reg: dict, runs_dir=None, logs_dir=None, checkpoint_every=10) -> list:
     """Each [execution] item "task/algo" over the seeds, in that order, with the reading's flags; the compact logs
-    share a directory with the HalfCheetah 5M headline block."""
+    (None: none) share a directory with the HalfCheetah 5M headline block."""
     from benchmark import sweep
 
     common = reg["common"]
     runs_dir = runs_dir or os.path.join(REPO, common["runs_dir"])
-    logs_dir = logs_dir or os.path.join(REPO, common["logs"])
     out = []
     for item in reg["execution"]["order"]:
         task, algo = item.split("/")
@@ -449,10 +449,7 @@ def analyze(where, done: dict) -> dict:
 # the words the 5M page may use: a claim's verdict (claims_study.evaluate), a Welch row, a block C row and its reachable
 # margin, amendment 1's state, a block D row (the verdict's vocabulary where the page shares them)
 VOCAB_5M = (
-    "held",
-    "direction only",
-    "baseline never reaches it",
-    "not held",
+    *claims_study.ORDER,
     "waiting",
     "differs",
     "not shown to differ",

@@ -51,13 +51,12 @@ def jobs(args) -> list:
     """The study's jobs from the sweep's flags (--blocks, --runs-dir, --logs-dir, --checkpoint-every)."""
     from benchmark import sweep
 
-    logs = sweep.logs_dir_of(args)
     reg = load()
     return block_jobs(
         reg,
         sweep._names(args.blocks, reg["blocks"], "block"),
         args.runs_dir,
-        os.path.abspath(logs) if logs else REPO,
+        sweep.logs_dir_of(args, REPO),
         args.checkpoint_every,
     )
 
@@ -79,9 +78,9 @@ def _lambda_cells(b: dict) -> list:
     ]
 
 
-def block_jobs(reg: dict, blocks=None, runs_root=None, logs_root: str = REPO, checkpoint_every=10) -> list:
+def block_jobs(reg: dict, blocks=None, runs_root=None, logs_root=REPO, checkpoint_every=10) -> list:
     """Every block's jobs in [execution] order ("block" or "block:seeds"), less the runs the toml reuses (block 1's
-    seeds 1-5: the grid's; the lambda block's 0.01: block 1's)."""
+    seeds 1-5: the grid's; the lambda block's 0.01: block 1's); logs_root None: no compact logs."""
     from benchmark import sweep
 
     runs_root = runs_root or f"{sweep.DEFAULT_RUNS}_prereg"
@@ -92,7 +91,8 @@ def block_jobs(reg: dict, blocks=None, runs_root=None, logs_root: str = REPO, ch
         seeds = hparams.parse_seeds(seeds or b["seeds"])
         if (blocks and name not in blocks) or not seeds:
             continue
-        extra, logs = list(reg["common"][f"reading_flags_{b['reading']}"]), os.path.join(logs_root, b["logs"])
+        extra = list(reg["common"][f"reading_flags_{b['reading']}"])
+        logs = sweep.logs_under(logs_root, b["logs"])
         # (sub-grid, task, algo, flags)
         if name == "lambda":
             cells = _lambda_cells(b)
@@ -113,7 +113,7 @@ def block_jobs(reg: dict, blocks=None, runs_root=None, logs_root: str = REPO, ch
                 flags,
                 checkpoint_every,
                 extra_flags=extra,
-                logs_dir=os.path.join(logs, sub) if sub else logs,
+                logs_dir=sweep.logs_under(logs, sub),
                 tag=sub or name,
             )
             for sub, task, algo, flags in cells

@@ -104,17 +104,7 @@ def test_a_signal_mid_run_finishes_the_update_checkpoints_and_exits(tmp_path, pr
         assert summary(run)["updates"] == ckpt["update"]
 
 
-@pytest.mark.parametrize(
-    "trainer",
-    [
-        "lab",
-        # not strict: the reference passes when a SIGINT comes before Python's shutdown (its exit_at_once ends
-        # the process with 143 then), about 3 runs in 10; when none does, it fails
-        pytest.param(
-            "reference", marks=pytest.mark.xfail(reason="issue 61 fixes the reference's side", strict=False)
-        ),
-    ],
-)
+@pytest.mark.parametrize("trainer", ["lab", "reference"])
 def test_a_second_signal_while_the_process_ends_keeps_the_first_signals_code(tmp_path, trainer):
     """SIGTERM once training is under way, then SIGINT every 50 ms until the process has ended: exit 143, the
     first signal's code. Python gives back the default handlers while it shuts down (after the atexit

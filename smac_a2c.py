@@ -123,7 +123,8 @@ def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages, retain_
         raise ValueError("log_probs need their graph: compute them outside torch.no_grad()")
     advantages = torch.as_tensor(advantages, dtype=log_probs.dtype, device=log_probs.device)
     if log_probs.dim() != 1 or advantages.shape != log_probs.shape:
-        raise ValueError(f"log_probs, advantages: (B,), not {log_probs.shape}, {advantages.shape}")
+        shapes = f"{tuple(log_probs.shape)}, {tuple(advantages.shape)}"
+        raise ValueError(f"log_probs, advantages need shape (B,), got {shapes}")
     batch_size = len(log_probs)
     score_weights = torch.full_like(log_probs, 1.0 / batch_size)
     # ours, where the paper is silent: g is a batch mean, as l_bar is
@@ -723,7 +724,10 @@ def run_name(args: Args) -> str:
 
 def create_run_dir(args: Args) -> str:
     """runs/<run_name>, made by this run alone: one started in the same second gets -2, -3, ..."""
-    base = os.path.join("runs", run_name(args))
+    name = run_name(args)
+    if len(name.encode()) + len("-999") > 255:  # the longest name ext4, APFS and NTFS take
+        raise ConfigError(f"--exp-name is too long for a directory name ({len(args.exp_name)} characters)")
+    base = os.path.join("runs", name)
     os.makedirs("runs", exist_ok=True)
     for k in range(1, 1000):
         path = base if k == 1 else f"{base}-{k}"
@@ -757,8 +761,6 @@ def check_args(args: Args) -> None:
         raise ConfigError(f"--hidden-sizes must be one or more positive widths, got {args.hidden_sizes!r}")
     if not args.exp_name or "/" in args.exp_name or args.exp_name.startswith("."):
         raise ConfigError(f"--exp-name must be a plain name (no '/', no leading '.'), got {args.exp_name!r}")
-    if len(run_name(args).encode()) + len("-999") > 255:  # ext4's, APFS's, NTFS's longest name
-        raise ConfigError(f"--exp-name is too long for a directory name ({len(args.exp_name)} characters)")
     if args.total_timesteps < args.num_steps * args.num_envs:
         raise ConfigError("--total-timesteps must be at least one rollout (--num-steps x --num-envs)")
     if args.norm_adv and args.num_steps * args.num_envs < 2:

@@ -34,6 +34,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmark import provenance  # noqa: E402
+from benchmark.provenance import read_json, read_summary, run_args  # noqa: E402, F401  (the sweep's, the report's)
 
 EPISODE_COLS = ["global_step", "episodic_return", "episodic_length"]
 UPDATE_COLS = [
@@ -98,26 +99,6 @@ def find_run_dir(seed_dir: str) -> Optional[str]:
             f"Keep the one you want and delete the others."
         )
     return os.path.join(seed_dir, dirs[0]) if dirs else None
-
-
-def read_json(path: str, default=None):
-    """A JSON file's contents, or `default` when it is missing or unreadable."""
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return default
-
-
-def read_summary(run_dir: Optional[str]) -> Optional[dict]:
-    return read_json(os.path.join(run_dir, "summary.json")) if run_dir else None
-
-
-def run_args(run_dir: Optional[str]) -> dict:
-    """The trainer's flags of a run directory (config.json's args), or {}."""
-    cfg = read_json(os.path.join(run_dir, "config.json")) if run_dir else None
-    args = cfg.get("args") if isinstance(cfg, dict) else None
-    return args if isinstance(args, dict) else {}
 
 
 def read_csv_columns(path: str, columns: list[str]) -> dict:

@@ -13,7 +13,7 @@ from typing import Optional
 
 import numpy as np
 
-from benchmark import compact, protocol
+from benchmark import protocol, provenance
 from smac_a2c import ConfigError
 
 
@@ -86,7 +86,7 @@ def _plotted_run(d: str) -> tuple:
         raise ConfigError(f"--plot: {d!r} is not a run directory (no episodes.csv)")
     return (
         d,
-        compact.run_args(d),
+        provenance.run_args(d),
         read_run_csv(os.path.join(d, "episodes.csv"), ("global_step", "episodic_return")),
         read_run_csv(os.path.join(d, "updates.csv"), ("global_step", "ell_sq", "cos_g_step")),
     )

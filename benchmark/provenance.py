@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import os
 import platform
 import socket
@@ -142,3 +143,24 @@ def host_of(start: dict) -> str:
     host = str(start.get("host") or NOT_RECORDED)
     cpu = start.get("cpu")
     return f"{host} ({cpu})" if cpu and host != NOT_RECORDED else host
+
+
+# ---- a run directory's JSON files (the runner, the trainer, the report and --plot read them)
+def read_json(path: str, default=None):
+    """A JSON file's contents, or `default` when it is missing or unreadable."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def read_summary(run_dir: Optional[str]) -> Optional[dict]:
+    return read_json(os.path.join(run_dir, "summary.json")) if run_dir else None
+
+
+def run_args(run_dir: Optional[str]) -> dict:
+    """The trainer's flags of a run directory (config.json's args), or {}."""
+    cfg = read_json(os.path.join(run_dir, "config.json")) if run_dir else None
+    args = cfg.get("args") if isinstance(cfg, dict) else None
+    return args if isinstance(args, dict) else {}

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from benchmark import compact, provenance
+from benchmark import provenance
 from smac_a2c import ConfigError, step_diagnostics
 
 
@@ -351,7 +351,7 @@ def run_provenance(run_dir: str, global_step: int, start: Optional[dict] = None)
     start = {**(start or provenance.record()), "step": int(global_step)}
     if not global_step:
         return [start]
-    config = compact.read_json(os.path.join(run_dir, "config.json"))
+    config = provenance.read_json(os.path.join(run_dir, "config.json"))
     before = config.get("provenance") if isinstance(config, dict) else None
     earlier = [
         s for s in provenance.starts(before) if isinstance(s.get("step"), int) and s["step"] < global_step

@@ -193,8 +193,7 @@ def sb3_run(seed: int, n_steps: int, normalize: bool, budget: int, eta=None, blo
 
 
 def sb3_row(n_steps: int, normalize: bool, seed: int, run: Run) -> str:
-    """One row: a run's returns, steps to 195, the shares of eta = 0 and of steps at the cap, eta's median, the
-    median KL per update and p(taken action) over the last 10 % of the updates."""
+    """One row: returns, steps to 195, eta = 0 and cap shares, eta's and the KL's medians, late p(taken)."""
     etas = np.array(run.etas)
     tail = run.taken_prob[-max(len(run.taken_prob) // 10, 1) :]
     last = np.mean(run.returns[-20:]) if run.returns else float("nan")

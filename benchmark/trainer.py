@@ -43,7 +43,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 import smac_a2c  # noqa: E402
-from benchmark import algorithms, compact, plotting, provenance, runlayer  # noqa: E402
+from benchmark import algorithms, plotting, provenance, runlayer  # noqa: E402
 from benchmark.runlayer import (  # noqa: E402
     EXIT_CODES,
     FLOAT32_MAX,
@@ -1492,7 +1492,7 @@ def finish_at_budget(run_dir: str, resume: dict, args: LabArgs) -> str:
     summary.json (a kill after the last checkpoint) is rewritten as finished, so that the sweep packs the run
     instead of resuming it forever; any other status (diverged, crashed) is kept, and is the outcome."""
     path = os.path.join(run_dir, "summary.json")
-    summary = compact.read_summary(run_dir) or {}
+    summary = provenance.read_summary(run_dir) or {}
     status = summary.get("status")
     if status not in (None, "interrupted", "finished"):
         print(

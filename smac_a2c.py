@@ -726,7 +726,7 @@ def create_run_dir(args: Args) -> str:
     """runs/<run_name>, made by this run alone: one started in the same second gets -2, -3, ..."""
     name = run_name(args)
     if len(name.encode()) + len("-999") > 255:  # the longest name ext4, APFS and NTFS take
-        raise ConfigError(f"--exp-name is too long for a directory name ({len(args.exp_name)} characters)")
+        raise ConfigError(f"--exp-name: no room left for a -999 suffix ({len(args.exp_name)} chars)")
     base = os.path.join("runs", name)
     os.makedirs("runs", exist_ok=True)
     for k in range(1, 1000):
@@ -761,6 +761,8 @@ def check_args(args: Args) -> None:
         raise ConfigError(f"--hidden-sizes must be one or more positive widths, got {args.hidden_sizes!r}")
     if not args.exp_name or "/" in args.exp_name or args.exp_name.startswith("."):
         raise ConfigError(f"--exp-name must be a plain name (no '/', no leading '.'), got {args.exp_name!r}")
+    if len(run_name(args).encode()) > 255:  # the longest file name of ext4, APFS and NTFS
+        raise ConfigError(f"--exp-name: a directory name over 255 bytes ({len(args.exp_name)} chars)")
     if args.total_timesteps < args.num_steps * args.num_envs:
         raise ConfigError("--total-timesteps must be at least one rollout (--num-steps x --num-envs)")
     if args.norm_adv and args.num_steps * args.num_envs < 2:
@@ -768,7 +770,7 @@ def check_args(args: Args) -> None:
 
 
 def make_env(args: Args, run_dir: str, i: int) -> gym.Env:
-    """Environment i, a plain gymnasium environment; with --capture-video the first records videos."""
+    """Environment i, a plain gymnasium one; with --capture-video the first records videos."""
     if not args.capture_video or i > 0:
         return gym.make(args.env_id, disable_env_checker=True)
     env = gym.make(args.env_id, disable_env_checker=True, render_mode="rgb_array")
@@ -793,7 +795,7 @@ def set_render_backend() -> None:
 
 
 def check_env(env_id: str, capture_video: bool = False) -> tuple[gym.Space, gym.Space]:
-    """The (observation, action) spaces, or a ConfigError; --capture-video: one frame rendered too."""
+    """The (observation, action) spaces, or a ConfigError; --capture-video: one frame rendered."""
     try:
         if capture_video:
             import moviepy  # noqa: F401  (RecordVideo writes with it)

@@ -43,9 +43,9 @@ docs/smac_direction_cost.csv.
 
 kl-step-cost: one batch-mean SMAC update with kl_step_ (smac_direction, then kl_step_ at target 0.01 with
 log_prob_fn recomputing the batch's log pi) against one SGD step (Hopper-dims Gaussian MLP, 64-64, T = 1000, one
-thread), median of --rounds interleaved rounds and its ratio to SGD; --compare FILE times FILE's copy of the block
-(e.g. `git show REV:smac_a2c.py > FILE`) in the same rounds.
-    python -m benchmark.costs kl-step-cost [--rounds 100] [--compare OLD_smac_a2c.py]
+thread), median of --rounds interleaved rounds and its ratio to SGD; --compare FILE times FILE's kl_step_ (e.g.
+`git show REV:smac_kl.py > FILE`, or an older smac_a2c.py that held it) in the same rounds.
+    python -m benchmark.costs kl-step-cost [--rounds 100] [--compare OLD_smac_kl.py]
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import smac_a2c  # noqa: E402
+import smac_kl  # noqa: E402
 from benchmark import algorithms  # noqa: E402
 from benchmark import trainer as lab  # noqa: E402
 from benchmark.stats import write_csv  # noqa: E402
@@ -182,7 +183,7 @@ def reference_sps(env_id: str, steps: int, runs_dir: str, **flags) -> float:
 
 def policy_sample_us(obs_dim=11, act_dim=3, repeats=20_000) -> dict:
     """Microseconds per batch-1 action, 5 interleaved blocks: the lab's numpy copy of the 64-64 actor
-    (RolloutPolicy.sample) against the reference's torch actor (smac_a2c.act: the draws of its distribution's sample())."""
+    (RolloutPolicy.sample) against the reference's torch actor (smac_a2c.Actor's distribution's sample(), as its loop acts)."""
     actor, n = lab.Actor(obs_dim, act_dim, False), repeats // 5
     policy, rng = lab.RolloutPolicy(actor), np.random.default_rng(0)
     reference_actor = smac_a2c.Actor(obs_dim, act_dim, False)
@@ -194,7 +195,8 @@ def policy_sample_us(obs_dim=11, act_dim=3, repeats=20_000) -> dict:
 
     def torch_block():
         for _ in range(n):
-            smac_a2c.act(reference_actor, obs_t).numpy()
+            with torch.inference_mode():
+                reference_actor(obs_t).sample().numpy()
 
     with torch.no_grad():
         times = interleaved_ms({"numpy": numpy_block, "torch": torch_block}, rounds=5, warmup=0)
@@ -705,21 +707,22 @@ def direction_cost(a) -> None:
     )
 
 
-def kl_step_update(block):
-    """An actor step: smac_direction, then block.kl_step_ at its default target (eta set by the KL it causes)."""
+def kl_step_update(module):
+    """An actor step: smac_a2c.smac_direction, then module.kl_step_ at its default target (eta set by the KL it
+    causes)."""
 
     def step(actor, batch, args, state):
         def log_prob_fn():
             return actor.log_prob(batch["obs"], batch["actions"])
 
-        direction = block.smac_direction(actor, log_prob_fn(), batch["advantages"], args.damping)
-        return {"eta": block.kl_step_(actor, direction, log_prob_fn)}
+        direction = smac_a2c.smac_direction(actor, log_prob_fn(), batch["advantages"], args.damping)
+        return {"eta": module.kl_step_(actor, direction, log_prob_fn)}
 
     return step
 
 
 def kl_step_cost(a) -> None:
-    steps = {"sgd": lab.sgd_step, "smac_direction + kl_step_": kl_step_update(smac_a2c)}
+    steps = {"sgd": lab.sgd_step, "smac_direction + kl_step_": kl_step_update(smac_kl)}
     if a.compare:
         spec = importlib.util.spec_from_file_location("compared_block", a.compare)
         compared = importlib.util.module_from_spec(spec)
@@ -807,7 +810,11 @@ def main(argv=None) -> None:
 
     add = command("kl-step-cost", kl_step_cost, "smac_direction + kl_step_ against an SGD step")
     add("--rounds", type=int, default=100)
-    add("--compare", default=None, help="another smac_a2c.py whose kl_step_ is timed in the same rounds")
+    add(
+        "--compare",
+        default=None,
+        help="another file holding kl_step_ (smac_kl.py, or an older smac_a2c.py), timed in the same rounds",
+    )
 
     opts = p.parse_args(argv)
     opts.fn(opts)

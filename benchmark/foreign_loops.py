@@ -279,6 +279,19 @@ LOOPS = {
 BATCH_LOOPS = {"a2c": a2c, "a2c-shared-trunk": a2c_shared_trunk}  # --batch-sizes: rollout_steps
 
 
+def copy_block():
+    """What a user copies, from where it lives: smac_a2c.py's step (smac_direction, apply_step_) and smac_kl.py's
+    kl_step_, as one namespace (the tests build theirs from the copied source: helpers.load_copy_block)."""
+    import types
+
+    import smac_a2c
+    import smac_kl
+
+    return types.SimpleNamespace(
+        smac_direction=smac_a2c.smac_direction, apply_step_=smac_a2c.apply_step_, kl_step_=smac_kl.kl_step_
+    )
+
+
 def run_loop(block, loop: str, rule: str, seed: int, budget: int, stop_when_solved=True, **options) -> Run:
     torch.manual_seed(seed)
     env = gym.make("CartPole-v1")
@@ -343,8 +356,6 @@ BATCH_HEADER = (
 
 
 def main(argv=None) -> None:
-    import smac_a2c
-
     parser = argparse.ArgumentParser(
         prog="python -m benchmark.foreign_loops", description=__doc__.split("\n\n")[0]
     )
@@ -367,14 +378,14 @@ def main(argv=None) -> None:
     parser.add_argument("--loops", nargs="*", default=list(LOOPS), choices=list(LOOPS))
     opts = parser.parse_args(argv)
     torch.set_num_threads(1)
+    block = copy_block()
     print(f"CartPole-v1, {opts.budget} steps per run, seeds {opts.seeds}, lambda = {DAMPING}")
     if opts.loops:
         print(HEADER)
     for loop in opts.loops:
         for rule in RULES:
             runs = [
-                run_loop(smac_a2c, loop, rule, seed, opts.budget, stop_when_solved=False)
-                for seed in opts.seeds
+                run_loop(block, loop, rule, seed, opts.budget, stop_when_solved=False) for seed in opts.seeds
             ]
             print(row(f"{loop} | {RULES[rule]}", rule, runs), flush=True)
     if opts.batch_sizes:
@@ -383,7 +394,7 @@ def main(argv=None) -> None:
     for loop in opts.batch_loops:
         for size in opts.batch_sizes:
             for seed in opts.seeds:
-                run = run_loop(smac_a2c, loop, "kl", seed, opts.budget, False, rollout_steps=size)
+                run = run_loop(block, loop, "kl", seed, opts.budget, False, rollout_steps=size)
                 print(batch_row(loop, size, seed, run), flush=True)
 
 

@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from benchmark import protocol, provenance
-from smac_a2c import ConfigError
+from benchmark.runlayer import ConfigError
 
 
 def read_run_csv(path: str, required: tuple = ()) -> dict:

@@ -31,7 +31,11 @@ import torch
 from tqdm import tqdm
 
 from benchmark import provenance
-from smac_a2c import ConfigError, step_diagnostics
+from smac_a2c import step_diagnostics
+
+
+class ConfigError(Exception):
+    """Bad input: one line on stderr and exit code 2, before anything is written."""
 
 
 class RunCrashed(Exception):
@@ -361,10 +365,14 @@ def run_provenance(run_dir: str, global_step: int, start: Optional[dict] = None)
     return earlier + [start]
 
 
+def run_name(args) -> str:
+    """{env_id}__{exp_name}__{seed}__{unix_time} ('/' in a namespaced id such as ALE/Pong-v5 becomes '-')."""
+    return f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")
+
+
 def create_run_dir(args) -> str:
-    """runs/{env_id}__{exp_name}__{seed}__{unix_time}, created exclusively (same second: suffixes -2, -3, ...)."""
-    name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".replace("/", "-")  # ALE/Pong-v5
-    base = os.path.join(args.runs_dir, name)
+    """runs/<run_name>, created exclusively (same second: suffixes -2, -3, ..., -9999)."""
+    base = os.path.join(args.runs_dir, run_name(args))
     try:
         os.makedirs(args.runs_dir, exist_ok=True)
         for k in range(1, 10_000):  # runs started in the same second: -2, -3, ...

@@ -55,7 +55,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmark.foreign_loops import MAX_CHANGE, Run, at_cap
+from benchmark.foreign_loops import MAX_CHANGE, Run, at_cap, copy_block
 
 DAMPING = 1.0  # README's lambda for kl_step_
 TARGET_KL = 0.01  # kl_step_'s default (TRPO's)
@@ -86,9 +86,7 @@ def smac_a2c_class():
                 raise ValueError(
                     "SmacA2C takes no entropy term (ent_coef=0): the actor's step is SMAC's alone"
                 )
-            if block is None:
-                import smac_a2c as block
-            self.block = block
+            self.block = copy_block() if block is None else block
             self.eta = eta
             self.smac_run = smac_run if smac_run is not None else Run("kl" if eta is None else "fixed")
 

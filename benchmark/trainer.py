@@ -27,6 +27,7 @@ import functools
 import math
 import os
 import random
+import signal
 import sys
 import time
 import warnings
@@ -47,6 +48,7 @@ from benchmark import algorithms, plotting, provenance, runlayer  # noqa: E402
 from benchmark.runlayer import (  # noqa: E402
     EXIT_CODES,
     FLOAT32_MAX,
+    ConfigError,
     RunCrashed,
     RunLock,
     RunLog,
@@ -59,10 +61,8 @@ from benchmark.runlayer import (  # noqa: E402
     snapshot,
 )
 from smac_a2c import (  # noqa: E402
-    ConfigError,
     apply_step_,
     compute_gae,
-    kl_step_,
     layer_init,
     mean_score_and_gradient,
     sherman_morrison_direction,
@@ -71,12 +71,15 @@ from smac_a2c import (  # noqa: E402
     tensor,
     trainable_parameters,
 )
+from smac_kl import kl_step_  # noqa: E402
 
 warnings.filterwarnings("ignore", message=".*is out of date.*")  # check_env_id explains it once
 
 
 @dataclass
 class LabArgs(smac_a2c.Args):
+    target_kl: float = 0.0
+    """ours: > 0 sets batch-mean SMAC's step by the KL it causes (smac_kl.kl_step_; TRPO's 0.01); 0: the fixed eta"""
     tensorboard: bool = True
     """write TensorBoard scalars into the run directory"""
     checkpoint_every: int = 0
@@ -150,11 +153,48 @@ class LabArgs(smac_a2c.Args):
 Args = LabArgs  # the name the harness and the tests use
 
 
+POSITIVE = ("learning_rate", "damping", "critic_learning_rate", "total_timesteps", "num_envs", "num_steps")
+SUFFIX_ROOM = len("-9999")  # runlayer.create_run_dir's suffix for runs started in the same second
+
+
+def check_algorithm_args(args: LabArgs) -> None:
+    """The ranges of the flags the lab shares with the reference (smac_a2c.Args) and --target-kl, also for an
+    evaluation's stored flags: a ConfigError naming the first flag that fails."""
+    for name in POSITIVE:
+        value = getattr(args, name)
+        # NaN fails too; float32 must hold each, and 10 alpha (Adam's first step: alpha / (1 - beta1))
+        if not 0 < value <= FLOAT32_MAX / 10:
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"{flag} must be a number in (0, {FLOAT32_MAX / 10:.3g}], got {value!r}")
+    if not 0 <= args.gamma <= 1 or not 0 <= args.gae_lambda <= 1:
+        raise ConfigError(f"--gamma, --gae-lambda must be in [0, 1], got {args.gamma!r}, {args.gae_lambda!r}")
+    if not 0 <= args.target_kl < float("inf"):
+        raise ConfigError(f"--target-kl must be a finite number >= 0, got {args.target_kl!r}")
+    if args.target_kl > 0 and (args.optimizer != "smac" or args.fisher != "batch-mean"):
+        raise ConfigError("--target-kl sets batch-mean SMAC's step: use --optimizer smac --fisher batch-mean")
+    if not 0 <= args.seed < 2**32:
+        raise ConfigError(f"--seed must be in [0, 2**32), got {args.seed!r}")
+    if len(args.hidden_sizes) == 0 or min(args.hidden_sizes) <= 0:
+        raise ConfigError(f"--hidden-sizes must be one or more positive widths, got {args.hidden_sizes!r}")
+    if not args.exp_name or "/" in args.exp_name or args.exp_name.startswith("."):
+        raise ConfigError(f"--exp-name must be a plain name (no '/', no leading '.'), got {args.exp_name!r}")
+    # the longest file name of ext4, APFS and NTFS, with room for a -9999 suffix
+    if len(runlayer.run_name(args).encode()) + SUFFIX_ROOM > 255:
+        raise ConfigError(
+            f"--exp-name: a run directory name over {255 - SUFFIX_ROOM} bytes, with no room for a -9999 "
+            f"suffix ({len(args.exp_name)} chars)"
+        )
+    if args.total_timesteps < args.num_steps * args.num_envs:
+        raise ConfigError("--total-timesteps must be at least one rollout (--num-steps x --num-envs)")
+    if args.norm_adv and args.num_steps * args.num_envs < 2:
+        raise ConfigError("--norm-adv needs at least 2 transitions per rollout (--num-steps x --num-envs)")
+
+
 def check_args(args: LabArgs, training: bool = True) -> None:
-    """The reference's checks (for a training run: its budget, rates, W&B), then the lab's flags (in this order:
+    """The shared flags' ranges (for a training run: its budget, rates, W&B), then the lab's flags (in this order:
     the first failing check is reported)."""
     if training:
-        smac_a2c.check_args(args)
+        check_algorithm_args(args)
         # finite in float32 too; a learning rate also in Adam's first step, 10x the rate
         limits = {
             "learning_rate": FLOAT32_MAX / 10,
@@ -363,6 +403,40 @@ def action_dims(act_space: gym.Space) -> tuple[bool, int]:
     return discrete, act_space.n if discrete else act_space.shape[0]
 
 
+def set_render_backend() -> None:
+    """--capture-video: MUJOCO_GL, glfw with a display, else EGL, before mujoco's import (no EGL:
+    ConfigError). Call it before the first environment."""
+    os.environ.setdefault("MUJOCO_GL", "glfw" if os.environ.get("DISPLAY") else "egl")
+    if os.environ["MUJOCO_GL"] != "egl" or "mujoco" in sys.modules:
+        return
+    try:
+        import mujoco  # noqa: F401
+    except ImportError:  # no mujoco here: nothing renders with it
+        return
+    except Exception as error:  # PyOpenGL without an EGL library: AttributeError on 'NoneType'
+        raise ConfigError(
+            f"--capture-video: MuJoCo cannot load EGL here ({type(error).__name__}: {error}); set "
+            "MUJOCO_GL=osmesa (or glfw with a display), or install EGL's libraries (libEGL)"
+        ) from None
+
+
+def check_video(env_id: str) -> None:
+    """--capture-video: moviepy (RecordVideo writes with it) and one frame rendered, or a ConfigError."""
+    try:
+        import moviepy  # noqa: F401
+
+        env = gym.make(env_id, render_mode="rgb_array")
+        env.reset(seed=0)
+        if env.render() is None:
+            raise RuntimeError("render() gave no frame")
+        env.close()
+    except Exception as e:
+        what = f"{type(e).__name__}: {str(e)[:150]}".replace("\n", " ")
+        raise ConfigError(
+            f"--env-id {env_id!r} cannot be rendered here for --capture-video ({what})"
+        ) from None
+
+
 def check_env_id(env_id: str) -> tuple[gym.Space, gym.Space]:
     """(observation_space, action_space), or a ConfigError with a hint; one note for an out-of-date id (Hopper-v4)."""
     try:
@@ -568,7 +642,7 @@ def smac_step(actor: Actor, batch: dict, args: Args, state: dict) -> dict:
         step = sherman_morrison_direction(g, ell, args.damping)  # F~^-1 g, Practical Method
     if args.step_normalization:
         step = normalize_step(step, g)
-    if args.target_kl > 0:  # ours, not the paper's: eta from the KL the step causes (smac_a2c.kl_step_)
+    if args.target_kl > 0:  # ours, not the paper's: eta from the KL the step causes (smac_kl.kl_step_)
 
         def batch_log_probs():
             return actor.log_prob(obs, actions)
@@ -1102,7 +1176,7 @@ def args_from_checkpoint(saved: dict, training: bool = False) -> Args:
     try:
         args = parse_args(flags_as_argv(saved))
         check_args(args, training=training)
-        smac_a2c.check_args(args)  # the algorithm's own ranges, also for an evaluation
+        check_algorithm_args(args)  # the algorithm's own ranges, also for an evaluation
     except ConfigError as e:
         raise ConfigError(f"the checkpoint's stored flags are refused: {e}") from None
     return args
@@ -1133,7 +1207,7 @@ def evaluate(
         )
     video_dir = os.path.join(os.path.dirname(ckpt["path"]), "videos", "eval") if capture_video else None
     if capture_video:
-        smac_a2c.check_env(args.env_id, capture_video=True)
+        check_video(args.env_id)
     try:
         env = make_env(args.env_id, video_dir, 1)
     except OSError as e:  # RecordVideo makes RUN/videos/eval: a read-only run directory
@@ -1528,7 +1602,7 @@ def train(args: LabArgs, resume: Optional[dict] = None) -> tuple[Optional[str], 
     torch.use_deterministic_algorithms(True, warn_only=True)
     obs_space, act_space = check_env_id(args.env_id)  # bad input is refused before a run directory exists
     if args.capture_video:  # the reference's probe of a frame and moviepy, also before a run directory exists
-        smac_a2c.check_env(args.env_id, capture_video=True)
+        check_video(args.env_id)
     if resume is not None:
         check_resume_fits(args, resume, obs_space, act_space)
     # the budget as the loop trains it: whole rollouts
@@ -1620,8 +1694,18 @@ def parse_args(argv=None, cls=LabArgs, prog: str = "python -m benchmark.trainer"
         raise ConfigError(f"{message or 'bad input'} (see: {prog} --help)") from None
 
 
+class TerminatedBeforeTraining(BaseException):
+    """SIGTERM before the run's own handlers (runlayer.StopSignals) are in place: one line, exit 143."""
+
+
+def terminate_before_training(signum, frame):
+    raise TerminatedBeforeTraining
+
+
 def main(argv=None) -> int:
+    """The exit code; the SIGTERM handler it found is back on every return."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    found = signal.signal(signal.SIGTERM, terminate_before_training)  # train() puts StopSignals over it
     try:
         args = parse_args(argv)  # tyro's error box as one line: exit 2
         for flag, value in (("--resume", args.resume), ("--eval-checkpoint", args.eval_checkpoint)):
@@ -1644,7 +1728,7 @@ def main(argv=None) -> int:
                     f"{ckpt['args']['env_id']!r}; --env-id {args.env_id!r} does not match"
                 )
             if args.capture_video:  # before the first environment: mujoco reads MUJOCO_GL at its import
-                smac_a2c.set_render_backend()
+                set_render_backend()
             mean, std = evaluate(ckpt, args.eval_episodes, args.seed, args.capture_video, args.eval_max_steps)
             print(
                 f"eval {ckpt['args']['env_id']}: {mean:.2f} +- {std:.2f} over {args.eval_episodes} episodes "
@@ -1656,7 +1740,7 @@ def main(argv=None) -> int:
             args = resume_args(args, argv, resume)
             check_args(args)
         if args.capture_video:  # before the first environment: mujoco reads MUJOCO_GL at its import
-            smac_a2c.set_render_backend()
+            set_render_backend()
         run_dir, status = train(args, resume)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -1667,6 +1751,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:  # Ctrl-C before training started or during --eval-checkpoint: nothing to save
         print("interrupted (Ctrl-C) before training; nothing was written", file=sys.stderr)
         return 130
+    except TerminatedBeforeTraining:
+        print("interrupted (SIGTERM) before training; nothing was written", file=sys.stderr)
+        return 143
+    finally:
+        signal.signal(signal.SIGTERM, found)
     return EXIT_CODES[status]
 
 

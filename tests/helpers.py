@@ -372,8 +372,8 @@ for _name, _cls in (
 
 
 def load_copy_block():
-    """The functions smac_a2c.py's copy-block banner names, copied alone (with `import torch`, all they need)
-    into a fresh module: what a user pastes into their own loop."""
+    """The functions smac_a2c.py's copy-block banner names, copied alone (with `import torch`, all they need), and
+    smac_kl.py copied whole (kl_step_), into one fresh module: what a user pastes into their own loop."""
     import ast
     import re
     import types
@@ -389,6 +389,7 @@ def load_copy_block():
         (node,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
         first = min([node.lineno] + [d.lineno for d in node.decorator_list])
         copied.append("\n".join(lines[first - 1 : node.end_lineno]))
+    copied.append(open(os.path.join(ROOT, "smac_kl.py")).read())
     module = types.ModuleType("copied_smac_block")
     exec(compile("\n\n".join(copied), "copy_block", "exec"), module.__dict__)
     return module

@@ -2,9 +2,9 @@
 update under way, checkpoints and exits 130 / 143 / 129; NaN or Inf (a learning rate too large, an infinite
 observation) exits 3 with the state before the bad update; a crash (also when the crash path cannot write, or the
 disk is full) leaves status `crashed`, traceback.txt and the last good checkpoint, exit 1; output that cannot be
-written never stops training. The promises the reference (smac_a2c.py) keeps too are tested on both, as one
-parametrized test; the rest on the lab (`python -m benchmark.trainer` in tmp_path, its runs in tmp_path/runs, or
-its functions in this process)."""
+written never stops training. The promises the reference (smac_a2c.py) keeps too (a signal during training, the
+last update, a NaN terminal observation) are tested on both, as one parametrized test; the rest on the lab (`python
+-m benchmark.trainer` in tmp_path, its runs in tmp_path/runs, or its functions in this process)."""
 
 import json
 import os
@@ -104,13 +104,12 @@ def test_a_signal_mid_run_finishes_the_update_checkpoints_and_exits(tmp_path, pr
         assert summary(run)["updates"] == ckpt["update"]
 
 
-@pytest.mark.parametrize("trainer", ["lab", "reference"])
-def test_a_second_signal_while_the_process_ends_keeps_the_first_signals_code(tmp_path, trainer):
+def test_a_second_signal_while_the_process_ends_keeps_the_first_signals_code(tmp_path):
     """SIGTERM once training is under way, then SIGINT every 50 ms until the process has ended: exit 143, the
     first signal's code. Python gives back the default handlers while it shuts down (after the atexit
     callbacks), and a SIGINT then killed the process with its own code (130) under a summary that says
     SIGTERM."""
-    proc = training_process(trainer, tmp_path)
+    proc = training_process("lab", tmp_path)
     proc.send_signal(signal.SIGTERM)
     deadline = time.time() + 120
     while proc.poll() is None and time.time() < deadline:
@@ -118,8 +117,7 @@ def test_a_second_signal_while_the_process_ends_keeps_the_first_signals_code(tmp
         proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143 and "Traceback" not in err, (proc.returncode, err)
-    if trainer == "lab":
-        assert summary(only_run(tmp_path / "runs"))["signal"] == "SIGTERM"
+    assert summary(only_run(tmp_path / "runs"))["signal"] == "SIGTERM"
 
 
 def test_sighup_with_a_broken_stdout_is_an_interruption(tmp_path):
@@ -215,23 +213,87 @@ def test_a_signal_during_the_last_update_finishes_the_run(tmp_path, monkeypatch,
         assert summary["status"] == "finished" and summary["global_step"] == 200 and summary["signal"] is None
 
 
-@pytest.mark.parametrize("program", PROGRAMS)
-def test_divergence_wins_over_a_signal_in_the_same_update(tmp_path, monkeypatch, program):
+def test_divergence_wins_over_a_signal_in_the_same_update(tmp_path, monkeypatch):
     """The update that diverges while a SIGTERM arrives exits 3 (diverged, not interrupted), with the
     finite state of update 1."""
-    code, _, ckpt, summary = train_in_process(program, tmp_path, monkeypatch, 1000, sigterm_at=2, nan_at=2)
+    code, _, ckpt, summary = train_in_process("lab", tmp_path, monkeypatch, 1000, sigterm_at=2, nan_at=2)
     assert code == 3 and ckpt["update"] == 1 and finite(ckpt["actor"])
-    if program == "lab":
-        assert summary["status"] == "diverged" and summary["updates"] == 1
+    assert summary["status"] == "diverged" and summary["updates"] == 1
 
 
 # ---- NaN or Inf: exit 3 with the state before the bad update --------------------------------------------------
-@pytest.mark.parametrize("program", PROGRAMS)
-def test_nan_exits_3_with_the_state_before_the_bad_update(tmp_path, monkeypatch, program):
-    code, before, ckpt, _ = train_in_process(program, tmp_path, monkeypatch, 1000, nan_at=3)
+def test_nan_exits_3_with_the_state_before_the_bad_update(tmp_path, monkeypatch):
+    code, before, ckpt, _ = train_in_process("lab", tmp_path, monkeypatch, 1000, nan_at=3)
     assert code == 3 and len(before) == 3 and ckpt["update"] == 2 and ckpt["global_step"] == 200
     for key, value in before[2].items():  # bitwise the actor that update 3 started from
         assert torch.equal(ckpt["actor"][key], value), key
+
+
+def test_a_non_finite_direction_exits_3_with_the_state_before_its_update(tmp_path, capsys, monkeypatch):
+    """SMAC's direction turns NaN in the third update: apply_step_ raises FloatingPointError, which the lab treats as
+    divergence: one line, exit 3, the checkpoint of update 2."""
+    calls = []
+    real = trainer.sherman_morrison_direction
+
+    def nan_on_third(g, ell, damping):
+        calls.append(1)
+        direction = real(g, ell, damping)
+        return direction * float("nan") if len(calls) == 3 else direction
+
+    monkeypatch.setattr(trainer, "sherman_morrison_direction", nan_on_third)
+    monkeypatch.chdir(tmp_path)
+    code = run_main("runs", *CARTPOLE, "--total-timesteps", "1000")
+    one_line_error(capsys.readouterr().err, code, exit_code=3)
+    ckpt = checkpoint(only_run(tmp_path / "runs"))
+    assert ckpt["update"] == 2 and ckpt["global_step"] == 200 and finite(ckpt["actor"])
+
+
+def test_a_nan_direction_with_target_kl_exits_3_as_with_a_fixed_eta(tmp_path, capsys, monkeypatch):
+    """--target-kl: kl_step_ returned eta 0 for a NaN direction, and the run went on with no step in every later
+    update and exit 0. Now kl_step_ raises FloatingPointError, as apply_step_ does: exit 3, the checkpoint of update
+    2."""
+    calls = []
+    real = trainer.sherman_morrison_direction
+
+    def nan_from_third(g, ell, damping):
+        calls.append(1)
+        direction = real(g, ell, damping)
+        return direction * float("nan") if len(calls) >= 3 else direction
+
+    monkeypatch.setattr(trainer, "sherman_morrison_direction", nan_from_third)
+    monkeypatch.chdir(tmp_path)
+    code = run_main("runs", *CARTPOLE, "--total-timesteps", "1000", "--target-kl", "0.01")
+    one_line_error(capsys.readouterr().err, code, exit_code=3)
+    ckpt = checkpoint(only_run(tmp_path / "runs"))
+    assert ckpt["update"] == 2 and finite(ckpt["actor"])
+
+
+def test_a_sigterm_before_training_is_one_line_and_143(tmp_path):
+    """SIGTERM before the run's own handlers are in place (the environment check, the W&B login check): the lab
+    caught only Ctrl-C there, so SIGTERM killed it with no word. Now one line, exit 143, no run directory."""
+    script = (
+        "import os, signal, sys, time\n"
+        "from benchmark import trainer\n"
+        "real = trainer.check_env_id\n"
+        "def terminated_while_checking(env_id):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(0.1)\n"
+        "    return real(env_id)\n"
+        "trainer.check_env_id = terminated_while_checking\n"
+        "sys.exit(trainer.main(sys.argv[1:]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": helpers.ROOT}
+    argv = [*CARTPOLE, "--runs-dir", str(tmp_path / "runs")]
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *argv],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    one_line_error(proc.stderr, proc.returncode, "SIGTERM", exit_code=143)
+    assert not (tmp_path / "runs").exists()
 
 
 PENDULUM_SGD = [
@@ -249,11 +311,10 @@ PENDULUM_SGD = [
 @pytest.mark.parametrize(
     "program,argv",
     [
-        ("reference", [*PENDULUM_SGD, "--learning-rate", "1e30"]),
         ("lab", [*PENDULUM_SGD, "--learning-rate", "1e30"]),
         ("lab", [*CARTPOLE[:4], "--total-timesteps", "1000", "--critic-learning-rate", "1e37"]),
     ],
-    ids=["reference", "lab", "lab-critic"],
+    ids=["lab", "lab-critic"],
 )
 def test_a_learning_rate_too_large_is_a_divergence(tmp_path, program, argv):
     """An actor rate of 1e30, or a critic rate float32 holds but the critic does not survive (its parameters are
@@ -494,21 +555,30 @@ def test_runs_started_in_the_same_second_get_their_own_directories(tmp_path, mon
 
 def test_deterministic_algorithms_are_on_before_the_video_probe(tmp_path, monkeypatch):
     """With a CUDA build of torch, torch.use_deterministic_algorithms imports triton, whose import crashes once
-    an EGL context exists: the reference's main() and the lab switch it on before check_env renders its probe
-    frame."""
-    import smac_a2c
-    from benchmark import trainer
-
+    an EGL context exists: the lab switches it on before check_video renders its probe frame, the reference's main()
+    before its first environment."""
     seen = []
 
-    def probe(env_id, capture_video=False):
+    class Stop(Exception):
+        pass
+
+    def probe(env_id):
         seen.append(torch.are_deterministic_algorithms_enabled())
-        raise smac_a2c.ConfigError("stop here")
+        raise trainer.ConfigError("stop here")
+
+    def first_env(args, run_dir, i):
+        seen.append(torch.are_deterministic_algorithms_enabled())
+        raise Stop
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(smac_a2c, "check_env", probe)
+    monkeypatch.setenv(
+        "MUJOCO_GL", "egl"
+    )  # both set it only if unset; this test's value is restored after it
+    monkeypatch.setattr(trainer, "check_video", probe)
+    monkeypatch.setattr(smac_a2c, "make_env", first_env)
     torch.use_deterministic_algorithms(False)
-    assert smac_a2c.main(["--env-id", "CartPole-v1", "--capture-video"]) == 2
+    with pytest.raises(Stop):
+        smac_a2c.main(["--env-id", "CartPole-v1", "--capture-video"])
     torch.use_deterministic_algorithms(False)
     assert trainer.main(["--env-id", "CartPole-v1", "--capture-video", "--runs-dir", str(tmp_path)]) == 2
     assert seen == [True, True]

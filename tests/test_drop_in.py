@@ -92,6 +92,7 @@ def test_the_shared_trunk_snippet_works_and_the_other_order_is_the_documented_fa
     import sys
 
     monkeypatch.setitem(sys.modules, "smac_a2c", BLOCK)
+    monkeypatch.setitem(sys.modules, "smac_kl", BLOCK)
     page = open(os.path.join(helpers.ROOT, "docs", "drop_in.md")).read()
     snippet = re.search(r"<!-- shared-trunk-snippet -->\s*```python\n(.*?)```", page, re.S).group(1)
     torch.manual_seed(0)

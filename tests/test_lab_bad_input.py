@@ -27,6 +27,11 @@ BAD_FLAGS = [
     ([*CARTPOLE, "--exp-name", X300], "--exp-name"),  # a run directory name the file system cannot hold
     ([*CARTPOLE, "--exp-name", "a/b"], "--exp-name"),
     ([*CARTPOLE, "--exp-name", ".."], "--exp-name"),
+    ([*CARTPOLE, "--target-kl", "inf"], "--target-kl"),
+    (
+        [*CARTPOLE, "--optimizer", "sgd", "--target-kl", "0.01"],
+        "--target-kl",
+    ),  # it sets batch-mean SMAC's step
     (["--env-id", "NoSuchEnv-v0"], "--env-id"),
     (["--env-id", "Pusher-v4"], "Pusher-v5"),
     (["--damping", "0"], "--damping"),
@@ -53,6 +58,27 @@ def test_bad_flags_are_one_line_exit_2_and_no_run_directory(tmp_path, capsys, ar
     line = one_line_error(capsys.readouterr().err, code, str(bad) if names == "BAD" else names)
     assert line.startswith("error:")
     assert not (tmp_path / "runs").exists() or not os.listdir(tmp_path / "runs")
+
+
+def test_a_run_name_leaves_room_for_its_suffix(tmp_path, capsys, monkeypatch):
+    """Run names of 254-255 bytes were accepted, then a second run started in the same second failed on `-2` ("File
+    name too long"). Now a name is refused at the flag check unless a -9999 suffix fits within 255 bytes; at that
+    limit two runs in one second each get their own directory."""
+
+    def one_second(args):  # every run started in the same second
+        return f"{args.env_id}__{args.exp_name}__{args.seed}__1800000000"
+
+    monkeypatch.setattr(trainer.runlayer, "run_name", one_second)
+    prefix = "CartPole-v1____1__1800000000"
+    code = run_main(
+        tmp_path / "runs", *CARTPOLE, "--total-timesteps", "100", "--exp-name", "x" * (254 - len(prefix))
+    )
+    one_line_error(capsys.readouterr().err, code, "--exp-name", "-9999")
+    longest = "x" * (250 - len(prefix))
+    for _ in range(2):
+        assert run_main(tmp_path / "runs", *CARTPOLE, "--total-timesteps", "100", "--exp-name", longest) == 0
+    runs = sorted(os.listdir(tmp_path / "runs"))
+    assert [len(name.encode()) for name in runs] == [250, 252] and runs[1] == runs[0] + "-2"
 
 
 @pytest.mark.parametrize(

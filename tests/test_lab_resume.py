@@ -448,11 +448,11 @@ def test_a_resumed_run_keeps_its_earlier_videos(tmp_path):
 
 
 def test_resume_takes_every_run_the_lab_makes(tmp_path, monkeypatch):
-    """5. An --exp-name holding '..' and a run name of 253-255 bytes are valid runs; --resume refused them (the
-    lab's own name checks, one of them counting a suffix resume never adds)."""
+    """5. An --exp-name holding '..' and the longest run name (250 bytes: room for a -9999 suffix) are valid runs;
+    --resume refused such runs once (the lab's own name checks, one of them counting a suffix resume never adds)."""
     monkeypatch.chdir(tmp_path)
     prefix = f"CartPole-v1____1__{int(__import__('time').time())}"
-    for exp_name in ("a..b", "x" * (254 - len(prefix))):
+    for exp_name in ("a..b", "x" * (250 - len(prefix))):
         shutil.rmtree(tmp_path / "runs", ignore_errors=True)
         assert trainer.main([*CARTPOLE, "--total-timesteps", "100", "--exp-name", exp_name]) == 0
         (run,) = os.listdir(tmp_path / "runs")

@@ -100,8 +100,8 @@ def test_a_run_resumed_past_starts_it_did_not_record_says_so(tmp_path):
 
 
 def copy_of_the_code(dst):
-    """This working tree's code (benchmark/ without its results and runs, smac_a2c.py, smac_numpy.py) and a README,
-    in dst."""
+    """This working tree's code (benchmark/ without its results and runs, smac_a2c.py, smac_kl.py, smac_numpy.py) and
+    a README, in dst."""
     shutil.copytree(
         os.path.join(ROOT, "benchmark"),
         os.path.join(dst, "benchmark"),
@@ -109,8 +109,9 @@ def copy_of_the_code(dst):
     )
     for name in (
         "smac_a2c.py",
+        "smac_kl.py",
         "smac_numpy.py",
-    ):  # the reference, and the numpy port aggregate.py's toy study uses
+    ):  # the reference, kl_step_'s module, and the numpy port aggregate.py's toy study uses
         shutil.copy(os.path.join(ROOT, name), dst)
     with open(os.path.join(dst, "README.md"), "w") as f:
         f.write("a copy\n")

@@ -1,8 +1,9 @@
 """Are two copies of smac_a2c.py's runs bitwise the same? Runs each copy alone (as a user copies it) on
 the learning check's commands (tools/reference_learning_check.py: the paper's CartPole and Hopper rows,
 3 seeds) and on six short flag sets covering the other paths (AC-SGD, AC-Adam, Algorithm 1, normalization,
-2 environments, Acrobot), then compares every checkpoint part (actor, critic, optimizers, normalizer,
-counters) with torch.equal and every TensorBoard scalar (step and value, NaN equal to NaN):
+2 environments, Acrobot), then compares every checkpoint part both write (actor, critic, optimizers,
+normalizer, counters) with torch.equal and every TensorBoard scalar both write (step and value, NaN equal
+to NaN), and lists the parts and tags only one of them writes (identical: no difference in what both write):
 
     git show <old commit>:smac_a2c.py > /tmp/smac_a2c_old.py
     python tools/reference_bitwise.py /tmp/smac_a2c_old.py smac_a2c.py [--short-only]
@@ -63,8 +64,10 @@ def scalars(run_dir: str) -> dict:
 def compare(run_a: str, run_b: str) -> str:
     ckpt_a = torch.load(os.path.join(run_a, "checkpoint.pt"), weights_only=True)
     ckpt_b = torch.load(os.path.join(run_b, "checkpoint.pt"), weights_only=True)
-    parts = ("actor", "critic", "critic_opt", "actor_opt", "normalizer", "global_step", "update")
+    # every part both checkpoints hold (actor, critic, optimizers, normalizer, counters) but their flags
+    parts = sorted((set(ckpt_a) & set(ckpt_b)) - {"args"})
     differ = [k for k in parts if not same(ckpt_a[k], ckpt_b[k])]
+    parts_in_one = sorted(set(ckpt_a) ^ set(ckpt_b))
     tags_a = scalars(run_a)
     tags_b = scalars(run_b)
     common = sorted(set(tags_a) & set(tags_b))
@@ -72,10 +75,11 @@ def compare(run_a: str, run_b: str) -> str:
     episodes = len(tags_b.get("charts/episodic_return", []))
     only_a = sorted(set(tags_a) - set(tags_b))
     only_b = sorted(set(tags_b) - set(tags_a))
-    verdict = "identical" if not differ and not differ_tags and not only_a and not only_b else "DIFFERENT"
+    verdict = "identical" if not differ and not differ_tags else "DIFFERENT"
     return (
-        f"{verdict}: checkpoint parts differing {differ or 'none'}; {len(common)} scalar tags, differing "
-        f"{differ_tags or 'none'}; {episodes} episodes; tags only in one run: {only_a + only_b or 'none'}"
+        f"{verdict}: {len(parts)} checkpoint parts compared, differing {differ or 'none'}; {len(common)} "
+        f"scalar tags, differing {differ_tags or 'none'}; {episodes} episodes; in one run only: checkpoint "
+        f"parts {parts_in_one or 'none'}, tags {only_a + only_b or 'none'}"
     )
 
 

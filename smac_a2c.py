@@ -1,30 +1,28 @@
 """SMAC, the Sherman-Morrison Actor-Critic: A2C + GAE with a rank-1 natural policy gradient.
 
 Paper: "Rank-1 Approximation of Inverse Fisher for Natural Policy Gradients in Deep Reinforcement
-Learning" (Huo et al., TMLR 2026). The actor's step preconditions the policy gradient g with a damped
-rank-1 empirical Fisher, inverted in closed form by the Sherman-Morrison formula in O(d):
+Learning" (Huo et al., TMLR 2026). The actor's step preconditions the policy gradient g with a
+damped rank-1 empirical Fisher, inverted in closed form by the Sherman-Morrison formula in O(d):
     theta <- theta + eta (lambda I + l l^T)^-1 g,   l = grad log pi(a|s)
+The default is the paper's Practical Method, which its experiments run: l and g are means over a
+rollout of B = 1000 transitions, one step per rollout. --fisher per-sample is its Algorithm 1.
 
-Run it with the paper's Hopper rows (the other tasks' rows: benchmark/hyperparams.toml):
-    python smac_a2c.py --env-id Hopper-v4 --damping 1.0                          # SMAC, eta 1e-2
+Run it with the paper's Hopper rows (every task's rows: benchmark/hyperparams.toml):
+    python smac_a2c.py --env-id Hopper-v4 --damping 1.0                          # SMAC (eta 1e-2)
     python smac_a2c.py --env-id Hopper-v4 --optimizer sgd --learning-rate 1e-3   # AC-SGD
     python smac_a2c.py --env-id Hopper-v4 --optimizer adam --learning-rate 1e-4  # AC-Adam
 Logs: runs/<run>/ (`tensorboard --logdir runs`); the final state: runs/<run>/checkpoint.pt.
 
-What SMAC's step diagnostics (TensorBoard's losses/ell_sq, cos_g_step, step_par_norm, ...) test:
-the step divides g's part across l by lambda and its part along l by lambda + |l|^2. With the batch
-means of the paper's Practical Method, E[l] = 0 on-policy, so |l_bar|^2 shrinks like 1/B; where
-|l_bar|^2 << lambda, SMAC is nearly SGD with step eta / lambda (cos(g, step) near 1). Algorithm 1's
-per-sample step (--fisher per-sample) is SGD's per-sample direction rescaled: A l / (lambda + |l|^2).
+What the step tells you (TensorBoard's losses/ell_sq, cos_g_step, step_par_norm, step_perp_norm):
+the step divides g's part across l by lambda and its part along l by lambda + |l|^2. With batch
+means, E[l] = 0 on-policy, so |l_bar|^2 shrinks like 1/B; where |l_bar|^2 << lambda, SMAC is nearly
+SGD with step eta / lambda (cos(g, step) near 1). Algorithm 1's per-sample step is SGD's per-sample
+direction rescaled: A l / (lambda + |l|^2).
 
-Read top to bottom: Args, the SMAC step (the copy block), the four actor steps, GAE and the critic,
-the networks, normalization and the run's plumbing, then train() (Algorithm 1's loop) and main().
-ALGO LOGIC marks the paper's lines, "ours" a choice where the paper is silent, TRY NOT TO MODIFY
-plumbing. Besides CleanRL's contract this file promises: checkpoint.pt written whole at the end;
-Ctrl-C or SIGTERM ends the update under way, writes it and exits 130 / 143 (a second signal is
-Python's KeyboardInterrupt); a directory per run; MuJoCo trains without a display. For long or many
-runs (input checks, NaN -> exit 3, resume, crash-safe logs, AC-CG, AC-KFAC, ablations) use the lab:
-python -m benchmark.trainer. A step size set by the KL it causes: smac_kl.py.
+Read top to bottom: Args, the SMAC step (the copy block), the four actor steps, GAE, the networks,
+normalization and the run's plumbing, then train() (Algorithm 1's loop) and main(). ALGO LOGIC
+marks the paper's lines, "ours" a choice where the paper is silent. For long or many runs (resume,
+crash-safe logs, input checks, AC-CG, AC-KFAC, ablations, a KL-set step): python -m benchmark.trainer.
 """
 
 import copy
@@ -100,9 +98,11 @@ class Args:
 # apply_step_. Then, with log_probs the batch's log pi(a|s) with their graph:
 #     direction = smac_direction(policy, log_probs, advantages, damping=1.0)
 #     apply_step_(policy, direction, lr=1e-2)  # the paper's fixed eta
-# eta set by the KL the step causes instead: kl_step_ in smac_kl.py. The rules: docs/drop_in.md.
+# eta set by the KL the step causes instead: kl_step_, the file smac_kl.py (docs/drop_in.md).
 def sherman_morrison_direction(g: torch.Tensor, ell: torch.Tensor, damping: float) -> torch.Tensor:
     """(lambda I + l l^T)^-1 g for flat 1-D tensors g and l: two dot products and one axpy, O(d)."""
+    if not damping > 0:
+        raise ValueError(f"damping must be > 0 (the paper's rows: 0.01 to 1), got {damping}")
     # eq. (4): (lambda I + l l^T)^-1 = I / lambda - l l^T / (lambda^2 + lambda l^T l). Applied to g:
     # eq. (5) without eta, (1/lambda) (g - l (l^T g) / (lambda + l^T l)). No d x d matrix.
     return (g - ell * (torch.dot(ell, g) / (damping + torch.dot(ell, ell)))) / damping
@@ -112,7 +112,7 @@ def trainable_parameters(params) -> list:
     """A module's (or a list's) parameters with requires_grad; their order fixes the flat layout.
     A ValueError for none, for a parameter listed twice, or for a dict (pass its .values())."""
     if isinstance(params, dict):
-        raise ValueError("params: a module or a list of parameters, not a dict (pass its .values())")
+        raise ValueError("params: a module or a list of parameters, not a dict (pass .values())")
     if isinstance(params, torch.nn.Module):
         params = params.parameters()
     params = [p for p in params if p.requires_grad]
@@ -146,8 +146,6 @@ def mean_score_and_gradient(params, log_probs: torch.Tensor, advantages, retain_
 def smac_direction(params, log_probs, advantages, damping: float, retain_graph: bool = False) -> torch.Tensor:
     """F~^-1 g with F~ = damping I + l_bar l_bar^T, for any policy. params: a module or a list;
     log_probs (B,) WITH their graph; advantages (B,), a tensor or an array. Flat (d,)."""
-    if not damping > 0:
-        raise ValueError(f"damping must be > 0 (the paper's rows: 0.01 to 1), got {damping}")
     ell, g = mean_score_and_gradient(params, log_probs, advantages, retain_graph)
     return sherman_morrison_direction(g, ell, damping)
 
@@ -196,14 +194,14 @@ def smac_per_sample_step(actor: nn.Module, batch: dict, args: Args) -> dict:
     g_sum = 0.0
     step_sum = 0.0
     ell_sq_sum = 0.0
-    # Algorithm 1, lines 6-9: for all samples k (i here; line 3's k is the iteration)
+    # Algorithm 1, lines 6-9: for each sample, in rollout order
     for i in range(n):
         log_prob = actor(batch["obs"][i : i + 1]).log_prob(batch["actions"][i : i + 1])
         ell = flat_grad(log_prob.sum(), params)
         # line 7: g = grad log pi(a|s) A(s, a)
         g = ell * batch["advantages"][i]
-        # line 8: theta <- theta + eta F^-1 g, with eq. (5); l is an eigenvector of lambda I + l l^T,
-        # so the step is SGD's per-sample direction rescaled: A l / (lambda + |l|^2)
+        # line 8: theta <- theta + eta F^-1 g, with eq. (5); l is an eigenvector of F, so the
+        # step is SGD's per-sample direction rescaled: A l / (lambda + |l|^2)
         step = sherman_morrison_direction(g, ell, args.damping)
         apply_step_(params, step, args.learning_rate)
         g_sum = g_sum + g
@@ -215,7 +213,7 @@ def smac_per_sample_step(actor: nn.Module, batch: dict, args: Args) -> dict:
 def sgd_step(actor: nn.Module, batch: dict, args: Args) -> dict:
     """AC-SGD: theta <- theta + eta g, g = grad mean_i log pi(a_i|s_i) A_i."""
     objective = (actor(batch["obs"]).log_prob(batch["actions"]) * batch["advantages"]).mean()
-    g = flat_grad(objective, list(actor.parameters()))
+    g = flat_grad(objective, trainable_parameters(actor))
     apply_step_(actor, g, args.learning_rate)
     return {"g": g, "step": g}
 
@@ -237,10 +235,10 @@ def adam_step(actor: nn.Module, optimizer: torch.optim.Adam, batch: dict, args: 
 # ==== GAE (the paper's section 4.4) =============================================================
 def compute_gae(rewards, values, next_values, terminations, dones, gamma: float, gae_lambda: float):
     """(advantages, critic targets R = A + V) from (T, N) arrays: terminations[t] / dones[t] are 1
-    where an episode terminated / ended at t, next_values[t] is V(s_{t+1}) (at an end: the final obs)."""
+    where an episode terminated / ended at t; next_values[t] is V(s_{t+1}), at an end V(final obs)."""
     # eq. (14): delta_t = r_t + gamma V(s_{t+1}) - V(s_t), every t at once. Ours, where the paper is
-    # silent: a truncation bootstraps from V(final observation), a termination does not (a select:
-    # a NaN value of a terminal observation must not leak into the advantages)
+    # silent: a truncation bootstraps from V(final observation), a termination does not (np.where,
+    # not a product with 0: V of a terminal observation is unused, even where it is NaN)
     deltas = rewards + gamma * np.where(terminations > 0, 0.0, next_values) - values
     decay = gamma * gae_lambda * (1.0 - dones)
     advantages = np.zeros_like(rewards)
@@ -298,9 +296,9 @@ def make_networks(args: Args, obs_dim: int, act_dim: int, discrete: bool, device
     return actor.to(device), critic.to(device)
 
 
-# ==== Normalization, the run's plumbing and logging (TRY NOT TO MODIFY) ===========================
+# ==== Normalization (ours, as CleanRL's wrappers), the run's plumbing and logging ================
 class Normalizer:
-    """--norm-obs, --norm-reward as CleanRL's gym wrappers, the statistics updated once per rollout."""
+    """--norm-obs, --norm-reward as CleanRL's gym wrappers; the statistics updated once per rollout."""
 
     def __init__(self, obs_dim: int, num_envs: int, gamma: float, norm_obs: bool, norm_reward: bool):
         self.obs_rms = gym.wrappers.utils.RunningMeanStd(shape=(obs_dim,))  # Chan et al.'s update
@@ -316,7 +314,7 @@ class Normalizer:
         return np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + 1e-8), -10.0, 10.0)
 
     def rewards(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
-        """(T, N) rewards scaled by the running std of the discounted return (statistics updated first)."""
+        """(T, N) rewards over the running std of the discounted return (statistics updated first)."""
         if not self.norm_reward:
             return rewards
         returns = np.empty_like(rewards)
@@ -337,7 +335,7 @@ class Normalizer:
 
 
 def tensor(x: np.ndarray, device) -> torch.Tensor:
-    return torch.from_numpy(x.astype(np.float32)).to(device)  # (twice as fast as torch.as_tensor for one row)
+    return torch.from_numpy(x.astype(np.float32)).to(device)
 
 
 def make_env(args: Args, run_dir: str, i: int) -> gym.Env:
@@ -403,8 +401,8 @@ def make_writer(args: Args, run_dir: str) -> SummaryWriter:
 
 
 def step_diagnostics(diag: dict) -> dict:
-    """How far SMAC's step departs from SGD with step eta / lambda: norms, cos(g, step), the step along
-    l_bar and across it. diag: {"g", "step"} and "ell" (batch-mean) or "ell_sq_mean" (per-sample)."""
+    """How far SMAC's step departs from SGD with step eta / lambda: norms, cos(g, step), the step
+    along l_bar and across it. diag: g, step, and ell (batch-mean) or ell_sq_mean (per-sample)."""
     g = diag["g"].double()
     step = diag["step"].double()
     ell_sq = float(diag.get("ell_sq_mean", float("nan")))
@@ -449,7 +447,8 @@ def train(args: Args) -> int:
     normalizer = Normalizer(obs_dim, args.num_envs, args.gamma, args.norm_obs, args.norm_reward)
     parts = {"actor": actor, "critic": critic, "critic_opt": critic_opt, "normalizer": normalizer}
     if args.optimizer == "adam":
-        parts["actor_opt"] = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, maximize=True)
+        actor_opt = torch.optim.Adam(actor.parameters(), lr=args.learning_rate, maximize=True)
+        parts["actor_opt"] = actor_opt
     # --cuda: act with a CPU copy of the actor, refreshed after each update (no GPU round trips)
     acting = actor if device.type == "cpu" else copy.deepcopy(actor).cpu()
     T = args.num_steps
@@ -468,21 +467,22 @@ def train(args: Args) -> int:
     global_step = 0
     update = 0
     start_time = time.time()
-    stop = StopOnSignal()  # TRY NOT TO MODIFY: a first signal ends the run after the update under way
+    stop = StopOnSignal()  # TRY NOT TO MODIFY: a first signal ends the run after its update
     try:
         # Algorithm 1, line 3: for iteration k = 0, 1, ... (k: `update` here)
         while global_step < budget and not stop.signum:
             # ALGO LOGIC: line 4: roll out T steps in every environment with the current policy
             for t in range(T):
+                global_step += N
                 with torch.inference_mode():
                     action = acting(tensor(normalizer.obs(obs), "cpu")).sample().numpy()
-                # Discrete(n, start): the index shifted; a Box: the action clipped (as CleanRL)
-                env_action = (
-                    action + act_space.start if discrete else action.clip(act_space.low, act_space.high)
-                )
+                if discrete:  # Discrete(n, start): the index shifted; a Box: clipped (as CleanRL)
+                    env_action = action + act_space.start
+                else:
+                    env_action = action.clip(act_space.low, act_space.high)
                 buf_obs[t] = obs
                 buf_actions[t] = action
-                # ours: a list, not a SyncVectorEnv, so that s_{t+1} is an ending episode's final obs
+                # ours: a list of environments: s_{t+1} is an ending episode's final observation
                 for i, env in enumerate(envs):
                     next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
                     buf_rewards[t, i] = reward
@@ -492,15 +492,13 @@ def train(args: Args) -> int:
                     ep_return[i] = ep_return[i] + reward
                     ep_length[i] = ep_length[i] + 1
                     if terminated or truncated:
-                        at = global_step + (t + 1) * N
-                        writer.add_scalar("charts/episodic_return", ep_return[i], at)
-                        writer.add_scalar("charts/episodic_length", ep_length[i], at)
+                        writer.add_scalar("charts/episodic_return", ep_return[i], global_step)
+                        writer.add_scalar("charts/episodic_length", ep_length[i], global_step)
                         recent_returns.append(ep_return[i])
                         ep_return[i] = 0.0
                         ep_length[i] = 0
                         next_obs, _ = env.reset()
                     obs[i] = next_obs
-            global_step += T * N
 
             # ALGO LOGIC: line 5: advantages with GAE, from the critic before its update
             with torch.no_grad():
@@ -521,12 +519,12 @@ def train(args: Args) -> int:
             if args.optimizer == "sgd":
                 diagnostics = sgd_step(actor, batch, args)
             elif args.optimizer == "adam":
-                diagnostics = adam_step(actor, parts["actor_opt"], batch, args)
+                diagnostics = adam_step(actor, actor_opt, batch, args)
             elif args.fisher == "per-sample":
                 diagnostics = smac_per_sample_step(actor, batch, args)
             else:
                 diagnostics = smac_batch_mean_step(actor, batch, args)
-            # ALGO LOGIC: line 10: one Adam step on L_critic = mean_t (R_t - V_phi(s_t))^2 (section 4.4)
+            # ALGO LOGIC: line 10: an Adam step on L_critic = mean_t (R_t - V_phi(s_t))^2 (sec. 4.4)
             value_loss = (tensor(returns, device).reshape(-1) - critic(b_obs)).pow(2).mean()
             critic_opt.zero_grad(set_to_none=True)
             value_loss.backward()
@@ -542,7 +540,7 @@ def train(args: Args) -> int:
                 policy = actor(batch["obs"])
                 mean_logprob = policy.log_prob(batch["actions"]).mean().item()
                 entropy = policy.entropy().mean().item()
-            writer.add_scalar("losses/mean_logprob", mean_logprob, global_step)  # the paper's diagnostic
+            writer.add_scalar("losses/mean_logprob", mean_logprob, global_step)  # the paper's confidence
             writer.add_scalar("losses/entropy", entropy, global_step)
             writer.add_scalar("losses/value_loss", value_loss.item(), global_step)
             for key, value in step_diagnostics(diagnostics).items():
@@ -555,8 +553,8 @@ def train(args: Args) -> int:
     finally:
         stop.release()
 
-    # TRY NOT TO MODIFY: the final checkpoint (torch.load(path, weights_only=True) reads it), written
-    # whole: to a temporary file, then renamed
+    # TRY NOT TO MODIFY: the final checkpoint, written whole (a temporary file, then renamed);
+    # torch.load(path, weights_only=True) reads it
     state = {"args": asdict(args), "global_step": global_step, "update": update}
     for name, part in parts.items():
         state[name] = part.state_dict()
@@ -575,7 +573,8 @@ def main(argv=None) -> int:
     """Parse the flags (tyro: a bad one is its message and exit 2), then train; the exit code."""
     args = tyro.cli(Args, args=argv)
     torch.set_num_threads(1)  # fastest for these small networks, and deterministic
-    # before any render: with CUDA builds of torch this imports triton, which crashes after an EGL context
+    # deterministic kernels, switched on before anything renders (with a CUDA build of torch this
+    # call imports triton, whose import crashes once an EGL context exists)
     torch.use_deterministic_algorithms(True, warn_only=True)
     if args.capture_video:  # set only to render: training needs no display or EGL
         os.environ.setdefault("MUJOCO_GL", "glfw" if os.environ.get("DISPLAY") else "egl")

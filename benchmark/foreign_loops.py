@@ -280,7 +280,7 @@ BATCH_LOOPS = {"a2c": a2c, "a2c-shared-trunk": a2c_shared_trunk}  # --batch-size
 
 
 def copy_block():
-    """What a user copies, from where it lives: smac_a2c.py's step (smac_direction, apply_step_) and smac_kl.py's
+    """What a user copies, from where it lives: smac_a2c.py's step (its copy block's functions) and smac_kl.py's
     kl_step_, as one namespace (the tests build theirs from the copied source: helpers.load_copy_block)."""
     import types
 
@@ -288,7 +288,11 @@ def copy_block():
     import smac_kl
 
     return types.SimpleNamespace(
-        smac_direction=smac_a2c.smac_direction, apply_step_=smac_a2c.apply_step_, kl_step_=smac_kl.kl_step_
+        mean_score_and_gradient=smac_a2c.mean_score_and_gradient,
+        sherman_morrison_direction=smac_a2c.sherman_morrison_direction,
+        smac_direction=smac_a2c.smac_direction,
+        apply_step_=smac_a2c.apply_step_,
+        kl_step_=smac_kl.kl_step_,
     )
 
 

@@ -295,6 +295,72 @@ def test_kl_step_refuses_a_log_prob_fn_it_cannot_measure_with(mistake):
     assert torch.equal(flat(policy), before)
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_kl_step_raises_on_a_non_finite_direction_as_apply_step_does(bad):
+    """A NaN or Inf in the direction (a diverged step): kl_step_ returned eta 0, "no step", and a loop went on with no
+    step in every later update. Now FloatingPointError, as apply_step_ raises, every parameter as it was."""
+    policy = separate_heads()["pi"]
+    obs, actions, adv = batch()
+    log_prob_fn = categorical_log_probs(policy, obs, actions)
+    direction = BLOCK.smac_direction(policy, log_prob_fn(), adv, DAMPING)
+    direction[3] = bad
+    before = flat(policy)
+    with pytest.raises(FloatingPointError):
+        BLOCK.kl_step_(policy, direction, log_prob_fn)
+    with pytest.raises(FloatingPointError):
+        BLOCK.apply_step_(policy, direction, 0.1)
+    assert torch.equal(flat(policy), before)
+
+
+def test_kl_step_names_a_nan_in_the_log_probabilities():
+    """log_prob_fn() giving NaN (a NaN observation in the batch) was refused as "differs between two calls ... use eval
+    mode", which names the wrong fix. Now the refusal names the NaN; nothing moves."""
+    policy = separate_heads()["pi"]
+    obs, actions, adv = batch()
+    direction = BLOCK.smac_direction(policy, categorical_log_probs(policy, obs, actions)(), adv, DAMPING)
+    obs[5, 0] = float("nan")
+
+    def log_prob_fn():  # without argument checks, as a loop that checks finiteness itself writes it
+        return torch.distributions.Categorical(logits=policy(obs), validate_args=False).log_prob(actions)
+
+    before = flat(policy)
+    with pytest.raises(ValueError, match="NaN"):
+        BLOCK.kl_step_(policy, direction, log_prob_fn)
+    assert torch.equal(flat(policy), before)
+
+
+@pytest.mark.parametrize("function", ["smac_direction", "apply_step_", "kl_step_"])
+def test_a_parameter_listed_twice_or_a_dict_of_parameters_is_refused(function):
+    """params naming one parameter twice were accepted, and the step then moved it twice (1.99x); a dict (as
+    dict(model.named_parameters())) was an AttributeError. Both are now a ValueError that names the fix, for every
+    function that takes params; nothing moves."""
+    policy = separate_heads()["pi"]
+    obs, actions, adv = batch()
+    log_prob_fn = categorical_log_probs(policy, obs, actions)
+    direction = BLOCK.smac_direction(policy, log_prob_fn(), adv, DAMPING)
+    weight = policy[0].weight
+    twice = [weight, *policy.parameters()]
+    as_dict = dict(policy.named_parameters())
+    before = flat(policy)
+    for params, match in ((twice, "twice"), (as_dict, "dict")):
+        with pytest.raises(ValueError, match=match):
+            if function == "smac_direction":
+                BLOCK.smac_direction(params, log_prob_fn(), adv, DAMPING)
+            elif function == "apply_step_":
+                BLOCK.apply_step_(params, torch.cat([direction[: weight.numel()], direction]), 0.1)
+            else:
+                BLOCK.kl_step_(params, torch.cat([direction[: weight.numel()], direction]), log_prob_fn)
+    assert torch.equal(flat(policy), before)
+    import smac_a2c
+    import smac_kl
+
+    for module in (smac_a2c, smac_kl):  # the two files' own copies refuse the same
+        with pytest.raises(ValueError, match="twice"):
+            module.trainable_parameters(twice)
+        with pytest.raises(ValueError, match="dict"):
+            module.trainable_parameters(as_dict)
+
+
 def test_kl_step_does_not_refuse_a_policy_flat_at_its_probe():
     """A policy whose log-probabilities do not change at kl_step_'s first, small trial (a saturated softmax on a
     small batch; here logits rounded to whole numbers) still depends on its parameters: not refused as stale (the

@@ -1,8 +1,8 @@
-"""The logs a change must not alter: the lab's trainer (python -m benchmark.trainer) on 14 fixed flag sets
-(the paper's rows, the norm reading, per-sample, 2 envs, checkpoints, AC-CG, AC-KFAC, the ablation modes);
-keeps episodes.csv, updates.csv (timing columns dropped) and summary.json's status and counts. The first
-eight are the reference's flag sets, whose loop the lab runs; REFERENCE_VIA=reference runs them through
-smac_a2c.py instead (for commits where the reference held that loop).
+"""The logs a change must not alter: the lab's trainer (python -m benchmark.trainer) on 15 fixed flag sets
+(the paper's rows, the norm reading, per-sample, 2 envs, checkpoints, AC-CG, AC-KFAC, the ablation modes,
+--target-kl); keeps episodes.csv, updates.csv (timing columns dropped) and summary.json's status and counts.
+The first eight are the reference's flag sets, whose loop the lab runs; REFERENCE_VIA=reference runs them
+through smac_a2c.py instead (for commits where the reference held that loop).
 
     python tools/logs_snapshot.py REPO_BEFORE /tmp/before && python tools/logs_snapshot.py . /tmp/after
     diff -r /tmp/before /tmp/after && echo identical        # trailing names run a subset
@@ -37,6 +37,7 @@ LAB = {
     f"{NORM} --total-timesteps 10000",
     "lab_cartpole_prevef": "--env-id CartPole-v1 --prev-ef-beta 0.5 --total-timesteps 10000",
     "lab_hopper_pspar": "--env-id Hopper-v4 --fisher per-sample-parallel --total-timesteps 5000",
+    "lab_cartpole_target_kl": "--env-id CartPole-v1 --target-kl 0.01 --num-steps 200 --total-timesteps 10000",
 }
 TIMING = {"actor_update_ms", "sps"}
 

@@ -270,7 +270,24 @@ def sb3_version() -> str:
     return stable_baselines3.__version__
 
 
-def main(argv=None) -> None:
+def bad_input(opts) -> str:
+    """What is wrong with the flags (or a missing stable-baselines3), one line; "" if nothing."""
+    try:
+        import stable_baselines3  # noqa: F401
+    except ImportError:
+        return "python -m benchmark.sb3_loop needs stable-baselines3: pip install stable-baselines3==2.9.2"
+    if min(opts.seeds) < 0 or max(opts.seeds) >= 2**32:
+        return f"--seeds must be in [0, 2**32), got {opts.seeds}"
+    smallest = 2 if "on" in opts.normalize else 1  # a normalized advantage needs two transitions
+    if min(opts.n_steps) < smallest:
+        return f"--n-steps must be >= {smallest} (--normalize on normalizes over them), got {opts.n_steps}"
+    batches = [SMALL_BATCH] if opts.eta_rule else opts.n_steps
+    if opts.budget < max(batches):
+        return f"--budget {opts.budget} holds no update of {max(batches)} steps (n_steps): give at least that"
+    return ""
+
+
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmark.sb3_loop", description=__doc__.split("\n\n")[0]
     )
@@ -280,12 +297,17 @@ def main(argv=None) -> None:
     parser.add_argument("--normalize", nargs="+", default=["off", "on"], choices=["off", "on"])
     parser.add_argument("--eta-rule", action="store_true", help="the fixed eta rule at n_steps=5 instead")
     opts = parser.parse_args(argv)
+    error = bad_input(opts)
+    if error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     torch.set_num_threads(1)
     if opts.eta_rule:
         eta_rule(opts)
     else:
         batch_size_table(opts)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

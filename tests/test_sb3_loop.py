@@ -112,3 +112,32 @@ def test_a_fixed_eta_is_applied_as_given():
 def test_an_entropy_term_is_refused():
     with pytest.raises(ValueError, match="ent_coef"):
         watched_model(ent_coef=0.01)
+
+
+@pytest.mark.parametrize(
+    "argv,name",
+    [
+        (["--n-steps", "0"], "--n-steps"),
+        (["--n-steps", "1", "--normalize", "on"], "--n-steps"),
+        (["--seeds", "-1"], "--seeds"),
+        (["--budget", "0"], "--budget"),
+        (["--budget", "3", "--eta-rule"], "--budget"),
+    ],
+)
+def test_bad_values_are_one_line_and_exit_2(capsys, argv, name):
+    """--n-steps 0 and --seeds -1 were tracebacks, --budget 0 a row of NaN: now one line naming the flag, exit 2,
+    before any run (this test needs no stable-baselines3 when it is missing: that is the line then)."""
+    pytest.importorskip("stable_baselines3")
+    code = sb3_loop.main(argv)
+    helpers.one_line_error(capsys.readouterr().err, code, name)
+
+
+def test_without_stable_baselines3_one_line_names_what_to_install(capsys, monkeypatch):
+    """Without SB3 the command was a ModuleNotFoundError traceback; now one line with the pip command, exit 2."""
+    import sys
+
+    monkeypatch.setitem(
+        sys.modules, "stable_baselines3", None
+    )  # `import stable_baselines3` raises ImportError
+    code = sb3_loop.main(["--n-steps", "32"])
+    helpers.one_line_error(capsys.readouterr().err, code, "pip install stable-baselines3")

@@ -5,6 +5,8 @@ compact logs with known answers, its page and JSON on the committed logs, its ve
 import itertools
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -114,6 +116,51 @@ def test_a_bounds_check_counts_only_for_the_bounds_it_was_run_on():
         None,
     )  # other logs
     assert aggregate.checked((0.49, 0.37, 0.61), None) == (0.49, 0.37, 0.61, None, None)
+
+
+GOOD_CHECK = "x,y,reps,lo_2000,hi_2000,lo,hi\nsmac,IQM,200000,0.592574,0.72127,0.592633,0.720823\n"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        bytes(np.random.default_rng(0).integers(0, 256, 400, dtype=np.uint8)),  # random bytes
+        GOOD_CHECK.replace("200000", "many").encode(),  # a non-number in reps
+        GOOD_CHECK.replace("lo_2000", "low_2000").encode(),  # a renamed header
+        GOOD_CHECK.replace("200000", "0").encode(),  # no replicates
+    ],
+)
+def test_a_damaged_bounds_check_is_named_in_one_line_and_its_bounds_print_unchecked(tmp_path, capsys, damage):
+    """A damaged tools/bootstrap_check.py CSV once crashed the whole report; now, as a missing one, it checks
+    nothing: one line names it, and every interval it covers prints its own bounds marked unchecked."""
+    path = tmp_path / "bootstrap_check.csv"
+    path.write_text(GOOD_CHECK)
+    assert aggregate.read_check(str(path))[("smac", "IQM")]["lo"] == "0.592633"
+    assert capsys.readouterr().err == ""
+    path.write_bytes(damage)
+    assert aggregate.read_check(str(path)) == {}
+    (line,) = capsys.readouterr().err.splitlines()
+    assert str(path) in line
+    v = aggregate.checked((0.65, 0.592574, 0.72127), aggregate.read_check(str(path)).get(("smac", "IQM")))
+    assert stats.checked_estimate(*v) == f"{stats.estimate(*v[:3])}{stats.UNCHECKED}"
+    assert aggregate.read_check(str(tmp_path / "none.csv")) == {}  # missing: no check, and nothing to say
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_bounds_check_tool_refuses_no_replicates_and_keeps_a_larger_check(tmp_path):
+    """tools/bootstrap_check.py: --reps below 1 once gave a traceback, and --reps 1 replaced the committed check of
+    200,000 replicates; now each is refused in one line with exit 2, before any bootstrap, the check untouched."""
+    before = open(aggregate.CHECK, "rb").read()
+    for reps, named in (("0", "--reps 0"), ("-3", "--reps -3"), ("1", "--force")):
+        done = subprocess.run(
+            [sys.executable, os.path.join(REPO, "tools", "bootstrap_check.py"), "--reps", reps],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert named in done.stderr
+    assert open(aggregate.CHECK, "rb").read() == before
 
 
 def welch_vs_paper(x, mean, std):

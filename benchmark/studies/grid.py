@@ -351,7 +351,8 @@ def stage1_data(c: dict) -> dict:
     """The stage-1 table and the aggregates from compute(): the runs counted (finished + diverged; `short`: those
     that stopped short, None where none), the seed range over cells ([n] where every cell has n), every task x
     algorithm cell (cell_data; the paper's value also where not run), the rliable aggregates (None until a task
-    qualifies; `partial` where not every cell has its seeds, `n_div`: diverged runs, None where none)."""
+    qualifies; `partial` where not every cell has its seeds, `n_div`: diverged runs, None where none; `unchecked`:
+    how many of their intervals lack a check)."""
     cells = c["cells"].values()
     seeds = sorted({len(x["finished"]) + len(x["diverged"]) for x in cells}) or [0]
     out = {
@@ -394,6 +395,7 @@ def stage1_data(c: dict) -> dict:
             for a, m in agg["agg"].items()
         ],
         "improvement": [{"algo": hparams.algo_label(a), "p": list(p)} for a, p in agg["imp"].items()],
+        "unchecked": sum(v[3] is None for m in [*agg["agg"].values(), agg["imp"]] for v in m.values()),
     }
     return out
 
@@ -477,8 +479,8 @@ def sgd_stage1_row(equiv: dict) -> dict:
 
 def step_size_point(grid: Optional[dict]) -> dict:
     """The verdict's point "step_size": SMAC's step eta/lambda over AC-SGD's eta ([min, max] over the tasks), SMAC's
-    probability of improvement over AC-SGD and over sgd-matched with their 95 % CIs, the IQMs of SMAC and
-    sgd-matched, and the tasks pooled (how many, their stage-1 budgets [min, max])."""
+    probability of improvement over AC-SGD and over sgd-matched with their 95 % CIs and their checks (`unchecked`
+    where a check is missing), the IQMs of SMAC and sgd-matched, and the tasks pooled (how many, their stage-1 budgets [min, max])."""
     g = grid or {"agg": {}, "imp": {}, "tasks": []}
     tasks = g.get("tasks", [])
     budgets = [aggregate.stage1_budget(t) for t in tasks]
@@ -491,6 +493,7 @@ def step_size_point(grid: Optional[dict]) -> dict:
         "iqm": [iqm.get("smac"), iqm.get("sgd-matched")],
         "ci_vs_sgd": list(imp["sgd"][1:]) if "sgd" in imp else [None, None],
         "ci_vs_matched": list(imp["sgd-matched"][1:]) if "sgd-matched" in imp else [None, None],
+        "unchecked": any(imp[b][3] is None for b in ("sgd", "sgd-matched") if b in imp),
         "n_tasks": len(tasks),
         "budgets": [min(budgets), max(budgets)] if budgets else [None, None],
     }

@@ -100,6 +100,20 @@ def smac_diagnostics(u: dict, lam: float, cfg: Optional[dict] = None) -> dict:
     }
 
 
+def step_change(runs: dict) -> float:
+    """The share of SGD's step g/lambda that SMAC's rank-1 term changes, |F^-1 g - g/lambda| / |g/lambda|
+    (smac_diagnostics' removed_frac), over `runs` ({seed: run}): the median over seeds of each run's median over its
+    updates; NaN where no run logged it (or its damping)."""
+    per_run = []
+    for r in runs.values():
+        if not r["damping"] or not len(r["updates"]["ell_sq"]):
+            continue
+        change = smac_diagnostics(r["updates"], r["damping"], r.get("cfg"))["removed_frac"]
+        if np.isfinite(change).any():
+            per_run.append(float(np.nanmedian(change)))
+    return float(np.median(per_run)) if per_run else math.nan
+
+
 def classify(run: dict, budget: int) -> str:
     """'diverged', 'complete' (finished at the budget) or 'incomplete'."""
     complete = run["last_step"] >= budget and run["status"] == "finished"

@@ -416,6 +416,7 @@ def test_the_stage1_row_holms_over_the_tasks_with_runs():
             "p_tost": 0.02,
             "equivalent": True,
             "means": {"smac": 0.61, "sgd-matched": 0.6, "adam": 1.58, "cg": 0.56},
+            "step_change": 0.2,
         },
         "Hopper": {"n": 0, "p": float("nan"), "p_tost": float("nan"), "equivalent": False},
     }
@@ -425,7 +426,8 @@ def test_the_stage1_row_holms_over_the_tasks_with_runs():
         "CartPole": [0.9, 1.0],
         "Pendulum": [0.02, pytest.approx(0.06)],
     }
-    # the equivalent task's arms, more than the margin below AC-Adam's best and above half the paper's: can speak
+    # the equivalent task's arms, more than the margin below AC-Adam's best and above half the paper's, its rank-1
+    # term changing SGD's step by 20 %: can speak
     curvature = row["numbers"]["curvature"]
     assert curvature["can"] == ["Pendulum"] and curvature["n_can"] == 1
     (cell,) = curvature["groups"][vd.SPEAKS]
@@ -435,6 +437,7 @@ def test_the_stage1_row_holms_over_the_tasks_with_runs():
         "best": 1.58,
         "best_algo": "AC-Adam",
         "n_algos": 4,
+        "change": 0.2,
         "answer": vd.SPEAKS,
     }
     assert row["id"] == "sgd_stage1" and row["of"] == 3 and row["links"] == ["report/grid.md"]

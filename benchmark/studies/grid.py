@@ -169,7 +169,7 @@ def compute(
 def stage1_equiv(logs_dir: str) -> dict:
     """{task: SMAC - sgd-matched} on the normalized finals of logs_dir, paired over the stage-1 seeds 1-5
     (stats.paired, TOST at the margin): exploratory, no rule fixed before the runs; `means`: every algorithm's
-    seed-mean normalized final on the task (aggregate.seed_means)."""
+    seed-mean normalized final on the task (aggregate.seed_means); `step_change`: aggregate.step_change of SMAC's runs."""
     sc = aggregate.scores([logs_dir])
     return {
         t: {
@@ -180,6 +180,7 @@ def stage1_equiv(logs_dir: str) -> dict:
                 vd.EQUIV_MARGIN,
             ),
             "means": aggregate.seed_means(sc, t),
+            "step_change": aggregate.step_change(sc.get((t, "smac", "runs"), {})),
         }
         for t in hparams.tasks()
     }
@@ -457,7 +458,7 @@ def sgd_stage1_row(equiv: dict) -> dict:
     `tasks` ({word: [task, ...]}) and `of` (the tasks judged) are the stage-1 per-task words the 5M study reads;
     `p_tost` ({task: [TOST p, that p Holm-adjusted over the tasks]}) the equivalence test's p, the adjusted one for
     information (the word "equivalent" takes no Holm); `curvature` (verdict.curvature_cells): of the equivalent tasks,
-    which can speak to curvature by verdict.curvature_word's rule on the grid's seed means."""
+    which can speak to curvature by verdict.curvature_word's rule on the grid's seed means and step changes."""
     one = {t: r for t, r in equiv.items() if r.get("n")}
     p_holm = dict(zip(one, stats.holm([r["p"] for r in one.values()])))
     p_tost_holm = dict(zip(one, stats.holm([r["p_tost"] for r in one.values()])))
@@ -471,7 +472,7 @@ def sgd_stage1_row(equiv: dict) -> dict:
         },
         "p_tost": {t: [r["p_tost"], p_tost_holm[t]] for t, r in one.items()},
         "curvature": vd.curvature_cells(
-            {r["task"]: one[r["task"]]["means"] for r in stage1 if r["answer"] == vd.EQUIVALENT}
+            {r["task"]: one[r["task"]] for r in stage1 if r["answer"] == vd.EQUIVALENT}
         ),
     }
     return vd.tallied_row("sgd_stage1", numbers, stage1, "report/grid.md")

@@ -34,6 +34,7 @@ DESIGN = (  # the tests' settings, in order
     "damping",
     "mujoco_budget",
     "paper_budget",
+    "reading",
 )
 ARM = {
     "sgd-matched": "SGD with step η/λ"

@@ -502,13 +502,15 @@ def step_size_point(grid: Optional[dict]) -> dict:
 
 def verdict(result: dict, done: dict) -> dict:
     """The row "sgd_stage1" (sgd_stage1_row), the point "step_size" (step_size_point), and the design's level,
-    margin, seeds per stage-1 cell, the stage-1 MuJoCo budget and the paper's."""
+    margin, seeds per stage-1 cell, the stage-1 MuJoCo budget and the paper's, and the reading its runs use."""
+    reading = hparams.load()["meta"]["grid_readings"]["stage1"]
     design = {
         "alpha": vd.ALPHA,
         "margin": vd.EQUIV_MARGIN,
         "seeds": STAGE1_SEEDS,
         "mujoco_budget": aggregate.stage1_budget("Hopper"),
         "paper_budget": aggregate.PAPER_BUDGET,
+        "reading": {"name": reading, "description": hparams.READINGS[reading][2]},
     }
     return {
         "rows": [sgd_stage1_row(result["equiv"])],

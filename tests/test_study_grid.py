@@ -456,7 +456,10 @@ def test_the_step_ratio_is_smacs_eta_over_lambda_over_sgds_eta():
         assert grid.step_ratio(task) == pytest.approx(
             smac["learning_rate"] / smac["damping"] / sgd["learning_rate"]
         )
-    imp = {"sgd": (0.7, 0.6, 0.8), "sgd-matched": (0.5, 0.4, 0.6)}
+    imp = {
+        "sgd": (0.7, 0.6, 0.8, 0.59, 0.81),
+        "sgd-matched": (0.5, 0.4, 0.6, None, None),
+    }  # the second unchecked
     agg = {"smac": {"IQM": (0.9, 0.8, 1.0)}, "sgd-matched": {"IQM": (0.85, 0.7, 0.9)}}
     point = grid.step_size_point({"agg": agg, "imp": imp, "tasks": ["CartPole", "Pendulum", "Hopper"]})
     ratios = [grid.step_ratio(t) for t in hparams.tasks()]
@@ -465,8 +468,9 @@ def test_the_step_ratio_is_smacs_eta_over_lambda_over_sgds_eta():
         "p_vs_sgd": 0.7,
         "p_vs_matched": 0.5,
         "iqm": [0.9, 0.85],
-        "ci_vs_sgd": [0.6, 0.8],
-        "ci_vs_matched": [0.4, 0.6],
+        "ci_vs_sgd": [0.6, 0.8, 0.59, 0.81],
+        "ci_vs_matched": [0.4, 0.6, None, None],
+        "unchecked": True,
         "n_tasks": 3,
         "budgets": [500_000, 2_000_000],
     }
@@ -525,7 +529,7 @@ def test_the_verdict_part_is_the_committed_one_and_counts_what_it_lists(study):
     assert row == next(r for r in committed_v["rows"] if r["id"] == "sgd_stage1")
     assert part["points"] == {"step_size": committed_v["points"]["step_size"]}
     assert part["design"] == {k: committed_v["design"][k] for k in part["design"]}
-    assert list(part["design"]) == ["alpha", "margin", "seeds", "mujoco_budget", "paper_budget"]
+    assert list(part["design"]) == ["alpha", "margin", "seeds", "mujoco_budget", "paper_budget", "reading"]
     listed = [w for w, ts in row["numbers"]["tasks"].items() for _ in ts]
     assert row["answer"] == vd.tally(listed) and row["of"] == len(listed) == len(hparams.tasks())
     for t, r in out["equiv"].items():  # a task equivalent exactly where its interval lies inside the margin

@@ -126,8 +126,8 @@ def tree_logs(top: str) -> list[str]:
     found = []
     for here, dirs, files in os.walk(top):
         for d in dirs:
-            if os.path.islink(os.path.join(here, d)):
-                link = os.path.join(here, d)
+            link = os.path.join(here, d)
+            if os.path.islink(link):
                 print(
                     f"warning: {link}: a directory link ({os.readlink(link)}), not followed; left out",
                     file=sys.stderr,
@@ -137,9 +137,9 @@ def tree_logs(top: str) -> list[str]:
 
 
 def provenance_data(dirs: list[str]) -> list[dict]:
-    """Per study (a directory of compact logs, every level below it, tree_logs): its logs, and how many of them each commit
-    (provenance.code_of: the short commit, "+ edits <diff hash>" when tracked sources differed) and each host (its
-    name and CPU) made; a log made over several starts counts once for each. A log from before runs recorded this
+    """Per study (a directory of compact logs, every level below it: tree_logs): its logs, and how many of them each
+    commit (provenance.code_of: the short commit, "+ edits <diff hash>" when tracked sources differed) and each host
+    (its name and CPU) made; a log made over several starts counts once for each. A log from before runs recorded this
     counts as "not recorded"; one that does not load is left out (the report names it where it reads it)."""
     rows = []
     for path in dirs:

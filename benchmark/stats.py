@@ -310,7 +310,8 @@ def checked_estimate(x, lo, hi, lo_check=None, hi_check=None) -> str:
     """A bootstrap estimate that tools/bootstrap_check.py covers: x at `estimate`'s decimals and the check's bounds
     (the same bounds at many more replicates) at CHECK_DECIMALS, rounded outward (lower down, upper up), so that the
     printed interval holds the check's: (0.4933, 0.3732, 0.6134, 0.3733, 0.6178) -> '0.49 [0.373, 0.618]'. Without
-    a check, `estimate`'s interval (of the report's own replicates) marked UNCHECKED; without an interval, `estimate`."""
+    a check, `estimate`'s interval (of the report's own replicates) marked UNCHECKED; without an interval,
+    `estimate`."""
     if num(lo) is None or num(hi) is None:
         return estimate(x, lo, hi)
     if num(lo_check) is None or num(hi_check) is None:

@@ -64,7 +64,7 @@ HALF = 0.5  # normalized: half the best of the paper's table
 # be at least STEP_CHANGE, else SMAC's step is SGD's to within the precision the paper states its step sizes to
 # (one significant digit: 6e-4 and 7e-4 are 15 % apart), and the arms' equivalence holds by construction.
 STEP_CHANGE = 0.1
-BARELY = "rank-1 term changes the step by under 10 %"
+BARELY = f"rank-1 term changes the step by under {100 * STEP_CHANGE:g} %"
 DIAG_WORD = {"grows late in training": "grows", "shrinks": "shrinks", "no change shown": "no change shown"}
 VOCAB = (  # every word an answer may use, in the order counts are listed
     *CLAIM_WORD.values(),

@@ -169,7 +169,8 @@ def compute(
 def stage1_equiv(logs_dir: str) -> dict:
     """{task: SMAC - sgd-matched} on the normalized finals of logs_dir, paired over the stage-1 seeds 1-5
     (stats.paired, TOST at the margin): exploratory, no rule fixed before the runs; `means`: every algorithm's
-    seed-mean normalized final on the task (aggregate.seed_means); `step_change`: aggregate.step_change of SMAC's runs."""
+    seed-mean normalized final on the task (aggregate.seed_means); `step_change`: aggregate.step_change of SMAC's
+    runs."""
     sc = aggregate.scores([logs_dir])
     return {
         t: {
@@ -481,7 +482,8 @@ def sgd_stage1_row(equiv: dict) -> dict:
 def step_size_point(grid: Optional[dict]) -> dict:
     """The verdict's point "step_size": SMAC's step eta/lambda over AC-SGD's eta ([min, max] over the tasks), SMAC's
     probability of improvement over AC-SGD and over sgd-matched with their 95 % CIs and their checks (`unchecked`
-    where a check is missing), the IQMs of SMAC and sgd-matched, and the tasks pooled (how many, their stage-1 budgets [min, max])."""
+    where a check is missing), the IQMs of SMAC and sgd-matched, and the tasks pooled (how many, their stage-1
+    budgets [min, max])."""
     g = grid or {"agg": {}, "imp": {}, "tasks": []}
     tasks = g.get("tasks", [])
     budgets = [aggregate.stage1_budget(t) for t in tasks]

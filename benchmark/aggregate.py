@@ -15,6 +15,7 @@ median over the bin's updates in each run, then median and 10%/90% quantiles (li
 from __future__ import annotations
 
 import argparse
+import csv
 import math
 import os
 import sys
@@ -97,6 +98,20 @@ def smac_diagnostics(u: dict, lam: float, cfg: Optional[dict] = None) -> dict:
         "step_over_sgd": u["step_norm"] * lam / g_norm,
         "cos_g_ell": u["step_par_norm"] * (lam + ell_sq) / g_norm,
     }
+
+
+def step_change(runs: dict) -> float:
+    """The share of SGD's step g/lambda that SMAC's rank-1 term changes, |F^-1 g - g/lambda| / |g/lambda|
+    (smac_diagnostics' removed_frac), over `runs` ({seed: run}): the median over seeds of each run's median over its
+    updates; NaN where no run logged it (or its damping)."""
+    per_run = []
+    for r in runs.values():
+        if not r["damping"] or not len(r["updates"]["ell_sq"]):
+            continue
+        change = smac_diagnostics(r["updates"], r["damping"], r.get("cfg"))["removed_frac"]
+        if np.isfinite(change).any():
+            per_run.append(float(np.nanmedian(change)))
+    return float(np.median(per_run)) if per_run else math.nan
 
 
 def classify(run: dict, budget: int) -> str:
@@ -513,7 +528,7 @@ def aggregates(cells: dict, min_seeds: int, results_dir: str, reps: int) -> Opti
     imp = {
         b: stats.improvement_probability(scores["smac"], scores[b], reps=reps) for b in algos if b != "smac"
     }
-    check = {(r["x"], r["y"]): r for r in stats.read_csv(CHECK)}
+    check = read_check()
     agg = {a: {m: checked(v, check.get((a, m))) for m, v in d.items()} for a, d in agg.items()}
     imp = {b: checked(v, check.get(("smac", b))) for b, v in imp.items()}
     check_reps = [int(check[("smac", b)]["reps"]) for b, v in imp.items() if v[3] is not None]
@@ -551,6 +566,31 @@ def aggregates(cells: dict, min_seeds: int, results_dir: str, reps: int) -> Opti
         "profile": stats.performance_profile(scores, taus),
         "taus": taus,
     }
+
+
+CHECK_COLUMNS = ("x", "y", "reps", "lo_2000", "hi_2000", "lo", "hi")
+
+
+def read_check(path: str = CHECK) -> dict:
+    """{(x, y): row} of tools/bootstrap_check.py's CSV; {} where it is missing, and where it is damaged (not text, a
+    column missing or renamed, reps not a whole number of at least 1, a bound not a finite number) with one line on
+    stderr naming it: the bounds it would check are then printed unchecked."""
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+        missing = [c for c in CHECK_COLUMNS if c not in (reader.fieldnames or ())]
+        if missing:
+            raise ValueError(f"no column {missing[0]!r}")
+        for r in rows:
+            if int(r["reps"]) < 1 or not all(math.isfinite(float(r[c])) for c in CHECK_COLUMNS[3:]):
+                raise ValueError(f"reps below 1 or a bound not finite in the row {r['x']}, {r['y']}")
+    except (UnicodeDecodeError, csv.Error, ValueError, TypeError) as e:
+        print(f"warning: {path} is damaged ({e}); its bounds are printed unchecked", file=sys.stderr)
+        return {}
+    return {(r["x"], r["y"]): r for r in rows}
 
 
 def checked(v: tuple, row: Optional[dict]) -> tuple:

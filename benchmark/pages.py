@@ -94,6 +94,7 @@ FILTERS = {
     "mean_std": stats.mean_std,
     "interval": stats.interval,
     "estimate": stats.estimate,
+    "checked_estimate": stats.checked_estimate,
     "cell": cell,
     "pm": plus_minus,
 }

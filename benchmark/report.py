@@ -15,7 +15,7 @@ which code and machines made each study's logs. Every number comes from the comm
 from __future__ import annotations
 
 import argparse
-import glob
+import fnmatch
 import json
 import os
 import sys
@@ -120,14 +120,30 @@ def tallied(counts: Counter) -> list[list]:
     return [[name, n] for name, n in order]
 
 
+def tree_logs(top: str) -> list[str]:
+    """Every seed*.json.gz under top, at any depth, following no directory link: a link (a loop, a link up or out
+    of the logs would count logs again, or without end) is named in one line on stderr and left out."""
+    found = []
+    for here, dirs, files in os.walk(top):
+        for d in dirs:
+            link = os.path.join(here, d)
+            if os.path.islink(link):
+                print(
+                    f"warning: {link}: a directory link ({os.readlink(link)}), not followed; left out",
+                    file=sys.stderr,
+                )
+        found += [os.path.join(here, f) for f in files if fnmatch.fnmatch(f, "seed*.json.gz")]
+    return sorted(found)
+
+
 def provenance_data(dirs: list[str]) -> list[dict]:
-    """Per study (a directory of compact logs, every level below it): its logs, and how many of them each commit
-    (provenance.code_of: the short commit, "+ edits <diff hash>" when tracked sources differed) and each host (its
-    name and CPU) made; a log made over several starts counts once for each. A log from before runs recorded this
+    """Per study (a directory of compact logs, every level below it: tree_logs): its logs, and how many of them each
+    commit (provenance.code_of: the short commit, "+ edits <diff hash>" when tracked sources differed) and each host
+    (its name and CPU) made; a log made over several starts counts once for each. A log from before runs recorded this
     counts as "not recorded"; one that does not load is left out (the report names it where it reads it)."""
     rows = []
     for path in dirs:
-        logs = sorted(glob.glob(os.path.join(path, "**", "seed*.json.gz"), recursive=True))
+        logs = tree_logs(path)
         commits, hosts, n = Counter(), Counter(), 0
         for log in logs:
             try:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Iterable, Optional, Sequence
 
 import numpy as np
@@ -286,27 +287,45 @@ def interval(lo, hi) -> str:
     return _interval_at(a, b, _interval_decimals(a, b))
 
 
-def _interval_at(a: float, b: float, d: Optional[int], checks=(None, None)) -> str:
-    ends = [fmt(a), fmt(b)] if d is None else [_fixed(x, _agreed(x, c, d)) for x, c in zip((a, b), checks)]
+def _interval_at(a: float, b: float, d: Optional[int]) -> str:
+    ends = [fmt(a), fmt(b)] if d is None else [_fixed(x, d) for x in (a, b)]
     return f"[{ends[0]}, {ends[1]}]"
 
 
-def _agreed(x: float, check, d: int) -> int:
-    """d decimals, or where x has a check the most (up to d) at which the two print alike."""
-    c = num(check)
-    return d if c is None else max([k for k in range(d + 1) if _fixed(x, k) == _fixed(c, k)], default=0)
-
-
-def estimate(x, lo, hi, lo_check=None, hi_check=None) -> str:
+def estimate(x, lo, hi) -> str:
     """'x [lo, hi]', an estimate and its confidence interval printed to the same decimal place (`interval`'s):
-    (0.82, 0.7856, 0.861) -> '0.820 [0.786, 0.861]'; `fmt(x)` alone when the interval is missing. A bound with a
-    check (the same bootstrap bound at many more replicates) keeps only the decimals on which the two agree:
-    (0.4933, 0.3732, 0.6134, 0.3733, 0.6178) -> '0.49 [0.37, 0.6]'."""
+    (0.82, 0.7856, 0.861) -> '0.820 [0.786, 0.861]'; `fmt(x)` alone when the interval is missing."""
     v, a, b = num(x), num(lo), num(hi)
     if v is None or a is None or b is None:
         return fmt(x)
     d = _interval_decimals(a, b)
-    return f"{fmt(v) if d is None or abs(v) >= 1e5 else _fixed(v, d)} {_interval_at(a, b, d, (lo_check, hi_check))}"
+    return f"{fmt(v) if d is None or abs(v) >= 1e5 else _fixed(v, d)} {_interval_at(a, b, d)}"
+
+
+CHECK_DECIMALS = 3  # a checked bootstrap bound's decimals
+UNCHECKED = "†"  # marks a bootstrap interval whose check is missing or damaged (the page's footnote says so)
+
+
+def checked_estimate(x, lo, hi, lo_check=None, hi_check=None) -> str:
+    """A bootstrap estimate that tools/bootstrap_check.py covers: x at `estimate`'s decimals and the check's bounds
+    (the same bounds at many more replicates) at CHECK_DECIMALS, rounded outward (lower down, upper up), so that the
+    printed interval holds the check's: (0.4933, 0.3732, 0.6134, 0.3733, 0.6178) -> '0.49 [0.373, 0.618]'. Without
+    a check, `estimate`'s interval (of the report's own replicates) marked UNCHECKED; without an interval,
+    `estimate`."""
+    if num(lo) is None or num(hi) is None:
+        return estimate(x, lo, hi)
+    if num(lo_check) is None or num(hi_check) is None:
+        return f"{estimate(x, lo, hi)}{UNCHECKED}"
+    point = estimate(x, lo, hi).split(" [")[0]
+    lo_out = _outward(lo_check, ROUND_FLOOR)
+    hi_out = _outward(hi_check, ROUND_CEILING)
+    return f"{point} [{lo_out}, {hi_out}]"
+
+
+def _outward(bound, rounding: str) -> str:
+    """A bound at CHECK_DECIMALS, rounded in decimal (`rounding`: down for a lower bound, up for an upper)."""
+    at = Decimal(repr(float(bound))).quantize(Decimal(1).scaleb(-CHECK_DECIMALS), rounding=rounding)
+    return _fixed(float(at), CHECK_DECIMALS)
 
 
 def _table_cell(value) -> str:

@@ -12,6 +12,7 @@ import importlib.metadata
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -229,3 +230,28 @@ def test_the_report_says_per_study_which_commits_and_hosts_made_its_logs(tmp_pat
     new = rows[os.path.relpath(newer, report.REPO)]
     assert new["logs"] == 1 and new["commits"] == [[provenance.code_of(start), 1]]
     assert new["hosts"] == [[provenance.host_of(start), 1]] and socket.gethostname() in new["hosts"][0][0]
+
+
+def test_the_report_follows_no_directory_link_in_the_logs(tmp_path, capsys):
+    """Links back up the logs tree once made the report count a log many times (one link) or never end (two); each
+    is named in one line and left out, and the count is the logs'."""
+    logs = tmp_path / "logs"
+    for seed in (1, 2, 3, 4):
+        write_log(logs, seed)
+    os.symlink("..", logs / "CartPole" / "m1")
+    assert report.provenance_data([str(logs)])[0]["logs"] == 4
+    (line,) = capsys.readouterr().err.splitlines()
+    assert str(logs / "CartPole" / "m1") in line
+    os.symlink("..", logs / "CartPole" / "m2")
+
+    def stop(*_):
+        raise TimeoutError("the report did not finish in 20 s")
+
+    before = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(20)
+    try:
+        assert report.provenance_data([str(logs)])[0]["logs"] == 4
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+    assert len(capsys.readouterr().err.splitlines()) == 2

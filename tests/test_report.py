@@ -281,11 +281,36 @@ def test_the_opening_sentences_say_no_more_than_the_rows():
 
 def test_readme_results_are_at_most_five_lines_before_a_short_table():
     """README's own rendering: a summary of at most five lines, then a table of three columns (question, answer,
-    link) with a row per question of the full verdict; REPORT.md keeps the full table."""
+    link) with a row per question of the full verdict, then at most one line (its terms); REPORT.md keeps the full
+    table."""
     text = open(verdict.README, encoding="utf-8").read()
     block = text.split(verdict.README_MARKERS[0], 1)[1].split(verdict.README_MARKERS[1], 1)[0]
     lines = [line for line in block.splitlines() if line.strip()]
     table = [i for i, line in enumerate(lines) if line.startswith("|")]
-    assert 0 < table[0] <= 5 and table == list(range(table[0], len(lines)))
-    assert {line.count("|") for line in lines[table[0] :]} == {4}
+    assert 0 < table[0] <= 5 and table == list(range(table[0], table[-1] + 1)) and len(lines) - table[-1] <= 2
+    assert {line.count("|") for line in lines[table[0] : table[-1] + 1]} == {4}
     assert len(table) - 2 == len(committed_verdict()["rows"])
+
+
+def test_readme_results_name_the_reading_and_give_the_paper_literal_headline():
+    """README's results say which reading every run behind them uses (the stage-1 grid's, the one the fidelity study
+    chose) and give the headline under the paper-literal reading beside it, from the pre-registered study's block 3."""
+    data = committed_verdict()
+    reading = data["design"]["reading"]
+    assert reading["name"] == hparams.load()["meta"]["grid_readings"]["stage1"]
+    assert (
+        reading["name"]
+        == committed_json(os.path.join(report.REPO, "benchmark", "results", "readings.json"))["fidelity"][
+            "chosen"
+        ]
+    )
+    assert reading["description"] == hparams.READINGS[reading["name"]][2]
+    literal = next(r for r in data["rows"] if r["id"] == "headline")["numbers"]["literal"]
+    block3 = committed_json(os.path.join(report.REPO, "benchmark", "results", "prereg.json"))["block3"]
+    assert [literal["smac"], literal["cg"]] == [r["mean"] for r in block3["rows"][:2]]
+    assert literal["p"] == block3["smac_vs_cg"]["p"]
+    short = verdict.render(data, short=True)
+    head = short.split("\n|", 1)[0]
+    for number in (literal["smac"], literal["cg"], data["summary"]["headline"]["smac"]):
+        assert stats.fmt(number) in head
+    assert f"`{reading['name']}`" in head and reading["description"] in head

@@ -5,6 +5,8 @@ compact logs with known answers, its page and JSON on the committed logs, its ve
 import itertools
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -114,6 +116,51 @@ def test_a_bounds_check_counts_only_for_the_bounds_it_was_run_on():
         None,
     )  # other logs
     assert aggregate.checked((0.49, 0.37, 0.61), None) == (0.49, 0.37, 0.61, None, None)
+
+
+GOOD_CHECK = "x,y,reps,lo_2000,hi_2000,lo,hi\nsmac,IQM,200000,0.592574,0.72127,0.592633,0.720823\n"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        bytes(np.random.default_rng(0).integers(0, 256, 400, dtype=np.uint8)),  # random bytes
+        GOOD_CHECK.replace("200000", "many").encode(),  # a non-number in reps
+        GOOD_CHECK.replace("lo_2000", "low_2000").encode(),  # a renamed header
+        GOOD_CHECK.replace("200000", "0").encode(),  # no replicates
+    ],
+)
+def test_a_damaged_bounds_check_is_named_in_one_line_and_its_bounds_print_unchecked(tmp_path, capsys, damage):
+    """A damaged tools/bootstrap_check.py CSV once crashed the whole report; now, as a missing one, it checks
+    nothing: one line names it, and every interval it covers prints its own bounds marked unchecked."""
+    path = tmp_path / "bootstrap_check.csv"
+    path.write_text(GOOD_CHECK)
+    assert aggregate.read_check(str(path))[("smac", "IQM")]["lo"] == "0.592633"
+    assert capsys.readouterr().err == ""
+    path.write_bytes(damage)
+    assert aggregate.read_check(str(path)) == {}
+    (line,) = capsys.readouterr().err.splitlines()
+    assert str(path) in line
+    v = aggregate.checked((0.65, 0.592574, 0.72127), aggregate.read_check(str(path)).get(("smac", "IQM")))
+    assert stats.checked_estimate(*v) == f"{stats.estimate(*v[:3])}{stats.UNCHECKED}"
+    assert aggregate.read_check(str(tmp_path / "none.csv")) == {}  # missing: no check, and nothing to say
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_bounds_check_tool_refuses_no_replicates_and_keeps_a_larger_check(tmp_path):
+    """tools/bootstrap_check.py: --reps below 1 once gave a traceback, and --reps 1 replaced the committed check of
+    200,000 replicates; now each is refused in one line with exit 2, before any bootstrap, the check untouched."""
+    before = open(aggregate.CHECK, "rb").read()
+    for reps, named in (("0", "--reps 0"), ("-3", "--reps -3"), ("1", "--force")):
+        done = subprocess.run(
+            [sys.executable, os.path.join(REPO, "tools", "bootstrap_check.py"), "--reps", reps],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert named in done.stderr
+    assert open(aggregate.CHECK, "rb").read() == before
 
 
 def welch_vs_paper(x, mean, std):
@@ -369,6 +416,7 @@ def test_the_stage1_row_holms_over_the_tasks_with_runs():
             "p_tost": 0.02,
             "equivalent": True,
             "means": {"smac": 0.61, "sgd-matched": 0.6, "adam": 1.58, "cg": 0.56},
+            "step_change": 0.2,
         },
         "Hopper": {"n": 0, "p": float("nan"), "p_tost": float("nan"), "equivalent": False},
     }
@@ -378,7 +426,8 @@ def test_the_stage1_row_holms_over_the_tasks_with_runs():
         "CartPole": [0.9, 1.0],
         "Pendulum": [0.02, pytest.approx(0.06)],
     }
-    # the equivalent task's arms, more than the margin below AC-Adam's best and above half the paper's: can speak
+    # the equivalent task's arms, more than the margin below AC-Adam's best and above half the paper's, its rank-1
+    # term changing SGD's step by 20 %: can speak
     curvature = row["numbers"]["curvature"]
     assert curvature["can"] == ["Pendulum"] and curvature["n_can"] == 1
     (cell,) = curvature["groups"][vd.SPEAKS]
@@ -388,6 +437,7 @@ def test_the_stage1_row_holms_over_the_tasks_with_runs():
         "best": 1.58,
         "best_algo": "AC-Adam",
         "n_algos": 4,
+        "change": 0.2,
         "answer": vd.SPEAKS,
     }
     assert row["id"] == "sgd_stage1" and row["of"] == 3 and row["links"] == ["report/grid.md"]
@@ -406,7 +456,10 @@ def test_the_step_ratio_is_smacs_eta_over_lambda_over_sgds_eta():
         assert grid.step_ratio(task) == pytest.approx(
             smac["learning_rate"] / smac["damping"] / sgd["learning_rate"]
         )
-    imp = {"sgd": (0.7, 0.6, 0.8), "sgd-matched": (0.5, 0.4, 0.6)}
+    imp = {
+        "sgd": (0.7, 0.6, 0.8, 0.59, 0.81),
+        "sgd-matched": (0.5, 0.4, 0.6, None, None),
+    }  # the second unchecked
     agg = {"smac": {"IQM": (0.9, 0.8, 1.0)}, "sgd-matched": {"IQM": (0.85, 0.7, 0.9)}}
     point = grid.step_size_point({"agg": agg, "imp": imp, "tasks": ["CartPole", "Pendulum", "Hopper"]})
     ratios = [grid.step_ratio(t) for t in hparams.tasks()]
@@ -415,8 +468,9 @@ def test_the_step_ratio_is_smacs_eta_over_lambda_over_sgds_eta():
         "p_vs_sgd": 0.7,
         "p_vs_matched": 0.5,
         "iqm": [0.9, 0.85],
-        "ci_vs_sgd": [0.6, 0.8],
-        "ci_vs_matched": [0.4, 0.6],
+        "ci_vs_sgd": [0.6, 0.8, 0.59, 0.81],
+        "ci_vs_matched": [0.4, 0.6, None, None],
+        "unchecked": True,
         "n_tasks": 3,
         "budgets": [500_000, 2_000_000],
     }
@@ -475,7 +529,7 @@ def test_the_verdict_part_is_the_committed_one_and_counts_what_it_lists(study):
     assert row == next(r for r in committed_v["rows"] if r["id"] == "sgd_stage1")
     assert part["points"] == {"step_size": committed_v["points"]["step_size"]}
     assert part["design"] == {k: committed_v["design"][k] for k in part["design"]}
-    assert list(part["design"]) == ["alpha", "margin", "seeds", "mujoco_budget", "paper_budget"]
+    assert list(part["design"]) == ["alpha", "margin", "seeds", "mujoco_budget", "paper_budget", "reading"]
     listed = [w for w, ts in row["numbers"]["tasks"].items() for _ in ts]
     assert row["answer"] == vd.tally(listed) and row["of"] == len(listed) == len(hparams.tasks())
     for t, r in out["equiv"].items():  # a task equivalent exactly where its interval lies inside the margin

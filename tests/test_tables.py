@@ -2,7 +2,20 @@
 
 import math
 
-from benchmark.stats import estimate, fmt, interval, markdown_table, mean_std, num, pct, steps
+import numpy as np
+
+from benchmark.stats import (
+    UNCHECKED,
+    checked_estimate,
+    estimate,
+    fmt,
+    interval,
+    markdown_table,
+    mean_std,
+    num,
+    pct,
+    steps,
+)
 
 
 def test_fmt_by_hand():
@@ -60,16 +73,25 @@ def test_intervals_print_to_the_decimal_place_their_width_warrants():
     assert estimate(0.5, None, 1) == "0.5" and estimate(None, 0, 1) == "–"
 
 
-def test_a_checked_bootstrap_bound_keeps_only_the_decimals_its_check_confirms():
-    """Each bound against the same bound at many more replicates: the decimals (up to the interval's) on which
-    the two print alike; no check, the interval's; the point is not a bootstrap number and keeps them."""
-    assert estimate(0.4933, 0.3732, 0.6134, 0.3733, 0.6178) == "0.49 [0.37, 0.6]"  # 0.61 vs 0.62
-    assert (
-        estimate(0.5611, 0.5362, 0.5682, 0.5312, 0.5682) == "0.561 [0.5, 0.568]"
-    )  # 0.536 / 0.54 vs 0.531 / 0.53
-    assert estimate(0.4933, 0.3732, 0.6134, None, 0.6178) == "0.49 [0.37, 0.6]"  # the lower bound unchecked
-    assert estimate(0.4933, 0.3732, 0.6134) == "0.49 [0.37, 0.61]"
-    assert estimate(0.4933, 0.3732, 0.6134, 0.3732, 0.6134) == "0.49 [0.37, 0.61]"
+def test_a_checked_bootstrap_interval_prints_its_checks_bounds_rounded_outward():
+    """A covered bootstrap interval prints the same bounds at many more replicates (its check) at three decimals,
+    the lower rounded down and the upper up, so that it holds the check's; the point keeps the decimals of the
+    report's own interval; without a check the report's own interval, marked unchecked."""
+    assert checked_estimate(0.4933, 0.3732, 0.6134, 0.3733, 0.6178) == "0.49 [0.373, 0.618]"
+    assert checked_estimate(0.7234, 0.66, 0.79, 0.655, 0.7901) == "0.72 [0.655, 0.791]"  # 0.655: no lower
+    # AC-KFAC's IQM: a lower bound of 0.6085 once printed 0.609
+    assert checked_estimate(0.65, 0.6, 0.7, 0.6085, 0.6178) == "0.65 [0.608, 0.618]"
+    assert checked_estimate(0.0002, -0.0004, 0.0101, -0.0004, 0.0101) == "0.000 [-0.001, 0.011]"
+    assert checked_estimate(0.4933, 0.3732, 0.6134) == f"0.49 [0.37, 0.61]{UNCHECKED}"
+    assert checked_estimate(0.4933, 0.3732, 0.6134, None, 0.6178) == f"0.49 [0.37, 0.61]{UNCHECKED}"
+    assert checked_estimate(0.5, None, None) == "0.5"  # no interval, nothing to check
+    rng = np.random.default_rng(0)
+    for k in range(500):
+        lo, hi = sorted(round(float(x), k % 5 + 2) for x in rng.uniform(-2, 2, 2))
+        printed = checked_estimate((lo + hi) / 2, lo, hi, lo, hi).split(" [")[1].rstrip("]").split(", ")
+        a, b = float(printed[0]), float(printed[1])
+        assert a <= lo < a + 1e-3 + 1e-12 and b - 1e-3 - 1e-12 < hi <= b, (lo, hi, printed)
+        assert all(len(x.split(".")[1]) == 3 for x in printed)
 
 
 def test_markdown_table_from_rows_of_cells():

@@ -7,9 +7,10 @@ The report (`python -m benchmark.report`) computes the grid's rliable aggregates
 improvement with 2,000 stratified-bootstrap replicates (benchmark/stats.py); at that count a bound's last
 printed digit can move with the bootstrap's seed. This tool runs the same bootstrap (the committed stage-1
 logs, the same scores, seed 0) at --reps replicates and writes benchmark/results/stage1/bootstrap_check.csv:
-per bound, its value at 2,000 replicates and at --reps. The report prints each bound only to the decimals on
-which the two agree (aggregate.checked, stats.estimate), and only while the check's 2,000-replicate values
-are its own: rerun this tool when the stage-1 logs change.
+per bound, its value at 2,000 replicates and at --reps. The report prints each bound at --reps replicates, at
+three decimals rounded outward (aggregate.checked, stats.checked_estimate), and only while the check's
+2,000-replicate values are its own: rerun this tool when the stage-1 logs change. It does not replace a check
+of more replicates than --reps unless --force.
 
 rliable's IQM (scipy's trim_mean) and probability of improvement (scipy's Mann-Whitney U per task) are
 replaced here by numpy equivalents for speed; the tool stops unless they give the committed 2,000-replicate
@@ -58,10 +59,23 @@ def bounds(reps: int) -> dict:
     return out
 
 
-def main() -> None:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=200_000)
-    reps = parser.parse_args().reps
+    parser.add_argument("--force", action="store_true", help="replace a check of more replicates than --reps")
+    args = parser.parse_args(argv)
+    reps = args.reps
+    if reps < 1:
+        print(f"error: --reps {reps}: the bootstrap needs at least 1 replicate", file=sys.stderr)
+        return 2
+    before = max((int(r["reps"]) for r in aggregate.read_check().values()), default=0)
+    if before > reps and not args.force:
+        print(
+            f"error: {aggregate.CHECK} holds a check at {before:,} replicates; --reps {reps} would replace"
+            " it with fewer (--force to replace it)",
+            file=sys.stderr,
+        )
+        return 2
     metrics.aggregate_iqm, metrics.probability_of_improvement = iqm, improvement
     base = bounds(2000)
     stage1 = os.path.join(ROOT, "benchmark", "results", "stage1")
@@ -92,7 +106,8 @@ def main() -> None:
     ]
     stats.write_csv(aggregate.CHECK, rows)
     print(f"wrote {len(rows)} bounds at {reps} replicates to {aggregate.CHECK}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -169,7 +169,8 @@ def compute(
 def stage1_equiv(logs_dir: str) -> dict:
     """{task: SMAC - sgd-matched} on the normalized finals of logs_dir, paired over the stage-1 seeds 1-5
     (stats.paired, TOST at the margin): exploratory, no rule fixed before the runs; `means`: every algorithm's
-    seed-mean normalized final on the task (aggregate.seed_means)."""
+    seed-mean normalized final on the task (aggregate.seed_means); `step_change`: aggregate.step_change of SMAC's
+    runs."""
     sc = aggregate.scores([logs_dir])
     return {
         t: {
@@ -180,6 +181,7 @@ def stage1_equiv(logs_dir: str) -> dict:
                 vd.EQUIV_MARGIN,
             ),
             "means": aggregate.seed_means(sc, t),
+            "step_change": aggregate.step_change(sc.get((t, "smac", "runs"), {})),
         }
         for t in hparams.tasks()
     }
@@ -351,7 +353,8 @@ def stage1_data(c: dict) -> dict:
     """The stage-1 table and the aggregates from compute(): the runs counted (finished + diverged; `short`: those
     that stopped short, None where none), the seed range over cells ([n] where every cell has n), every task x
     algorithm cell (cell_data; the paper's value also where not run), the rliable aggregates (None until a task
-    qualifies; `partial` where not every cell has its seeds, `n_div`: diverged runs, None where none)."""
+    qualifies; `partial` where not every cell has its seeds, `n_div`: diverged runs, None where none; `unchecked`:
+    how many of their intervals lack a check)."""
     cells = c["cells"].values()
     seeds = sorted({len(x["finished"]) + len(x["diverged"]) for x in cells}) or [0]
     out = {
@@ -394,6 +397,7 @@ def stage1_data(c: dict) -> dict:
             for a, m in agg["agg"].items()
         ],
         "improvement": [{"algo": hparams.algo_label(a), "p": list(p)} for a, p in agg["imp"].items()],
+        "unchecked": sum(v[3] is None for m in [*agg["agg"].values(), agg["imp"]] for v in m.values()),
     }
     return out
 
@@ -455,7 +459,7 @@ def sgd_stage1_row(equiv: dict) -> dict:
     `tasks` ({word: [task, ...]}) and `of` (the tasks judged) are the stage-1 per-task words the 5M study reads;
     `p_tost` ({task: [TOST p, that p Holm-adjusted over the tasks]}) the equivalence test's p, the adjusted one for
     information (the word "equivalent" takes no Holm); `curvature` (verdict.curvature_cells): of the equivalent tasks,
-    which can speak to curvature by verdict.curvature_word's rule on the grid's seed means."""
+    which can speak to curvature by verdict.curvature_word's rule on the grid's seed means and step changes."""
     one = {t: r for t, r in equiv.items() if r.get("n")}
     p_holm = dict(zip(one, stats.holm([r["p"] for r in one.values()])))
     p_tost_holm = dict(zip(one, stats.holm([r["p_tost"] for r in one.values()])))
@@ -469,7 +473,7 @@ def sgd_stage1_row(equiv: dict) -> dict:
         },
         "p_tost": {t: [r["p_tost"], p_tost_holm[t]] for t, r in one.items()},
         "curvature": vd.curvature_cells(
-            {r["task"]: one[r["task"]]["means"] for r in stage1 if r["answer"] == vd.EQUIVALENT}
+            {r["task"]: one[r["task"]] for r in stage1 if r["answer"] == vd.EQUIVALENT}
         ),
     }
     return vd.tallied_row("sgd_stage1", numbers, stage1, "report/grid.md")
@@ -477,8 +481,9 @@ def sgd_stage1_row(equiv: dict) -> dict:
 
 def step_size_point(grid: Optional[dict]) -> dict:
     """The verdict's point "step_size": SMAC's step eta/lambda over AC-SGD's eta ([min, max] over the tasks), SMAC's
-    probability of improvement over AC-SGD and over sgd-matched with their 95 % CIs, the IQMs of SMAC and
-    sgd-matched, and the tasks pooled (how many, their stage-1 budgets [min, max])."""
+    probability of improvement over AC-SGD and over sgd-matched with their 95 % CIs and their checks (`unchecked`
+    where a check is missing), the IQMs of SMAC and sgd-matched, and the tasks pooled (how many, their stage-1
+    budgets [min, max])."""
     g = grid or {"agg": {}, "imp": {}, "tasks": []}
     tasks = g.get("tasks", [])
     budgets = [aggregate.stage1_budget(t) for t in tasks]
@@ -491,6 +496,7 @@ def step_size_point(grid: Optional[dict]) -> dict:
         "iqm": [iqm.get("smac"), iqm.get("sgd-matched")],
         "ci_vs_sgd": list(imp["sgd"][1:]) if "sgd" in imp else [None, None],
         "ci_vs_matched": list(imp["sgd-matched"][1:]) if "sgd-matched" in imp else [None, None],
+        "unchecked": any(imp[b][3] is None for b in ("sgd", "sgd-matched") if b in imp),
         "n_tasks": len(tasks),
         "budgets": [min(budgets), max(budgets)] if budgets else [None, None],
     }
@@ -498,13 +504,15 @@ def step_size_point(grid: Optional[dict]) -> dict:
 
 def verdict(result: dict, done: dict) -> dict:
     """The row "sgd_stage1" (sgd_stage1_row), the point "step_size" (step_size_point), and the design's level,
-    margin, seeds per stage-1 cell, the stage-1 MuJoCo budget and the paper's."""
+    margin, seeds per stage-1 cell, the stage-1 MuJoCo budget and the paper's, and the reading its runs use."""
+    reading = hparams.load()["meta"]["grid_readings"]["stage1"]
     design = {
         "alpha": vd.ALPHA,
         "margin": vd.EQUIV_MARGIN,
         "seeds": STAGE1_SEEDS,
         "mujoco_budget": aggregate.stage1_budget("Hopper"),
         "paper_budget": aggregate.PAPER_BUDGET,
+        "reading": {"name": reading, "description": hparams.READINGS[reading][2]},
     }
     return {
         "rows": [sgd_stage1_row(result["equiv"])],

@@ -310,7 +310,8 @@ def _block_c_scores(
 
 def _tost_row(reg: dict, row: dict, p_adj: float, block_c: dict, p_tost_adj: float) -> dict:
     """A block C row's secondary margin, Holm p (and, for information, its TOST p Holm-adjusted), every algorithm's
-    seed-mean normalized final on the task, below-random flag and verdict (row: stats.paired's or unpaired's)."""
+    seed-mean normalized final on the task, the share of SGD's step SMAC's rank-1 term changes (aggregate.step_change),
+    below-random flag and verdict (row: stats.paired's or unpaired's)."""
     alpha, margin = reg["common"]["alpha"], reg["common"]["margin"]
     reach = reg["blocks"]["equivalence"]["reachable_margin_at_5"][row["task"]]
     row.update(
@@ -319,6 +320,7 @@ def _tost_row(reg: dict, row: dict, p_adj: float, block_c: dict, p_tost_adj: flo
         p_holm=p_adj,
         p_tost_holm=p_tost_adj,
         means=aggregate.seed_means(block_c, row["task"]),
+        step_change=aggregate.step_change(block_c.get((row["task"], "smac", "runs"), {})),
         below_random=all(
             stats.mean_or_nan(list(block_c[(row["task"], a)].values())) < 0 for a in ("smac", "sgd-matched")
         ),
@@ -906,7 +908,8 @@ def below_random_point(res5: dict) -> list:
 def curvature_point(res5: dict, stage1_row: dict, eq5: list, rank1: list) -> dict:
     """The verdict's point "curvature": how many tasks show equivalence at the stage-1 budget (the grid study's row
     "sgd_stage1") and at 5M, and of those which can speak to curvature (verdict.curvature_word: both arms at least
-    half the paper's best and more than the margin below the best any algorithm reaches on the task in the same runs;
+    half the paper's best and more than the margin below the best any algorithm reaches on the task in the same runs,
+    and the rank-1 term changing SGD's step by at least verdict.STEP_CHANGE, an amendment made after the runs;
     at 5M on block C's scores and the 5M cells), the rank-1 term's size where lambda <= 0.01 (the pre-registered
     study's rank1 figures, with the smallest cos(g, step) at 5M), and ||l||^2 / lambda late in the 5M runs."""
     low = [r for r in res5["diagnostics"] if r["damping"] <= 0.01]
@@ -920,10 +923,10 @@ def curvature_point(res5: dict, stage1_row: dict, eq5: list, rank1: list) -> dic
         "speaks": {
             "stage1": one["curvature"],
             "5M": vd.curvature_cells(
-                {r["task"]: r["means"] for r in res5["equivalence"] if r["task"] in equivalent_5M}
+                {r["task"]: r for r in res5["equivalence"] if r["task"] in equivalent_5M}
             ),
         },
-        "rule": {"half": vd.HALF, "margin": vd.EQUIV_MARGIN},
+        "rule": {"half": vd.HALF, "margin": vd.EQUIV_MARGIN, "step_change": vd.STEP_CHANGE},
         "rank1": [
             {
                 "task": r["task"],

@@ -66,7 +66,7 @@ class Args:
     fisher: Literal["batch-mean", "per-sample"] = "batch-mean"
     """smac: batch-mean (Practical Method: a step per rollout) or per-sample (Algorithm 1)"""
     learning_rate: float = 1e-2
-    """actor step size eta"""
+    """actor step size eta (the default is SMAC's Hopper row; AC-SGD's is 1e-3, AC-Adam's 1e-4)"""
     damping: float = 1.0
     """smac damping lambda > 0 in F = lambda I + l l^T"""
     critic_learning_rate: float = 1e-4
@@ -402,7 +402,8 @@ def make_writer(args: Args, run_dir: str) -> SummaryWriter:
 
 def step_diagnostics(diag: dict) -> dict:
     """How far SMAC's step departs from SGD with step eta / lambda: norms, cos(g, step), the step
-    along l_bar and across it. diag: g, step, and ell (batch-mean) or ell_sq_mean (per-sample)."""
+    along l_bar and across it. diag: g, step, and ell (batch-mean) or ell_sq_mean (per-sample);
+    ell_sq is |l_bar|^2 for the batch-mean step, the mean of the samples' |l|^2 for the per-sample one."""
     g = diag["g"].double()
     step = diag["step"].double()
     ell_sq = float(diag.get("ell_sq_mean", float("nan")))
@@ -482,7 +483,8 @@ def train(args: Args) -> int:
                     env_action = action.clip(act_space.low, act_space.high)
                 buf_obs[t] = obs
                 buf_actions[t] = action
-                # ours: a list of environments: s_{t+1} is an ending episode's final observation
+                # ours: a plain list, not gymnasium's vector API, so that an ending episode's s_{t+1}
+                # is its true final observation (what a truncation bootstraps from)
                 for i, env in enumerate(envs):
                     next_obs, reward, terminated, truncated, _ = env.step(env_action[i])
                     buf_rewards[t, i] = reward
@@ -540,7 +542,8 @@ def train(args: Args) -> int:
                 policy = actor(batch["obs"])
                 mean_logprob = policy.log_prob(batch["actions"]).mean().item()
                 entropy = policy.entropy().mean().item()
-            writer.add_scalar("losses/mean_logprob", mean_logprob, global_step)  # the paper's confidence
+            # the paper's diagnostic: the mean log-probability of the taken actions
+            writer.add_scalar("losses/mean_logprob", mean_logprob, global_step)
             writer.add_scalar("losses/entropy", entropy, global_step)
             writer.add_scalar("losses/value_loss", value_loss.item(), global_step)
             for key, value in step_diagnostics(diagnostics).items():
@@ -548,6 +551,7 @@ def train(args: Args) -> int:
             if update % 10 == 0 or global_step >= budget:
                 mean_return = np.mean(recent_returns[-10:]) if recent_returns else float("nan")
                 sps = int(global_step / (time.time() - start_time))
+                writer.add_scalar("charts/SPS", sps, global_step)
                 line = f"step {global_step}/{budget}, {sps} SPS, return {mean_return:.1f} (last 10)"
                 print(line, flush=True)
     finally:

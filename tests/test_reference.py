@@ -28,7 +28,7 @@ from helpers import REFERENCE, ROOT, load_copy_block, one_line_error, only_run, 
 # no keyword beyond args; <= 22 flags, <= 15 imported modules, at most 20 lines over 100 columns (the formatter's
 # width stays 110), and a ceiling on the formatted file. The issue asked for 500; the paper's trainer with
 # everything it keeps (every flag, the four actor steps, normalization, the diagnostics, W&B, video, CUDA, the
-# signal flag and the run directory), written plainly, is 584 lines: the ceiling is that, not 500.
+# signal flag and the run directory), written plainly, is 589 lines: the ceiling is that, not 500.
 FILE_LINES, TRAIN_LINES, FLAGS, IMPORTS, WIDE_LINES = 590, 150, 22, 15, 20
 
 

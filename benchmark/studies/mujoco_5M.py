@@ -976,6 +976,6 @@ def verdict(result: dict, done: dict) -> dict:
     # at 5M can speak to curvature
     declared = {
         "table": table["numbers"]["mujoco_5M"],
-        "sgd_5M": {"can_speak": points["curvature"]["speaks"]["5M"]["n_can"]},
+        "sgd_5M": {"can_speak": points["curvature"]["speaks"]["5M"]["n_can"], "step_change": vd.STEP_CHANGE},
     }
     return {"rows": rows, "points": points, "design": design, "summary": declared}

@@ -214,10 +214,17 @@ def sb3_sps(env_id: str, steps: int):
 
 
 def reference_step(step):
-    """The reference's actor steps take (actor, batch, args); update_ms calls (actor, batch, args, state)."""
+    """The reference's actor steps take (actor, batch, args) with its own Actor, whose forward() gives a distribution;
+    update_ms calls (the lab's actor, batch, args, state): the step runs on a reference Actor holding the lab actor's
+    first weights (the same layout), made at the first call."""
+    twin = {}
 
     def call(actor, batch, args, state):
-        return step(actor, batch, args)
+        if "actor" not in twin:
+            hidden = [layer.out_features for layer in actor.linears[:-1]]
+            twin["actor"] = smac_a2c.Actor(OBS_DIM, ACT_DIM, False, hidden).to(batch["obs"].device)
+            twin["actor"].load_state_dict(actor.state_dict())
+        return step(twin["actor"], batch, args)
 
     return call
 

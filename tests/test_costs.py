@@ -65,3 +65,34 @@ def test_device_check_without_cuda_runs_the_cpu_rows_and_skips_the_cuda_ones_in_
         out.splitlines()
     )  # the GPU line, the rows' heading, the three rows and one line for the --cuda runs
     assert len(lines) == 6 and "--cuda" in lines[-1] and not training_lines(lines[-1]), out
+
+
+def test_throughputs_microbenchmark_runs_the_reference_steps_on_a_reference_actor():
+    """`python -m benchmark.costs throughput` timed the reference's actor steps on the lab's Actor, whose forward()
+    gives a tensor, not a distribution: an AttributeError once the reference's Actor changed. Each reference step now
+    runs on a reference Actor holding the lab actor's weights, and gives the reference's numbers there."""
+    import smac_a2c
+    from benchmark import trainer
+
+    steps = {
+        "smac": costs.reference_step(smac_a2c.smac_batch_mean_step),
+        "smac fast path": trainer.smac_step,
+        "sgd": costs.reference_step(smac_a2c.sgd_step),
+    }
+    ms = costs.update_ms(steps, width=8, T=50, repeats=2, warmup=0)
+    assert set(ms) == set(steps) and all(0 < v < float("inf") for v in ms.values())
+    actor, batch = costs.setup(8, 50, "cpu")
+    twin = smac_a2c.Actor(costs.OBS_DIM, costs.ACT_DIM, False, (8, 8))
+    twin.load_state_dict(actor.state_dict())
+    args = trainer.Args(learning_rate=1e-6)
+    diag = costs.reference_step(smac_a2c.sgd_step)(actor, batch, args, {})
+    expected = torch.cat(
+        [
+            g.reshape(-1)
+            for g in torch.autograd.grad(
+                (twin(batch["obs"]).log_prob(batch["actions"]) * batch["advantages"]).mean(),
+                list(twin.parameters()),
+            )
+        ]
+    )
+    torch.testing.assert_close(diag["g"], expected)

@@ -817,11 +817,7 @@ def main(argv=None) -> None:
 
     add = command("kl-step-cost", kl_step_cost, "smac_direction + kl_step_ against an SGD step")
     add("--rounds", type=int, default=100)
-    add(
-        "--compare",
-        default=None,
-        help="another file holding kl_step_ (smac_kl.py, or an older smac_a2c.py), timed in the same rounds",
-    )
+    add("--compare", default=None, help="another file's kl_step_ (an older smac_kl.py), timed alongside")
 
     opts = p.parse_args(argv)
     opts.fn(opts)
